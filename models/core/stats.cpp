@@ -1,0 +1,132 @@
+#include "models/core/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "models/core/error.h"
+
+namespace mbpsim {
+
+size_t Histogram::bucket_of(uint64_t v) {
+  if (v < 64) return v;
+  const int e = 63 - __builtin_clzll(v);  // >= 6
+  const uint64_t sub = (v >> (e - 4)) - 16;
+  return 64 + static_cast<size_t>(e - 6) * 16 + sub;
+}
+
+uint64_t Histogram::bucket_low(size_t b) {
+  if (b < 64) return b;
+  const size_t e = (b - 64) / 16 + 6;
+  const uint64_t sub = (b - 64) % 16;
+  return (16 + sub) << (e - 4);
+}
+
+void Histogram::sample(uint64_t v) {
+  const size_t b = bucket_of(v);
+  if (b >= buckets_.size()) buckets_.resize(b + 1, 0);
+  ++buckets_[b];
+  if (count_ == 0 || v < min_) min_ = v;
+  if (count_ == 0 || v > max_) max_ = v;
+  ++count_;
+  sum_ += static_cast<double>(v);
+}
+
+uint64_t Histogram::percentile(double p) const {
+  if (count_ == 0) return 0;
+  const uint64_t rank = static_cast<uint64_t>(std::ceil(p * static_cast<double>(count_)));
+  uint64_t seen = 0;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    seen += buckets_[b];
+    if (seen >= std::max<uint64_t>(rank, 1)) return std::max(bucket_low(b), min_);
+  }
+  return max_;
+}
+
+void Histogram::reset() {
+  buckets_.clear();
+  count_ = min_ = max_ = 0;
+  sum_ = 0;
+}
+
+void Stats::add(const std::string& path, const std::string& desc, Kind k, size_t idx) {
+  for (const auto& e : entries_)
+    if (e.path == path) internal_error("stat registered twice: " + path);
+  entries_.push_back({path, desc, k, idx});
+}
+
+Counter& Stats::counter(const std::string& path, const std::string& desc) {
+  counters_.emplace_back();
+  add(path, desc, Kind::Counter, counters_.size() - 1);
+  return counters_.back();
+}
+Average& Stats::average(const std::string& path, const std::string& desc) {
+  averages_.emplace_back();
+  add(path, desc, Kind::Average, averages_.size() - 1);
+  return averages_.back();
+}
+Histogram& Stats::histogram(const std::string& path, const std::string& desc) {
+  histograms_.emplace_back();
+  add(path, desc, Kind::Histogram, histograms_.size() - 1);
+  return histograms_.back();
+}
+void Stats::formula(const std::string& path, std::function<double()> f, const std::string& desc) {
+  formulas_.push_back(std::move(f));
+  add(path, desc, Kind::Formula, formulas_.size() - 1);
+}
+
+void Stats::reset() {
+  for (auto& c : counters_) c.reset();
+  for (auto& a : averages_) a.reset();
+  for (auto& h : histograms_) h.reset();
+}
+
+// Rounds to 6 significant digits so that the JSON text is stable and readable.
+static double tidy(double v) {
+  if (!std::isfinite(v)) return 0.0;
+  if (v == 0) return 0.0;
+  const double mag = std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  return std::round(v * mag) / mag;
+}
+
+nlohmann::ordered_json Stats::dump() const {
+  nlohmann::ordered_json root = nlohmann::ordered_json::object();
+  for (const auto& e : entries_) {
+    nlohmann::ordered_json* node = &root;
+    std::string k = e.path;
+    size_t pos;
+    while ((pos = k.find('.')) != std::string::npos) {
+      node = &(*node)[k.substr(0, pos)];
+      k = k.substr(pos + 1);
+    }
+    nlohmann::ordered_json v;
+    switch (e.kind) {
+      case Kind::Counter: v = counters_[e.idx].value; break;
+      case Kind::Average: {
+        const Average& a = averages_[e.idx];
+        v = {{"mean", tidy(a.mean())}, {"count", a.count}, {"min", tidy(a.min)},
+             {"max", tidy(a.max)}};
+        break;
+      }
+      case Kind::Histogram: {
+        const Histogram& h = histograms_[e.idx];
+        v = {{"count", h.count()},       {"mean", tidy(h.mean())},
+             {"min", h.min()},           {"p50", h.percentile(0.50)},
+             {"p90", h.percentile(0.90)}, {"p99", h.percentile(0.99)},
+             {"max", h.max()}};
+        break;
+      }
+      case Kind::Formula: v = tidy(formulas_[e.idx]()); break;
+    }
+    (*node)[k] = v;
+  }
+  return root;
+}
+
+std::vector<std::pair<std::string, std::string>> Stats::describe() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : entries_) out.emplace_back(e.path, e.desc);
+  return out;
+}
+
+}  // namespace mbpsim

@@ -1,0 +1,85 @@
+// The one stats registry: counters, averages, histograms with percentiles and formulas,
+// named after the module hierarchy ("system.net.router_1_2.port3.flits") and dumped as nested
+// JSON. Modules keep references to their stats, so recording is a plain add on the hot path.
+// reset() clears every value at the end of warm-up; formulas are evaluated at dump time.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mbpsim {
+
+struct Counter {
+  uint64_t value = 0;
+  void inc(uint64_t n = 1) { value += n; }
+  void reset() { value = 0; }
+};
+
+struct Average {
+  double sum = 0;
+  uint64_t count = 0;
+  double min = 0, max = 0;
+  void sample(double v) {
+    if (count == 0 || v < min) min = v;
+    if (count == 0 || v > max) max = v;
+    sum += v;
+    ++count;
+  }
+  double mean() const { return count ? sum / count : 0.0; }
+  void reset() { *this = Average(); }
+};
+
+// Log-linear buckets over non-negative integers: exact below 64, then 16 buckets per power of
+// two (relative error of a percentile below 1/16). Constant memory whatever the range.
+class Histogram {
+ public:
+  void sample(uint64_t v);
+  uint64_t count() const { return count_; }
+  double mean() const { return count_ ? sum_ / count_ : 0.0; }
+  uint64_t min() const { return min_; }
+  uint64_t max() const { return max_; }
+  // Value below which a fraction p (0..1) of the samples lie; the bucket's lower bound.
+  uint64_t percentile(double p) const;
+  void reset();
+  static size_t bucket_of(uint64_t v);
+  static uint64_t bucket_low(size_t b);
+
+ private:
+  std::vector<uint64_t> buckets_;
+  uint64_t count_ = 0, min_ = 0, max_ = 0;
+  double sum_ = 0;
+};
+
+class Stats {
+ public:
+  Counter& counter(const std::string& path, const std::string& desc = "");
+  Average& average(const std::string& path, const std::string& desc = "");
+  Histogram& histogram(const std::string& path, const std::string& desc = "");
+  void formula(const std::string& path, std::function<double()> f, const std::string& desc = "");
+  void reset();
+  // Nested JSON of every stat; with `descriptions`, a parallel "desc" tree is not added: the
+  // descriptions are listed by `describe()` instead so the stats file stays compact.
+  nlohmann::ordered_json dump() const;
+  std::vector<std::pair<std::string, std::string>> describe() const;
+
+ private:
+  enum class Kind { Counter, Average, Histogram, Formula };
+  struct Entry {
+    std::string path, desc;
+    Kind kind;
+    size_t idx;
+  };
+  void add(const std::string& path, const std::string& desc, Kind k, size_t idx);
+  std::vector<Entry> entries_;
+  std::deque<Counter> counters_;
+  std::deque<Average> averages_;
+  std::deque<Histogram> histograms_;
+  std::vector<std::function<double()>> formulas_;
+};
+
+}  // namespace mbpsim

@@ -1,0 +1,373 @@
+#include "models/net/network.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "models/core/error.h"
+
+namespace mbpsim::net {
+
+using sc_core::sc_time;
+
+Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats,
+                 const std::string& sp)
+    : sc_module(name), cfg_(cfg), topo_(cfg.radix, cfg.levels), stats_(stats) {
+  period_ = sc_time(1e6 / cfg.clock_mhz, sc_core::SC_PS);
+  wheel_.resize(kWheel);
+  routers_.resize(topo_.num_routers());
+  for (int r = 0; r < topo_.num_routers(); ++r) {
+    const int h = topo_.height_of(r);
+    const uint32_t pos = topo_.pos_of(r);
+    routers_[r].init(*this, r, h, pos, stats,
+                     sp + ".router_" + std::to_string(h) + "_" + std::to_string(pos));
+  }
+  nis_.resize(topo_.nodes());
+  for (auto& ni : nis_) ni.credits.assign(cfg.vcs_per_class * kNumClasses, cfg.buffer_depth);
+
+  lat_unicast = &stats.histogram(sp + ".latency.unicast", "cycles, creation to tail delivery");
+  lat_multicast = &stats.histogram(sp + ".latency.multicast_completion",
+                                   "cycles, creation to the last receiver's delivery");
+  lat_ack = &stats.histogram(sp + ".latency.ack",
+                             "cycles, multicast creation to the acknowledgement at the source");
+  pkts_injected = &stats.counter(sp + ".packets_injected", "packets created by sources");
+  flits_injected = &stats.counter(sp + ".flits_injected", "flits created by sources");
+  pkts_delivered = &stats.counter(sp + ".packets_delivered",
+                                  "unicast packets and multicast copies reaching a node");
+  flits_delivered = &stats.counter(sp + ".flits_delivered", "flits ejected at nodes (not acks)");
+  mcast_sent = &stats.counter(sp + ".multicast.sent", "multicast packets injected");
+  mcast_deliveries = &stats.counter(sp + ".multicast.deliveries", "multicast copies delivered");
+  dummy_acks = &stats.counter(sp + ".multicast.dummy_acks",
+                              "deliveries to nodes holding no copy (answered by a dummy ack)");
+  acks_sent = &stats.counter(sp + ".multicast.acks_from_nodes", "acks sent by receivers");
+  acks_at_source = &stats.counter(sp + ".multicast.acks_at_source",
+                                  "ack packets arriving at multicast sources");
+
+  // Link utilisation per tree level, in flits per link per cycle since the last stats reset.
+  for (int h = 0; h < topo_.levels(); ++h) {
+    for (int up = 0; up < 2; ++up) {
+      if (up && h == 0) continue;
+      std::vector<const Counter*> cs;
+      for (int r = 0; r < topo_.num_routers(); ++r) {
+        if (topo_.height_of(r) != h) continue;
+        if (up)
+          cs.push_back(routers_[r].out(cfg.radix).flits);
+        else
+          for (int c = 0; c < cfg.radix; ++c) cs.push_back(routers_[r].out(c).flits);
+      }
+      stats.formula(
+          sp + ".utilisation.level" + std::to_string(h) + (up ? ".up" : ".down"),
+          [this, cs] {
+            uint64_t sum = 0;
+            for (auto* c : cs) sum += c->value;
+            const double cyc = static_cast<double>(now_ - epoch_);
+            return cyc > 0 ? sum / (cyc * cs.size()) : 0.0;
+          },
+          "flits per link per cycle on the links leaving height-" + std::to_string(h) +
+              (up ? " routers towards the root" : " routers towards the leaves"));
+    }
+  }
+
+  SC_METHOD(process_method);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+void Network::reset_epoch() { epoch_ = now_; }
+
+void Network::schedule(uint64_t at, const Event& e) {
+  ++pending_events_;
+  if (at - now_ < kWheel)
+    wheel_[at & (kWheel - 1)].push_back(e);
+  else
+    far_.emplace(at, e);
+}
+
+void Network::activate(int r) {
+  if (!routers_[r].active) {
+    routers_[r].active = true;
+    active_routers_.push_back(r);
+  }
+}
+
+void Network::activate_ni(uint32_t n) {
+  if (!nis_[n].active) {
+    nis_[n].active = true;
+    active_nis_.push_back(n);
+  }
+}
+
+// Client calls from outside a cycle (another SystemC process) first bring the calendar to
+// the current simulated cycle and make sure the network process wakes for it.
+void Network::sync_external() {
+  if (in_cycle_) return;
+  const uint64_t per = period_.value();
+  const uint64_t t = sc_core::sc_time_stamp().value();
+  uint64_t cyc = (t + per - 1) / per;
+  if (ran_any_ && cyc <= last_run_) cyc = last_run_ + 1;
+  if (cyc > now_) now_ = cyc - 1;  // the calendar is empty between the last run and now
+  wake_.notify(sc_time::from_value(cyc * per - t));
+}
+
+void Network::inject(Packet* p) {
+  sync_external();
+  const uint64_t at = in_cycle_ ? now_ : now_ + 1;
+  p->id = next_id_++;
+  p->create_cycle = at;
+  p->ni_ready = at + cfg_.ni_delay;
+  p->refs = 1;
+  p->measured = measuring_;
+  ++in_flight_;
+  if (p->measured) ++measured_in_flight_;
+  pkts_injected->inc();
+  flits_injected->inc(p->size_flits);
+  if (p->kind == PacketKind::Multicast) {
+    mcast_sent->inc();
+    if (p->txn == 0) p->txn = p->id;
+    if (p->ack_req && !cfg_.combining) e2e_expected_[p->txn] = covered_count(p->src, p->bitmap);
+  }
+  nis_[p->src].q[p->cls].push_back(p);
+  activate_ni(p->src);
+}
+
+uint32_t Network::covered_count(uint32_t src, const HierBitmap& bm) const {
+  uint32_t n = 0;
+  for (int h = 0; h < topo_.levels(); ++h) {
+    const uint32_t bits = bm.level[h] & ~(1u << topo_.child_index(src, h)) & ((1u << cfg_.radix) - 1);
+    n += __builtin_popcount(bits) * topo_.subtree_size(h);
+  }
+  return n;
+}
+
+void Network::inject_multicast(Packet* p, const std::vector<uint32_t>& dests) {
+  p->kind = PacketKind::Multicast;
+  p->bitmap = encode_bitmap(topo_, p->src, dests);
+  if (p->bitmap.empty()) internal_error("multicast with no destination other than its source");
+  inject(p);
+}
+
+void Network::send_ack(uint32_t node, const Packet& m, bool held) {
+  sync_external();
+  Packet* a = pool_.get();
+  a->kind = PacketKind::Ack;
+  a->cls = kAckClass;
+  a->size_flits = static_cast<uint16_t>(cfg_.ack_flits);
+  a->txn = m.txn;
+  a->ack_count = 1;
+  a->ack_held = held ? 1 : 0;
+  a->create_cycle = m.create_cycle;
+  a->measured = m.measured;
+  a->src = node;
+  a->dst = m.src;
+  a->hop_ack = cfg_.combining;
+  a->ni_ready = (in_cycle_ ? now_ : now_ + 1) + cfg_.ni_delay;
+  acks_sent->inc();
+  if (!held) dummy_acks->inc();
+  nis_[node].q[kAckClass].push_back(a);
+  activate_ni(node);
+}
+
+void Network::set_timer(uint32_t node, uint64_t at, uint64_t tag) {
+  sync_external();
+  const uint64_t earliest = now_ + 1;
+  schedule(std::max(at, earliest), Event{EvType::Timer, 0, 0, 0, node, nullptr, tag});
+}
+
+void Network::handle(const Event& e) {
+  switch (e.type) {
+    case EvType::FlitArrive:
+      routers_[e.target].accept(e.port, e.vc, e.pkt, e.idx, now_);
+      activate(e.target);
+      break;
+    case EvType::Credit:
+      routers_[e.target].credit(e.port, e.vc);
+      if (routers_[e.target].holds_flits()) activate(e.target);
+      break;
+    case EvType::NiCredit:
+      ++nis_[e.target].credits[e.vc];
+      if (nis_[e.target].cur) activate_ni(e.target);
+      break;
+    case EvType::Eject:
+      if (e.idx + 1 == e.pkt->size_flits) deliver(e.target, e.pkt, now_);
+      break;
+    case EvType::Timer:
+      if (client_) client_->on_timer(e.target, e.tag, now_);
+      break;
+  }
+}
+
+void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
+  last_progress_ = now;
+  if (p->kind != PacketKind::Ack) ++total_delivered_;
+  auto complete = [&](bool measured) {
+    --in_flight_;
+    if (measured) --measured_in_flight_;
+  };
+  switch (p->kind) {
+    case PacketKind::Unicast:
+      pkts_delivered->inc();
+      flits_delivered->inc(p->size_flits);
+      if (p->measured) lat_unicast->sample(now - p->create_cycle);
+      if (client_) client_->on_packet(node, *p, now);
+      complete(p->measured);
+      pool_.put(p);
+      break;
+    case PacketKind::Multicast:
+      pkts_delivered->inc();
+      flits_delivered->inc(p->size_flits);
+      mcast_deliveries->inc();
+      if (client_) client_->on_packet(node, *p, now);
+      if (--p->refs == 0) {
+        if (p->measured) lat_multicast->sample(now - p->create_cycle);
+        if (!p->ack_req) complete(p->measured);
+        pool_.put(p);
+      }
+      break;
+    case PacketKind::Ack: {
+      acks_at_source->inc();
+      if (client_) client_->on_ack(node, *p, now);
+      bool done = true;
+      if (!cfg_.combining) {
+        auto it = e2e_expected_.find(p->txn);
+        if (it == e2e_expected_.end()) internal_error("end-to-end ack for an unknown transaction");
+        done = --it->second == 0;
+        if (done) e2e_expected_.erase(it);
+      }
+      if (done) {
+        if (p->measured) lat_ack->sample(now - p->create_cycle);
+        complete(p->measured);
+      }
+      pool_.put(p);
+      break;
+    }
+  }
+}
+
+void Network::ni_step(uint32_t node, uint64_t now) {
+  NetIface& ni = nis_[node];
+  if (!ni.cur) {
+    // Acknowledgements first (they free resources elsewhere), then replies, then requests.
+    for (int c = kNumClasses - 1; c >= 0 && !ni.cur; --c) {
+      if (ni.q[c].empty() || ni.q[c].front()->ni_ready > now) continue;
+      const int base = c * cfg_.vcs_per_class;
+      for (int j = 0; j < cfg_.vcs_per_class; ++j) {
+        const int v = base + (ni.cls_rr + j) % cfg_.vcs_per_class;
+        if (ni.credits[v] > 0) {
+          ni.cur = ni.q[c].front();
+          ni.q[c].pop_front();
+          ni.cur_vc = v;
+          ni.next_flit = 0;
+          ni.cls_rr = static_cast<uint8_t>((ni.cls_rr + j + 1) % cfg_.vcs_per_class);
+          break;
+        }
+      }
+    }
+  }
+  if (ni.cur && ni.credits[ni.cur_vc] > 0 && ni.free_at <= now) {
+    --ni.credits[ni.cur_vc];
+    ni.free_at = now + cfg_.flit_cycles();
+    const int leaf = topo_.router_id(topo_.levels() - 1, node / cfg_.radix);
+    schedule(now + cfg_.link_latency,
+             Event{EvType::FlitArrive, static_cast<uint8_t>(node % cfg_.radix),
+                   static_cast<uint8_t>(ni.cur_vc), ni.next_flit, static_cast<uint32_t>(leaf),
+                   ni.cur, 0});
+    if (++ni.next_flit == ni.cur->size_flits) ni.cur = nullptr;
+  }
+}
+
+uint64_t Network::run_cycle(uint64_t now) {
+  now_ = now;
+  in_cycle_ = true;
+  while (!far_.empty() && far_.begin()->first < now + kWheel) {
+    wheel_[far_.begin()->first & (kWheel - 1)].push_back(far_.begin()->second);
+    far_.erase(far_.begin());
+  }
+  auto& bucket = wheel_[now & (kWheel - 1)];
+  for (size_t i = 0; i < bucket.size(); ++i) handle(bucket[i]);
+  pending_events_ -= bucket.size();
+  events_ += bucket.size();
+  bucket.clear();
+
+  next_active_.clear();
+  for (size_t i = 0; i < active_routers_.size(); ++i) {
+    const int r = active_routers_[i];
+    if (routers_[r].step(now))
+      next_active_.push_back(r);
+    else
+      routers_[r].active = false;
+  }
+  active_routers_.swap(next_active_);
+
+  next_active_nis_.clear();
+  for (size_t i = 0; i < active_nis_.size(); ++i) {
+    const uint32_t n = active_nis_[i];
+    ni_step(n, now);
+    NetIface& ni = nis_[n];
+    bool busy = ni.cur != nullptr;
+    for (int c = 0; c < kNumClasses && !busy; ++c) busy = !ni.q[c].empty();
+    if (busy)
+      next_active_nis_.push_back(n);
+    else
+      ni.active = false;
+  }
+  active_nis_.swap(next_active_nis_);
+  events_ += active_routers_.size();
+  in_cycle_ = false;
+
+  if (in_flight_ == 0) last_progress_ = now;
+  if (now - last_progress_ > cfg_.watchdog_cycles && failure_.empty()) {
+    std::ostringstream os;
+    os << "network watchdog: no delivery for " << (now - last_progress_) << " cycles with "
+       << in_flight_ << " transactions in flight (cycle " << now << ")";
+    failure_ = os.str();
+    sc_core::sc_stop();
+  }
+
+  if (!active_routers_.empty() || !active_nis_.empty()) return now + 1;
+  if (pending_events_ == 0) return UINT64_MAX;
+  for (uint64_t t = now + 1; t < now + kWheel; ++t)
+    if (!wheel_[t & (kWheel - 1)].empty()) return t;
+  return far_.begin()->first;
+}
+
+void Network::process_method() {
+  const uint64_t per = period_.value();
+  const uint64_t t = sc_core::sc_time_stamp().value();
+  uint64_t cyc = (t + per - 1) / per;
+  if (ran_any_ && cyc <= last_run_) cyc = last_run_ + 1;
+  if (cyc * per != t) {
+    next_trigger(sc_time::from_value(cyc * per - t));
+    return;
+  }
+  const uint64_t next = run_cycle(cyc);
+  last_run_ = cyc;
+  ran_any_ = true;
+  if (next == UINT64_MAX)
+    next_trigger(wake_);
+  else
+    next_trigger(sc_time::from_value((next - cyc) * per), wake_);
+}
+
+void Network::start() { wake_.notify(sc_core::SC_ZERO_TIME); }
+
+std::string Network::dump_in_flight(size_t max) const {
+  std::vector<const Packet*> live;
+  pool_.for_each_live([&](const Packet& p) { live.push_back(&p); });
+  std::sort(live.begin(), live.end(), [](const Packet* a, const Packet* b) {
+    return a->create_cycle != b->create_cycle ? a->create_cycle < b->create_cycle : a->id < b->id;
+  });
+  std::ostringstream os;
+  os << live.size() << " packets live; oldest first:\n";
+  static const char* kinds[] = {"unicast", "multicast", "ack"};
+  for (size_t i = 0; i < live.size() && i < max; ++i) {
+    const Packet& p = *live[i];
+    os << "  packet " << p.id << " " << kinds[static_cast<int>(p.kind)] << " class "
+       << int(p.cls) << " src " << p.src << " dst " << p.dst << " txn " << p.txn
+       << " created at cycle " << p.create_cycle << " (age " << (now_ - p.create_cycle)
+       << ")\n";
+  }
+  for (const auto& r : routers_)
+    if (r.active) os << "  " << r.describe_flits() << "\n";
+  return os.str();
+}
+
+}  // namespace mbpsim::net

@@ -1,0 +1,167 @@
+// The tree network: routers, network interfaces, links and credits as timestamped events on a
+// cycle calendar, wrapped in one SystemC module.
+//
+// The calendar holds flit arrivals, credit returns, ejections and client timers, each at a
+// router-clock cycle. The SystemC process wakes only at cycles that have events or routers
+// holding flits; a quiet network costs nothing. Clients (workloads, later the MBP) inject
+// packets and receive deliveries and acknowledgements through NetClient.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+
+#include "models/core/stats.h"
+#include "models/net/net_config.h"
+#include "models/net/packet.h"
+#include "models/net/router.h"
+#include "models/net/topology.h"
+
+namespace mbpsim::net {
+
+class NetClient {
+ public:
+  virtual ~NetClient() = default;
+  // A timer set with Network::set_timer fires.
+  virtual void on_timer(uint32_t node, uint64_t tag, uint64_t now) {}
+  // The tail of a unicast or multicast packet reached `node`. For a multicast that asked for
+  // acknowledgements the client must answer with Network::send_ack (now or later).
+  virtual void on_packet(uint32_t node, Packet& p, uint64_t now) = 0;
+  // An acknowledgement (combined, or one end-to-end ack) reached the multicast's source.
+  virtual void on_ack(uint32_t node, const Packet& ack, uint64_t now) {}
+};
+
+enum class EvType : uint8_t { FlitArrive, Credit, Eject, NiCredit, Timer };
+
+struct Event {
+  EvType type;
+  uint8_t port;
+  uint8_t vc;
+  uint16_t idx;
+  uint32_t target;  // router or node
+  Packet* pkt;      // Timer: reinterpret as the tag via `tag`
+  uint64_t tag;
+};
+
+// Per-node network interface: source queues per message class, wormhole injection with
+// credits into the leaf router.
+struct NetIface {
+  std::deque<Packet*> q[kNumClasses];
+  Packet* cur = nullptr;  // packet being injected
+  uint16_t next_flit = 0;
+  int cur_vc = -1;
+  std::vector<int> credits;  // per VC of the leaf router's input port
+  uint8_t cls_rr = 0;
+  uint64_t free_at = 0;
+  bool active = false;
+};
+
+class Network : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Network);
+  Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats,
+          const std::string& stats_prefix);
+  void set_client(NetClient* c) { client_ = c; }
+
+  const NetConfig& config() const { return cfg_; }
+  const TreeTopology& topology() const { return topo_; }
+  uint64_t now() const { return now_; }
+  sc_core::sc_time period() const { return period_; }
+
+  Packet* new_packet() { return pool_.get(); }
+  // Queues a packet at its source NI; create_cycle is stamped here.
+  void inject(Packet* p);
+  // Multicast helper: builds the bitmap from the destinations and injects.
+  void inject_multicast(Packet* p, const std::vector<uint32_t>& dests);
+  // Answer to an ack-requesting multicast received at `node`.
+  void send_ack(uint32_t node, const Packet& mcast, bool held_copy);
+  void release(Packet* p) { pool_.put(p); }
+  void set_timer(uint32_t node, uint64_t at_cycle, uint64_t tag);
+
+  // Packets created but not yet fully delivered (multicasts count once).
+  uint64_t in_flight() const { return in_flight_; }
+  uint64_t measured_in_flight() const { return measured_in_flight_; }
+  void set_measuring(bool m) { measuring_ = m; }
+  // Oldest in-flight packets, for failure dumps.
+  std::string dump_in_flight(size_t max) const;
+
+  // Engine interface (used by the router and by tests).
+  void schedule(uint64_t at, const Event& e);
+  void activate(int router);
+  void activate_ni(uint32_t node);
+  // Runs every event and router step of cycle `now`; returns the next busy cycle or UINT64_MAX.
+  uint64_t run_cycle(uint64_t now);
+  uint64_t events_processed() const { return events_; }
+  // Packets delivered since the start (never reset): host-speed figures use it.
+  uint64_t total_delivered() const { return total_delivered_; }
+  Router& router(int id) { return routers_[id]; }
+  // Starts the network process (call once after elaboration).
+  void start();
+  // Measurement epoch for utilisation formulas: call with the stats reset.
+  void reset_epoch();
+  // Set when the watchdog fired (the run is stopped).
+  const std::string& failure() const { return failure_; }
+  uint32_t covered_count(uint32_t src, const HierBitmap& bm) const;
+
+ private:
+  void process_method();
+  void handle(const Event& e);
+  void ni_step(uint32_t node, uint64_t now);
+  void deliver(uint32_t node, Packet* p, uint64_t now);
+  void sync_external();
+
+  NetConfig cfg_;
+  TreeTopology topo_;
+  Stats& stats_;
+  NetClient* client_ = nullptr;
+  sc_core::sc_time period_;
+  sc_core::sc_event wake_;
+  uint64_t now_ = 0;
+  bool in_cycle_ = false;
+  bool ran_any_ = false;
+  uint64_t last_run_ = 0;
+  uint64_t epoch_ = 0;
+  std::string failure_;
+
+  std::vector<Router> routers_;
+  std::vector<NetIface> nis_;
+  std::vector<int> active_routers_, next_active_;
+  std::vector<uint32_t> active_nis_, next_active_nis_;
+
+  // Calendar: a wheel of per-cycle buckets for the near future, a sorted overflow beyond.
+  static constexpr uint64_t kWheel = 1024;
+  std::vector<std::vector<Event>> wheel_;
+  std::multimap<uint64_t, Event> far_;
+  uint64_t pending_events_ = 0;
+  uint64_t events_ = 0;
+  uint64_t total_delivered_ = 0;
+
+  PacketPool pool_;
+  uint64_t next_id_ = 1;
+  uint64_t in_flight_ = 0, measured_in_flight_ = 0;
+  bool measuring_ = false;
+  uint64_t last_progress_ = 0;
+  // End-to-end acks (combining off): acks still expected per transaction.
+  std::unordered_map<uint64_t, uint32_t> e2e_expected_;
+
+ public:
+  // Stats (public so the workload can read headline figures).
+  Histogram* lat_unicast;
+  Histogram* lat_multicast;  // creation to the last receiver's delivery
+  Histogram* lat_ack;        // creation to the (last) acknowledgement at the source
+  Counter* pkts_injected;
+  Counter* flits_injected;
+  Counter* pkts_delivered;    // unicast packets, and multicast copies, reaching a node
+  Counter* flits_delivered;
+  Counter* mcast_sent;
+  Counter* mcast_deliveries;
+  Counter* acks_at_source;
+  Counter* dummy_acks;
+  Counter* acks_sent;
+};
+
+}  // namespace mbpsim::net

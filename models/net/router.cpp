@@ -1,0 +1,328 @@
+#include "models/net/router.h"
+
+#include <sstream>
+
+#include "models/core/error.h"
+#include "models/net/network.h"
+
+namespace mbpsim::net {
+
+void FlitQueue::grow() {
+  std::vector<Flit> nb(buf_.size() * 2);
+  for (size_t i = 0; i < n_; ++i) nb[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+  buf_.swap(nb);
+  head_ = 0;
+}
+
+void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
+                  const std::string& name) {
+  net_ = &net;
+  id_ = id;
+  height_ = height;
+  pos_ = pos;
+  const NetConfig& c = net.config();
+  const TreeTopology& t = net.topology();
+  k_ = c.radix;
+  nports_ = k_ + (height > 0 ? 1 : 0);
+  gen_port_ = nports_;
+  ninputs_ = nports_ + 1;
+  nvcs_ = c.vcs_per_class * kNumClasses;
+  in_.assign(ninputs_, std::vector<InputVC>(nvcs_));
+  for (int p = 0; p < ninputs_; ++p)
+    for (auto& vc : in_[p]) {
+      vc.q.init(p == gen_port_ ? 4 : c.buffer_depth);
+      for (int o = 0; o < kMaxPorts; ++o) vc.out_vc[o] = -1;
+    }
+  nonempty_.assign(ninputs_, 0);
+  in_rr_.assign(ninputs_, 0);
+  out_.resize(nports_);
+  for (int o = 0; o < nports_; ++o) {
+    OutputPort& op = out_[o];
+    if (o < k_) {
+      if (height == t.levels() - 1) {
+        op.to_node = true;
+        op.peer = pos * k_ + o;
+      } else {
+        op.peer = t.router_id(height + 1, pos * k_ + o);
+        op.peer_port = static_cast<uint8_t>(k_);
+      }
+    } else {
+      op.peer = t.router_id(height - 1, pos / k_);
+      op.peer_port = static_cast<uint8_t>(pos % k_);
+    }
+    op.credits.assign(nvcs_, op.to_node ? 0 : c.buffer_depth);
+    op.busy.assign(nvcs_, 0);
+    op.flits = &stats.counter(name + ".port" + std::to_string(o) + ".flits",
+                              o < k_ ? "flits sent down to child " + std::to_string(o)
+                                     : std::string("flits sent up to the parent"));
+  }
+  comb_alloc_ = &stats.counter(name + ".combining.allocated", "combining-table entries allocated");
+  comb_full_stalls_ = &stats.counter(name + ".combining.full_stalls",
+                                     "cycles a multicast head waited for a free combining entry");
+  acks_in_ = &stats.counter(name + ".combining.acks_in", "acknowledgements absorbed");
+  acks_combined_ = &stats.counter(name + ".combining.acks_out", "combined acknowledgements sent");
+  comb_occupancy_ = &stats.average(name + ".combining.occupancy",
+                                   "table entries in use, sampled at each allocation");
+}
+
+void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
+  if (p->hop_ack) {
+    consume_ack(port, p, now);
+    // The ack is absorbed at the input stage: its buffer slot frees at once.
+    return_credit(port, vc, now);
+    return;
+  }
+  InputVC& ivc = in_[port][vc];
+  ivc.q.push(Flit{p, now + net_->config().routing_delay, idx});
+  nonempty_[port] |= 1u << vc;
+  ++flits_held_;
+}
+
+bool Router::route(InputVC& ivc, int in_port, Packet* p, uint64_t now) {
+  const TreeTopology& t = net_->topology();
+  uint32_t mask = 0;
+  if (p->kind == PacketKind::Multicast) {
+    const uint32_t children = (1u << k_) - 1;
+    if (in_port == k_) {
+      mask = children;  // from the parent: the bitmap holds nothing finer, broadcast the subtree
+    } else {
+      mask = (p->bitmap.level[height_] & children) & ~(1u << in_port);
+      for (int h = 0; h < height_; ++h)
+        if (p->bitmap.level[h]) {
+          mask |= 1u << k_;
+          break;
+        }
+    }
+    if (!mask) internal_error("multicast routed to no output at router " + std::to_string(id_));
+    if (p->ack_req && net_->config().combining) {
+      if (table_.size() >= static_cast<size_t>(net_->config().combining_entries)) {
+        comb_full_stalls_->inc();
+        return false;
+      }
+      table_.push_back(CombineEntry{p->txn, static_cast<uint8_t>(in_port),
+                                    static_cast<uint8_t>(__builtin_popcount(mask)), 0, 0});
+      comb_alloc_->inc();
+      comb_occupancy_->sample(static_cast<double>(table_.size()));
+    }
+    p->refs += __builtin_popcount(mask) - 1;
+  } else if (p->hop_ack) {
+    mask = 1u << p->hop_port;
+  } else if (t.in_subtree(p->dst, id_)) {
+    mask = 1u << t.child_index(p->dst, height_);
+  } else {
+    mask = 1u << k_;
+  }
+  ivc.route_mask = mask;
+  ivc.pending = mask;
+  ivc.routed = true;
+  return true;
+}
+
+void Router::consume_ack(int in_port, Packet* p, uint64_t now) {
+  acks_in_->inc();
+  size_t i = 0;
+  while (i < table_.size() && table_[i].txn != p->txn) ++i;
+  if (i == table_.size())
+    internal_error("router " + std::to_string(id_) + ": acknowledgement for unknown transaction " +
+                   std::to_string(p->txn));
+  CombineEntry& e = table_[i];
+  e.acks += p->ack_count;
+  e.held += p->ack_held;
+  const uint64_t create = p->create_cycle;
+  const uint32_t src = p->src;
+  const bool measured = p->measured;
+  net_->release(p);
+  if (--e.outstanding > 0) return;
+
+  // Every branch answered: one combined ack goes back the way the multicast came.
+  Packet* a = net_->new_packet();
+  a->kind = PacketKind::Ack;
+  a->cls = kAckClass;
+  a->hop_ack = true;
+  a->txn = e.txn;
+  a->ack_count = e.acks;
+  a->ack_held = e.held;
+  a->size_flits = static_cast<uint16_t>(net_->config().ack_flits);
+  a->create_cycle = create;
+  a->src = src;
+  a->measured = measured;
+  a->hop_port = e.return_port;
+  table_[i] = table_.back();
+  table_.pop_back();
+  acks_combined_->inc();
+  const int vc = kAckClass * net_->config().vcs_per_class;
+  for (uint16_t f = 0; f < a->size_flits; ++f) in_[gen_port_][vc].q.push(Flit{a, now, f});
+  nonempty_[gen_port_] |= 1u << vc;
+  flits_held_ += a->size_flits;
+  net_->activate(id_);
+}
+
+void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
+  const NetConfig& c = net_->config();
+  const Flit& f = ivc.q.front();
+  OutputPort& op = out_[o];
+  const int vc = ivc.out_vc[o];
+  if (!op.to_node) --op.credits[vc];
+  op.free_at = now + c.flit_cycles();
+  op.flits->inc();
+  const uint64_t at = now + c.sa_delay + c.st_delay + c.link_latency;
+  if (op.to_node)
+    net_->schedule(at, Event{EvType::Eject, 0, 0, f.idx, op.peer, f.pkt, 0});
+  else
+    net_->schedule(at, Event{EvType::FlitArrive, op.peer_port, static_cast<uint8_t>(vc), f.idx,
+                             op.peer, f.pkt, 0});
+  ivc.pending &= ~(1u << o);
+  if (f.idx + 1 == f.pkt->size_flits) {  // tail: the output VC is free for the next packet
+    op.busy[vc] = 0;
+    ivc.out_vc[o] = -1;
+  }
+}
+
+bool Router::step(uint64_t now) {
+  const NetConfig& c = net_->config();
+  const int vpc = c.vcs_per_class;
+  // A router whose flits all wait for credits or busy VCs sleeps until a credit or flit
+  // arrives; it stays awake only while it makes progress or waits for a known cycle.
+  bool progress = false, timed_wait = false;
+
+  // Route computation and VC allocation for packets at the front of their input VC.
+  for (int p = 0; p < ninputs_; ++p) {
+    uint32_t m = nonempty_[p];
+    while (m) {
+      const int v = __builtin_ctz(m);
+      m &= m - 1;
+      InputVC& ivc = in_[p][v];
+      Flit& f = ivc.q.front();
+      if (!ivc.routed) {
+        if (f.ready > now) {
+          timed_wait = true;
+          continue;
+        }
+        if (f.idx != 0) continue;
+        if (!route(ivc, p, f.pkt, now)) continue;
+        progress = true;
+      }
+      if (f.idx != 0) continue;  // body flits follow the head's VCs
+      uint32_t need = ivc.pending;
+      while (need) {
+        const int o = __builtin_ctz(need);
+        need &= need - 1;
+        if (ivc.out_vc[o] >= 0) continue;
+        OutputPort& op = out_[o];
+        const int base = f.pkt->cls * vpc;
+        for (int j = 0; j < vpc; ++j) {
+          const int cv = base + (op.va_rr + j) % vpc;
+          if (!op.busy[cv]) {
+            op.busy[cv] = 1;
+            ivc.out_vc[o] = static_cast<int8_t>(cv);
+            ivc.va_ready[o] = now + c.va_delay;
+            op.va_rr = static_cast<uint8_t>((op.va_rr + j + 1) % vpc);
+            progress = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  // Separable input-first switch allocation: each input offers one VC's flit, each output
+  // grants one input; a multicast flit may win several outputs in one cycle (crossbar fan-out).
+  uint32_t req[kMaxPorts];
+  int req_vc[kMaxPorts];
+  bool any_req = false;
+  for (int p = 0; p < ninputs_; ++p) {
+    req[p] = 0;
+    const uint32_t m = nonempty_[p];
+    if (!m) continue;
+    for (int j = 0; j < nvcs_; ++j) {
+      const int v = (in_rr_[p] + j) % nvcs_;
+      if (!(m >> v & 1)) continue;
+      InputVC& ivc = in_[p][v];
+      if (!ivc.routed) continue;
+      const Flit& f = ivc.q.front();
+      if (f.ready > now) {
+        timed_wait = true;
+        continue;
+      }
+      uint32_t elig = 0;
+      uint32_t cand = ivc.pending;
+      while (cand) {
+        const int o = __builtin_ctz(cand);
+        cand &= cand - 1;
+        const int ov = ivc.out_vc[o];
+        if (ov < 0) continue;
+        const OutputPort& op = out_[o];
+        if (ivc.va_ready[o] > now || op.free_at > now) {
+          timed_wait = true;
+          continue;
+        }
+        if (!op.to_node && op.credits[ov] <= 0) continue;
+        elig |= 1u << o;
+      }
+      if (elig) {
+        req[p] = elig;
+        req_vc[p] = v;
+        any_req = true;
+        break;
+      }
+    }
+  }
+  if (any_req) {
+    uint32_t grant[kMaxPorts] = {0};
+    for (int o = 0; o < nports_; ++o) {
+      OutputPort& op = out_[o];
+      for (int j = 0; j < ninputs_; ++j) {
+        const int p = (op.sa_rr + j) % ninputs_;
+        if (req[p] >> o & 1) {
+          grant[p] |= 1u << o;
+          op.sa_rr = static_cast<uint8_t>((p + 1) % ninputs_);
+          break;
+        }
+      }
+    }
+    for (int p = 0; p < ninputs_; ++p) {
+      if (!grant[p]) continue;
+      progress = true;
+      const int v = req_vc[p];
+      InputVC& ivc = in_[p][v];
+      uint32_t g = grant[p];
+      while (g) {
+        const int o = __builtin_ctz(g);
+        g &= g - 1;
+        send(p, ivc, o, now);
+      }
+      in_rr_[p] = static_cast<uint8_t>((v + 1) % nvcs_);
+      if (ivc.pending) continue;
+      // The flit has reached every output it needed: free its slot and credit the upstream.
+      const Flit f = ivc.q.front();
+      ivc.q.pop();
+      --flits_held_;
+      if (ivc.q.empty()) nonempty_[p] &= ~(1u << v);
+      if (f.idx + 1 == f.pkt->size_flits)
+        ivc.routed = false;
+      else
+        ivc.pending = ivc.route_mask;
+      if (p != gen_port_) return_credit(p, v, now);
+    }
+  }
+  return flits_held_ > 0 && (progress || timed_wait);
+}
+
+void Router::return_credit(int p, int vc, uint64_t now) {
+  const uint64_t at = now + net_->config().credit_delay;
+  if (p < k_ && out_[p].to_node)
+    net_->schedule(at, Event{EvType::NiCredit, 0, static_cast<uint8_t>(vc), 0, out_[p].peer,
+                             nullptr, 0});
+  else
+    net_->schedule(at, Event{EvType::Credit, out_[p].peer_port, static_cast<uint8_t>(vc), 0,
+                             out_[p].peer, nullptr, 0});
+}
+
+std::string Router::describe_flits() const {
+  std::ostringstream os;
+  os << "router " << id_ << " (height " << height_ << ", pos " << pos_ << "): " << flits_held_
+     << " flits buffered, " << table_.size() << " combining entries";
+  return os.str();
+}
+
+}  // namespace mbpsim::net

@@ -1,0 +1,130 @@
+// Input-queued virtual-channel router of the k-ary tree (Dally & Towles ch. 16; the router
+// BookSim2 models): per-VC input buffers with credit flow control, route computation
+// (nearest common ancestor for unicast, the hierarchical bitmap for multicast), separable
+// input-first VC and switch allocation with round-robin arbiters, crossbar replication of
+// multicast flits, and the acknowledge-combining table of Figure 2.8.
+//
+// A router is plain C++ stepped by the Network only in cycles when it holds flits; it costs
+// nothing while idle.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/core/stats.h"
+#include "models/net/packet.h"
+
+namespace mbpsim::net {
+
+class Network;
+
+struct Flit {
+  Packet* pkt;
+  uint64_t ready;  // first cycle the flit may take part in switch allocation
+  uint16_t idx;    // 0 = head; size_flits-1 = tail
+};
+
+// FIFO of flits; fixed capacity for credit-limited inputs, growing for the generator port.
+class FlitQueue {
+ public:
+  void init(size_t cap) {
+    size_t c = 1;
+    while (c < cap) c <<= 1;
+    buf_.assign(c, Flit{});
+    head_ = n_ = 0;
+  }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  Flit& front() { return buf_[head_]; }
+  void pop() {
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --n_;
+  }
+  void push(const Flit& f) {
+    if (n_ == buf_.size()) grow();
+    buf_[(head_ + n_) & (buf_.size() - 1)] = f;
+    ++n_;
+  }
+
+ private:
+  void grow();
+  std::vector<Flit> buf_;
+  size_t head_ = 0, n_ = 0;
+};
+
+constexpr int kMaxPorts = kMaxRadix + 2;  // children, parent, combining-ack generator
+
+struct InputVC {
+  FlitQueue q;
+  bool routed = false;        // the packet at the front has its route
+  uint32_t route_mask = 0;    // output ports of the packet at the front
+  uint32_t pending = 0;       // outputs the front flit still has to reach
+  int8_t out_vc[kMaxPorts];   // VC held at each output, -1 none
+  uint64_t va_ready[kMaxPorts];  // cycle from which that VC may be used
+};
+
+struct OutputPort {
+  bool to_node = false;  // ejection link to a node (infinite sink)
+  uint32_t peer = 0;     // router id or node id
+  uint8_t peer_port = 0;
+  std::vector<int> credits;   // per VC
+  std::vector<uint8_t> busy;  // VC held by a packet
+  uint64_t free_at = 0;       // link serialisation
+  uint8_t va_rr = 0;
+  uint8_t sa_rr = 0;
+  Counter* flits = nullptr;
+};
+
+struct CombineEntry {
+  uint64_t txn;
+  uint8_t return_port;
+  uint8_t outstanding;
+  uint32_t acks, held;
+};
+
+class Router {
+ public:
+  void init(Network& net, int id, int height, uint32_t pos, Stats& stats, const std::string& name);
+  // A flit arrives at an input VC (called by the network at the arrival cycle).
+  void accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
+  void credit(int port, int vc) { ++out_[port].credits[vc]; }
+  // One cycle of allocation and switching; returns true while it still holds flits.
+  bool step(uint64_t now);
+  bool active = false;
+  bool holds_flits() const { return flits_held_ > 0; }
+  int id() const { return id_; }
+  int height() const { return height_; }
+  int nports() const { return nports_; }
+  OutputPort& out(int p) { return out_[p]; }
+  size_t combining_occupancy() const { return table_.size(); }
+  std::string describe_flits() const;
+
+ private:
+  bool route(InputVC& vc, int in_port, Packet* p, uint64_t now);
+  void consume_ack(int in_port, Packet* p, uint64_t now);
+  void send(int in_port, InputVC& vc, int out_port, uint64_t now);
+  // Credit for a slot freed at input port p goes to whoever feeds that port.
+  void return_credit(int p, int vc, uint64_t now);
+
+  Network* net_ = nullptr;
+  int id_ = 0, height_ = 0, k_ = 0;
+  uint32_t pos_ = 0;
+  int nports_ = 0;    // output ports: children + parent
+  int ninputs_ = 0;   // input ports: children + parent + generator
+  int gen_port_ = 0;  // index of the generator input (combined acks)
+  int nvcs_ = 0;
+  std::vector<std::vector<InputVC>> in_;  // [port][vc]
+  std::vector<uint32_t> nonempty_;        // [port] bitmask of VCs holding flits
+  std::vector<uint8_t> in_rr_;            // [port] switch-allocation round robin
+  std::vector<OutputPort> out_;
+  std::vector<CombineEntry> table_;
+  uint64_t flits_held_ = 0;
+
+  Counter* comb_alloc_ = nullptr;
+  Counter* comb_full_stalls_ = nullptr;
+  Counter* acks_combined_ = nullptr;
+  Counter* acks_in_ = nullptr;
+  Average* comb_occupancy_ = nullptr;
+};
+
+}  // namespace mbpsim::net

@@ -1,0 +1,95 @@
+#include "sim/cli.h"
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "models/core/error.h"
+#include "sim/runner.h"
+
+namespace po = boost::program_options;
+
+namespace mbpsim {
+namespace {
+
+const char* kUsage =
+    "usage: mbpsim run CONFIG.json [--set key=value]... [--out DIR] [--seed N] [--quiet]\n"
+    "       mbpsim validate CONFIG.json [--set key=value]...\n"
+    "       mbpsim params [PREFIX]\n"
+    "       mbpsim --help\n";
+
+int cmd_params(const std::vector<std::string>& args) {
+  if (args.size() > 1) throw UserError("command line: params takes at most one PREFIX");
+  const std::string prefix = args.empty() ? "" : args[0];
+  int shown = 0;
+  for (const auto& s : schema().all()) {
+    if (s.key.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string def = s.def.dump();
+    std::printf("%-30s %-12s %-16s %s", s.key.c_str(), def.c_str(),
+                s.unit.empty() ? "-" : s.unit.c_str(), s.desc.c_str());
+    if (!s.choices.empty()) {
+      std::printf(" {");
+      for (size_t i = 0; i < s.choices.size(); ++i) std::printf("%s%s", i ? "|" : "", s.choices[i].c_str());
+      std::printf("}");
+    }
+    std::printf("\n");
+    ++shown;
+  }
+  if (!shown) throw UserError("command line: no parameter starts with '" + prefix + "'");
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 1;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "params") return cmd_params(args);
+  if (cmd != "run" && cmd != "validate")
+    throw UserError("command line: unknown command '" + cmd + "'\n" + kUsage);
+
+  RunOptions o;
+  std::vector<std::string> positional;
+  po::options_description desc("options");
+  desc.add_options()("set", po::value<std::vector<std::string>>(&o.sets)->composing(),
+                     "override a parameter: dotted.key=value")(
+      "out", po::value<std::string>(&o.out_dir), "output folder (default: out)")(
+      "seed", po::value<uint64_t>(), "run seed")("quiet", po::bool_switch(&o.quiet),
+                                                 "no heartbeat on stderr")(
+      "config", po::value<std::vector<std::string>>(&positional), "config file");
+  po::positional_options_description pos;
+  pos.add("config", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(std::string("command line: ") + e.what());
+  }
+  if (positional.size() != 1)
+    throw UserError("command line: " + cmd + " takes exactly one CONFIG.json");
+  o.config_path = positional[0];
+  if (vm.count("seed")) o.seed = vm["seed"].as<uint64_t>();
+
+  if (cmd == "validate") {
+    Config c = load_config(o.config_path, o.sets);
+    validate_config(c);
+    std::printf("%s: ok\n", o.config_path.c_str());
+    return 0;
+  }
+  return run_experiment(o);
+}
+
+}  // namespace mbpsim

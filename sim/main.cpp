@@ -1,0 +1,16 @@
+// mbpsim entry point. Debian's libsystemc defines main(), which calls sc_main.
+#include <cstdio>
+
+#include <systemc>
+
+#include "models/core/error.h"
+#include "sim/cli.h"
+
+int sc_main(int argc, char** argv) {
+  try {
+    return mbpsim::cli_main(argc, argv);
+  } catch (const mbpsim::UserError& e) {
+    std::fprintf(stderr, "mbpsim: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,166 @@
+#include "sim/runner.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <systemc>
+
+#include "models/core/error.h"
+#include "models/core/stats.h"
+#include "models/net/network.h"
+#include "workloads/workload.h"
+
+namespace mbpsim {
+
+using nlohmann::ordered_json;
+
+const ParamSchema& schema() {
+  static const ParamSchema s = [] {
+    ParamSchema s;
+    s.add({"experiment.description", ParamType::String, "", "", "free text: what this experiment is for"});
+    s.add({"experiment.seed", ParamType::Int, 1, "", "run seed; every component derives its own stream from it (--seed overrides)", 0, 9.0e18});
+    s.add({"experiment.heartbeat_s", ParamType::Double, 2.0, "s", "wall-clock period of the progress line on stderr (0: never)", 0, 1e6});
+    net::declare_net_params(s);
+    declare_workload_params(s);
+    return s;
+  }();
+  return s;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& sets) {
+  Config c = Config::load_file(schema(), path);
+  for (const auto& s : sets) c.apply_set(s);
+  return c;
+}
+
+namespace {
+
+// Builds only what validation needs: the typed structs check cross-field consistency.
+struct DryRunClient : net::NetClient {
+  void on_packet(uint32_t, net::Packet&, uint64_t) override {}
+};
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  if (!f) throw UserError(p.string() + ": cannot write");
+  f << text;
+  if (!f) throw UserError(p.string() + ": write failed");
+}
+
+uint64_t peak_rss_bytes() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+}
+
+}  // namespace
+
+void validate_config(const Config& c) {
+  net::NetConfig nc = net::NetConfig::from(c);
+  // Workload checks need the topology only; they run against a network that is never started.
+  Stats st;
+  net::Network n("validate_net", nc, st, "validate");
+  auto w = make_workload(c, n, 0);
+}
+
+int run_experiment(const RunOptions& o) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  Config cfg = load_config(o.config_path, o.sets);
+  if (o.seed) cfg.set("experiment.seed", static_cast<int64_t>(*o.seed), "--seed");
+  const uint64_t seed = cfg.get_int("experiment.seed");
+  set_crash_context(seed, o.config_path.c_str());
+
+  const net::NetConfig nc = net::NetConfig::from(cfg);
+  Stats stats;
+  net::Network network("net", nc, stats, "system.net");
+  std::unique_ptr<Workload> wl = make_workload(cfg, network, seed);
+  network.set_client(wl.get());
+
+  std::filesystem::path out(o.out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) throw UserError(o.out_dir + ": cannot create output folder: " + ec.message());
+
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  network.start();
+  wl->start();
+
+  const Workload::Phases ph = wl->phases();
+  const sc_core::sc_time per = network.period();
+  const double hb = cfg.get_double("experiment.heartbeat_s");
+  auto last_hb = t0;
+  const uint64_t horizon = ph.warmup + ph.measure + ph.drain;
+  // Advances simulated time to `cycle` in fixed slices (so results never depend on wall time),
+  // printing a heartbeat now and then; stops early when `stop` says so.
+  auto run_to = [&](uint64_t cycle, uint64_t slice, auto stop) {
+    while (network.now() < cycle || sc_core::sc_time_stamp() < per * static_cast<double>(cycle)) {
+      if (!network.failure().empty() || stop()) return;
+      const double cur = sc_core::sc_time_stamp() / per;
+      const double step = std::min<double>(slice, static_cast<double>(cycle) - cur);
+      if (step <= 0) break;
+      sc_core::sc_start(per * step);
+      const auto now = clock::now();
+      if (!o.quiet && hb > 0 && std::chrono::duration<double>(now - last_hb).count() >= hb) {
+        last_hb = now;
+        const double wall = std::chrono::duration<double>(now - t0).count();
+        const double simc = sc_core::sc_time_stamp() / per;
+        std::fprintf(stderr, "[mbpsim] cycle %.0f (%s) | wall %.1f s | %.0f events/s | %.0f%%\n",
+                     simc, sc_core::sc_time_stamp().to_string().c_str(), wall,
+                     network.events_processed() / wall, 100.0 * simc / std::max<uint64_t>(horizon, 1));
+      }
+    }
+  };
+  auto never = [] { return false; };
+  run_to(ph.warmup, 10000, never);
+  stats.reset();
+  network.reset_epoch();
+  network.set_measuring(true);
+  run_to(ph.warmup + ph.measure, 10000, never);
+  network.set_measuring(false);
+  wl->end_of_window();
+  run_to(horizon, 200, [&] { return wl->done(); });
+  const double wall = std::chrono::duration<double>(clock::now() - t0).count();
+
+  if (!network.failure().empty()) {
+    std::fprintf(stderr, "mbpsim: simulated-system failure: %s\nseed %llu, config %s\n%s",
+                 network.failure().c_str(), static_cast<unsigned long long>(seed),
+                 o.config_path.c_str(), network.dump_in_flight(20).c_str());
+    return 2;
+  }
+
+  ordered_json st;
+  st["summary"] = wl->summary();
+  st["run"] = {{"seed", seed},
+               {"simulated_cycles", network.now()},
+               {"simulated_seconds", sc_core::sc_time_stamp().to_seconds()}};
+  st["stats"] = stats.dump();
+  write_file(out / "stats.json", st.dump(2) + "\n");
+  ordered_json rc = cfg.resolved();
+  rc["experiment"]["seed"] = seed;
+  write_file(out / "config.resolved.json", rc.dump(2) + "\n");
+  ordered_json host;
+  host["wall_seconds"] = wall;
+  host["events"] = network.events_processed();
+  host["events_per_second"] = network.events_processed() / wall;
+  host["packets_delivered_total"] = network.total_delivered();
+  host["packets_per_second"] = static_cast<double>(network.total_delivered()) / wall;
+  host["simulated_cycles_per_second"] = static_cast<double>(network.now()) / wall;
+  host["peak_memory_bytes"] = peak_rss_bytes();
+  write_file(out / "host.json", host.dump(2) + "\n");
+
+  std::printf("mbpsim: %s: %llu cycles simulated in %.2f s (seed %llu)\n", o.config_path.c_str(),
+              static_cast<unsigned long long>(network.now()), wall,
+              static_cast<unsigned long long>(seed));
+  for (auto it = st["summary"].begin(); it != st["summary"].end(); ++it)
+    std::printf("  %-34s %s\n", it.key().c_str(), it.value().dump().c_str());
+  std::printf("  results in %s/stats.json\n", o.out_dir.c_str());
+  return 0;
+}
+
+}  // namespace mbpsim

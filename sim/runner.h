@@ -1,0 +1,30 @@
+// The experiment runner: config -> system -> phases -> stats.json, config.resolved.json and
+// host.json. Thin: the models and workloads hold all behaviour.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/core/config.h"
+
+namespace mbpsim {
+
+struct RunOptions {
+  std::string config_path;
+  std::vector<std::string> sets;
+  std::string out_dir = "out";
+  std::optional<uint64_t> seed;
+  bool quiet = false;
+};
+
+// Every parameter of every component, declared once.
+const ParamSchema& schema();
+// Loads a config file and applies the overrides; throws UserError on bad input.
+Config load_config(const std::string& path, const std::vector<std::string>& sets);
+// Checks a config as a run would, without simulating (builds the typed structs).
+void validate_config(const Config& c);
+// Runs one experiment; returns the process exit status (0, or 2 on a simulated failure).
+int run_experiment(const RunOptions& o);
+
+}  // namespace mbpsim

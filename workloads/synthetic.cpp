@@ -1,0 +1,256 @@
+#include "workloads/synthetic.h"
+
+#include <algorithm>
+#include <set>
+
+#include "models/core/error.h"
+
+namespace mbpsim {
+
+using net::Packet;
+using net::PacketKind;
+
+void CopyHolders::add(uint64_t txn, std::vector<uint32_t> holders, uint32_t deliveries) {
+  std::sort(holders.begin(), holders.end());
+  txns_[txn] = Txn{std::move(holders), deliveries};
+}
+
+bool CopyHolders::deliver(uint64_t txn, uint32_t node) {
+  auto it = txns_.find(txn);
+  if (it == txns_.end()) internal_error("multicast delivery for an unknown transaction");
+  const bool held = std::binary_search(it->second.holders.begin(), it->second.holders.end(), node);
+  if (--it->second.remaining == 0) txns_.erase(it);
+  return held;
+}
+
+SyntheticTraffic::SyntheticTraffic(const Config& c, net::Network& net, uint64_t seed) : net_(net) {
+  const uint32_t n = net.topology().nodes();
+  phases_.warmup = c.get_int("workload.warmup_cycles");
+  phases_.measure = c.get_int("workload.measure_cycles");
+  phases_.drain = c.get_int("workload.drain_cycles");
+  const std::string pat = c.get_string("workload.pattern");
+  pattern_ = pat == "uniform"   ? Pattern::Uniform
+             : pat == "hotspot" ? Pattern::Hotspot
+             : pat == "bitcomp" ? Pattern::Bitcomp
+                                : Pattern::Multicast;
+  rate_ = c.get_double("workload.injection_rate");
+  flits_ = c.get_int("workload.packet_flits");
+  pkt_prob_ = rate_ / flits_;
+  hot_frac_ = c.get_double("workload.hotspot_fraction");
+  mc_frac_ = c.get_double("workload.multicast_fraction");
+  fanout_ = c.get_int("workload.multicast_fanout");
+  mc_ack_ = c.get_bool("workload.multicast_ack");
+  for (int64_t h : c.get_int_list("workload.hotspot_nodes")) {
+    if (h >= n) c.fail("workload.hotspot_nodes", "node " + std::to_string(h) + " does not exist (" + std::to_string(n) + " nodes)");
+    hot_.push_back(static_cast<uint32_t>(h));
+  }
+  if (pattern_ == Pattern::Hotspot && hot_.empty())
+    c.fail("workload.hotspot_nodes", "the hotspot pattern needs at least one hot node");
+  if (pattern_ == Pattern::Bitcomp && (n & (n - 1)))
+    c.fail("workload.pattern", "bitcomp needs a power-of-two node count, not " + std::to_string(n));
+  if (pattern_ == Pattern::Multicast && fanout_ > n - 1)
+    c.fail("workload.multicast_fanout", "at most " + std::to_string(n - 1) + " receivers exist");
+  for (uint32_t i = 0; i < n; ++i) rng_.emplace_back(seed, "workload.node" + std::to_string(i));
+}
+
+void SyntheticTraffic::start() {
+  if (pkt_prob_ <= 0) return;
+  for (uint32_t i = 0; i < rng_.size(); ++i)
+    net_.set_timer(i, rng_[i].geometric(pkt_prob_) - 1, 0);
+}
+
+void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
+  const uint32_t n = net_.topology().nodes();
+  Rng& r = rng_[node];
+  Packet* p = net_.new_packet();
+  p->src = node;
+  p->size_flits = static_cast<uint16_t>(flits_);
+  p->cls = net::kRequest;
+  switch (pattern_) {
+    case Pattern::Uniform: p->dst = r.below(n); break;
+    case Pattern::Bitcomp: p->dst = ~node & (n - 1); break;
+    case Pattern::Hotspot:
+      p->dst = r.uniform() < hot_frac_ ? hot_[r.below(hot_.size())] : r.below(n);
+      break;
+    case Pattern::Multicast:
+      if (r.uniform() < mc_frac_) {
+        std::vector<uint32_t> d;
+        while (d.size() < fanout_) {  // distinct receivers other than the source
+          const uint32_t x = r.below(n);
+          if (x != node && std::find(d.begin(), d.end(), x) == d.end()) d.push_back(x);
+        }
+        p->ack_req = mc_ack_;
+        net_.inject_multicast(p, d);
+        holders_.add(p->txn, d, net_.covered_count(node, p->bitmap));
+      } else {
+        p->dst = r.below(n);
+      }
+      break;
+  }
+  if (p->kind == PacketKind::Unicast) net_.inject(p);
+  if (p->measured) {
+    ++measured_created_;
+    window_offered_flits_ += p->size_flits;
+  }
+  // Keep offering load through the drain so measured packets see a steady network.
+  if (now < phases_.warmup + phases_.measure + phases_.drain)
+    net_.set_timer(node, now + r.geometric(pkt_prob_), 0);
+}
+
+void SyntheticTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {
+  if (p.kind == PacketKind::Multicast) {
+    const bool held = holders_.deliver(p.txn, node);
+    if (p.ack_req) net_.send_ack(node, p, held);
+  }
+}
+
+void SyntheticTraffic::end_of_window() {
+  window_closed_ = true;
+  window_end_flits_ = net_.flits_delivered->value;
+  window_cycles_ = phases_.measure;
+}
+
+bool SyntheticTraffic::done() const { return window_closed_ && net_.measured_in_flight() == 0; }
+
+nlohmann::ordered_json SyntheticTraffic::summary() const {
+  const double n = net_.topology().nodes();
+  const double cyc = static_cast<double>(window_cycles_);
+  const auto& lu = *net_.lat_unicast;
+  const auto& lm = *net_.lat_multicast;
+  const auto& la = *net_.lat_ack;
+  nlohmann::ordered_json s;
+  s["offered_rate"] = cyc > 0 ? window_offered_flits_ / (n * cyc) : 0.0;
+  s["accepted_rate"] = cyc > 0 ? window_end_flits_ / (n * cyc) : 0.0;
+  s["avg_latency_cycles"] = lu.mean();
+  s["p99_latency_cycles"] = lu.percentile(0.99);
+  s["packets_delivered"] = lu.count() + lm.count();
+  s["packets_measured"] = measured_created_;
+  s["saturated"] = !done();
+  if (pattern_ == Pattern::Multicast) {
+    s["avg_multicast_completion_cycles"] = lm.mean();
+    s["avg_ack_latency_cycles"] = la.mean();
+  }
+  for (auto it = s.begin(); it != s.end(); ++it)
+    if (it.value().is_number_float()) {
+      const double v = it.value().get<double>();
+      it.value() = std::round(v * 1e6) / 1e6;
+    }
+  return s;
+}
+
+ScriptTraffic::ScriptTraffic(const Config& c, net::Network& net) : net_(net) {
+  const uint32_t n = net.topology().nodes();
+  const auto& js = c.get_json("workload.script");
+  const std::string key = "workload.script";
+  if (!js.is_array()) c.fail(key, "expected a list of packets");
+  if (js.empty()) c.fail(key, "the script workload needs at least one packet");
+  auto node_of = [&](const nlohmann::json& v, const std::string& where) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= n)
+      c.fail(key, where + ": expected a node id below " + std::to_string(n) + ", got " + v.dump());
+    return v.get<uint32_t>();
+  };
+  for (size_t i = 0; i < js.size(); ++i) {
+    const auto& e = js[i];
+    const std::string w = "[" + std::to_string(i) + "]";
+    if (!e.is_object()) c.fail(key, w + ": expected an object");
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      static const std::set<std::string> known = {"cycle", "src", "dests", "ack", "holders", "flits"};
+      if (!known.count(it.key())) c.fail(key, w + "." + it.key() + ": unknown field (known: cycle, src, dests, ack, holders, flits)");
+    }
+    Entry en;
+    if (!e.contains("src")) c.fail(key, w + ": missing 'src'");
+    en.src = node_of(e["src"], w + ".src");
+    const auto cyc = e.value("cycle", nlohmann::json(0));
+    if (!cyc.is_number_integer() || cyc.get<int64_t>() < 0) c.fail(key, w + ".cycle: expected a non-negative integer");
+    en.cycle = cyc.get<uint64_t>();
+    if (!e.contains("dests") || !e["dests"].is_array() || e["dests"].empty())
+      c.fail(key, w + ".dests: expected a non-empty list of node ids");
+    for (size_t j = 0; j < e["dests"].size(); ++j)
+      en.dests.push_back(node_of(e["dests"][j], w + ".dests[" + std::to_string(j) + "]"));
+    if (e.contains("holders")) {
+      if (!e["holders"].is_array()) c.fail(key, w + ".holders: expected a list of node ids");
+      for (size_t j = 0; j < e["holders"].size(); ++j)
+        en.holders.push_back(node_of(e["holders"][j], w + ".holders[" + std::to_string(j) + "]"));
+    } else {
+      en.holders = en.dests;
+    }
+    const auto ack = e.value("ack", nlohmann::json(true));
+    if (!ack.is_boolean()) c.fail(key, w + ".ack: expected true or false");
+    en.ack = ack.get<bool>();
+    const auto fl = e.value("flits", nlohmann::json(1));
+    if (!fl.is_number_integer() || fl.get<int64_t>() < 1 || fl.get<int64_t>() > 1024)
+      c.fail(key, w + ".flits: expected an integer from 1 to 1024");
+    en.flits = fl.get<int>();
+    const bool multi = en.dests.size() > 1;
+    if (multi && std::find(en.dests.begin(), en.dests.end(), en.src) != en.dests.end())
+      c.fail(key, w + ".dests: a multicast cannot include its source");
+    entries_.push_back(std::move(en));
+  }
+  phases_.warmup = 0;
+  phases_.measure = c.get_int("workload.measure_cycles");
+  phases_.drain = c.get_int("workload.drain_cycles");
+  for (const auto& e : entries_)
+    if (e.cycle >= phases_.measure)
+      c.fail(key, "a packet starts at cycle " + std::to_string(e.cycle) + ", after the measurement window (workload.measure_cycles)");
+}
+
+void ScriptTraffic::start() {
+  for (size_t i = 0; i < entries_.size(); ++i) net_.set_timer(entries_[i].src, entries_[i].cycle, i);
+}
+
+void ScriptTraffic::on_timer(uint32_t node, uint64_t tag, uint64_t) {
+  const Entry& e = entries_[tag];
+  Packet* p = net_.new_packet();
+  p->src = e.src;
+  p->size_flits = static_cast<uint16_t>(e.flits);
+  if (e.dests.size() == 1) {
+    p->dst = e.dests[0];
+    net_.inject(p);
+  } else {
+    p->ack_req = e.ack;
+    net_.inject_multicast(p, e.dests);
+    holders_.add(p->txn, e.holders, net_.covered_count(e.src, p->bitmap));
+  }
+  ++started_;
+}
+
+void ScriptTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {
+  if (p.kind == PacketKind::Multicast) {
+    receivers_.push_back(node);
+    const bool held = holders_.deliver(p.txn, node);
+    if (p.ack_req) net_.send_ack(node, p, held);
+  } else {
+    ++unicast_received_;
+  }
+}
+
+void ScriptTraffic::on_ack(uint32_t, const Packet& ack, uint64_t) {
+  ++acks_;
+  ack_count_ += ack.ack_count;
+  ack_held_ += ack.ack_held;
+}
+
+nlohmann::ordered_json ScriptTraffic::summary() const {
+  std::vector<uint32_t> r = receivers_;
+  std::sort(r.begin(), r.end());
+  nlohmann::ordered_json s;
+  s["packets_injected"] = started_;
+  s["multicast_receivers"] = r.size();
+  s["multicast_receiver_nodes"] = r;
+  s["dummy_acks"] = net_.dummy_acks->value;
+  s["acks_at_source"] = acks_;
+  s["receivers_acknowledged"] = ack_count_;
+  s["receivers_holding_copy"] = ack_held_;
+  s["unicast_received"] = unicast_received_;
+  s["completed"] = done();
+  s["last_cycle"] = net_.now();
+  return s;
+}
+
+std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, uint64_t seed) {
+  const std::string kind = c.get_string("workload.kind");
+  if (kind == "script") return std::make_unique<ScriptTraffic>(c, net);
+  return std::make_unique<SyntheticTraffic>(c, net, seed);
+}
+
+}  // namespace mbpsim
