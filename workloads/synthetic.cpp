@@ -40,6 +40,7 @@ SyntheticTraffic::SyntheticTraffic(const Config& c, net::Network& net, uint64_t 
   mc_frac_ = c.get_double("workload.multicast_fraction");
   fanout_ = c.get_int("workload.multicast_fanout");
   mc_ack_ = c.get_bool("workload.multicast_ack");
+  inject_during_drain_ = c.get_bool("workload.inject_during_drain");
   for (int64_t h : c.get_int_list("workload.hotspot_nodes")) {
     if (h >= n) c.fail("workload.hotspot_nodes", "node " + std::to_string(h) + " does not exist (" + std::to_string(n) + " nodes)");
     hot_.push_back(static_cast<uint32_t>(h));
@@ -93,8 +94,9 @@ void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
     window_offered_flits_ += p->size_flits;
   }
   // Keep offering load through the drain so measured packets see a steady network.
-  if (now < phases_.warmup + phases_.measure + phases_.drain)
-    net_.set_timer(node, now + r.geometric(pkt_prob_), 0);
+  const uint64_t next = now + r.geometric(pkt_prob_);
+  const uint64_t stop = phases_.warmup + phases_.measure + (inject_during_drain_ ? phases_.drain : 0);
+  if (next < stop) net_.set_timer(node, next, 0);
 }
 
 void SyntheticTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {
@@ -110,7 +112,10 @@ void SyntheticTraffic::end_of_window() {
   window_cycles_ = phases_.measure;
 }
 
-bool SyntheticTraffic::done() const { return window_closed_ && net_.measured_in_flight() == 0; }
+bool SyntheticTraffic::done() const {
+  return window_closed_ && net_.measured_in_flight() == 0 &&
+         (inject_during_drain_ || net_.in_flight() == 0);
+}
 
 nlohmann::ordered_json SyntheticTraffic::summary() const {
   const double n = net_.topology().nodes();

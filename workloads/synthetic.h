@@ -49,6 +49,7 @@ class SyntheticTraffic : public Workload {
   double hot_frac_, mc_frac_;
   uint32_t fanout_;
   bool mc_ack_;
+  bool inject_during_drain_;
   std::vector<Rng> rng_;  // one stream per node
   CopyHolders holders_;
   uint64_t window_end_flits_ = 0, window_cycles_ = 0, window_offered_flits_ = 0;

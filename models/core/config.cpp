@@ -194,7 +194,7 @@ void Config::apply_set(const std::string& a) {
   } catch (const json::parse_error&) {
     v = text;  // not JSON: a plain string
   }
-  set(key, v, "--set " + key);
+  set(key, v, "--set");
 }
 
 const json& Config::value(const std::string& key, ParamType expect) const {

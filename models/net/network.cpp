@@ -36,6 +36,8 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
   flits_delivered = &stats.counter(sp + ".flits_delivered", "flits ejected at nodes (not acks)");
   mcast_sent = &stats.counter(sp + ".multicast.sent", "multicast packets injected");
   mcast_deliveries = &stats.counter(sp + ".multicast.deliveries", "multicast copies delivered");
+  mcast_completed = &stats.counter(sp + ".multicast.completed",
+                                   "multicasts finished (all delivered, and all acks in when asked)");
   dummy_acks = &stats.counter(sp + ".multicast.dummy_acks",
                               "deliveries to nodes holding no copy (answered by a dummy ack)");
   acks_sent = &stats.counter(sp + ".multicast.acks_from_nodes", "acks sent by receivers");
@@ -123,19 +125,14 @@ void Network::inject(Packet* p) {
   if (p->kind == PacketKind::Multicast) {
     mcast_sent->inc();
     if (p->txn == 0) p->txn = p->id;
-    if (p->ack_req && !cfg_.combining) e2e_expected_[p->txn] = covered_count(p->src, p->bitmap);
+    if (p->ack_req) acks_expected_[p->txn] = OpenTxn{covered_count(p->src, p->bitmap), p->src, p->create_cycle};
   }
   nis_[p->src].q[p->cls].push_back(p);
   activate_ni(p->src);
 }
 
 uint32_t Network::covered_count(uint32_t src, const HierBitmap& bm) const {
-  uint32_t n = 0;
-  for (int h = 0; h < topo_.levels(); ++h) {
-    const uint32_t bits = bm.level[h] & ~(1u << topo_.child_index(src, h)) & ((1u << cfg_.radix) - 1);
-    n += __builtin_popcount(bits) * topo_.subtree_size(h);
-  }
-  return n;
+  return net::covered_count(topo_, src, bm, 0, topo_.levels());
 }
 
 void Network::inject_multicast(Packet* p, const std::vector<uint32_t>& dests) {
@@ -218,21 +215,26 @@ void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
       if (client_) client_->on_packet(node, *p, now);
       if (--p->refs == 0) {
         if (p->measured) lat_multicast->sample(now - p->create_cycle);
-        if (!p->ack_req) complete(p->measured);
+        if (!p->ack_req) {
+          mcast_completed->inc();
+          complete(p->measured);
+        }
         pool_.put(p);
       }
       break;
     case PacketKind::Ack: {
       acks_at_source->inc();
       if (client_) client_->on_ack(node, *p, now);
-      bool done = true;
-      if (!cfg_.combining) {
-        auto it = e2e_expected_.find(p->txn);
-        if (it == e2e_expected_.end()) internal_error("end-to-end ack for an unknown transaction");
-        done = --it->second == 0;
-        if (done) e2e_expected_.erase(it);
-      }
+      // The transaction completes when the acks account for every receiver the bitmap reached.
+      auto it = acks_expected_.find(p->txn);
+      if (it == acks_expected_.end() || it->second.remaining < p->ack_count)
+        internal_error("acknowledgement for an unknown or already complete transaction " +
+                       std::to_string(p->txn));
+      it->second.remaining -= p->ack_count;
+      const bool done = it->second.remaining == 0;
+      if (done) acks_expected_.erase(it);
       if (done) {
+        mcast_completed->inc();
         if (p->measured) lat_ack->sample(now - p->create_cycle);
         complete(p->measured);
       }
@@ -323,10 +325,16 @@ uint64_t Network::run_cycle(uint64_t now) {
   }
 
   if (!active_routers_.empty() || !active_nis_.empty()) return now + 1;
-  if (pending_events_ == 0) return UINT64_MAX;
-  for (uint64_t t = now + 1; t < now + kWheel; ++t)
-    if (!wheel_[t & (kWheel - 1)].empty()) return t;
-  return far_.begin()->first;
+  uint64_t next = UINT64_MAX;
+  if (pending_events_ > 0) {
+    for (uint64_t t = now + 1; t < now + kWheel && next == UINT64_MAX; ++t)
+      if (!wheel_[t & (kWheel - 1)].empty()) next = t;
+    if (next == UINT64_MAX) next = far_.begin()->first;
+  }
+  // Transactions open on a quiet network: wake when the watchdog would fire.
+  if (in_flight_ > 0 && failure_.empty())
+    next = std::min(next, last_progress_ + cfg_.watchdog_cycles + 1);
+  return next;
 }
 
 void Network::process_method() {
@@ -365,8 +373,17 @@ std::string Network::dump_in_flight(size_t max) const {
        << " created at cycle " << p.create_cycle << " (age " << (now_ - p.create_cycle)
        << ")\n";
   }
+  std::vector<std::pair<uint64_t, OpenTxn>> open(acks_expected_.begin(), acks_expected_.end());
+  std::sort(open.begin(), open.end(), [](const auto& a, const auto& b) {
+    return a.second.create != b.second.create ? a.second.create < b.second.create : a.first < b.first;
+  });
+  os << open.size() << " multicast transactions await acknowledgements; oldest first:\n";
+  for (size_t i = 0; i < open.size() && i < max; ++i)
+    os << "  multicast txn " << open[i].first << " from node " << open[i].second.src
+       << " created at cycle " << open[i].second.create << ": " << open[i].second.remaining
+       << " receivers not yet acknowledged\n";
   for (const auto& r : routers_)
-    if (r.active) os << "  " << r.describe_flits() << "\n";
+    if (r.holds_flits()) os << "  " << r.describe_flits() << "\n";
   return os.str();
 }
 

@@ -145,8 +145,12 @@ class Network : public sc_core::sc_module {
   uint64_t in_flight_ = 0, measured_in_flight_ = 0;
   bool measuring_ = false;
   uint64_t last_progress_ = 0;
-  // End-to-end acks (combining off): acks still expected per transaction.
-  std::unordered_map<uint64_t, uint32_t> e2e_expected_;
+  // Receivers whose acknowledgement the source still awaits, per multicast transaction.
+  struct OpenTxn {
+    uint32_t remaining, src;
+    uint64_t create;
+  };
+  std::unordered_map<uint64_t, OpenTxn> acks_expected_;
 
  public:
   // Stats (public so the workload can read headline figures).
@@ -159,6 +163,7 @@ class Network : public sc_core::sc_module {
   Counter* flits_delivered;
   Counter* mcast_sent;
   Counter* mcast_deliveries;
+  Counter* mcast_completed;
   Counter* acks_at_source;
   Counter* dummy_acks;
   Counter* acks_sent;

@@ -19,7 +19,7 @@ struct Packet {
   PacketKind kind = PacketKind::Unicast;
   uint8_t cls = kRequest;
   bool ack_req = false;   // multicast: each receiver answers with an acknowledgement
-  bool hop_ack = false;   // ack consumed by the next router's combining table
+  bool hop_ack = false;   // ack merged by the next router holding a combining entry
   bool measured = false;  // created inside the measurement window
   uint16_t size_flits = 1;
   uint32_t src = 0, dst = 0;
@@ -30,7 +30,6 @@ struct Packet {
   uint64_t create_cycle = 0;  // ack: creation cycle of the multicast it acknowledges
   HierBitmap bitmap;          // multicast
   uint64_t ni_ready = 0;      // first cycle the source NI may inject it
-  uint8_t hop_port = 0;       // hop ack: the output port the combining router sends it on
   uint64_t user = 0;          // owner's tag (workload or model)
   void* payload = nullptr;    // owner's data (not touched by the network)
   bool in_use = false;

@@ -57,8 +57,8 @@ void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
                                      : std::string("flits sent up to the parent"));
   }
   comb_alloc_ = &stats.counter(name + ".combining.allocated", "combining-table entries allocated");
-  comb_full_stalls_ = &stats.counter(name + ".combining.full_stalls",
-                                     "cycles a multicast head waited for a free combining entry");
+  comb_bypassed_ = &stats.counter(name + ".combining.bypassed",
+                                  "multicasts forwarded without an entry (table full): their acks pass uncombined");
   acks_in_ = &stats.counter(name + ".combining.acks_in", "acknowledgements absorbed");
   acks_combined_ = &stats.counter(name + ".combining.acks_out", "combined acknowledgements sent");
   comb_occupancy_ = &stats.average(name + ".combining.occupancy",
@@ -66,8 +66,7 @@ void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
 }
 
 void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
-  if (p->hop_ack) {
-    consume_ack(port, p, now);
+  if (p->hop_ack && consume_ack(p, now)) {
     // The ack is absorbed at the input stage: its buffer slot frees at once.
     return_credit(port, vc, now);
     return;
@@ -96,17 +95,19 @@ bool Router::route(InputVC& ivc, int in_port, Packet* p, uint64_t now) {
     if (!mask) internal_error("multicast routed to no output at router " + std::to_string(id_));
     if (p->ack_req && net_->config().combining) {
       if (table_.size() >= static_cast<size_t>(net_->config().combining_entries)) {
-        comb_full_stalls_->inc();
-        return false;
+        // Waiting for an entry could deadlock (two routers each holding the entry the other's
+        // multicast needs), so the multicast goes on uncombined here.
+        comb_bypassed_->inc();
+      } else {
+        const uint32_t sub = t.subtree_size(height_);
+        uint32_t expected = __builtin_popcount(mask & children) * sub;
+        if (mask >> k_ & 1) expected += covered_count(t, p->src, p->bitmap, 0, height_);
+        table_.push_back(CombineEntry{p->txn, expected, 0, 0});
+        comb_alloc_->inc();
+        comb_occupancy_->sample(static_cast<double>(table_.size()));
       }
-      table_.push_back(CombineEntry{p->txn, static_cast<uint8_t>(in_port),
-                                    static_cast<uint8_t>(__builtin_popcount(mask)), 0, 0});
-      comb_alloc_->inc();
-      comb_occupancy_->sample(static_cast<double>(table_.size()));
     }
     p->refs += __builtin_popcount(mask) - 1;
-  } else if (p->hop_ack) {
-    mask = 1u << p->hop_port;
   } else if (t.in_subtree(p->dst, id_)) {
     mask = 1u << t.child_index(p->dst, height_);
   } else {
@@ -118,43 +119,34 @@ bool Router::route(InputVC& ivc, int in_port, Packet* p, uint64_t now) {
   return true;
 }
 
-void Router::consume_ack(int in_port, Packet* p, uint64_t now) {
-  acks_in_->inc();
+bool Router::consume_ack(Packet* p, uint64_t now) {
   size_t i = 0;
   while (i < table_.size() && table_[i].txn != p->txn) ++i;
-  if (i == table_.size())
-    internal_error("router " + std::to_string(id_) + ": acknowledgement for unknown transaction " +
-                   std::to_string(p->txn));
+  if (i == table_.size()) return false;  // forwarded uncombined: route it on towards the source
+  acks_in_->inc();
   CombineEntry& e = table_[i];
   e.acks += p->ack_count;
   e.held += p->ack_held;
-  const uint64_t create = p->create_cycle;
-  const uint32_t src = p->src;
-  const bool measured = p->measured;
-  net_->release(p);
-  if (--e.outstanding > 0) return;
-
-  // Every branch answered: one combined ack goes back the way the multicast came.
-  Packet* a = net_->new_packet();
-  a->kind = PacketKind::Ack;
-  a->cls = kAckClass;
-  a->hop_ack = true;
-  a->txn = e.txn;
-  a->ack_count = e.acks;
-  a->ack_held = e.held;
-  a->size_flits = static_cast<uint16_t>(net_->config().ack_flits);
-  a->create_cycle = create;
-  a->src = src;
-  a->measured = measured;
-  a->hop_port = e.return_port;
+  if (e.acks > e.expected)
+    internal_error("router " + std::to_string(id_) + ": more acks than receivers for transaction " +
+                   std::to_string(p->txn));
+  if (e.acks < e.expected) {
+    net_->release(p);
+    return true;
+  }
+  // Every receiver below answered: one combined ack goes back the way the multicast came,
+  // which in a tree is the route towards its source. The last ack's packet is reused.
+  p->ack_count = e.acks;
+  p->ack_held = e.held;
   table_[i] = table_.back();
   table_.pop_back();
   acks_combined_->inc();
   const int vc = kAckClass * net_->config().vcs_per_class;
-  for (uint16_t f = 0; f < a->size_flits; ++f) in_[gen_port_][vc].q.push(Flit{a, now, f});
+  for (uint16_t f = 0; f < p->size_flits; ++f) in_[gen_port_][vc].q.push(Flit{p, now, f});
   nonempty_[gen_port_] |= 1u << vc;
-  flits_held_ += a->size_flits;
+  flits_held_ += p->size_flits;
   net_->activate(id_);
+  return true;
 }
 
 void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {

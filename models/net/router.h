@@ -75,10 +75,12 @@ struct OutputPort {
   Counter* flits = nullptr;
 };
 
+// One multicast this router forwarded: the receivers its branches cover, and what the acks
+// that came back so far stand for. Counting receivers (not branches) lets acks that passed a
+// router without an entry (table full) still be merged correctly further up.
 struct CombineEntry {
   uint64_t txn;
-  uint8_t return_port;
-  uint8_t outstanding;
+  uint32_t expected;
   uint32_t acks, held;
 };
 
@@ -101,7 +103,8 @@ class Router {
 
  private:
   bool route(InputVC& vc, int in_port, Packet* p, uint64_t now);
-  void consume_ack(int in_port, Packet* p, uint64_t now);
+  // Merges an ack into this router's entry for its transaction; false when there is none.
+  bool consume_ack(Packet* p, uint64_t now);
   void send(int in_port, InputVC& vc, int out_port, uint64_t now);
   // Credit for a slot freed at input port p goes to whoever feeds that port.
   void return_credit(int p, int vc, uint64_t now);
@@ -121,7 +124,7 @@ class Router {
   uint64_t flits_held_ = 0;
 
   Counter* comb_alloc_ = nullptr;
-  Counter* comb_full_stalls_ = nullptr;
+  Counter* comb_bypassed_ = nullptr;
   Counter* acks_combined_ = nullptr;
   Counter* acks_in_ = nullptr;
   Average* comb_occupancy_ = nullptr;

@@ -40,6 +40,17 @@ HierBitmap encode_bitmap(const TreeTopology& t, uint32_t src, const std::vector<
   return bm;
 }
 
+uint32_t covered_count(const TreeTopology& t, uint32_t src, const HierBitmap& bm, int from_h,
+                       int to_h) {
+  uint32_t n = 0;
+  const uint32_t children = (1u << t.radix()) - 1;
+  for (int h = from_h; h < to_h; ++h) {
+    const uint32_t bits = bm.level[h] & children & ~(1u << t.child_index(src, h));
+    n += __builtin_popcount(bits) * t.subtree_size(h);
+  }
+  return n;
+}
+
 std::vector<uint32_t> covered_nodes(const TreeTopology& t, uint32_t src, const HierBitmap& bm) {
   std::vector<uint32_t> out;
   for (int h = 0; h < t.levels(); ++h) {

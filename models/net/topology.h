@@ -65,6 +65,9 @@ struct HierBitmap {
 };
 
 HierBitmap encode_bitmap(const TreeTopology& t, uint32_t src, const std::vector<uint32_t>& dests);
+// Number of nodes the bitmap reaches through the levels [from_h, to_h) of the source's path.
+uint32_t covered_count(const TreeTopology& t, uint32_t src, const HierBitmap& bm, int from_h,
+                       int to_h);
 // Every node the bitmap reaches (sorted), i.e. the destinations plus the imprecision.
 std::vector<uint32_t> covered_nodes(const TreeTopology& t, uint32_t src, const HierBitmap& bm);
 

@@ -1,0 +1,57 @@
+// The shipped configs, run as a user would, and the BookSim2 cross-validation.
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+namespace mbpsim {
+namespace {
+
+nlohmann::json run_config(const std::string& name, const std::string& sets) {
+  auto d = test::temp_dir("exp_" + name);
+  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path(name) + " --quiet " +
+                         sets + " --out " + d.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  if (r.status != 0) return nlohmann::json();
+  return nlohmann::json::parse(test::read_text(d / "stats.json"));
+}
+
+TEST(Experiments, EveryShippedConfigValidatesAndRuns) {
+  for (const auto& e : std::filesystem::directory_iterator(std::string(MBPSIM_SOURCE_DIR) + "/configs")) {
+    if (e.path().extension() != ".json") continue;
+    const std::string name = e.path().filename().string();
+    auto st = run_config(name, "--set workload.measure_cycles=2000 --set workload.warmup_cycles=0");
+    ASSERT_TRUE(st.contains("summary")) << name;
+  }
+}
+
+TEST(Experiments, Figure27ConfigSummary) {
+  auto st = run_config("fig2-7-multicast.json", "");
+  EXPECT_EQ(st["summary"]["multicast_receivers"], 6);
+  EXPECT_EQ(st["summary"]["dummy_acks"], 1);
+  EXPECT_EQ(st["summary"]["acks_at_source"], 1);
+}
+
+// BookSim2's 64-node qtree, measured on this machine class (see docs/VALIDATION.md).
+TEST(BookSimCrossValidation, LatencyWithinTenPercent) {
+  const std::vector<std::pair<double, double>> ref = {{0.01, 19.62}, {0.05, 21.97}};
+  for (auto [rate, lat] : ref) {
+    auto st = run_config("net-qtree64-booksim.json", "--set workload.injection_rate=" + std::to_string(rate));
+    const double got = st["summary"]["avg_latency_cycles"];
+    EXPECT_NEAR(got, lat, 0.10 * lat) << "rate " << rate;
+    EXPECT_FALSE(st["summary"]["saturated"].get<bool>());
+  }
+}
+
+TEST(BookSimCrossValidation, SaturationWithinTenPercent) {
+  // BookSim2: stable at 0.06 (43.07 cycles), unstable from 0.065; accepted throughput
+  // under overload 0.061 flits/node/cycle.
+  auto over = run_config("net-qtree64-booksim.json", "--set workload.injection_rate=0.1");
+  const double thr = over["summary"]["accepted_rate"];
+  EXPECT_NEAR(thr, 0.061, 0.1 * 0.061);
+  EXPECT_TRUE(over["summary"]["saturated"].get<bool>());
+  auto below = run_config("net-qtree64-booksim.json", "--set workload.injection_rate=0.055");
+  EXPECT_FALSE(below["summary"]["saturated"].get<bool>());
+}
+
+}  // namespace
+}  // namespace mbpsim

@@ -1,0 +1,74 @@
+// Helpers shared by the tests.
+#pragma once
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/runner.h"
+
+namespace mbpsim::test {
+
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() /
+           ("mbpsim_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline void write_text(const std::filesystem::path& p, const std::string& s) {
+  std::ofstream f(p, std::ios::binary);
+  f << s;
+}
+
+// Runs one experiment in this process (one per test: SystemC elaborates once per process).
+inline nlohmann::json run_in_process(const nlohmann::json& cfg, const std::string& name,
+                                     int* status = nullptr) {
+  auto d = temp_dir(name);
+  write_text(d / "config.json", cfg.dump(2));
+  RunOptions o;
+  o.config_path = (d / "config.json").string();
+  o.out_dir = (d / "out").string();
+  o.quiet = true;
+  const int rc = run_experiment(o);
+  if (status) *status = rc;
+  if (rc != 0) return nlohmann::json();
+  return nlohmann::json::parse(read_text(d / "out" / "stats.json"));
+}
+
+struct CmdResult {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command (the mbpsim binary) and collects its exit status and output.
+inline CmdResult run_cmd(const std::string& cmd) {
+  CmdResult r{0, ""};
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+inline std::string mbpsim_bin() { return std::string("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ") + MBPSIM_BINARY; }
+inline std::string config_path(const std::string& name) {
+  return std::string(MBPSIM_SOURCE_DIR) + "/configs/" + name;
+}
+
+}  // namespace mbpsim::test
