@@ -74,6 +74,7 @@ void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
   InputVC& ivc = in_[port][vc];
   ivc.q.push(Flit{p, now + net_->config().routing_delay, idx});
   nonempty_[port] |= 1u << vc;
+  port_mask_ |= 1u << port;
   ++flits_held_;
 }
 
@@ -144,6 +145,7 @@ bool Router::consume_ack(Packet* p, uint64_t now) {
   const int vc = kAckClass * net_->config().vcs_per_class;
   for (uint16_t f = 0; f < p->size_flits; ++f) in_[gen_port_][vc].q.push(Flit{p, now, f});
   nonempty_[gen_port_] |= 1u << vc;
+  port_mask_ |= 1u << gen_port_;
   flits_held_ += p->size_flits;
   net_->activate(id_);
   return true;
@@ -178,7 +180,8 @@ bool Router::step(uint64_t now) {
   bool progress = false, timed_wait = false;
 
   // Route computation and VC allocation for packets at the front of their input VC.
-  for (int p = 0; p < ninputs_; ++p) {
+  for (uint32_t pm = port_mask_; pm; pm &= pm - 1) {
+    const int p = __builtin_ctz(pm);
     uint32_t m = nonempty_[p];
     while (m) {
       const int v = __builtin_ctz(m);
@@ -221,58 +224,74 @@ bool Router::step(uint64_t now) {
   // grants one input; a multicast flit may win several outputs in one cycle (crossbar fan-out).
   uint32_t req[kMaxPorts];
   int req_vc[kMaxPorts];
-  bool any_req = false;
-  for (int p = 0; p < ninputs_; ++p) {
+  uint32_t out_req[kMaxPorts];
+  uint32_t touched = 0;  // outputs with at least one request
+  uint32_t requesting = 0;  // inputs with a request
+  for (uint32_t pm = port_mask_; pm; pm &= pm - 1) {
+    const int p = __builtin_ctz(pm);
     req[p] = 0;
     const uint32_t m = nonempty_[p];
-    if (!m) continue;
-    for (int j = 0; j < nvcs_; ++j) {
-      const int v = (in_rr_[p] + j) % nvcs_;
-      if (!(m >> v & 1)) continue;
-      InputVC& ivc = in_[p][v];
-      if (!ivc.routed) continue;
-      const Flit& f = ivc.q.front();
-      if (f.ready > now) {
-        timed_wait = true;
-        continue;
-      }
-      uint32_t elig = 0;
-      uint32_t cand = ivc.pending;
-      while (cand) {
-        const int o = __builtin_ctz(cand);
-        cand &= cand - 1;
-        const int ov = ivc.out_vc[o];
-        if (ov < 0) continue;
-        const OutputPort& op = out_[o];
-        if (ivc.va_ready[o] > now || op.free_at > now) {
+    // Round robin over the VCs holding flits, starting at the pointer: bits at or above it
+    // first, then the ones below.
+    const uint32_t hi = m & (~0u << in_rr_[p]);
+    uint32_t order[2] = {hi, m & ~hi};
+    for (int part = 0; part < 2 && !req[p]; ++part) {
+      uint32_t bits = order[part];
+      while (bits) {
+        const int v = __builtin_ctz(bits);
+        bits &= bits - 1;
+        InputVC& ivc = in_[p][v];
+        if (!ivc.routed) continue;
+        const Flit& f = ivc.q.front();
+        if (f.ready > now) {
           timed_wait = true;
           continue;
         }
-        if (!op.to_node && op.credits[ov] <= 0) continue;
-        elig |= 1u << o;
-      }
-      if (elig) {
-        req[p] = elig;
-        req_vc[p] = v;
-        any_req = true;
-        break;
-      }
-    }
-  }
-  if (any_req) {
-    uint32_t grant[kMaxPorts] = {0};
-    for (int o = 0; o < nports_; ++o) {
-      OutputPort& op = out_[o];
-      for (int j = 0; j < ninputs_; ++j) {
-        const int p = (op.sa_rr + j) % ninputs_;
-        if (req[p] >> o & 1) {
-          grant[p] |= 1u << o;
-          op.sa_rr = static_cast<uint8_t>((p + 1) % ninputs_);
+        uint32_t elig = 0;
+        uint32_t cand = ivc.pending;
+        while (cand) {
+          const int o = __builtin_ctz(cand);
+          cand &= cand - 1;
+          const int ov = ivc.out_vc[o];
+          if (ov < 0) continue;
+          const OutputPort& op = out_[o];
+          if (ivc.va_ready[o] > now || op.free_at > now) {
+            timed_wait = true;
+            continue;
+          }
+          if (!op.to_node && op.credits[ov] <= 0) continue;
+          elig |= 1u << o;
+        }
+        if (elig) {
+          req[p] = elig;
+          req_vc[p] = v;
+          requesting |= 1u << p;
+          while (elig) {
+            const int o = __builtin_ctz(elig);
+            elig &= elig - 1;
+            if (!(touched >> o & 1)) out_req[o] = 0;
+            touched |= 1u << o;
+            out_req[o] |= 1u << p;
+          }
           break;
         }
       }
     }
-    for (int p = 0; p < ninputs_; ++p) {
+  }
+  if (requesting) {
+    uint32_t grant[kMaxPorts];
+    for (uint32_t rq = requesting; rq; rq &= rq - 1) grant[__builtin_ctz(rq)] = 0;
+    for (uint32_t t = touched; t; t &= t - 1) {
+      const int o = __builtin_ctz(t);
+      const uint32_t r = out_req[o];
+      OutputPort& op = out_[o];
+      const uint32_t hi = r & (~0u << op.sa_rr);
+      const int p = __builtin_ctz(hi ? hi : r);
+      grant[p] |= 1u << o;
+      op.sa_rr = static_cast<uint8_t>(p + 1 == ninputs_ ? 0 : p + 1);
+    }
+    for (uint32_t rq = requesting; rq; rq &= rq - 1) {
+      const int p = __builtin_ctz(rq);
       if (!grant[p]) continue;
       progress = true;
       const int v = req_vc[p];
@@ -283,13 +302,13 @@ bool Router::step(uint64_t now) {
         g &= g - 1;
         send(p, ivc, o, now);
       }
-      in_rr_[p] = static_cast<uint8_t>((v + 1) % nvcs_);
+      in_rr_[p] = static_cast<uint8_t>(v + 1 == nvcs_ ? 0 : v + 1);
       if (ivc.pending) continue;
       // The flit has reached every output it needed: free its slot and credit the upstream.
       const Flit f = ivc.q.front();
       ivc.q.pop();
       --flits_held_;
-      if (ivc.q.empty()) nonempty_[p] &= ~(1u << v);
+      if (ivc.q.empty() && !(nonempty_[p] &= ~(1u << v))) port_mask_ &= ~(1u << p);
       if (f.idx + 1 == f.pkt->size_flits)
         ivc.routed = false;
       else

@@ -118,6 +118,7 @@ class Router {
   int nvcs_ = 0;
   std::vector<std::vector<InputVC>> in_;  // [port][vc]
   std::vector<uint32_t> nonempty_;        // [port] bitmask of VCs holding flits
+  uint32_t port_mask_ = 0;                // input ports with a non-zero nonempty_
   std::vector<uint8_t> in_rr_;            // [port] switch-allocation round robin
   std::vector<OutputPort> out_;
   std::vector<CombineEntry> table_;

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian bookworm machine: installs the Debian packages that are
+# missing, configures and builds, then runs the default experiment (run), the whole test
+# suite (test) or the benchmarks (bench).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+case "$mode" in run|test|bench) ;; *) echo "usage: scripts/setup.sh run|test|bench" >&2; exit 1 ;; esac
+
+pkgs=(build-essential cmake pkg-config libsystemc-dev nlohmann-json3-dev
+      libboost-program-options-dev libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$jobs"
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+
+case "$mode" in
+  run) build/bin/mbpsim run configs/default.json --out out/default ;;
+  test) ctest --test-dir build --output-on-failure -j"$jobs" ;;
+  bench) build/bin/bench_network --benchmark_counters_tabular=true ;;
+esac
