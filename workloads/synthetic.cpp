@@ -102,6 +102,7 @@ void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
 void SyntheticTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {
   if (p.kind == PacketKind::Multicast) {
     const bool held = holders_.deliver(p.txn, node);
+    if (!held) net_.note_no_copy();
     if (p.ack_req) net_.send_ack(node, p, held);
   }
 }
@@ -159,8 +160,8 @@ ScriptTraffic::ScriptTraffic(const Config& c, net::Network& net) : net_(net) {
     const std::string w = "[" + std::to_string(i) + "]";
     if (!e.is_object()) c.fail(key, w + ": expected an object");
     for (auto it = e.begin(); it != e.end(); ++it) {
-      static const std::set<std::string> known = {"cycle", "src", "dests", "ack", "holders", "flits"};
-      if (!known.count(it.key())) c.fail(key, w + "." + it.key() + ": unknown field (known: cycle, src, dests, ack, holders, flits)");
+      static const std::set<std::string> known = {"cycle", "src", "dests", "ack", "holders", "flits", "silent"};
+      if (!known.count(it.key())) c.fail(key, w + "." + it.key() + ": unknown field (known: cycle, src, dests, ack, holders, flits, silent)");
     }
     Entry en;
     if (!e.contains("src")) c.fail(key, w + ": missing 'src'");
@@ -178,6 +179,11 @@ ScriptTraffic::ScriptTraffic(const Config& c, net::Network& net) : net_(net) {
         en.holders.push_back(node_of(e["holders"][j], w + ".holders[" + std::to_string(j) + "]"));
     } else {
       en.holders = en.dests;
+    }
+    if (e.contains("silent")) {  // receivers that never acknowledge: exercises the watchdog
+      if (!e["silent"].is_array()) c.fail(key, w + ".silent: expected a list of node ids");
+      for (size_t j = 0; j < e["silent"].size(); ++j)
+        en.silent.push_back(node_of(e["silent"][j], w + ".silent[" + std::to_string(j) + "]"));
     }
     const auto ack = e.value("ack", nlohmann::json(true));
     if (!ack.is_boolean()) c.fail(key, w + ".ack: expected true or false");
@@ -208,6 +214,7 @@ void ScriptTraffic::on_timer(uint32_t node, uint64_t tag, uint64_t) {
   Packet* p = net_.new_packet();
   p->src = e.src;
   p->size_flits = static_cast<uint16_t>(e.flits);
+  p->user = tag;
   if (e.dests.size() == 1) {
     p->dst = e.dests[0];
     net_.inject(p);
@@ -223,7 +230,10 @@ void ScriptTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {
   if (p.kind == PacketKind::Multicast) {
     receivers_.push_back(node);
     const bool held = holders_.deliver(p.txn, node);
-    if (p.ack_req) net_.send_ack(node, p, held);
+    if (!held) net_.note_no_copy();
+    const auto& silent = entries_[p.user].silent;
+    if (p.ack_req && std::find(silent.begin(), silent.end(), node) == silent.end())
+      net_.send_ack(node, p, held);
   } else {
     ++unicast_received_;
   }
@@ -243,6 +253,7 @@ nlohmann::ordered_json ScriptTraffic::summary() const {
   s["multicast_receivers"] = r.size();
   s["multicast_receiver_nodes"] = r;
   s["dummy_acks"] = net_.dummy_acks->value;
+  s["dropped_no_copy"] = net_.dropped_no_copy->value;
   s["acks_at_source"] = acks_;
   s["receivers_acknowledged"] = ack_count_;
   s["receivers_holding_copy"] = ack_held_;

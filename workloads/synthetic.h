@@ -72,7 +72,7 @@ class ScriptTraffic : public Workload {
   struct Entry {
     uint64_t cycle;
     uint32_t src;
-    std::vector<uint32_t> dests, holders;
+    std::vector<uint32_t> dests, holders, silent;
     bool ack;
     int flits;
   };

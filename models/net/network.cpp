@@ -40,11 +40,28 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
                                    "multicasts finished (all delivered, and all acks in when asked)");
   dummy_acks = &stats.counter(sp + ".multicast.dummy_acks",
                               "deliveries to nodes holding no copy (answered by a dummy ack)");
+  dropped_no_copy = &stats.counter(sp + ".multicast.dropped_no_copy",
+                                   "multicast copies dropped at nodes holding no copy");
   acks_sent = &stats.counter(sp + ".multicast.acks_from_nodes", "acks sent by receivers");
   acks_at_source = &stats.counter(sp + ".multicast.acks_at_source",
                                   "ack packets arriving at multicast sources");
 
-  // Link utilisation per tree level, in flits per link per cycle since the last stats reset.
+  // Link utilisation per router and per tree level, in flits per link per cycle since the last
+  // stats reset.
+  for (int r = 0; r < topo_.num_routers(); ++r) {
+    std::vector<const Counter*> cs;
+    for (int o = 0; o < routers_[r].nports(); ++o) cs.push_back(routers_[r].out(o).flits);
+    stats.formula(
+        sp + ".router_" + std::to_string(topo_.height_of(r)) + "_" + std::to_string(topo_.pos_of(r)) +
+            ".utilisation",
+        [this, cs] {
+          uint64_t sum = 0;
+          for (auto* c : cs) sum += c->value;
+          const double cyc = static_cast<double>(now_ - epoch_);
+          return cyc > 0 ? sum / (cyc * cs.size()) : 0.0;
+        },
+        "flits per output link per cycle");
+  }
   for (int h = 0; h < topo_.levels(); ++h) {
     for (int up = 0; up < 2; ++up) {
       if (up && h == 0) continue;

@@ -79,6 +79,8 @@ class Network : public sc_core::sc_module {
   void inject_multicast(Packet* p, const std::vector<uint32_t>& dests);
   // Answer to an ack-requesting multicast received at `node`.
   void send_ack(uint32_t node, const Packet& mcast, bool held_copy);
+  // A multicast reached a node that holds no copy: the node drops it (counted).
+  void note_no_copy() { dropped_no_copy->inc(); }
   void release(Packet* p) { pool_.put(p); }
   void set_timer(uint32_t node, uint64_t at_cycle, uint64_t tag);
 
@@ -166,6 +168,7 @@ class Network : public sc_core::sc_module {
   Counter* mcast_completed;
   Counter* acks_at_source;
   Counter* dummy_acks;
+  Counter* dropped_no_copy;
   Counter* acks_sent;
 };
 

@@ -44,6 +44,22 @@ TEST(Cli, BadSetAndBadArguments) {
   EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written"));
 }
 
+// A receiver that never acknowledges leaves the multicast open: the watchdog stops the run
+// with exit status 2, the seed and the oldest open transaction (T3 holds the other three acks,
+// so none of the five receivers reached through the bitmap is acknowledged at the source).
+TEST(Cli, SimulatedFailureExitsTwoWithDump) {
+  auto d = test::temp_dir("cli_wd");
+  test::write_text(d / "c.json", R"({"network": {"levels": 2, "watchdog_cycles": 200},
+    "workload": {"kind": "script", "measure_cycles": 10, "drain_cycles": 5000,
+                 "script": [{"src": 4, "dests": [5, 9], "silent": [9]}]}})");
+  auto r = run_cmd(test::mbpsim_bin() + " run " + (d / "c.json").string() + " --seed 7 --out " + (d / "o").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("network watchdog"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("seed 7"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("multicast txn 1 from node 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("5 receivers not yet acknowledged"), std::string::npos) << r.output;
+}
+
 TEST(Cli, ParamsAndValidate) {
   auto r = run_cmd(test::mbpsim_bin() + " params network.");
   EXPECT_EQ(r.status, 0);

@@ -75,6 +75,7 @@ TEST(Multicast, Figure27And28WithCombining) {
   EXPECT_EQ(s["multicast_receivers"], 6);
   EXPECT_EQ(s["multicast_receiver_nodes"], json({5, 6, 8, 9, 10, 11}));
   EXPECT_EQ(s["dummy_acks"], 1);
+  EXPECT_EQ(s["dropped_no_copy"], 1);
   EXPECT_EQ(s["acks_at_source"], 1);
   EXPECT_EQ(s["receivers_acknowledged"], 6);
   EXPECT_EQ(s["receivers_holding_copy"], 5);
