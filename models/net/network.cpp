@@ -22,7 +22,10 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
                      sp + ".router_" + std::to_string(h) + "_" + std::to_string(pos));
   }
   nis_.resize(topo_.nodes());
-  for (auto& ni : nis_) ni.credits.assign(cfg.vcs_per_class * kNumClasses, cfg.buffer_depth);
+  for (auto& ni : nis_) {
+    ni.credits.assign(cfg.vcs_per_class * kNumClasses, cfg.buffer_depth);
+    ni.returning.init(static_cast<size_t>(cfg.vcs_per_class) * kNumClasses * cfg.buffer_depth);
+  }
 
   lat_unicast = &stats.histogram(sp + ".latency.unicast", "cycles, creation to tail delivery");
   lat_multicast = &stats.histogram(sp + ".latency.multicast_completion",
@@ -104,15 +107,25 @@ void Network::schedule(uint64_t at, const Event& e) {
 void Network::activate(int r) {
   if (!routers_[r].active) {
     routers_[r].active = true;
-    active_routers_.push_back(r);
+    (stepping_ ? next_active_ : active_routers_).push_back(r);
   }
 }
 
 void Network::activate_ni(uint32_t n) {
   if (!nis_[n].active) {
     nis_[n].active = true;
-    active_nis_.push_back(n);
+    (stepping_ ? next_active_nis_ : active_nis_).push_back(n);
   }
+}
+
+void Network::credit_to_router(int r, int port, int vc, uint64_t at) {
+  routers_[r].credit(port, vc, at);
+  if (routers_[r].holds_flits()) activate(r);
+}
+
+void Network::credit_to_ni(uint32_t n, int vc, uint64_t at) {
+  nis_[n].returning.push(at, vc);
+  if (nis_[n].cur) activate_ni(n);
 }
 
 // Client calls from outside a cycle (another SystemC process) first bring the calendar to
@@ -192,14 +205,6 @@ void Network::handle(const Event& e) {
       routers_[e.target].accept(e.port, e.vc, e.pkt, e.idx, now_);
       activate(e.target);
       break;
-    case EvType::Credit:
-      routers_[e.target].credit(e.port, e.vc);
-      if (routers_[e.target].holds_flits()) activate(e.target);
-      break;
-    case EvType::NiCredit:
-      ++nis_[e.target].credits[e.vc];
-      if (nis_[e.target].cur) activate_ni(e.target);
-      break;
     case EvType::Eject:
       if (e.idx + 1 == e.pkt->size_flits) deliver(e.target, e.pkt, now_);
       break;
@@ -263,6 +268,7 @@ void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
 
 void Network::ni_step(uint32_t node, uint64_t now) {
   NetIface& ni = nis_[node];
+  ni.returning.absorb(now, ni.credits);
   if (!ni.cur) {
     // Acknowledgements first (they free resources elsewhere), then replies, then requests.
     for (int c = kNumClasses - 1; c >= 0 && !ni.cur; --c) {
@@ -307,6 +313,8 @@ uint64_t Network::run_cycle(uint64_t now) {
   bucket.clear();
 
   next_active_.clear();
+  next_active_nis_.clear();
+  stepping_ = true;
   for (size_t i = 0; i < active_routers_.size(); ++i) {
     const int r = active_routers_[i];
     if (routers_[r].step(now))
@@ -316,7 +324,6 @@ uint64_t Network::run_cycle(uint64_t now) {
   }
   active_routers_.swap(next_active_);
 
-  next_active_nis_.clear();
   for (size_t i = 0; i < active_nis_.size(); ++i) {
     const uint32_t n = active_nis_[i];
     ni_step(n, now);
@@ -329,6 +336,7 @@ uint64_t Network::run_cycle(uint64_t now) {
       ni.active = false;
   }
   active_nis_.swap(next_active_nis_);
+  stepping_ = false;
   events_ += active_routers_.size();
   in_cycle_ = false;
 

@@ -35,7 +35,7 @@ class NetClient {
   virtual void on_ack(uint32_t node, const Packet& ack, uint64_t now) {}
 };
 
-enum class EvType : uint8_t { FlitArrive, Credit, Eject, NiCredit, Timer };
+enum class EvType : uint8_t { FlitArrive, Eject, Timer };
 
 struct Event {
   EvType type;
@@ -55,6 +55,7 @@ struct NetIface {
   uint16_t next_flit = 0;
   int cur_vc = -1;
   std::vector<int> credits;  // per VC of the leaf router's input port
+  CreditLine returning;
   uint8_t cls_rr = 0;
   uint64_t free_at = 0;
   bool active = false;
@@ -94,6 +95,10 @@ class Network : public sc_core::sc_module {
   // Engine interface (used by the router and by tests).
   void schedule(uint64_t at, const Event& e);
   void activate(int router);
+  // Credit returns: queued at the receiver and absorbed lazily; a sleeping receiver that holds
+  // work is woken so that it looks at them.
+  void credit_to_router(int router, int port, int vc, uint64_t at);
+  void credit_to_ni(uint32_t node, int vc, uint64_t at);
   void activate_ni(uint32_t node);
   // Runs every event and router step of cycle `now`; returns the next busy cycle or UINT64_MAX.
   uint64_t run_cycle(uint64_t now);
@@ -124,6 +129,7 @@ class Network : public sc_core::sc_module {
   sc_core::sc_event wake_;
   uint64_t now_ = 0;
   bool in_cycle_ = false;
+  bool stepping_ = false;  // in the router/NI phase: wake-ups take effect next cycle
   bool ran_any_ = false;
   uint64_t last_run_ = 0;
   uint64_t epoch_ = 0;

@@ -51,6 +51,7 @@ void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
       op.peer_port = static_cast<uint8_t>(pos % k_);
     }
     op.credits.assign(nvcs_, op.to_node ? 0 : c.buffer_depth);
+    op.returning.init(static_cast<size_t>(nvcs_) * c.buffer_depth);
     op.busy.assign(nvcs_, 0);
     op.flits = &stats.counter(name + ".port" + std::to_string(o) + ".flits",
                               o < k_ ? "flits sent down to child " + std::to_string(o)
@@ -259,7 +260,10 @@ bool Router::step(uint64_t now) {
             timed_wait = true;
             continue;
           }
-          if (!op.to_node && op.credits[ov] <= 0) continue;
+          if (!op.to_node && op.credits[ov] <= 0) {
+            out_[o].returning.absorb(now, out_[o].credits);
+            if (op.credits[ov] <= 0) continue;
+          }
           elig |= 1u << o;
         }
         if (elig) {
@@ -316,17 +320,24 @@ bool Router::step(uint64_t now) {
       if (p != gen_port_) return_credit(p, v, now);
     }
   }
-  return flits_held_ > 0 && (progress || timed_wait);
+  if (flits_held_ == 0) return false;
+  if (progress || timed_wait) return true;
+  // Blocked: stay awake only while credits are on their way back (they arrive within the
+  // credit delay); otherwise sleep until the downstream frees a slot and wakes this router.
+  bool awaiting = false;
+  for (int o = 0; o < nports_; ++o) {
+    out_[o].returning.absorb(now, out_[o].credits);
+    awaiting |= !out_[o].returning.empty();
+  }
+  return awaiting;
 }
 
 void Router::return_credit(int p, int vc, uint64_t now) {
   const uint64_t at = now + net_->config().credit_delay;
   if (p < k_ && out_[p].to_node)
-    net_->schedule(at, Event{EvType::NiCredit, 0, static_cast<uint8_t>(vc), 0, out_[p].peer,
-                             nullptr, 0});
+    net_->credit_to_ni(out_[p].peer, vc, at);
   else
-    net_->schedule(at, Event{EvType::Credit, out_[p].peer_port, static_cast<uint8_t>(vc), 0,
-                             out_[p].peer, nullptr, 0});
+    net_->credit_to_router(out_[p].peer, out_[p].peer_port, vc, at);
 }
 
 std::string Router::describe_flits() const {

@@ -52,6 +52,47 @@ class FlitQueue {
   size_t head_ = 0, n_ = 0;
 };
 
+// Credits on their way back to an upstream output port, in the order they were sent (the
+// credit delay is constant, so arrival times are non-decreasing). They are absorbed when the
+// upstream next looks at its credits: no calendar event per credit.
+class CreditLine {
+ public:
+  void init(size_t cap) {
+    size_t c = 1;
+    while (c < cap) c <<= 1;
+    buf_.assign(c, Entry{});
+    head_ = n_ = 0;
+  }
+  bool empty() const { return n_ == 0; }
+  void push(uint64_t at, int vc) {
+    if (n_ == buf_.size()) grow();
+    buf_[(head_ + n_) & (buf_.size() - 1)] = Entry{at, static_cast<uint8_t>(vc)};
+    ++n_;
+  }
+  // Adds every credit that has arrived by `now` to `credits`.
+  void absorb(uint64_t now, std::vector<int>& credits) {
+    while (n_ && buf_[head_].at <= now) {
+      ++credits[buf_[head_].vc];
+      head_ = (head_ + 1) & (buf_.size() - 1);
+      --n_;
+    }
+  }
+
+ private:
+  struct Entry {
+    uint64_t at;
+    uint8_t vc;
+  };
+  void grow() {
+    std::vector<Entry> nb(buf_.size() * 2);
+    for (size_t i = 0; i < n_; ++i) nb[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+    buf_.swap(nb);
+    head_ = 0;
+  }
+  std::vector<Entry> buf_;
+  size_t head_ = 0, n_ = 0;
+};
+
 constexpr int kMaxPorts = kMaxRadix + 2;  // children, parent, combining-ack generator
 
 struct InputVC {
@@ -68,6 +109,7 @@ struct OutputPort {
   uint32_t peer = 0;     // router id or node id
   uint8_t peer_port = 0;
   std::vector<int> credits;   // per VC
+  CreditLine returning;       // credits sent back by the downstream, not yet absorbed
   std::vector<uint8_t> busy;  // VC held by a packet
   uint64_t free_at = 0;       // link serialisation
   uint8_t va_rr = 0;
@@ -89,7 +131,8 @@ class Router {
   void init(Network& net, int id, int height, uint32_t pos, Stats& stats, const std::string& name);
   // A flit arrives at an input VC (called by the network at the arrival cycle).
   void accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
-  void credit(int port, int vc) { ++out_[port].credits[vc]; }
+  // The downstream of output `port` freed a slot of `vc`; the credit arrives at cycle `at`.
+  void credit(int port, int vc, uint64_t at) { out_[port].returning.push(at, vc); }
   // One cycle of allocation and switching; returns true while it still holds flits.
   bool step(uint64_t now);
   bool active = false;
