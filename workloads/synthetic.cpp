@@ -49,6 +49,10 @@ SyntheticTraffic::SyntheticTraffic(const Config& c, net::Network& net, uint64_t 
     c.fail("workload.hotspot_nodes", "the hotspot pattern needs at least one hot node");
   if (pattern_ == Pattern::Bitcomp && (n & (n - 1)))
     c.fail("workload.pattern", "bitcomp needs a power-of-two node count, not " + std::to_string(n));
+  if (pattern_ == Pattern::Multicast && flits_ > net.config().buffer_depth)
+    c.fail("workload.packet_flits", "multicasts move by virtual cut-through: a packet of " +
+                                        std::to_string(flits_) + " flits needs network.buffer_depth >= " +
+                                        std::to_string(flits_));
   if (pattern_ == Pattern::Multicast && fanout_ > n - 1)
     c.fail("workload.multicast_fanout", "at most " + std::to_string(n - 1) + " receivers exist");
   for (uint32_t i = 0; i < n; ++i) rng_.emplace_back(seed, "workload.node" + std::to_string(i));
@@ -193,6 +197,9 @@ ScriptTraffic::ScriptTraffic(const Config& c, net::Network& net) : net_(net) {
       c.fail(key, w + ".flits: expected an integer from 1 to 1024");
     en.flits = fl.get<int>();
     const bool multi = en.dests.size() > 1;
+    if (multi && en.flits > net.config().buffer_depth)
+      c.fail(key, w + ".flits: multicasts move by virtual cut-through: " + std::to_string(en.flits) +
+                      " flits need network.buffer_depth >= " + std::to_string(en.flits));
     if (multi && std::find(en.dests.begin(), en.dests.end(), en.src) != en.dests.end())
       c.fail(key, w + ".dests: a multicast cannot include its source");
     entries_.push_back(std::move(en));

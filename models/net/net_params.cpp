@@ -20,8 +20,8 @@ void declare_net_params(ParamSchema& s) {
   s.add({"network.ni_delay", T::Int, 1, "cycles", "network interface: packet ready until its head flit enters the injection link", 0, 1000});
   s.add({"network.flit_bits", T::Int, 64, "bits", "flit size (one buffer slot)", 8, 4096});
   s.add({"network.link_width_bits", T::Int, 64, "bits", "link width; a flit takes ceil(flit/width) link cycles", 1, 4096});
-  s.add({"network.vcs_per_class", T::Int, 4, "", "virtual channels per message class (request, reply, ack) and port", 1, 16});
-  s.add({"network.buffer_depth", T::Int, 8, "flits", "input buffer per virtual channel (credit-based back-pressure)", 1, 255});
+  s.add({"network.vcs_per_class", T::Int, 4, "", "virtual channels per message class (request, reply, ack) and port", 1, 10});
+  s.add({"network.buffer_depth", T::Int, 8, "flits", "input buffer per virtual channel (credit-based back-pressure); holds a whole multicast packet (virtual cut-through)", 1, 255});
   s.add({"network.combining", T::Bool, true, "", "acknowledge combining in routers (Fig. 2.8); false: every ack goes end to end", 0, 1});
   s.add({"network.combining_entries", T::Int, 64, "", "combining-table entries per router; when full, a multicast head waits (back-pressure)", 1, 65536});
   s.add({"network.ack_flits", T::Int, 1, "flits", "size of an acknowledgement packet", 1, 64});
@@ -57,7 +57,6 @@ NetConfig NetConfig::from(const Config& c) {
   double nodes = 1;
   for (int i = 0; i < n.levels; ++i) nodes *= n.radix;
   if (nodes > 65536) c.fail("network.levels", "radix^levels = " + std::to_string((uint64_t)nodes) + " nodes; at most 65536 are supported");
-  if (n.vcs_per_class * 3 > 32) c.fail("network.vcs_per_class", "at most 10 virtual channels per class");
   return n;
 }
 

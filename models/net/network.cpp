@@ -124,8 +124,11 @@ void Network::credit_to_router(int r, int port, int vc, uint64_t at) {
 }
 
 void Network::credit_to_ni(uint32_t n, int vc, uint64_t at) {
-  nis_[n].returning.push(at, vc);
-  if (nis_[n].cur) activate_ni(n);
+  NetIface& ni = nis_[n];
+  ni.returning.push(at, vc);
+  bool work = ni.cur != nullptr;
+  for (int c = 0; c < kNumClasses && !work; ++c) work = !ni.q[c].empty();
+  if (work) activate_ni(n);
 }
 
 // Client calls from outside a cycle (another SystemC process) first bring the calendar to
@@ -169,6 +172,8 @@ void Network::inject_multicast(Packet* p, const std::vector<uint32_t>& dests) {
   p->kind = PacketKind::Multicast;
   p->bitmap = encode_bitmap(topo_, p->src, dests);
   if (p->bitmap.empty()) internal_error("multicast with no destination other than its source");
+  if (p->size_flits > cfg_.buffer_depth)
+    internal_error("multicast larger than a VC buffer (virtual cut-through needs room for it)");
   inject(p);
 }
 
@@ -328,8 +333,23 @@ uint64_t Network::run_cycle(uint64_t now) {
     const uint32_t n = active_nis_[i];
     ni_step(n, now);
     NetIface& ni = nis_[n];
-    bool busy = ni.cur != nullptr;
-    for (int c = 0; c < kNumClasses && !busy; ++c) busy = !ni.q[c].empty();
+    // Stay awake only while something can happen without outside help: a flit with a credit
+    // (or a credit on its way), or a queued packet not yet ready. An interface blocked on
+    // credits sleeps until the leaf router returns one (credit_to_ni wakes it).
+    bool busy = false;
+    if (ni.cur) {
+      busy = ni.credits[ni.cur_vc] > 0 || !ni.returning.empty();
+    } else {
+      for (int c = 0; c < kNumClasses && !busy; ++c) {
+        if (ni.q[c].empty()) continue;
+        if (ni.q[c].front()->ni_ready > now || !ni.returning.empty()) {
+          busy = true;
+          break;
+        }
+        for (int j = 0; j < cfg_.vcs_per_class && !busy; ++j)
+          busy = ni.credits[c * cfg_.vcs_per_class + j] > 0;
+      }
+    }
     if (busy)
       next_active_nis_.push_back(n);
     else

@@ -199,25 +199,48 @@ bool Router::step(uint64_t now) {
         progress = true;
       }
       if (f.idx != 0) continue;  // body flits follow the head's VCs
-      uint32_t need = ivc.pending;
-      while (need) {
-        const int o = __builtin_ctz(need);
-        need &= need - 1;
-        if (ivc.out_vc[o] >= 0) continue;
+      // All or nothing: a packet takes a VC on every output it needs in the same cycle, or
+      // none. A multicast that held one branch's VC while waiting for another's could wait on a
+      // packet waiting on it (two multicasts crossing at a router): a deadlock.
+      uint32_t need = 0;
+      for (uint32_t m2 = ivc.pending; m2; m2 &= m2 - 1) {
+        const int o = __builtin_ctz(m2);
+        if (ivc.out_vc[o] < 0) need |= 1u << o;
+      }
+      if (!need) continue;
+      // Multicasts move by virtual cut-through: a branch gets a VC only when the downstream
+      // buffer has room for the whole packet. A multicast worm stretched over several routers
+      // would make its downward branches wait on its upward one, and downward and upward links
+      // would then wait on each other (a deadlock seen in testing). Unicasts and acks never
+      // fork and move by wormhole.
+      const int lo = f.pkt->cls * vpc, n = vpc;
+      const bool vct = f.pkt->kind == PacketKind::Multicast;
+      int pick[kMaxPorts];
+      bool all = true;
+      for (uint32_t m2 = need; m2 && all; m2 &= m2 - 1) {
+        const int o = __builtin_ctz(m2);
         OutputPort& op = out_[o];
-        const int base = f.pkt->cls * vpc;
-        for (int j = 0; j < vpc; ++j) {
-          const int cv = base + (op.va_rr + j) % vpc;
-          if (!op.busy[cv]) {
-            op.busy[cv] = 1;
-            ivc.out_vc[o] = static_cast<int8_t>(cv);
-            ivc.va_ready[o] = now + c.va_delay;
-            op.va_rr = static_cast<uint8_t>((op.va_rr + j + 1) % vpc);
-            progress = true;
+        pick[o] = -1;
+        if (vct && !op.to_node) op.returning.absorb(now, op.credits);
+        for (int j = 0; j < n; ++j) {
+          const int cv = lo + (op.va_rr + j) % n;
+          if (!op.busy[cv] && (!vct || op.to_node || op.credits[cv] >= f.pkt->size_flits)) {
+            pick[o] = cv;
             break;
           }
         }
+        all = pick[o] >= 0;
       }
+      if (!all) continue;
+      for (uint32_t m2 = need; m2; m2 &= m2 - 1) {
+        const int o = __builtin_ctz(m2);
+        OutputPort& op = out_[o];
+        op.busy[pick[o]] = 1;
+        ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
+        ivc.va_ready[o] = now + c.va_delay;
+        op.va_rr = static_cast<uint8_t>((pick[o] - lo + 1) % n);
+      }
+      progress = true;
     }
   }
 
@@ -344,6 +367,29 @@ std::string Router::describe_flits() const {
   std::ostringstream os;
   os << "router " << id_ << " (height " << height_ << ", pos " << pos_ << "): " << flits_held_
      << " flits buffered, " << table_.size() << " combining entries";
+  static const char* kinds[] = {"unicast", "multicast", "ack"};
+  for (int p = 0; p < ninputs_; ++p)
+    for (int v = 0; v < nvcs_; ++v) {
+      const InputVC& ivc = in_[p][v];
+      if (ivc.q.empty()) continue;
+      const Flit& f = const_cast<InputVC&>(ivc).q.front();
+      os << "\n    in port " << p << " vc " << v << ": " << ivc.q.size() << " flits, front "
+         << kinds[static_cast<int>(f.pkt->kind)] << " packet " << f.pkt->id << " flit " << f.idx
+         << "/" << f.pkt->size_flits << (ivc.routed ? "" : " (not routed)") << ", waiting for outputs";
+      for (int o = 0; o < nports_; ++o)
+        if (ivc.pending >> o & 1) {
+          os << " " << o;
+          if (ivc.out_vc[o] < 0)
+            os << "(no VC)";
+          else
+            os << "(vc " << int(ivc.out_vc[o]) << ", " << out_[o].credits[ivc.out_vc[o]] << " credits)";
+        }
+    }
+  for (int o = 0; o < nports_; ++o) {
+    os << "\n    out port " << o << " VCs held:";
+    for (int v = 0; v < nvcs_; ++v)
+      if (out_[o].busy[v]) os << " " << v;
+  }
   return os.str();
 }
 
