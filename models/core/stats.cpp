@@ -50,8 +50,7 @@ void Histogram::reset() {
 }
 
 void Stats::add(const std::string& path, const std::string& desc, Kind k, size_t idx) {
-  for (const auto& e : entries_)
-    if (e.path == path) internal_error("stat registered twice: " + path);
+  if (!paths_.insert(path).second) internal_error("stat registered twice: " + path);
   entries_.push_back({path, desc, k, idx});
 }
 
@@ -91,13 +90,28 @@ static double tidy(double v) {
 
 nlohmann::ordered_json Stats::dump() const {
   nlohmann::ordered_json root = nlohmann::ordered_json::object();
+  // Stats of one module are registered together: reuse the parent object of the previous
+  // entry when the prefix is the same (ordered_json looks keys up linearly).
+  std::string last_prefix;
+  nlohmann::ordered_json* last_parent = nullptr;
   for (const auto& e : entries_) {
-    nlohmann::ordered_json* node = &root;
-    std::string k = e.path;
-    size_t pos;
-    while ((pos = k.find('.')) != std::string::npos) {
-      node = &(*node)[k.substr(0, pos)];
-      k = k.substr(pos + 1);
+    const size_t cut = e.path.rfind('.');
+    const std::string prefix = cut == std::string::npos ? "" : e.path.substr(0, cut);
+    std::string k = cut == std::string::npos ? e.path : e.path.substr(cut + 1);
+    nlohmann::ordered_json* node;
+    if (last_parent && prefix == last_prefix) {
+      node = last_parent;
+    } else {
+      node = &root;
+      std::string rest = prefix;
+      size_t pos;
+      while (!rest.empty()) {
+        pos = rest.find('.');
+        node = &(*node)[rest.substr(0, pos)];
+        rest = pos == std::string::npos ? "" : rest.substr(pos + 1);
+      }
+      last_prefix = prefix;
+      last_parent = node;
     }
     nlohmann::ordered_json v;
     switch (e.kind) {

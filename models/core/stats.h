@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,7 @@ class Stats {
   };
   void add(const std::string& path, const std::string& desc, Kind k, size_t idx);
   std::vector<Entry> entries_;
+  std::unordered_set<std::string> paths_;
   std::deque<Counter> counters_;
   std::deque<Average> averages_;
   std::deque<Histogram> histograms_;
