@@ -45,8 +45,10 @@ inline nlohmann::json run_in_process(const nlohmann::json& cfg, const std::strin
   o.quiet = true;
   const int rc = run_experiment(o);
   if (status) *status = rc;
-  if (rc != 0) return nlohmann::json();
-  return nlohmann::json::parse(read_text(d / "out" / "stats.json"));
+  nlohmann::json st;
+  if (rc == 0) st = nlohmann::json::parse(read_text(d / "out" / "stats.json"));
+  std::filesystem::remove_all(d);
+  return st;
 }
 
 struct CmdResult {

@@ -11,8 +11,10 @@ nlohmann::json run_config(const std::string& name, const std::string& sets) {
   auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path(name) + " --quiet " +
                          sets + " --out " + d.string());
   EXPECT_EQ(r.status, 0) << r.output;
-  if (r.status != 0) return nlohmann::json();
-  return nlohmann::json::parse(test::read_text(d / "stats.json"));
+  nlohmann::json st;
+  if (r.status == 0) st = nlohmann::json::parse(test::read_text(d / "stats.json"));
+  std::filesystem::remove_all(d);
+  return st;
 }
 
 TEST(Experiments, EveryShippedConfigValidatesAndRuns) {
