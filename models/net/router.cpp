@@ -7,13 +7,6 @@
 
 namespace mbpsim::net {
 
-void FlitQueue::grow() {
-  std::vector<Flit> nb(buf_.size() * 2);
-  for (size_t i = 0; i < n_; ++i) nb[i] = buf_[(head_ + i) & (buf_.size() - 1)];
-  buf_.swap(nb);
-  head_ = 0;
-}
-
 void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
                   const std::string& name) {
   net_ = &net;
@@ -372,7 +365,7 @@ std::string Router::describe_flits() const {
     for (int v = 0; v < nvcs_; ++v) {
       const InputVC& ivc = in_[p][v];
       if (ivc.q.empty()) continue;
-      const Flit& f = const_cast<InputVC&>(ivc).q.front();
+      const Flit& f = ivc.q.front();
       os << "\n    in port " << p << " vc " << v << ": " << ivc.q.size() << " flits, front "
          << kinds[static_cast<int>(f.pkt->kind)] << " packet " << f.pkt->id << " flit " << f.idx
          << "/" << f.pkt->size_flits << (ivc.routed ? "" : " (not routed)") << ", waiting for outputs";

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "models/core/ring.h"
 #include "models/core/stats.h"
 #include "models/net/packet.h"
 
@@ -24,57 +25,22 @@ struct Flit {
   uint16_t idx;    // 0 = head; size_flits-1 = tail
 };
 
-// FIFO of flits; fixed capacity for credit-limited inputs, growing for the generator port.
-class FlitQueue {
- public:
-  void init(size_t cap) {
-    size_t c = 1;
-    while (c < cap) c <<= 1;
-    buf_.assign(c, Flit{});
-    head_ = n_ = 0;
-  }
-  bool empty() const { return n_ == 0; }
-  size_t size() const { return n_; }
-  Flit& front() { return buf_[head_]; }
-  void pop() {
-    head_ = (head_ + 1) & (buf_.size() - 1);
-    --n_;
-  }
-  void push(const Flit& f) {
-    if (n_ == buf_.size()) grow();
-    buf_[(head_ + n_) & (buf_.size() - 1)] = f;
-    ++n_;
-  }
-
- private:
-  void grow();
-  std::vector<Flit> buf_;
-  size_t head_ = 0, n_ = 0;
-};
+// FIFO of flits; sized for credit-limited inputs, growing for the generator port.
+using FlitQueue = Ring<Flit>;
 
 // Credits on their way back to an upstream output port, in the order they were sent (the
 // credit delay is constant, so arrival times are non-decreasing). They are absorbed when the
 // upstream next looks at its credits: no calendar event per credit.
 class CreditLine {
  public:
-  void init(size_t cap) {
-    size_t c = 1;
-    while (c < cap) c <<= 1;
-    buf_.assign(c, Entry{});
-    head_ = n_ = 0;
-  }
-  bool empty() const { return n_ == 0; }
-  void push(uint64_t at, int vc) {
-    if (n_ == buf_.size()) grow();
-    buf_[(head_ + n_) & (buf_.size() - 1)] = Entry{at, static_cast<uint8_t>(vc)};
-    ++n_;
-  }
+  void init(size_t cap) { q_.init(cap); }
+  bool empty() const { return q_.empty(); }
+  void push(uint64_t at, int vc) { q_.push(Entry{at, static_cast<uint8_t>(vc)}); }
   // Adds every credit that has arrived by `now` to `credits`.
   void absorb(uint64_t now, std::vector<int>& credits) {
-    while (n_ && buf_[head_].at <= now) {
-      ++credits[buf_[head_].vc];
-      head_ = (head_ + 1) & (buf_.size() - 1);
-      --n_;
+    while (!q_.empty() && q_.front().at <= now) {
+      ++credits[q_.front().vc];
+      q_.pop();
     }
   }
 
@@ -83,14 +49,7 @@ class CreditLine {
     uint64_t at;
     uint8_t vc;
   };
-  void grow() {
-    std::vector<Entry> nb(buf_.size() * 2);
-    for (size_t i = 0; i < n_; ++i) nb[i] = buf_[(head_ + i) & (buf_.size() - 1)];
-    buf_.swap(nb);
-    head_ = 0;
-  }
-  std::vector<Entry> buf_;
-  size_t head_ = 0, n_ = 0;
+  Ring<Entry> q_;
 };
 
 constexpr int kMaxPorts = kMaxRadix + 2;  // children, parent, combining-ack generator

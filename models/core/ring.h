@@ -1,0 +1,42 @@
+// A FIFO on a power-of-two ring that grows when full: no allocation in steady state.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+namespace mbpsim {
+
+template <class T>
+class Ring {
+ public:
+  void init(size_t cap) {
+    size_t c = 1;
+    while (c < cap) c <<= 1;
+    buf_.assign(c, T{});
+    head_ = n_ = 0;
+  }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  T& front() { return buf_[head_]; }
+  const T& front() const { return buf_[head_]; }
+  void pop() {
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --n_;
+  }
+  void push(const T& v) {
+    if (n_ == buf_.size()) grow();
+    buf_[(head_ + n_) & (buf_.size() - 1)] = v;
+    ++n_;
+  }
+
+ private:
+  void grow() {
+    std::vector<T> nb(buf_.empty() ? 1 : buf_.size() * 2);
+    for (size_t i = 0; i < n_; ++i) nb[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+    buf_.swap(nb);
+    head_ = 0;
+  }
+  std::vector<T> buf_;
+  size_t head_ = 0, n_ = 0;
+};
+
+}  // namespace mbpsim
