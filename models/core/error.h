@@ -11,17 +11,6 @@ class UserError : public std::runtime_error {
   explicit UserError(const std::string& msg) : std::runtime_error(msg) {}
 };
 
-// The simulated system failed (watchdog, invariant): exit 2 with a dump of in-flight work.
-class SimFailure : public std::runtime_error {
- public:
-  SimFailure(const std::string& msg, std::string dump)
-      : std::runtime_error(msg), dump_(std::move(dump)) {}
-  const std::string& dump() const { return dump_; }
-
- private:
-  std::string dump_;
-};
-
 // Internal bug: aborts with the seed and simulated time so the run can be replayed.
 [[noreturn]] void internal_error(const std::string& what);
 void set_crash_context(unsigned long long seed, const char* config_file);
