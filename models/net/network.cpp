@@ -254,9 +254,15 @@ void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
       if (client_) client_->on_ack(node, *p, now);
       // The transaction completes when the acks account for every receiver the bitmap reached.
       auto it = acks_expected_.find(p->txn);
-      if (it == acks_expected_.end() || it->second.remaining < p->ack_count)
-        internal_error("acknowledgement for an unknown or already complete transaction " +
-                       std::to_string(p->txn));
+      if (it == acks_expected_.end() || it->second.remaining < p->ack_count) {
+        invariant_failed("node " + std::to_string(node) + " received an acknowledgement for " +
+                         std::to_string(p->ack_count) + " receivers of transaction " +
+                         std::to_string(p->txn) + ", which expects " +
+                         (it == acks_expected_.end() ? std::string("none")
+                                                     : std::to_string(it->second.remaining)));
+        pool_.put(p);
+        break;
+      }
       it->second.remaining -= p->ack_count;
       const bool done = it->second.remaining == 0;
       if (done) acks_expected_.erase(it);
@@ -398,6 +404,12 @@ void Network::process_method() {
     next_trigger(wake_);
   else
     next_trigger(sc_time::from_value((next - cyc) * per), wake_);
+}
+
+void Network::invariant_failed(const std::string& what) {
+  if (!failure_.empty()) return;
+  failure_ = "invariant broken at cycle " + std::to_string(now_) + ": " + what;
+  sc_core::sc_stop();
 }
 
 void Network::start() { wake_.notify(sc_core::SC_ZERO_TIME); }

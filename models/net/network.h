@@ -110,7 +110,9 @@ class Network : public sc_core::sc_module {
   void start();
   // Measurement epoch for utilisation formulas: call with the stats reset.
   void reset_epoch();
-  // Set when the watchdog fired (the run is stopped).
+  // A protocol invariant broke: the run stops and fails with exit status 2 and a dump.
+  void invariant_failed(const std::string& what);
+  // Set when the watchdog fired or an invariant broke (the run is stopped).
   const std::string& failure() const { return failure_; }
   uint32_t covered_count(uint32_t src, const HierBitmap& bm) const;
 

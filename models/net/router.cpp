@@ -123,8 +123,10 @@ bool Router::consume_ack(Packet* p, uint64_t now) {
   e.acks += p->ack_count;
   e.held += p->ack_held;
   if (e.acks > e.expected)
-    internal_error("router " + std::to_string(id_) + ": more acks than receivers for transaction " +
-                   std::to_string(p->txn));
+    net_->invariant_failed("router " + std::to_string(id_) + ": acknowledgements for " +
+                           std::to_string(e.acks) + " receivers of transaction " +
+                           std::to_string(p->txn) + ", whose branches cover " +
+                           std::to_string(e.expected));
   if (e.acks < e.expected) {
     net_->release(p);
     return true;

@@ -215,6 +215,34 @@ TEST(Network, WatchdogFiresOnLostProgress) {
       << n.dump_in_flight(5);
 }
 
+// A receiver that acknowledges twice breaks the ack accounting: the combining router notices
+// more acknowledgements than its branches cover and the run stops as a simulated failure.
+struct DoubleAcker : net::NetClient {
+  net::Network* net = nullptr;
+  void on_packet(uint32_t node, net::Packet& p, uint64_t) override {
+    net->send_ack(node, p, true);
+    if (node == 10) net->send_ack(node, p, true);
+  }
+};
+
+TEST(Network, DuplicateAckBreaksInvariant) {
+  net::NetConfig nc;
+  Stats stats;
+  net::Network n("net", nc, stats, "system.net");
+  DoubleAcker client;
+  client.net = &n;
+  n.set_client(&client);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  n.start();
+  net::Packet* p = n.new_packet();
+  p->src = 4;
+  p->ack_req = true;
+  n.inject_multicast(p, {5, 6, 8, 9, 11});
+  sc_core::sc_start(n.period() * 500.0);
+  EXPECT_NE(n.failure().find("invariant broken"), std::string::npos) << n.failure();
+  EXPECT_NE(n.failure().find("router 3"), std::string::npos) << n.failure();  // T3
+}
+
 // Packets injected from a SystemC thread at arbitrary times enter at the next cycle edge.
 struct Recorder : net::NetClient {
   std::vector<std::pair<uint32_t, uint64_t>> got;
