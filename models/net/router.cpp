@@ -72,7 +72,7 @@ void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
   ++flits_held_;
 }
 
-bool Router::route(InputVC& ivc, int in_port, Packet* p, uint64_t now) {
+void Router::route(InputVC& ivc, int in_port, Packet* p) {
   const TreeTopology& t = net_->topology();
   uint32_t mask = 0;
   if (p->kind == PacketKind::Multicast) {
@@ -111,7 +111,6 @@ bool Router::route(InputVC& ivc, int in_port, Packet* p, uint64_t now) {
   ivc.route_mask = mask;
   ivc.pending = mask;
   ivc.routed = true;
-  return true;
 }
 
 bool Router::consume_ack(Packet* p, uint64_t now) {
@@ -190,7 +189,7 @@ bool Router::step(uint64_t now) {
           continue;
         }
         if (f.idx != 0) continue;
-        if (!route(ivc, p, f.pkt, now)) continue;
+        route(ivc, p, f.pkt);
         progress = true;
       }
       if (f.idx != 0) continue;  // body flits follow the head's VCs

@@ -104,7 +104,7 @@ class Router {
   std::string describe_flits() const;
 
  private:
-  bool route(InputVC& vc, int in_port, Packet* p, uint64_t now);
+  void route(InputVC& vc, int in_port, Packet* p);
   // Merges an ack into this router's entry for its transaction; false when there is none.
   bool consume_ack(Packet* p, uint64_t now);
   void send(int in_port, InputVC& vc, int out_port, uint64_t now);
