@@ -187,21 +187,24 @@ struct SilentClient : net::NetClient {
   void on_packet(uint32_t, net::Packet&, uint64_t) override {}
 };
 
-TEST(Network, WatchdogFiresOnLostProgress) {
-  net::NetConfig nc;
-  nc.radix = 4;
-  nc.levels = 2;
-  nc.watchdog_cycles = 500;
-  Stats stats;
-  net::Network n("net", nc, stats, "system.net");
-  SilentClient client;
+// Starts the network and injects one ack-requesting multicast from node 4.
+void start_with_multicast(net::Network& n, net::NetClient& client, std::vector<uint32_t> dests) {
   n.set_client(&client);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   n.start();
   net::Packet* p = n.new_packet();
   p->src = 4;
   p->ack_req = true;
-  n.inject_multicast(p, {5, 9});
+  n.inject_multicast(p, dests);
+}
+
+TEST(Network, WatchdogFiresOnLostProgress) {
+  net::NetConfig nc;
+  nc.watchdog_cycles = 500;
+  Stats stats;
+  net::Network n("net", nc, stats, "system.net");
+  SilentClient client;
+  start_with_multicast(n, client, {5, 9});
   sc_core::sc_start(n.period() * 2000.0);
   EXPECT_NE(n.failure().find("network watchdog"), std::string::npos) << n.failure();
   EXPECT_EQ(n.in_flight(), 1u);
@@ -226,13 +229,7 @@ TEST(Network, DuplicateAckBreaksInvariant) {
   net::Network n("net", nc, stats, "system.net");
   DoubleAcker client;
   client.net = &n;
-  n.set_client(&client);
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
-  n.start();
-  net::Packet* p = n.new_packet();
-  p->src = 4;
-  p->ack_req = true;
-  n.inject_multicast(p, {5, 6, 8, 9, 11});
+  start_with_multicast(n, client, {5, 6, 8, 9, 11});
   sc_core::sc_start(n.period() * 500.0);
   EXPECT_NE(n.failure().find("invariant broken"), std::string::npos) << n.failure();
   EXPECT_NE(n.failure().find("transaction 1"), std::string::npos) << n.failure();
