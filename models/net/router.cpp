@@ -27,6 +27,9 @@ void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
       for (int o = 0; o < kMaxPorts; ++o) vc.out_vc[o] = -1;
     }
   nonempty_.assign(ninputs_, 0);
+  va_pending_.assign(ninputs_, 0);
+  va_blocked_.assign(ninputs_, 0);
+  credit_blocked_.assign(ninputs_, 0);
   in_rr_.assign(ninputs_, 0);
   out_.resize(nports_);
   for (int o = 0; o < nports_; ++o) {
@@ -46,6 +49,7 @@ void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
     op.credits.assign(nvcs_, op.to_node ? 0 : c.buffer_depth);
     op.returning.init(static_cast<size_t>(nvcs_) * c.buffer_depth);
     op.busy.assign(nvcs_, 0);
+    op.holder.assign(nvcs_, -1);
     op.flits = &stats.counter(name + ".port" + std::to_string(o) + ".flits",
                               o < k_ ? "flits sent down to child " + std::to_string(o)
                                      : std::string("flits sent up to the parent"));
@@ -65,11 +69,24 @@ void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
     return_credit(port, vc, now);
     return;
   }
+  push_flit(port, vc, Flit{p, now + net_->config().routing_delay, idx});
+}
+
+void Router::push_flit(int port, int vc, const Flit& f) {
   InputVC& ivc = in_[port][vc];
-  ivc.q.push(Flit{p, now + net_->config().routing_delay, idx});
+  ivc.q.push(f);
+  if (ivc.q.size() == 1 && f.idx == 0) va_pending_[port] |= 1u << vc;
   nonempty_[port] |= 1u << vc;
   port_mask_ |= 1u << port;
   ++flits_held_;
+}
+
+void Router::absorb_credits(int o, uint64_t now) {
+  OutputPort& op = out_[o];
+  for (uint32_t got = op.returning.absorb(now, op.credits); got; got &= got - 1) {
+    const int h = op.holder[__builtin_ctz(got)];
+    if (h >= 0) credit_blocked_[h >> 5] &= ~(1u << (h & 31));
+  }
 }
 
 void Router::route(InputVC& ivc, int in_port, Packet* p) {
@@ -138,10 +155,7 @@ bool Router::consume_ack(Packet* p, uint64_t now) {
   table_.pop_back();
   acks_combined_->inc();
   const int vc = kAckClass * net_->config().vcs_per_class;
-  for (uint16_t f = 0; f < p->size_flits; ++f) in_[gen_port_][vc].q.push(Flit{p, now, f});
-  nonempty_[gen_port_] |= 1u << vc;
-  port_mask_ |= 1u << gen_port_;
-  flits_held_ += p->size_flits;
+  for (uint16_t f = 0; f < p->size_flits; ++f) push_flit(gen_port_, vc, Flit{p, now, f});
   net_->activate(id_);
   return true;
 }
@@ -163,7 +177,12 @@ void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
   ivc.pending &= ~(1u << o);
   if (f.idx + 1 == f.pkt->size_flits) {  // tail: the output VC is free for the next packet
     op.busy[vc] = 0;
+    op.holder[vc] = -1;
     ivc.out_vc[o] = -1;
+    if (any_va_blocked_) {  // a free VC: heads that found none may try again
+      for (int p = 0; p < ninputs_; ++p) va_blocked_[p] = 0;
+      any_va_blocked_ = false;
+    }
   }
 }
 
@@ -174,10 +193,13 @@ bool Router::step(uint64_t now) {
   // arrives; it stays awake only while it makes progress or waits for a known cycle.
   bool progress = false, timed_wait = false;
 
+  for (int o = 0; o < nports_; ++o)
+    if (!out_[o].returning.empty()) absorb_credits(o, now);
+
   // Route computation and VC allocation for packets at the front of their input VC.
   for (uint32_t pm = port_mask_; pm; pm &= pm - 1) {
     const int p = __builtin_ctz(pm);
-    uint32_t m = nonempty_[p];
+    uint32_t m = va_pending_[p] & ~va_blocked_[p];
     while (m) {
       const int v = __builtin_ctz(m);
       m &= m - 1;
@@ -201,7 +223,10 @@ bool Router::step(uint64_t now) {
         const int o = __builtin_ctz(m2);
         if (ivc.out_vc[o] < 0) need |= 1u << o;
       }
-      if (!need) continue;
+      if (!need) {
+        va_pending_[p] &= ~(1u << v);
+        continue;
+      }
       // Multicasts move by virtual cut-through: a branch gets a VC only when the downstream
       // buffer has room for the whole packet. A multicast worm stretched over several routers
       // would make its downward branches wait on its upward one, and downward and upward links
@@ -215,7 +240,6 @@ bool Router::step(uint64_t now) {
         const int o = __builtin_ctz(m2);
         OutputPort& op = out_[o];
         pick[o] = -1;
-        if (vct && !op.to_node) op.returning.absorb(now, op.credits);
         for (int j = 0; j < n; ++j) {
           const int cv = lo + (op.va_rr + j) % n;
           if (!op.busy[cv] && (!vct || op.to_node || op.credits[cv] >= f.pkt->size_flits)) {
@@ -225,11 +249,21 @@ bool Router::step(uint64_t now) {
         }
         all = pick[o] >= 0;
       }
-      if (!all) continue;
+      if (!all) {
+        // Until a VC is released this would fail again. A multicast may also wait for buffer
+        // space, which credits bring without a release: it retries every cycle.
+        if (!vct) {
+          va_blocked_[p] |= 1u << v;
+          any_va_blocked_ = true;
+        }
+        continue;
+      }
+      va_pending_[p] &= ~(1u << v);
       for (uint32_t m2 = need; m2; m2 &= m2 - 1) {
         const int o = __builtin_ctz(m2);
         OutputPort& op = out_[o];
         op.busy[pick[o]] = 1;
+        op.holder[pick[o]] = static_cast<int16_t>(p * 32 + v);
         ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
         ivc.va_ready[o] = now + c.va_delay;
         op.va_rr = static_cast<uint8_t>((pick[o] - lo + 1) % n);
@@ -248,7 +282,7 @@ bool Router::step(uint64_t now) {
   for (uint32_t pm = port_mask_; pm; pm &= pm - 1) {
     const int p = __builtin_ctz(pm);
     req[p] = 0;
-    const uint32_t m = nonempty_[p];
+    const uint32_t m = nonempty_[p] & ~va_pending_[p] & ~credit_blocked_[p];
     // Round robin over the VCs holding flits, starting at the pointer: bits at or above it
     // first, then the ones below.
     const uint32_t hi = m & (~0u << in_rr_[p]);
@@ -278,8 +312,9 @@ bool Router::step(uint64_t now) {
             continue;
           }
           if (!op.to_node && op.credits[ov] <= 0) {
-            out_[o].returning.absorb(now, out_[o].credits);
-            if (op.credits[ov] <= 0) continue;
+            // A packet with one output waits for that output's credit alone: park it.
+            if (ivc.route_mask == (1u << o)) credit_blocked_[p] |= 1u << v;
+            continue;
           }
           elig |= 1u << o;
         }
@@ -330,6 +365,7 @@ bool Router::step(uint64_t now) {
       ivc.q.pop();
       --flits_held_;
       if (ivc.q.empty() && !(nonempty_[p] &= ~(1u << v))) port_mask_ &= ~(1u << p);
+      if (!ivc.q.empty() && ivc.q.front().idx == 0) va_pending_[p] |= 1u << v;
       if (f.idx + 1 == f.pkt->size_flits)
         ivc.routed = false;
       else
@@ -343,7 +379,7 @@ bool Router::step(uint64_t now) {
   // credit delay); otherwise sleep until the downstream frees a slot and wakes this router.
   bool awaiting = false;
   for (int o = 0; o < nports_; ++o) {
-    out_[o].returning.absorb(now, out_[o].credits);
+    absorb_credits(o, now);
     awaiting |= !out_[o].returning.empty();
   }
   return awaiting;

@@ -36,12 +36,15 @@ class CreditLine {
   void init(size_t cap) { q_.init(cap); }
   bool empty() const { return q_.empty(); }
   void push(uint64_t at, int vc) { q_.push(Entry{at, static_cast<uint8_t>(vc)}); }
-  // Adds every credit that has arrived by `now` to `credits`.
-  void absorb(uint64_t now, std::vector<int>& credits) {
+  // Adds every credit that has arrived by `now` to `credits`; returns the VCs that got one.
+  uint32_t absorb(uint64_t now, std::vector<int>& credits) {
+    uint32_t got = 0;
     while (!q_.empty() && q_.front().at <= now) {
       ++credits[q_.front().vc];
+      got |= 1u << q_.front().vc;
       q_.pop();
     }
+    return got;
   }
 
  private:
@@ -70,6 +73,7 @@ struct OutputPort {
   std::vector<int> credits;   // per VC
   CreditLine returning;       // credits sent back by the downstream, not yet absorbed
   std::vector<uint8_t> busy;  // VC held by a packet
+  std::vector<int16_t> holder;  // input (port * 32 + vc) holding each VC, -1 none
   uint64_t free_at = 0;       // link serialisation
   uint8_t va_rr = 0;
   uint8_t sa_rr = 0;
@@ -108,6 +112,9 @@ class Router {
   // Merges an ack into this router's entry for its transaction; false when there is none.
   bool consume_ack(Packet* p, uint64_t now);
   void send(int in_port, InputVC& vc, int out_port, uint64_t now);
+  void push_flit(int port, int vc, const Flit& f);
+  // Absorbs the credits that have arrived at output o and unblocks the VCs waiting for them.
+  void absorb_credits(int o, uint64_t now);
   // Credit for a slot freed at input port p goes to whoever feeds that port.
   void return_credit(int p, int vc, uint64_t now);
 
@@ -121,6 +128,12 @@ class Router {
   std::vector<std::vector<InputVC>> in_;  // [port][vc]
   std::vector<uint32_t> nonempty_;        // [port] bitmask of VCs holding flits
   uint32_t port_mask_ = 0;                // input ports with a non-zero nonempty_
+  // Work lists as bitmasks per input port, so a saturated router does not scan every VC:
+  std::vector<uint32_t> va_pending_;      // a head at the front still needs route or VCs
+  std::vector<uint32_t> va_blocked_;      // ... and its last attempt found no free VC; retried
+                                          // only after a VC is released
+  std::vector<uint32_t> credit_blocked_;  // its one output has no credit; cleared by a credit
+  bool any_va_blocked_ = false;
   std::vector<uint8_t> in_rr_;            // [port] switch-allocation round robin
   std::vector<OutputPort> out_;
   std::vector<CombineEntry> table_;
