@@ -96,5 +96,18 @@ TEST(Cli, OutputsAndDeterminism) {
   EXPECT_EQ(rc["experiment"]["seed"], 1);
 }
 
+// An idle network still simulates the requested time.
+TEST(Cli, ZeroLoadRunReportsSimulatedTime) {
+  auto d = test::temp_dir("cli_zero");
+  auto r = run_cmd(test::mbpsim_bin() + " run " + test::config_path("net-qtree64-uniform.json") +
+                   " --quiet --set workload.injection_rate=0 --set workload.warmup_cycles=100"
+                   " --set workload.measure_cycles=900 --out " + d.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto st = nlohmann::json::parse(test::read_text(d / "stats.json"));
+  EXPECT_EQ(st["run"]["simulated_cycles"], 1000);
+  EXPECT_EQ(st["summary"]["packets_delivered"], 0);
+  EXPECT_FALSE(st["summary"]["saturated"].get<bool>());
+}
+
 }  // namespace
 }  // namespace mbpsim
