@@ -41,11 +41,6 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
 
 namespace {
 
-// Builds only what validation needs: the typed structs check cross-field consistency.
-struct DryRunClient : net::NetClient {
-  void on_packet(uint32_t, net::Packet&, uint64_t) override {}
-};
-
 void write_file(const std::filesystem::path& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   if (!f) throw UserError(p.string() + ": cannot write");

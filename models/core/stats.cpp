@@ -49,29 +49,29 @@ void Histogram::reset() {
   sum_ = 0;
 }
 
-void Stats::add(const std::string& path, const std::string& desc, Kind k, size_t idx) {
+void Stats::add(const std::string& path, Kind k, size_t idx) {
   if (!paths_.insert(path).second) internal_error("stat registered twice: " + path);
-  entries_.push_back({path, desc, k, idx});
+  entries_.push_back({path, k, idx});
 }
 
 Counter& Stats::counter(const std::string& path, const std::string& desc) {
   counters_.emplace_back();
-  add(path, desc, Kind::Counter, counters_.size() - 1);
+  add(path, Kind::Counter, counters_.size() - 1);
   return counters_.back();
 }
 Average& Stats::average(const std::string& path, const std::string& desc) {
   averages_.emplace_back();
-  add(path, desc, Kind::Average, averages_.size() - 1);
+  add(path, Kind::Average, averages_.size() - 1);
   return averages_.back();
 }
 Histogram& Stats::histogram(const std::string& path, const std::string& desc) {
   histograms_.emplace_back();
-  add(path, desc, Kind::Histogram, histograms_.size() - 1);
+  add(path, Kind::Histogram, histograms_.size() - 1);
   return histograms_.back();
 }
 void Stats::formula(const std::string& path, std::function<double()> f, const std::string& desc) {
   formulas_.push_back(std::move(f));
-  add(path, desc, Kind::Formula, formulas_.size() - 1);
+  add(path, Kind::Formula, formulas_.size() - 1);
 }
 
 void Stats::reset() {
@@ -137,10 +137,5 @@ nlohmann::ordered_json Stats::dump() const {
   return root;
 }
 
-std::vector<std::pair<std::string, std::string>> Stats::describe() const {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& e : entries_) out.emplace_back(e.path, e.desc);
-  return out;
-}
 
 }  // namespace mbpsim

@@ -63,19 +63,18 @@ class Stats {
   Histogram& histogram(const std::string& path, const std::string& desc = "");
   void formula(const std::string& path, std::function<double()> f, const std::string& desc = "");
   void reset();
-  // Nested JSON of every stat; with `descriptions`, a parallel "desc" tree is not added: the
-  // descriptions are listed by `describe()` instead so the stats file stays compact.
+  // Nested JSON of every stat (descriptions stay at the registration sites, so the stats file
+  // stays compact).
   nlohmann::ordered_json dump() const;
-  std::vector<std::pair<std::string, std::string>> describe() const;
 
  private:
   enum class Kind { Counter, Average, Histogram, Formula };
   struct Entry {
-    std::string path, desc;
+    std::string path;
     Kind kind;
     size_t idx;
   };
-  void add(const std::string& path, const std::string& desc, Kind k, size_t idx);
+  void add(const std::string& path, Kind k, size_t idx);
   std::vector<Entry> entries_;
   std::unordered_set<std::string> paths_;
   std::deque<Counter> counters_;

@@ -43,8 +43,8 @@ struct Event {
   uint8_t vc;
   uint16_t idx;
   uint32_t target;  // router or node
-  Packet* pkt;      // Timer: reinterpret as the tag via `tag`
-  uint64_t tag;
+  Packet* pkt;      // flit events; null for timers
+  uint64_t tag;     // Timer: the client's tag
 };
 
 // Per-node network interface: source queues per message class, wormhole injection with
@@ -105,7 +105,6 @@ class Network : public sc_core::sc_module {
   uint64_t events_processed() const { return events_; }
   // Packets delivered since the start (never reset): host-speed figures use it.
   uint64_t total_delivered() const { return total_delivered_; }
-  Router& router(int id) { return routers_[id]; }
   // Starts the network process (call once after elaboration).
   void start();
   // Measurement epoch for utilisation formulas: call with the stats reset.

@@ -210,11 +210,9 @@ bool Router::step(uint64_t now) {
           timed_wait = true;
           continue;
         }
-        if (f.idx != 0) continue;
         route(ivc, p, f.pkt);
         progress = true;
       }
-      if (f.idx != 0) continue;  // body flits follow the head's VCs
       // All or nothing: a packet takes a VC on every output it needs in the same cycle, or
       // none. A multicast that held one branch's VC while waiting for another's could wait on a
       // packet waiting on it (two multicasts crossing at a router): a deadlock.

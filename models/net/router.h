@@ -104,7 +104,6 @@ class Router {
   int height() const { return height_; }
   int nports() const { return nports_; }
   OutputPort& out(int p) { return out_[p]; }
-  size_t combining_occupancy() const { return table_.size(); }
   std::string describe_flits() const;
 
  private:
