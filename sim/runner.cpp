@@ -14,6 +14,10 @@
 #include "models/core/error.h"
 #include "models/core/stats.h"
 #include "models/net/network.h"
+#include "models/mbp/mbp_config.h"
+#include "models/node/node_config.h"
+#include "workloads/mbp_workload.h"
+#include "workloads/testers/coherence_tester.h"
 #include "workloads/workload.h"
 
 namespace mbpsim {
@@ -27,7 +31,11 @@ const ParamSchema& schema() {
     s.add({"experiment.seed", ParamType::Int, 1, "", "run seed; every component derives its own stream from it (--seed overrides)", 0, 9.0e18});
     s.add({"experiment.heartbeat_s", ParamType::Double, 2.0, "s", "wall-clock period of the progress line on stderr (0: never)", 0, 1e6});
     net::declare_net_params(s);
+    node::declare_node_params(s);
+    mbp::declare_mbp_params(s);
     declare_workload_params(s);
+    declare_mbp_workload_params(s);
+    declare_tester_params(s);
     return s;
   }();
   return s;
@@ -61,7 +69,7 @@ void validate_config(const Config& c) {
   // Workload checks need the topology only; they run against a network that is never started.
   Stats st;
   net::Network n("validate_net", nc, st, "validate");
-  auto w = make_workload(c, n, 0);
+  auto w = make_workload(c, n, st, 0);
 }
 
 int run_experiment(const RunOptions& o) {
@@ -75,8 +83,8 @@ int run_experiment(const RunOptions& o) {
   const net::NetConfig nc = net::NetConfig::from(cfg);
   Stats stats;
   net::Network network("net", nc, stats, "system.net");
-  std::unique_ptr<Workload> wl = make_workload(cfg, network, seed);
-  network.set_client(wl.get());
+  std::unique_ptr<Workload> wl = make_workload(cfg, network, stats, seed);
+  network.set_client(wl->net_client());
 
   std::filesystem::path out(o.out_dir);
   std::error_code ec;
@@ -130,6 +138,7 @@ int run_experiment(const RunOptions& o) {
     std::fprintf(stderr, "mbpsim: simulated-system failure: %s\nseed %llu, config %s\n%s",
                  network.failure().c_str(), static_cast<unsigned long long>(seed),
                  o.config_path.c_str(), network.dump_in_flight(20).c_str());
+    std::fprintf(stderr, "%s", wl->failure_dump().c_str());
     return 2;
   }
 
@@ -151,6 +160,8 @@ int run_experiment(const RunOptions& o) {
   host["packets_per_second"] = static_cast<double>(network.total_delivered()) / wall;
   host["simulated_cycles_per_second"] = static_cast<double>(sim_cycles) / wall;
   host["peak_memory_bytes"] = peak_rss_bytes();
+  const ordered_json extra = wl->host_figures(wall);
+  for (auto it = extra.begin(); it != extra.end(); ++it) host[it.key()] = it.value();
   write_file(out / "host.json", host.dump(2) + "\n");
 
   std::printf("mbpsim: %s: %llu cycles simulated in %.2f s (seed %llu)\n", o.config_path.c_str(),

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "models/core/error.h"
+#include "workloads/mbp_workload.h"
+#include "workloads/testers/coherence_tester.h"
 
 namespace mbpsim {
 
@@ -270,9 +272,12 @@ nlohmann::ordered_json ScriptTraffic::summary() const {
   return s;
 }
 
-std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, uint64_t seed) {
+std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, Stats& stats, uint64_t seed) {
   const std::string kind = c.get_string("workload.kind");
   if (kind == "script") return std::make_unique<ScriptTraffic>(c, net);
+  if (kind == "mbp_tester") return std::make_unique<CoherenceTester>(c, net, stats, seed);
+  if (kind == "mbp_sharing") return std::make_unique<SharingWorkload>(c, net, stats, seed);
+  if (kind == "mbp_script") return std::make_unique<MbpScript>(c, net, stats, seed);
   return std::make_unique<SyntheticTraffic>(c, net, seed);
 }
 

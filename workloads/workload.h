@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/core/config.h"
+#include "models/core/stats.h"
 #include "models/net/network.h"
 
 namespace mbpsim {
@@ -26,9 +27,15 @@ class Workload : public net::NetClient {
   // True when the run can end (everything it cares about delivered).
   virtual bool done() const = 0;
   virtual nlohmann::ordered_json summary() const = 0;
+  // Who receives the network's deliveries (a workload that drives a system hands it over).
+  virtual net::NetClient* net_client() { return this; }
+  // Extra text for a simulated-system failure (exit 2): the oldest outstanding work.
+  virtual std::string failure_dump() const { return ""; }
+  // Host-speed figures for host.json (never stats.json).
+  virtual nlohmann::ordered_json host_figures(double wall_s) const { return nlohmann::ordered_json::object(); }
 };
 
 void declare_workload_params(ParamSchema& s);
-std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, uint64_t seed);
+std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
 
 }  // namespace mbpsim

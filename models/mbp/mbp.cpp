@@ -1,0 +1,866 @@
+// mbp::System: the MBP. Messages between MBPs, the home controller (directory, recalls,
+// invalidation and update rounds, protocol switches), the remote controller (L3 copies),
+// and the online checkers.
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "models/core/error.h"
+#include "models/mbp/system.h"
+#include "models/mbp/system_internal.h"
+
+namespace mbpsim::mbp {
+
+// ---------------------------------------------------------------- messages
+
+Msg* System::new_msg(MsgType t, uint32_t src, uint32_t dst) {
+  if (msg_free_.empty()) {
+    msg_all_.push_back(std::make_unique<Msg>());
+    msg_free_.push_back(msg_all_.back().get());
+  }
+  Msg* m = msg_free_.back();
+  msg_free_.pop_back();
+  *m = Msg();
+  m->type = t;
+  m->src = src;
+  m->dst = dst;
+  m->issued_ps = now_ps();
+  return m;
+}
+
+void System::free_msg(Msg* m) { msg_free_.push_back(m); }
+
+uint32_t System::flits_of(MsgType t) const {
+  return mc_.header_flits + (carries_data(t) ? data_flits_ : 0);
+}
+
+void System::count_msg(const Msg* m) {
+  st_.msgs[static_cast<int>(m->type)]->inc();
+  const uint32_t h = home_of(m->nblk / blocks_per_page_);
+  if (h != UINT32_MAX) {
+    auto it = node_[h]->pt.find(m->nblk / blocks_per_page_);
+    if (it != node_[h]->pt.end()) st_.proto_msgs[static_cast<int>(it->second->proto)]->inc();
+  }
+}
+
+// Sends at time `at` (>= now). To the own node: through the MBP's input queue after a bus
+// hop; elsewhere: a network packet (requests and answers use disjoint virtual channels).
+void System::send(Msg* m, uint64_t at) {
+  if (m->src == m->dst) {
+    count_msg(m);
+    schedule(at, kLocal, m->dst, 0, m);
+    return;
+  }
+  if (at > now_ps()) {
+    schedule(at, kSend, m->src, 0, m);
+    return;
+  }
+  count_msg(m);
+  net::Packet* p = net_.new_packet();
+  p->src = m->src;
+  p->dst = m->dst;
+  p->cls = is_request(m->type) || m->type == MsgType::Recall || m->type == MsgType::Inv ||
+                   m->type == MsgType::Upd || m->type == MsgType::PageInv
+               ? net::kRequest
+               : net::kReply;
+  p->size_flits = static_cast<uint16_t>(flits_of(m->type));
+  p->payload = m;
+  net_.inject(p);
+}
+
+// When a message that arrived at `arrive` has been handled by the MBP of the block's bank:
+// the engine serves one message at a time; a handler that reads or writes the block also
+// waits for the bank.
+uint64_t System::service(uint32_t n, Msg* m, uint64_t arrive) {
+  Node& nd = *node_[n];
+  const uint64_t page = m->nblk / blocks_per_page_;
+  auto it = nd.pt.find(page);
+  uint64_t paddr = 0;
+  if (it != nd.pt.end()) paddr = it->second->frame_no * nc_.page_bytes + (m->nblk % blocks_per_page_) * nc_.block_bytes;
+  const uint32_t bank = static_cast<uint32_t>((paddr / nc_.bank_interleave_bytes) % nc_.banks);
+  const uint64_t start = std::max(arrive, nd.mbp_free[bank]);
+  nd.mbp_queue_ps->sample(start - arrive);
+  uint64_t end = start + mc_.handler_cycles * mbp_ps_;
+  nd.mbp_free[bank] = end;
+  const bool memory = carries_data(m->type) || m->type == MsgType::GetS || m->type == MsgType::GetX ||
+                      m->type == MsgType::ReadH || m->type == MsgType::Recall;
+  if (memory && it != nd.pt.end()) end = std::max(end, bank_access(nd, start, paddr));
+  nd.mbp_msgs_in->inc();
+  return end;
+}
+
+void System::on_packet(uint32_t n, net::Packet& p, uint64_t) {
+  Msg* m = static_cast<Msg*>(p.payload);
+  Node& nd = *node_[n];
+  uint64_t arrive = now_ps();
+  // N-TLB: network page -> node-physical page for every incoming message.
+  const uint64_t page = m->nblk / blocks_per_page_;
+  if (nd.ntlb.lookup(page, nullptr)) {
+    nd.ntlb_hits->inc();
+  } else {
+    nd.ntlb_misses->inc();
+    if (nd.pt.count(page)) nd.ntlb.insert(page, 0);
+    arrive += mc_.ntlb_miss_cycles * mbp_ps_;
+  }
+  const uint64_t end = service(n, m, arrive);
+  if (p.kind == net::PacketKind::Multicast) {
+    auto* d = new McDelivery{m, p};
+    schedule(end, kHandleMc, n, 0, d);
+  } else {
+    schedule(end, kHandle, n, 0, m);
+  }
+}
+
+void System::on_ack(uint32_t, const net::Packet& ack, uint64_t) {
+  auto it = rounds_.find(ack.txn);
+  if (it == rounds_.end()) internal_error("acknowledgement for an unknown round");
+  Round* r = it->second;
+  st_.combined_acks->inc();
+  r->got += ack.ack_count;
+  r->held += ack.ack_held;
+  if (r->got == r->expected) round_done(r);
+}
+
+void System::ack_round(uint32_t n, Msg* m, const net::Packet* mcast, bool held) {
+  (held ? st_.acks_held : st_.deliveries_no_copy)->inc();
+  if (mcast) {
+    net_.send_ack(n, *mcast, held);
+    return;
+  }
+  Msg* a = new_msg(MsgType::RoundAck, n, m->src);
+  a->nblk = m->nblk;
+  a->round = m->round;
+  a->held = held;
+  send(a, now_ps());
+}
+
+void System::handle(uint32_t n, Msg* m, const net::Packet* mcast) {
+  try {
+    handle_msg(n, m, mcast);
+  } catch (const ProtocolFailure&) {
+    // The failure is recorded; the run stops with exit status 2.
+  }
+}
+
+void System::handle_msg(uint32_t n, Msg* m, const net::Packet* mcast) {
+  const uint64_t page = m->nblk / blocks_per_page_;
+  const uint32_t bi = static_cast<uint32_t>(m->nblk % blocks_per_page_);
+  Node& nd = *node_[n];
+  if (m->type == MsgType::Inv || m->type == MsgType::Upd || m->type == MsgType::PageInv) nd.round_in->inc();
+  switch (m->type) {
+    case MsgType::GetS: case MsgType::GetX: case MsgType::ReadH: case MsgType::WriteH:
+    case MsgType::Atomic: case MsgType::SetProto:
+      home_request(n, m);  // owns m from here
+      return;
+    case MsgType::RecallData: {
+      Frame* f = frame_for(n, page, false);
+      home_event(f, bi, HEvent::RecallData, m);
+      break;
+    }
+    case MsgType::RoundAck: {
+      auto it = rounds_.find(m->round);
+      if (it == rounds_.end()) internal_error("unicast acknowledgement for an unknown round");
+      Round* r = it->second;
+      st_.unicast_acks->inc();
+      ++r->got;
+      r->held += m->held;
+      if (r->got == r->expected) round_done(r);
+      break;
+    }
+    case MsgType::Inv: case MsgType::Upd: {
+      Frame* f = frame_for(n, page, false);
+      if (!f) ack_round(n, m, mcast, false);
+      else remote_event(n, f, bi, m->type == MsgType::Inv ? REvent::Inv : REvent::Upd, m, mcast);
+      break;
+    }
+    case MsgType::PageInv: {
+      Frame* f = frame_for(n, page, false);
+      bool held = false;
+      if (f) {
+        for (uint32_t b = 0; b < blocks_per_page_; ++b) {
+          const RState s = static_cast<RState>(f->st[b]);
+          if (s == RState::I || s == RState::ISP || s == RState::IE) continue;  // nothing held here
+          held |= s == RState::S || s == RState::SE;
+          remote_event(n, f, b, REvent::Inv, m, nullptr, /*ack=*/false);
+        }
+      }
+      ack_round(n, m, mcast, held);
+      break;
+    }
+    case MsgType::Recall: {
+      Frame* f = frame_for(n, page, false);
+      if (!f) undefined("remote", n, m->nblk, "(no frame)", "Recall");
+      if (remote_event(n, f, bi, REvent::Recall, m, nullptr)) return;  // deferred: kept
+      break;
+    }
+    case MsgType::Data: case MsgType::DataOnce: case MsgType::DataX: case MsgType::Nack: {
+      Frame* f = frame_for(n, page, false);
+      const REvent e = m->type == MsgType::Data ? REvent::Data : m->type == MsgType::DataOnce ? REvent::DataOnce
+                       : m->type == MsgType::DataX ? REvent::DataX : REvent::Nack;
+      remote_event(n, f, bi, e, m, nullptr);
+      break;
+    }
+    case MsgType::LocalGrant:
+      retry_issuer(*nd.procs[m->proc]);
+      break;
+    case MsgType::ReadResp: case MsgType::AtomicResp: case MsgType::SetProtoAck: {
+      Frame* f = frame_for(n, page, false);
+      if (f && !f->home) f->proto = m->proto;
+      complete_from_msg(*nd.procs[m->proc], m);
+      break;
+    }
+    case MsgType::WriteAck: {
+      Frame* f = frame_for(n, page, false);
+      if (f && !f->home) f->proto = m->proto;
+      wb_retire(*nd.procs[m->proc], m->op_id);
+      break;
+    }
+    default: internal_error(std::string("unexpected message ") + to_string(m->type));
+  }
+  if (!mcast) free_msg(m);
+}
+
+// ---------------------------------------------------------------- home controller
+
+namespace {
+HEvent event_of(const Msg* m) {
+  switch (m->type) {
+    case MsgType::GetS: return HEvent::GetS;
+    case MsgType::GetX: return HEvent::GetX;
+    case MsgType::ReadH: return HEvent::ReadH;
+    case MsgType::WriteH: return HEvent::WriteH;
+    case MsgType::Atomic: return HEvent::Atomic;
+    default: return HEvent::Cleanup;  // SetProto: a switch's per-block cleanup
+  }
+}
+}  // namespace
+
+void System::home_request(uint32_t n, Msg* m) {
+  Frame* f = frame_for(n, m->nblk / blocks_per_page_, true);
+  if (!f->home) internal_error("request sent to a node that is not the page's home");
+  DirPage& d = *f->dir;
+  st_.dir_lookups[static_cast<int>(f->fmt)]->inc();
+  if (d.switching || d.switch_waiting) {
+    d.gate_q.push_back(m);
+    return;
+  }
+  st_.proto_actions[static_cast<int>(f->proto)]->inc();
+  if (m->type == MsgType::SetProto) {
+    d.switch_req = m;
+    if (d.busy_blocks > 0 || d.rounds > 0) d.switch_waiting = true;
+    else start_switch(f);
+    return;
+  }
+  home_dispatch(f, m);
+}
+
+void System::begin_busy(Frame* f, uint32_t bi, Msg* m) {
+  f->dir->busy[bi] = m;
+  ++f->dir->busy_blocks;
+}
+
+Msg* System::end_busy(Frame* f, uint32_t bi) {
+  auto it = f->dir->busy.find(bi);
+  Msg* m = it->second;
+  f->dir->busy.erase(it);
+  --f->dir->busy_blocks;
+  return m;
+}
+
+void System::home_dispatch(Frame* f, Msg* m) {
+  DirPage& d = *f->dir;
+  const uint32_t bi = static_cast<uint32_t>(m->nblk % blocks_per_page_);
+  const HState s = static_cast<HState>(f->st[bi]);
+  const HEvent e = event_of(m);
+  const HAction a = home_action(s, e);
+  if (a == HAction::Undefined) undefined("home", f->node, m->nblk, to_string(s), to_string(e));
+  st_.home_trans[static_cast<int>(s)][static_cast<int>(e)]->inc();
+  const bool local = m->requester == f->node;
+  auto add_sharer = [&]() -> bool {  // false: deferred, the set must not coarsen during a round
+    if (dirfmt_.add_coarsens(d.sharers, f->node, m->requester) && d.rounds > 0) {
+      d.coarsen_q.push_back(m);
+      st_.coarsen_deferred->inc();
+      return false;
+    }
+    if (dirfmt_.add(d.sharers, f->node, m->requester)) st_.pointer_overflows->inc();
+    return true;
+  };
+  switch (a) {
+    case HAction::Defer: d.blockq[bi].push_back(m); return;
+    case HAction::SendData:
+      if (local) {
+        reply(m, MsgType::LocalGrant, f, bi);
+      } else if (f->proto == Protocol::NonCacheable) {
+        reply(m, MsgType::DataOnce, f, bi);
+      } else {
+        if (!add_sharer()) return;
+        home_flush_local(f, bi, false);
+        f->st[bi] = static_cast<uint8_t>(HState::Shared);
+        reply(m, MsgType::Data, f, bi);
+      }
+      free_msg(m);
+      return;
+    case HAction::GrantX:
+      if (local) {  // the home's own processor retries; it sees the current protocol itself
+        reply(m, MsgType::LocalGrant, f, bi);
+      } else if (f->proto != Protocol::Invalidate) {
+        st_.nacks->inc();
+        reply(m, MsgType::Nack, f, bi);
+      } else {
+        if (!add_sharer()) return;
+        home_flush_local(f, bi, true);
+        f->owner[bi] = m->requester;
+        f->st[bi] = static_cast<uint8_t>(HState::Owned);
+        reply(m, MsgType::DataX, f, bi);
+      }
+      free_msg(m);
+      return;
+    case HAction::InvForX:
+      if (f->proto != Protocol::Invalidate) {
+        if (!local) st_.nacks->inc();
+        reply(m, local ? MsgType::LocalGrant : MsgType::Nack, f, bi);
+        free_msg(m);
+        return;
+      }
+      invalidate_then(f, bi, m);
+      return;
+    case HAction::ReadReply:
+      home_flush_local(f, bi, false);
+      reply(m, MsgType::ReadResp, f, bi);
+      free_msg(m);
+      return;
+    case HAction::WriteNone:
+      perform_write(f, bi, m);
+      reply(m, m->type == MsgType::Atomic ? MsgType::AtomicResp : MsgType::WriteAck, f, bi);
+      free_msg(m);
+      return;
+    case HAction::WriteShared:
+      if (f->proto == Protocol::Invalidate) {
+        invalidate_then(f, bi, m);
+        return;
+      }
+      if (f->proto == Protocol::NonCacheable) undefined("home", f->node, m->nblk, "Shared (non-cacheable page)", to_string(e));
+      if (perform_write(f, bi, m)) {
+        begin_busy(f, bi, m);
+        if (start_round(f, bi, MsgType::Upd, m)) {
+          f->st[bi] = static_cast<uint8_t>(HState::UpdRound);
+          return;
+        }
+        end_busy(f, bi);
+      }
+      reply(m, m->type == MsgType::Atomic ? MsgType::AtomicResp : MsgType::WriteAck, f, bi);
+      free_msg(m);
+      return;
+    case HAction::RecallDown:
+    case HAction::RecallInv: {
+      const bool down = e == HEvent::Cleanup ? d.switch_to == Protocol::Update : a == HAction::RecallDown;
+      begin_busy(f, bi, m);
+      Msg* r = new_msg(MsgType::Recall, f->node, f->owner[bi]);
+      r->nblk = m->nblk;
+      r->down = down;
+      st_.recalls->inc();
+      f->st[bi] = static_cast<uint8_t>(down ? HState::RecallS : HState::RecallX);
+      send(r, now_ps());
+      return;
+    }
+    case HAction::CleanupDone: free_msg(m); return;
+    default: internal_error("home action used out of place");
+  }
+}
+
+// Invalidate-type: every remote copy must go before the request is served again on None.
+void System::invalidate_then(Frame* f, uint32_t bi, Msg* m) {
+  begin_busy(f, bi, m);
+  if (start_round(f, bi, MsgType::Inv, m)) {
+    f->st[bi] = static_cast<uint8_t>(HState::InvRound);
+    return;
+  }
+  // The sharer set names no one (only possible when it was cleared): nothing to invalidate.
+  end_busy(f, bi);
+  f->st[bi] = static_cast<uint8_t>(HState::None);
+  home_dispatch(f, m);
+  home_block_idle(f, bi);
+}
+
+void System::home_event(Frame* f, uint32_t bi, HEvent e, Msg* data) {
+  const HState s = static_cast<HState>(f->st[bi]);
+  const HAction a = home_action(s, e);
+  const uint64_t nblk = f->npage * blocks_per_page_ + bi;
+  if (a == HAction::Undefined) undefined("home", f->node, nblk, to_string(s), to_string(e));
+  st_.home_trans[static_cast<int>(s)][static_cast<int>(e)]->inc();
+  Msg* pending = end_busy(f, bi);
+  if (a == HAction::RecallDone) {
+    std::memcpy(&f->data[bi * nc_.block_bytes], data->data, nc_.block_bytes);
+    f->st[bi] = static_cast<uint8_t>(s == HState::RecallS ? HState::Shared : HState::None);
+    if (event_of(pending) == HEvent::Cleanup) {
+      free_msg(pending);
+      switch_step_done(f);
+    } else {
+      home_dispatch(f, pending);
+    }
+  } else if (s == HState::InvRound) {
+    f->st[bi] = static_cast<uint8_t>(HState::None);
+    home_dispatch(f, pending);
+  } else {  // UpdRound
+    f->st[bi] = static_cast<uint8_t>(HState::Shared);
+    if (mc_.check_invariants) check_update_copies(f, bi);
+    reply(pending, pending->type == MsgType::Atomic ? MsgType::AtomicResp : MsgType::WriteAck, f, bi);
+    free_msg(pending);
+  }
+  home_block_idle(f, bi);
+}
+
+void System::home_block_idle(Frame* f, uint32_t bi) {
+  DirPage& d = *f->dir;
+  auto q = d.blockq.find(bi);
+  while (q != d.blockq.end() && !q->second.empty() && !d.busy.count(bi) && !d.switching) {
+    Msg* m = q->second.front();
+    q->second.pop_front();
+    home_dispatch(f, m);
+    q = d.blockq.find(bi);
+  }
+  if (q != d.blockq.end() && q->second.empty()) d.blockq.erase(q);
+  if (d.switch_waiting && d.busy_blocks == 0 && d.rounds == 0) start_switch(f);
+}
+
+// Writes the request's bytes (WriteH) or executes its atomic command at the home memory.
+// Home L2 copies go first (a modified one is merged into memory). Returns whether memory
+// changed; an atomic leaves the old contents in the request for the answer.
+bool System::perform_write(Frame* f, uint32_t bi, Msg* m) {
+  home_flush_local(f, bi, true);
+  uint8_t* mem = &f->data[bi * nc_.block_bytes];
+  bool changed = false;
+  if (m->type == MsgType::Atomic) {
+    uint8_t old[64];
+    changed = mbcf::apply_atomic(m->atomic, mem + m->aoff, old);
+    std::memcpy(m->data + m->aoff, old, m->atomic.bytes());
+    m->mask = {};
+    for (uint32_t i = 0; i < m->atomic.bytes(); ++i) mask_set(m->mask, m->aoff + i);
+  } else {
+    for (uint32_t i = 0; i < nc_.block_bytes; ++i)
+      if (mask_test(m->mask, i)) {
+        changed |= mem[i] != m->data[i];
+        mem[i] = m->data[i];
+      }
+    changed = true;  // a write is performed (and acknowledged through a round) even if equal
+  }
+  if (mc_.check_invariants && f->proto == Protocol::Invalidate)
+    golden_write(f->npage * blocks_per_page_ + bi, 0, nc_.block_bytes, mem);
+  return changed;
+}
+
+void System::home_flush_local(Frame* f, uint32_t bi, bool invalidate) {
+  Node& nd = *node_[f->node];
+  if (snoop(nd, -1, f, bi, invalidate)) {
+    nd.bus_snoop_inv->inc();
+    bus_time(nd, now_ps(), true, false, f->frame_no * nc_.page_bytes);
+  }
+}
+
+void System::reply(Msg* req, MsgType t, Frame* f, uint32_t bi) {
+  Msg* r = new_msg(t, f->node, req->requester);
+  r->requester = req->requester;
+  r->proc = req->proc;
+  r->op_id = req->op_id;
+  r->nblk = req->nblk;
+  r->proto = f->proto;
+  r->aoff = req->aoff;
+  r->atomic = req->atomic;
+  if (t == MsgType::AtomicResp) std::memcpy(r->data, req->data, nc_.block_bytes);
+  else if (carries_data(t)) std::memcpy(r->data, &f->data[bi * nc_.block_bytes], nc_.block_bytes);
+  send(r, now_ps());
+}
+
+// Starts an invalidation or update round of one block (bi) or a page invalidation (bi ==
+// UINT32_MAX) towards the page's sharer set. Returns false when the set names no one.
+bool System::start_round(Frame* f, uint32_t bi, MsgType kind, Msg* req) {
+  DirPage& d = *f->dir;
+  // The requester of an exclusive copy keeps its shared copy when unicasts can leave it out.
+  const uint32_t skip = req && req->type == MsgType::GetX ? req->requester : UINT32_MAX;
+  const Delivery plan = dirfmt_.plan(d.sharers, f->node, skip);
+  if (plan.targets == 0) return false;
+  auto* r = new Round;
+  r->id = next_round_++;
+  r->f = f;
+  r->page = bi == UINT32_MAX;
+  r->bi = r->page ? 0 : bi;
+  r->kind = kind;
+  r->expected = plan.targets;
+  r->start_ps = now_ps();
+  rounds_[r->id] = r;
+  ++d.rounds;
+  Msg* pl = new_msg(kind, f->node, f->node);
+  pl->nblk = f->npage * blocks_per_page_ + r->bi;
+  pl->round = r->id;
+  pl->proto = f->proto;
+  if (kind == MsgType::Upd) {
+    std::memcpy(pl->data, &f->data[r->bi * nc_.block_bytes], nc_.block_bytes);
+    pl->mask = req->mask;
+  }
+  st_.fanout->sample(plan.targets);
+  st_.deliveries->inc(plan.targets);
+  if (kind == MsgType::PageInv) st_.page_invalidations->inc();
+  if (plan.multicast) {
+    st_.rounds_mc->inc();
+    r->payload = pl;
+    count_msg(pl);
+    net::Packet* p = net_.new_packet();
+    p->kind = net::PacketKind::Multicast;
+    p->src = f->node;
+    p->bitmap = plan.bitmap;
+    p->ack_req = true;
+    p->txn = r->id;
+    p->cls = net::kRequest;
+    p->size_flits = static_cast<uint16_t>(flits_of(kind));
+    p->payload = pl;
+    net_.inject(p);
+  } else {
+    st_.rounds_uc->inc();
+    for (uint32_t t : plan.unicasts) {
+      Msg* c = new_msg(kind, f->node, t);
+      *c = *pl;
+      c->dst = t;
+      send(c, now_ps());
+    }
+    free_msg(pl);
+  }
+  return true;
+}
+
+void System::round_done(Round* r) {
+  rounds_.erase(r->id);
+  Frame* f = r->f;
+  DirPage& d = *f->dir;
+  st_.round_latency->sample(now_ps() - r->start_ps);
+  if (r->payload) free_msg(r->payload);
+  --d.rounds;
+  if (d.rounds == 0 && !d.coarsen_q.empty()) {
+    std::vector<Msg*> q;
+    q.swap(d.coarsen_q);
+    for (Msg* m : q) {
+      if (d.switching || d.switch_waiting) d.gate_q.push_back(m);
+      else home_dispatch(f, m);
+    }
+  }
+  const bool page = r->page;
+  const uint32_t bi = r->bi;
+  delete r;
+  if (page) switch_step_done(f);
+  else home_event(f, bi, HEvent::RoundDone, nullptr);
+}
+
+// A protocol switch (2.6) of a page: the page's requests are held at the gate, blocks owned
+// elsewhere are recalled (downgraded when the page becomes update-type, invalidated when it
+// becomes non-cacheable), then for non-cacheable every copy goes by one page invalidation
+// round; only then does the attribute change. Nodes learn it from the home's answers.
+void System::start_switch(Frame* f) {
+  DirPage& d = *f->dir;
+  d.switching = true;
+  d.switch_waiting = false;
+  d.pageinv_done = false;
+  d.switch_to = d.switch_req->proto;
+  d.switch_outstanding = 1;
+  if (d.switch_to != f->proto) {
+    for (uint32_t bi = 0; bi < blocks_per_page_; ++bi) {
+      Msg* c = new_msg(MsgType::SetProto, f->node, f->node);
+      c->requester = f->node;
+      c->nblk = f->npage * blocks_per_page_ + bi;
+      c->proto = d.switch_to;
+      home_dispatch(f, c);
+      if (d.busy.count(bi)) ++d.switch_outstanding;
+    }
+  }
+  switch_step_done(f);
+}
+
+void System::switch_step_done(Frame* f) {
+  DirPage& d = *f->dir;
+  if (--d.switch_outstanding > 0) return;
+  if (d.switch_to != f->proto && d.switch_to == Protocol::NonCacheable && !d.pageinv_done) {
+    d.pageinv_done = true;
+    if (start_round(f, UINT32_MAX, MsgType::PageInv, nullptr)) {
+      d.switch_outstanding = 1;
+      return;
+    }
+  }
+  const Protocol to = d.switch_to;
+  if (to != f->proto) {
+    for (uint32_t bi = 0; bi < blocks_per_page_; ++bi) {
+      if (to != Protocol::Invalidate) home_flush_local(f, bi, to == Protocol::NonCacheable);
+      if (to == Protocol::NonCacheable) f->st[bi] = static_cast<uint8_t>(HState::None);
+    }
+    if (to == Protocol::NonCacheable) dirfmt_.clear(d.sharers);
+    f->proto = to;
+    st_.protocol_switches->inc();
+    if (mc_.check_invariants)
+      for (uint32_t bi = 0; bi < blocks_per_page_; ++bi) {
+        const uint64_t nblk = f->npage * blocks_per_page_ + bi;
+        if (to == Protocol::Invalidate)
+          golden_[nblk].assign(f->data.begin() + bi * nc_.block_bytes, f->data.begin() + (bi + 1) * nc_.block_bytes);
+        else
+          golden_.erase(nblk);
+      }
+  }
+  Msg* req = d.switch_req;
+  d.switch_req = nullptr;
+  d.switching = false;
+  reply(req, MsgType::SetProtoAck, f, static_cast<uint32_t>(req->nblk % blocks_per_page_));
+  free_msg(req);
+  std::deque<Msg*> q;
+  q.swap(d.gate_q);
+  while (!q.empty()) {
+    Msg* m = q.front();
+    q.pop_front();
+    if (d.switching || d.switch_waiting) {
+      d.gate_q.push_back(m);
+      continue;
+    }
+    home_request(f->node, m);
+  }
+}
+
+// ---------------------------------------------------------------- remote controller
+
+void System::remote_request(Proc& p, Frame* f, uint32_t bi, REvent e) {
+  Node& nd = *node_[p.node];
+  const RState s = static_cast<RState>(f->st[bi]);
+  const uint64_t nblk = f->npage * blocks_per_page_ + bi;
+  const RRow* row = remote_row(s, e);
+  if (!row) undefined("remote", p.node, nblk, to_string(s), to_string(e));
+  st_.remote_trans[static_cast<int>(s)][static_cast<int>(e)]->inc();
+  const uint64_t now = now_ps();
+  if (row->action == RAction::Wait) {
+    nd.mshr[nblk].waiters.push_back(p.id);
+    block_proc(p, now, "merged with another processor's miss");
+    p.waiting = WaitKind::Mshr;
+    return;
+  }
+  f->st[bi] = static_cast<uint8_t>(row->next);
+  Mshr& ms = nd.mshr[nblk];
+  ms.issuer = p.id;
+  ms.since = now;
+  Msg* m = new_msg(row->action == RAction::GetS ? MsgType::GetS : MsgType::GetX, p.node, f->home_node);
+  m->requester = p.node;
+  m->proc = p.id;
+  m->nblk = nblk;
+  m->proto = f->proto;
+  block_proc(p, now, row->action == RAction::GetS ? "read miss at the home" : "write miss at the home");
+  send(m, bus_time(nd, now, false, false, f->frame_no * nc_.page_bytes));
+}
+
+// Returns true when the message was kept (a recall deferred until an exclusive fill).
+bool System::remote_event(uint32_t n, Frame* f, uint32_t bi, REvent e, Msg* m, const net::Packet* mcast, bool ack) {
+  Node& nd = *node_[n];
+  const RState s = static_cast<RState>(f->st[bi]);
+  const uint64_t nblk = f->npage * blocks_per_page_ + bi;
+  const RRow* row = remote_row(s, e);
+  if (!row) undefined("remote", n, nblk, to_string(s), to_string(e));
+  st_.remote_trans[static_cast<int>(s)][static_cast<int>(e)]->inc();
+  uint8_t* blk = &f->data[bi * nc_.block_bytes];
+  switch (row->action) {
+    case RAction::FillS:
+    case RAction::FillX:
+      std::memcpy(blk, m->data, nc_.block_bytes);
+      f->st[bi] = static_cast<uint8_t>(row->next);
+      f->proto = m->proto;
+      finish_mshr(n, f, bi, nullptr);
+      return false;
+    case RAction::FillOnce:
+      f->st[bi] = static_cast<uint8_t>(row->next);
+      f->proto = m->proto;
+      st_.use_once_fills->inc();
+      finish_mshr(n, f, bi, m->data);
+      return false;
+    case RAction::NackToI:
+    case RAction::NackToS:
+      f->st[bi] = static_cast<uint8_t>(row->next);
+      f->proto = m->proto;
+      finish_mshr(n, f, bi, nullptr);
+      return false;
+    case RAction::InvCopy:
+      if (snoop(nd, -1, f, bi, true)) nd.bus_snoop_inv->inc();
+      f->st[bi] = static_cast<uint8_t>(row->next);
+      if (ack) ack_round(n, m, mcast, true);
+      return false;
+    case RAction::UpdCopy:
+      for (uint32_t i = 0; i < nc_.block_bytes; ++i)
+        if (mask_test(m->mask, i)) blk[i] = m->data[i];
+      if (snoop(nd, -1, f, bi, true)) nd.bus_snoop_inv->inc();
+      if (ack) ack_round(n, m, mcast, true);
+      return false;
+    case RAction::AckNo:
+      if (ack) ack_round(n, m, mcast, false);
+      return false;
+    case RAction::Poison:
+      f->st[bi] = static_cast<uint8_t>(row->next);
+      if (ack) ack_round(n, m, mcast, false);
+      return false;
+    case RAction::RecallReply: {
+      if (snoop(nd, -1, f, bi, !m->down)) nd.bus_snoop_inv->inc();
+      f->st[bi] = static_cast<uint8_t>(m->down ? RState::S : RState::I);
+      Msg* r = new_msg(MsgType::RecallData, n, f->home_node);
+      r->nblk = nblk;
+      std::memcpy(r->data, blk, nc_.block_bytes);
+      send(r, now_ps());
+      return false;
+    }
+    case RAction::DeferRecall:
+      nd.mshr[nblk].deferred_recall = m;
+      return true;
+    default: internal_error("remote action used out of place");
+  }
+  return false;
+}
+
+// The node's pending request for a block is answered: its issuer goes first (synchronously,
+// so a following invalidation cannot starve it), merged processors retry, a recall that
+// overtook an exclusive grant is served last. `once`: the fill's data, used by the issuer's
+// load and not kept.
+void System::finish_mshr(uint32_t n, Frame* f, uint32_t bi, const uint8_t* once) {
+  Node& nd = *node_[n];
+  const uint64_t nblk = f->npage * blocks_per_page_ + bi;
+  auto it = nd.mshr.find(nblk);
+  if (it == nd.mshr.end()) internal_error("fill without a pending request");
+  Mshr ms = std::move(it->second);
+  nd.mshr.erase(it);
+  Proc& p = *nd.procs[ms.issuer];
+  const uint64_t now = now_ps();
+  if (once && p.op.kind == OpKind::Load) {
+    unblock(p);
+    const uint32_t boff = static_cast<uint32_t>(p.op.addr % nc_.block_bytes);
+    std::memcpy(p.op.data, once + boff, p.op.size);
+    bool any = false;
+    forward_wb(p, nblk, boff, p.op.size, p.op.data, &any);
+    p.lvl = 4;
+    finish_op(p, now);
+    resume_later(p, now);
+  } else {
+    retry_issuer(p);
+  }
+  for (uint32_t w : ms.waiters) {
+    Proc& q = *nd.procs[w];
+    unblock(q);
+    resume_later(q, now);
+  }
+  if (ms.deferred_recall) {
+    Msg* r = ms.deferred_recall;
+    remote_event(n, f, bi, REvent::Recall, r, nullptr);
+    free_msg(r);
+  }
+}
+
+void System::retry_issuer(Proc& p) {
+  unblock(p);
+  const uint64_t now = now_ps();
+  uint64_t t = std::max(p.t, now);
+  p.synced = false;
+  p.attempt_t = t;
+  const Outcome o = execute(p, t, now);
+  if (o == Outcome::Done) {
+    finish_op(p, t);
+    resume_later(p, t);
+  } else if (o == Outcome::Sync) {
+    p.synced = true;
+    p.t = t;
+    resume_later(p, t);
+  }
+}
+
+void System::complete_from_msg(Proc& p, Msg* m) {
+  unblock(p);
+  const uint64_t now = now_ps();
+  if (m->type == MsgType::ReadResp) {
+    const uint32_t boff = static_cast<uint32_t>(p.op.addr % nc_.block_bytes);
+    std::memcpy(p.op.data, m->data + boff, p.op.size);
+    bool any = false;
+    forward_wb(p, m->nblk, boff, p.op.size, p.op.data, &any);
+  } else if (m->type == MsgType::AtomicResp) {
+    std::memcpy(p.op.data, m->data + m->aoff, m->atomic.bytes());
+  }
+  p.lvl = 4;
+  finish_op(p, now);
+  resume_later(p, now);
+}
+
+// ---------------------------------------------------------------- online checkers
+
+void System::check_swmr(uint32_t writer, int proc, uint64_t nblk) {
+  st_.checks_swmr->inc();
+  const uint64_t page = nblk / blocks_per_page_;
+  const uint32_t bi = static_cast<uint32_t>(nblk % blocks_per_page_);
+  for (uint32_t n = 0; n < nodes_; ++n) {
+    auto it = node_[n]->pt.find(page);
+    if (it == node_[n]->pt.end()) continue;
+    const Frame* f = it->second;
+    const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+    for (auto& q : node_[n]->procs) {
+      if (n == writer && static_cast<int>(q->id) == proc) continue;
+      if (q->l2.find(pblk)) {
+        std::ostringstream os;
+        os << "single-writer invariant: node " << writer << " proc " << proc << " writes block 0x" << std::hex
+           << nblk * nc_.block_bytes << std::dec << " while node " << n << " proc " << q->id << " caches it";
+        fail(os.str());
+        return;
+      }
+    }
+    if (n == writer) continue;
+    // The home may already be recalling the block: the owner writes until the recall arrives.
+    const HState hs = static_cast<HState>(f->st[bi]);
+    const bool bad = f->home ? !((hs == HState::Owned || hs == HState::RecallS || hs == HState::RecallX) && f->owner[bi] == writer)
+                             : (f->st[bi] == static_cast<uint8_t>(RState::S) || f->st[bi] == static_cast<uint8_t>(RState::E) ||
+                                f->st[bi] == static_cast<uint8_t>(RState::SE));
+    if (bad) {
+      std::ostringstream os;
+      os << "single-writer invariant: node " << writer << " writes block 0x" << std::hex << nblk * nc_.block_bytes
+         << std::dec << " while node " << n << " is in state "
+         << (f->home ? to_string(static_cast<HState>(f->st[bi])) : to_string(static_cast<RState>(f->st[bi])));
+      fail(os.str());
+      return;
+    }
+  }
+}
+
+void System::check_value(uint64_t nblk, uint32_t off, uint32_t size, const uint8_t* got, const char* where) {
+  auto it = golden_.find(nblk);
+  if (it == golden_.end()) return;
+  st_.checks_value->inc();
+  if (std::memcmp(&it->second[off], got, size) == 0) return;
+  std::ostringstream os;
+  os << "data-value invariant: a " << where << " of block 0x" << std::hex << nblk * nc_.block_bytes << std::dec
+     << " offset " << off << " returned a value other than the last write";
+  fail(os.str());
+}
+
+void System::golden_write(uint64_t nblk, uint32_t off, uint32_t size, const uint8_t* bytes) {
+  auto it = golden_.find(nblk);
+  if (it != golden_.end()) std::memcpy(&it->second[off], bytes, size);
+}
+
+void System::check_update_copies(Frame* home, uint32_t bi) {
+  st_.checks_update->inc();
+  const uint8_t* mem = &home->data[bi * nc_.block_bytes];
+  const uint64_t nblk = home->npage * blocks_per_page_ + bi;
+  for (uint32_t n = 0; n < nodes_; ++n) {
+    auto it = node_[n]->pt.find(home->npage);
+    if (it == node_[n]->pt.end()) continue;
+    const Frame* f = it->second;
+    const RState s = static_cast<RState>(f->st[bi]);
+    const bool copy = !f->home && (s == RState::S || s == RState::SE);
+    std::string bad;
+    if (copy && std::memcmp(&f->data[bi * nc_.block_bytes], mem, nc_.block_bytes) != 0) bad = "its L3 copy";
+    const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+    for (auto& q : node_[n]->procs) {
+      node::Cache::Line* l = q->l2.find(pblk);
+      if (l && std::memcmp(q->l2.data(l), mem, nc_.block_bytes) != 0) bad = "an L2 copy of proc " + std::to_string(q->id);
+    }
+    if (!bad.empty()) {
+      std::ostringstream os;
+      os << "update invariant: after an update round of block 0x" << std::hex << nblk * nc_.block_bytes << std::dec
+         << " node " << n << " holds " << bad << " that differs from the home's memory";
+      fail(os.str());
+      return;
+    }
+  }
+}
+
+}  // namespace mbpsim::mbp

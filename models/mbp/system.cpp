@@ -1,0 +1,893 @@
+// mbp::System: construction, the event calendar, processors and the node bus. The MBP's
+// message handling (home and remote controllers) is in mbp_home.cpp and mbp_remote.cpp.
+#include "models/mbp/system.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "models/core/error.h"
+#include "models/mbp/system_internal.h"
+
+namespace mbpsim::mbp {
+
+System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const MbpConfig& mc,
+               net::Network& net, Stats& stats, uint64_t seed)
+    : sc_core::sc_module(name), nc_(nc), mc_(mc), net_(net), stats_(stats), seed_(seed),
+      dirfmt_(net.topology(), mc.pointers, mc.fullmap_unicast_max), nodes_(net.topology().nodes()),
+      placement_rng_(seed, "mbp.placement") {
+  blocks_per_page_ = nc_.page_bytes / nc_.block_bytes;
+  cpu_ps_ = nc_.cpu_ps();
+  bus_ps_ = nc_.bus_ps();
+  mbp_ps_ = mc_.clock_ps();
+  net_ps_ = net.period().value();
+  quantum_ps_ = static_cast<uint64_t>(nc_.quantum_ns * 1000.0);
+  bank_lat_ps_ = static_cast<uint64_t>(nc_.bank_latency_ns * 1000.0);
+  bank_busy_ps_ = static_cast<uint64_t>(nc_.bank_busy_ns * 1000.0);
+  const uint32_t flit_bytes = static_cast<uint32_t>(net.config().flit_bits / 8);
+  data_flits_ = (nc_.block_bytes + flit_bytes - 1) / flit_bytes;
+
+  for (uint32_t n = 0; n < nodes_; ++n) {
+    auto nd = std::make_unique<Node>(n, nc_, mc_);
+    const std::string pre = "system.node" + std::to_string(n) + ".";
+    nd->l1_hits = &stats.counter(pre + "l1.hits");
+    nd->l1_misses = &stats.counter(pre + "l1.misses");
+    nd->l2_hits = &stats.counter(pre + "l2.hits");
+    nd->l2_misses = &stats.counter(pre + "l2.misses");
+    nd->ptlb_hits = &stats.counter(pre + "ptlb.hits");
+    nd->ptlb_misses = &stats.counter(pre + "ptlb.misses");
+    nd->node_hits = &stats.counter(pre + "node.served");
+    nd->local_mem = &stats.counter(pre + "node.local_memory");
+    nd->l3_hits = &stats.counter(pre + "node.l3_hits");
+    nd->c2c = &stats.counter(pre + "node.cache_to_cache");
+    nd->remote = &stats.counter(pre + "node.via_mbp");
+    nd->bus_tx = &stats.counter(pre + "bus.transactions");
+    nd->bus_snoop_inv = &stats.counter(pre + "bus.mbp_snoops");
+    nd->ctlb_hits = &stats.counter(pre + "mbp.ctlb.hits");
+    nd->ctlb_misses = &stats.counter(pre + "mbp.ctlb.misses");
+    nd->ntlb_hits = &stats.counter(pre + "mbp.ntlb.hits");
+    nd->ntlb_misses = &stats.counter(pre + "mbp.ntlb.misses");
+    nd->wb_forwards = &stats.counter(pre + "write_buffer.forwards");
+    nd->mbp_msgs_in = &stats.counter(pre + "mbp.messages_in");
+    nd->round_in = &stats.counter(pre + "mbp.round_deliveries");
+    nd->mbp_queue_ps = &stats.histogram(pre + "mbp.queue_wait_ps");
+    auto* ndp = nd.get();
+    stats.formula(pre + "mbp.ctlb.hit_rate", [ndp] {
+      const double a = ndp->ctlb_hits->value + ndp->ctlb_misses->value;
+      return a ? ndp->ctlb_hits->value / a : 0.0;
+    });
+    stats.formula(pre + "mbp.ntlb.hit_rate", [ndp] {
+      const double a = ndp->ntlb_hits->value + ndp->ntlb_misses->value;
+      return a ? ndp->ntlb_hits->value / a : 0.0;
+    });
+    for (int p = 0; p < nc_.procs; ++p) nd->procs.push_back(std::make_unique<Proc>(n, p, nc_));
+    node_.push_back(std::move(nd));
+  }
+  const std::string g = "system.mbp.";
+  st_.loads = &stats.counter(g + "ops.loads");
+  st_.stores = &stats.counter(g + "ops.stores");
+  st_.atomics = &stats.counter(g + "ops.atomics");
+  st_.fences = &stats.counter(g + "ops.fences");
+  st_.switches_requested = &stats.counter(g + "ops.protocol_switch_requests");
+  for (int i = 0; i < kNumMsgTypes; ++i)
+    st_.msgs[i] = &stats.counter(g + "messages." + to_string(static_cast<MsgType>(i)));
+  static const char* pn[3] = {"invalidate", "update", "noncacheable"};
+  static const char* fn[3] = {"hbitmap", "pointers", "fullmap"};
+  for (int i = 0; i < 3; ++i) {
+    st_.proto_msgs[i] = &stats.counter(g + "per_protocol." + pn[i] + ".messages");
+    st_.proto_actions[i] = &stats.counter(g + "per_protocol." + pn[i] + ".actions");
+    Counter* m = st_.proto_msgs[i];
+    Counter* a = st_.proto_actions[i];
+    stats.formula(g + "per_protocol." + pn[i] + ".messages_per_action",
+                  [m, a] { return a->value ? static_cast<double>(m->value) / a->value : 0.0; });
+    st_.dir_lookups[i] = &stats.counter(g + "directory.lookups." + fn[i]);
+  }
+  for (int s = 0; s < kNumHStates; ++s)
+    for (int e = 0; e < kNumHEvents; ++e)
+      st_.home_trans[s][e] = home_action(static_cast<HState>(s), static_cast<HEvent>(e)) == HAction::Undefined
+                                 ? nullptr
+                                 : &stats.counter(g + "transitions.home." + to_string(static_cast<HState>(s)) +
+                                                  "." + to_string(static_cast<HEvent>(e)));
+  for (int s = 0; s < kNumRStates; ++s)
+    for (int e = 0; e < kNumREvents; ++e)
+      st_.remote_trans[s][e] = remote_row(static_cast<RState>(s), static_cast<REvent>(e)) == nullptr
+                                   ? nullptr
+                                   : &stats.counter(g + "transitions.remote." + to_string(static_cast<RState>(s)) +
+                                                    "." + to_string(static_cast<REvent>(e)));
+  st_.rounds_mc = &stats.counter(g + "rounds.multicast");
+  st_.rounds_uc = &stats.counter(g + "rounds.unicast");
+  st_.deliveries = &stats.counter(g + "rounds.deliveries");
+  st_.deliveries_no_copy = &stats.counter(g + "rounds.deliveries_without_copy");
+  st_.acks_held = &stats.counter(g + "rounds.acks_from_holders");
+  st_.combined_acks = &stats.counter(g + "rounds.acks_at_home");
+  st_.unicast_acks = &stats.counter(g + "rounds.unicast_acks");
+  st_.protocol_switches = &stats.counter(g + "protocol_switches");
+  st_.pointer_overflows = &stats.counter(g + "directory.pointer_overflows");
+  st_.coarsen_deferred = &stats.counter(g + "directory.coarsening_deferred");
+  st_.nacks = &stats.counter(g + "nacks");
+  st_.use_once_fills = &stats.counter(g + "use_once_fills");
+  st_.page_invalidations = &stats.counter(g + "page_invalidations");
+  st_.recalls = &stats.counter(g + "recalls");
+  st_.checks_swmr = &stats.counter(g + "checkers.swmr_checks");
+  st_.checks_value = &stats.counter(g + "checkers.value_checks");
+  st_.checks_update = &stats.counter(g + "checkers.update_copy_checks");
+  st_.fanout = &stats.histogram(g + "rounds.fanout");
+  st_.op_latency_remote = &stats.histogram(g + "ops.latency_via_mbp_ps");
+  st_.round_latency = &stats.histogram(g + "rounds.latency_ps");
+  Counter* tr_used = &stats.counter(g + "transitions.defined");
+  tr_used->value = static_cast<uint64_t>(kNumHomeRows + kNumRemoteRows);
+  stats.formula(g + "transitions.exercised", [this] {
+    double n = 0;
+    for (auto& row : st_.home_trans)
+      for (Counter* c : row) n += c && c->value;
+    for (auto& row : st_.remote_trans)
+      for (Counter* c : row) n += c && c->value;
+    return n;
+  });
+
+  SC_METHOD(process);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+System::~System() {
+  for (auto& kv : rounds_) delete kv.second;
+}
+
+// ---------------------------------------------------------------- event calendar
+
+void System::schedule(uint64_t t, uint8_t kind, uint32_t node, uint32_t proc, void* ptr) {
+  const uint64_t now = now_ps();
+  if (t < now) t = now;
+  const bool earliest = cal_.empty() || t < cal_.top().t;
+  cal_.push(Ev{t, seq_++, kind, node, proc, ptr});
+  if (earliest) wake_.notify(sc_core::sc_time::from_value(t - now));
+}
+
+void System::process() {
+  const uint64_t now = now_ps();
+  while (!cal_.empty() && cal_.top().t <= now && failure_.empty()) {
+    const Ev e = cal_.top();
+    cal_.pop();
+    ++events_;
+    switch (e.kind) {
+      case kProcResume:
+        try {
+          run_proc(*node_[e.node]->procs[e.proc], now);
+        } catch (const ProtocolFailure&) {
+        }
+        break;
+      case kHandle: handle(e.node, static_cast<Msg*>(e.ptr), nullptr); break;
+      case kLocal: {
+        Msg* m = static_cast<Msg*>(e.ptr);
+        schedule(service(e.node, m, now), kHandle, e.node, 0, m);
+        break;
+      }
+      case kSend: send(static_cast<Msg*>(e.ptr), now); break;
+      case kWake: wake(e.node, e.proc); break;
+      case kHandleMc: {
+        auto* d = static_cast<McDelivery*>(e.ptr);
+        handle(e.node, d->msg, &d->pkt);
+        delete d;
+        break;
+      }
+      case kWatchdog: {
+        watchdog_armed_ = false;
+        const uint64_t limit = mc_.watchdog_ns * 1000;
+        uint64_t oldest = UINT64_MAX;
+        for (auto& nd : node_)
+          for (auto& p : nd->procs)
+            if (p->waiting != WaitKind::None) oldest = std::min(oldest, p->wait_since);
+        if (oldest == UINT64_MAX) break;
+        if (now - oldest >= limit) {
+          fail("watchdog: a processor operation has waited " + std::to_string((now - oldest) / 1000) +
+               " ns (mbp.watchdog_ns = " + std::to_string(mc_.watchdog_ns) + ")");
+          break;
+        }
+        watchdog_armed_ = true;
+        schedule(oldest + limit, kWatchdog, 0, 0, nullptr);
+        break;
+      }
+    }
+  }
+  if (!cal_.empty() && failure_.empty()) wake_.notify(sc_core::sc_time::from_value(cal_.top().t - now));
+}
+
+void System::start() {
+  for (auto& nd : node_)
+    for (auto& p : nd->procs) resume_later(*p, 0);
+}
+
+void System::wake(uint32_t node, uint32_t proc) {
+  Proc& p = *node_[node]->procs[proc];
+  if (!p.sleeping) return;
+  p.sleeping = false;
+  resume_later(p, std::max(p.t, now_ps()));
+}
+
+void System::resume_later(Proc& p, uint64_t t) {
+  if (p.scheduled) return;
+  p.scheduled = true;
+  schedule(t, kProcResume, p.node, p.id, nullptr);
+}
+
+void System::fail(const std::string& what) {
+  if (!failure_.empty()) return;
+  failure_ = what;
+  net_.invariant_failed(what);
+}
+
+void System::undefined(const char* ctrl, uint32_t node, uint64_t nblk, const char* state, const char* event) {
+  std::ostringstream os;
+  os << "undefined transition in the " << ctrl << " controller of node " << node << ": block 0x" << std::hex
+     << nblk * nc_.block_bytes << std::dec << " in state " << state << " got event " << event;
+  fail(os.str());
+  throw ProtocolFailure(failure_);
+}
+
+std::string System::dump_outstanding(size_t max) const {
+  std::vector<const Proc*> w;
+  for (auto& nd : node_)
+    for (auto& p : nd->procs)
+      if (p->waiting != WaitKind::None || !p->wb.empty()) w.push_back(p.get());
+  std::sort(w.begin(), w.end(), [](const Proc* a, const Proc* b) { return a->wait_since < b->wait_since; });
+  std::ostringstream os;
+  os << "oldest outstanding processor operations (" << w.size() << " processors busy):\n";
+  for (size_t i = 0; i < w.size() && i < max; ++i) {
+    const Proc& p = *w[i];
+    os << "  node " << p.node << " proc " << p.id << ": ";
+    if (p.waiting != WaitKind::None)
+      os << "waiting since " << p.wait_since / 1000 << " ns (" << p.wait_why << ") on op kind "
+         << static_cast<int>(p.op.kind) << " at 0x" << std::hex << p.op.addr << std::dec;
+    os << "; write buffer " << p.wb.size() << " entries\n";
+    if (p.waiting != WaitKind::None) {
+      const uint64_t nblk = p.op.addr / nc_.block_bytes;
+      const uint64_t page = p.op.addr / nc_.page_bytes;
+      auto it = node_[p.node]->pt.find(page);
+      if (it != node_[p.node]->pt.end()) {
+        const Frame* f = it->second;
+        const uint32_t bi = static_cast<uint32_t>(nblk % blocks_per_page_);
+        os << "    block state at node " << p.node << ": "
+           << (f->home ? to_string(static_cast<HState>(f->st[bi])) : to_string(static_cast<RState>(f->st[bi])))
+           << "; home node " << f->home_node;
+        auto h = node_[f->home_node]->pt.find(page);
+        if (h != node_[f->home_node]->pt.end())
+          os << " state " << to_string(static_cast<HState>(h->second->st[bi]));
+        os << "\n";
+      }
+    }
+  }
+  return os.str();
+}
+
+nlohmann::ordered_json System::summary_figures() const {
+  uint64_t l1h = 0, l1m = 0, l2h = 0, l2m = 0, node = 0, remote = 0;
+  for (auto& nd : node_) {
+    l1h += nd->l1_hits->value;
+    l1m += nd->l1_misses->value;
+    l2h += nd->l2_hits->value;
+    l2m += nd->l2_misses->value;
+    node += nd->node_hits->value;
+    remote += nd->remote->value;
+  }
+  auto rate = [](uint64_t a, uint64_t b) { return a + b ? static_cast<double>(a) / (a + b) : 0.0; };
+  uint64_t exercised = 0;
+  for (auto& row : st_.home_trans)
+    for (Counter* c : row) exercised += c && c->value;
+  for (auto& row : st_.remote_trans)
+    for (Counter* c : row) exercised += c && c->value;
+  nlohmann::ordered_json j;
+  j["l1_hit_rate"] = rate(l1h, l1m);
+  j["l2_hit_rate"] = rate(l2h, l2m);
+  j["served_in_node"] = node;
+  j["served_via_mbp"] = remote;
+  j["coherence_rounds"] = st_.rounds_mc->value + st_.rounds_uc->value;
+  j["multicast_rounds"] = st_.rounds_mc->value;
+  j["round_deliveries"] = st_.deliveries->value;
+  j["deliveries_without_copy"] = st_.deliveries_no_copy->value;
+  j["acks_at_home"] = st_.combined_acks->value + st_.unicast_acks->value;
+  j["protocol_switches"] = st_.protocol_switches->value;
+  j["transitions_exercised"] = exercised;
+  j["transitions_defined"] = kNumHomeRows + kNumRemoteRows;
+  return j;
+}
+
+// ---------------------------------------------------------------- pages and translation
+
+uint32_t System::home_of(uint64_t page) {
+  auto it = home_.find(page);
+  if (it != home_.end()) return it->second;
+  return UINT32_MAX;
+}
+
+System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
+  Node& nd = *node_[n];
+  auto it = nd.pt.find(page);
+  if (it != nd.pt.end()) return it->second;
+  if (!create) return nullptr;
+  uint32_t home = home_of(page);
+  if (home == UINT32_MAX) {
+    switch (mc_.home_policy) {
+      case HomePolicy::Interleave: home = static_cast<uint32_t>(page % nodes_); break;
+      case HomePolicy::FirstTouch: home = n; break;
+      case HomePolicy::Block: home = static_cast<uint32_t>((page / mc_.block_pages) % nodes_); break;
+    }
+    home_[page] = home;
+  }
+  Frame* hf = nullptr;
+  if (home != n) hf = frame_for(home, page, true);
+  auto f = std::make_unique<Frame>();
+  f->npage = page;
+  f->node = n;
+  f->home_node = home;
+  f->home = home == n;
+  f->frame_no = kFrameBase + nd.frames.size();
+  f->data.assign(nc_.page_bytes, 0);
+  f->st.assign(blocks_per_page_, 0);  // HState::None or RState::I
+  if (f->home) {
+    // The page's protocol and directory format are drawn once, from the run seed and the
+    // page number, so they do not depend on which node touches the page first.
+    uint64_t x = seed_ ^ (page * 0x9e3779b97f4a7c15ull);
+    auto pick = [&](const std::vector<double>& w) {
+      double sum = 0;
+      for (double v : w) sum += v;
+      double u = static_cast<double>(splitmix64(x) >> 11) * 0x1.0p-53 * sum;
+      for (int i = 0; i < 3; ++i) {
+        if (u < w[i]) return i;
+        u -= w[i];
+      }
+      return w[2] > 0 ? 2 : w[1] > 0 ? 1 : 0;
+    };
+    f->proto = static_cast<Protocol>(pick(mc_.protocol_mix));
+    f->fmt = static_cast<DirFormat>(pick(mc_.format_mix));
+    f->owner.assign(blocks_per_page_, 0);
+    f->dir = std::make_unique<DirPage>();
+    dirfmt_.init(f->dir->sharers, f->fmt);
+    if (mc_.check_invariants && f->proto == Protocol::Invalidate)
+      for (uint32_t b = 0; b < blocks_per_page_; ++b)
+        golden_[page * blocks_per_page_ + b].assign(nc_.block_bytes, 0);
+  } else {
+    f->proto = hf->proto;
+    f->fmt = hf->fmt;
+  }
+  Frame* raw = f.get();
+  nd.frames.push_back(std::move(f));
+  nd.pt[page] = raw;
+  return raw;
+}
+
+System::Frame* System::home_frame(uint64_t page) {
+  uint32_t h = home_of(page);
+  if (h == UINT32_MAX) {
+    // Not touched yet: decide the home as if node 0 touched it (first_touch), without
+    // mapping the page at node 0 unless it is the home.
+    h = mc_.home_policy == HomePolicy::Interleave ? static_cast<uint32_t>(page % nodes_)
+        : mc_.home_policy == HomePolicy::Block    ? static_cast<uint32_t>((page / mc_.block_pages) % nodes_)
+                                                  : 0;
+    home_[page] = h;
+  }
+  return frame_for(h, page, true);
+}
+
+Protocol System::protocol_of(uint64_t page) { return home_frame(page)->proto; }
+DirFormat System::format_of(uint64_t page) { return home_frame(page)->fmt; }
+
+uint64_t System::round_deliveries(uint32_t node) const { return node_[node]->round_in->value; }
+
+uint64_t System::node_physical(uint32_t node, uint64_t addr) const {
+  auto it = node_[node]->pt.find(addr / nc_.page_bytes);
+  if (it == node_[node]->pt.end()) return ~0ull;
+  return it->second->frame_no * nc_.page_bytes + addr % nc_.page_bytes;
+}
+
+void System::read_home(uint64_t addr, uint8_t* out, uint32_t size) {
+  const Frame* f = home_frame(addr / nc_.page_bytes);
+  std::memcpy(out, &f->data[addr % nc_.page_bytes], size);
+}
+
+System::Frame* System::translate(Proc& p, uint64_t page, uint64_t& t) {
+  Node& nd = *node_[p.node];
+  uint64_t fno;
+  if (p.ptlb.lookup(page, &fno)) {
+    nd.ptlb_hits->inc();
+    return nd.frames[fno - kFrameBase].get();
+  }
+  nd.ptlb_misses->inc();
+  t += nc_.ptlb_miss_cycles * cpu_ps_;
+  Frame* f = frame_for(p.node, page, true);
+  p.ptlb.insert(page, f->frame_no);
+  return f;
+}
+
+// ---------------------------------------------------------------- node bus and caches
+
+uint64_t System::bank_access(Node& n, uint64_t t, uint64_t paddr) {
+  uint64_t& bf = n.bank_free[(paddr / nc_.bank_interleave_bytes) % nc_.banks];
+  const uint64_t s = std::max(t, bf);
+  bf = s + bank_busy_ps_;
+  return s + bank_lat_ps_;
+}
+
+// A bus transaction started at t: arbitration, address and snoop phases on the address bus
+// (the C-TLB watches it), then, when `data`, the block's beats on the data bus once the
+// supplier (a bank when `from_memory`, else a cache) has it. Split transactions: the address
+// bus is free again after the snoop phase.
+uint64_t System::bus_time(Node& n, uint64_t t, bool data, bool from_memory, uint64_t paddr) {
+  n.bus_tx->inc();
+  uint64_t ctlb_pen = 0;
+  if (n.ctlb.lookup(paddr / nc_.page_bytes, nullptr)) {
+    n.ctlb_hits->inc();
+  } else {
+    n.ctlb_misses->inc();
+    n.ctlb.insert(paddr / nc_.page_bytes, 0);
+    ctlb_pen = mc_.ctlb_miss_cycles * mbp_ps_;
+  }
+  const uint64_t a = std::max(t, n.bus_addr_free);
+  const uint64_t addr_end = a + (nc_.bus_arb_cycles + nc_.bus_addr_cycles + nc_.bus_snoop_cycles) * bus_ps_;
+  n.bus_addr_free = addr_end;
+  if (!data) return addr_end + ctlb_pen;
+  uint64_t ready = addr_end;
+  if (from_memory) ready = std::max(ready, bank_access(n, a + (nc_.bus_arb_cycles + nc_.bus_addr_cycles) * bus_ps_, paddr));
+  const uint64_t d = std::max(ready, n.bus_data_free);
+  n.bus_data_free = d + nc_.data_beats() * bus_ps_;
+  return n.bus_data_free + ctlb_pen;
+}
+
+bool System::node_l2_holds(Node& n, uint64_t pblk) {
+  for (auto& q : n.procs)
+    if (q->l2.find(pblk)) return true;
+  return false;
+}
+
+bool System::snoop(Node& n, int except, Frame* f, uint32_t bi, bool invalidate) {
+  const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+  bool any = false;
+  for (auto& q : n.procs) {
+    if (static_cast<int>(q->id) == except) continue;
+    node::Cache::Line* l = q->l2.find(pblk);
+    if (!l) continue;
+    any = true;
+    if (l->state == kL2M) std::memcpy(&f->data[bi * nc_.block_bytes], q->l2.data(l), nc_.block_bytes);
+    node::Cache::Line* l1 = q->l1.find(pblk);
+    if (invalidate) {
+      l->state = 0;
+      if (l1) l1->state = 0;
+    } else {
+      l->state = kL2S;
+      if (l1) l1->state = kL1Read;
+    }
+  }
+  return any;
+}
+
+void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state) {
+  Node& nd = *node_[p.node];
+  node::Cache::Line* l = p.l2.find(pblk);
+  if (!l) {
+    l = p.l2.victim(pblk);
+    if (l->state) {
+      // Inclusion: the L1 copy goes too; a modified victim is written back to its frame.
+      node::Cache::Line* v1 = p.l1.find(l->blk);
+      if (v1) v1->state = 0;
+      if (l->state == kL2M) {
+        Frame* vf = nd.frames[l->blk / blocks_per_page_ - kFrameBase].get();
+        std::memcpy(&vf->data[(l->blk % blocks_per_page_) * nc_.block_bytes], p.l2.data(l), nc_.block_bytes);
+        nd.bus_tx->inc();
+      }
+    }
+    l->blk = pblk;
+  }
+  l->state = l2state;
+  p.l2.touch(l);
+  std::memcpy(p.l2.data(l), data, nc_.block_bytes);
+  node::Cache::Line* l1 = p.l1.find(pblk);
+  if (!l1) {
+    l1 = p.l1.victim(pblk);
+    l1->blk = pblk;
+  }
+  l1->state = l2state >= kL2E ? kL1Write : kL1Read;
+  p.l1.touch(l1);
+  std::memcpy(p.l1.data(l1), data, nc_.block_bytes);
+}
+
+void System::forward_wb(Proc& p, uint64_t nblk, uint32_t off, uint32_t size, uint8_t* out, bool* any) {
+  for (const WbEntry& e : p.wb) {
+    if (e.nblk != nblk) continue;
+    for (uint32_t i = 0; i < size; ++i)
+      if (mask_test(e.mask, off + i)) {
+        out[i] = e.data[off + i];
+        *any = true;
+      }
+  }
+}
+
+// ---------------------------------------------------------------- processors
+
+void System::block_proc(Proc& p, uint64_t now, const char* why) {
+  p.waiting = WaitKind::Mbp;
+  p.wait_why = why;
+  p.wait_since = now;
+  ++waiting_procs_;
+  if (!watchdog_armed_) {
+    watchdog_armed_ = true;
+    schedule(now + mc_.watchdog_ns * 1000, kWatchdog, 0, 0, nullptr);
+  }
+}
+
+void System::unblock(Proc& p) {
+  if (p.waiting == WaitKind::None) return;
+  p.waiting = WaitKind::None;
+  --waiting_procs_;
+}
+
+void System::run_proc(Proc& p, uint64_t now) {
+  p.scheduled = false;
+  if (p.waiting != WaitKind::None || !failure_.empty()) return;
+  uint64_t t = std::max(p.t, now);
+  const uint64_t limit = now + quantum_ps_;
+  while (true) {
+    if (!p.have_op) {
+      if (!driver_->next(p.node, p.id, p.op)) {
+        p.sleeping = true;
+        p.t = t;
+        return;
+      }
+      p.have_op = true;
+      p.lvl = 0;
+      p.forwarded = false;
+      ++p.op_seq;
+      t += static_cast<uint64_t>(std::llround(static_cast<double>(p.op.gap) * nc_.cpi * cpu_ps_));
+      p.op_start = t;
+    }
+    if (t > limit) {
+      p.t = t;
+      resume_later(p, t);
+      return;
+    }
+    // An op that waited for global time to reach the moment it needs the MBP restarts from
+    // the time its attempt began, so its cache latencies are not charged twice.
+    if (p.synced) t = p.attempt_t;
+    p.synced = false;
+    p.attempt_t = t;
+    const Outcome o = execute(p, t, now);
+    if (o == Outcome::Done) {
+      finish_op(p, t);
+      if (!failure_.empty()) return;
+      continue;
+    }
+    if (o == Outcome::Sync) {
+      p.synced = true;
+      p.t = t;
+      resume_later(p, t);
+      return;
+    }
+    p.t = std::max(p.t, std::min(t, now));
+    return;
+  }
+}
+
+void System::finish_op(Proc& p, uint64_t t) {
+  Node& nd = *node_[p.node];
+  p.have_op = false;
+  p.t = std::max(p.t, t);
+  ++ops_completed_;
+  if (p.op.kind == OpKind::Load || p.op.kind == OpKind::Store) {
+    (p.op.kind == OpKind::Load ? st_.loads : st_.stores)->inc();
+    if (p.lvl == 1) nd.l1_hits->inc();
+    else if (p.lvl >= 2) nd.l1_misses->inc();
+    if (p.lvl == 2) nd.l2_hits->inc();
+    else if (p.lvl >= 3) nd.l2_misses->inc();
+    if (p.lvl == 3) nd.node_hits->inc();
+    if (p.lvl == 4) nd.remote->inc();
+  } else if (p.op.kind == OpKind::Atomic) {
+    st_.atomics->inc();
+  } else if (p.op.kind == OpKind::Fence) {
+    st_.fences->inc();
+  } else {
+    st_.switches_requested->inc();
+  }
+  if (p.lvl == 4) st_.op_latency_remote->sample(t - p.op_start);
+  driver_->complete(p.node, p.id, p.op, t);
+}
+
+System::Outcome System::execute(Proc& p, uint64_t& t, uint64_t now) {
+  MemOp& op = p.op;
+  switch (op.kind) {
+    case OpKind::Load: return exec_load(p, t, now);
+    case OpKind::Store: return exec_store(p, t, now);
+    case OpKind::Fence:
+      if (!p.wb.empty()) {
+        block_proc(p, now, "fence: write buffer draining");
+        p.waiting = WaitKind::WriteBuffer;
+        return Outcome::Wait;
+      }
+      t += cpu_ps_;
+      return Outcome::Done;
+    case OpKind::Atomic:
+    case OpKind::SetProtocol: {
+      // Atomics order like a full fence: earlier buffered stores are performed first.
+      if (!p.wb.empty()) {
+        block_proc(p, now, "atomic: write buffer draining");
+        p.waiting = WaitKind::WriteBuffer;
+        return Outcome::Wait;
+      }
+      Frame* f = translate(p, op.addr / nc_.page_bytes, t);
+      if (t > now) return Outcome::Sync;
+      Msg* m = new_msg(op.kind == OpKind::Atomic ? MsgType::Atomic : MsgType::SetProto, p.node, f->home_node);
+      m->requester = p.node;
+      m->proc = p.id;
+      m->op_id = p.op_seq;
+      m->nblk = op.addr / nc_.block_bytes;
+      m->proto = op.kind == OpKind::SetProtocol ? op.proto : f->proto;
+      m->atomic = op.atomic;
+      m->aoff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
+      p.lvl = 4;
+      block_proc(p, now, op.kind == OpKind::Atomic ? "atomic at the home" : "protocol switch at the home");
+      send(m, bus_time(*node_[p.node], now, true, false, f->frame_no * nc_.page_bytes));
+      return Outcome::Wait;
+    }
+  }
+  return Outcome::Done;
+}
+
+System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
+  MemOp& op = p.op;
+  Node& nd = *node_[p.node];
+  const uint64_t page = op.addr / nc_.page_bytes;
+  const uint64_t nblk = op.addr / nc_.block_bytes;
+  const uint32_t boff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
+  const uint32_t bi = static_cast<uint32_t>(nblk % blocks_per_page_);
+  Frame* f = translate(p, page, t);
+  const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+  const uint64_t paddr = f->frame_no * nc_.page_bytes + bi * nc_.block_bytes;
+  auto done = [&](const uint8_t* block, uint8_t lvl) {
+    std::memcpy(op.data, block + boff, op.size);
+    if (p.lvl < lvl) p.lvl = lvl;
+    if (!p.wb.empty()) {
+      bool any = false;
+      forward_wb(p, nblk, boff, op.size, op.data, &any);
+      if (any) {
+        nd.wb_forwards->inc();
+        p.forwarded = true;
+      }
+    }
+    if (mc_.check_invariants && !p.forwarded && f->proto == Protocol::Invalidate)
+      check_value(nblk, boff, op.size, op.data, "load");
+    return Outcome::Done;
+  };
+  if (f->proto == Protocol::NonCacheable) {
+    // Non-cacheable: never in L1/L2; the home's memory is the only copy.
+    if (f->home && !f->dir->switching && !f->dir->switch_waiting &&
+        static_cast<HState>(f->st[bi]) == HState::None) {
+      t = bus_time(nd, t, true, true, paddr);
+      nd.local_mem->inc();
+      return done(&f->data[bi * nc_.block_bytes], 3);
+    }
+    if (t > now) return Outcome::Sync;
+    Msg* m = new_msg(MsgType::ReadH, p.node, f->home_node);
+    m->requester = p.node;
+    m->proc = p.id;
+    m->op_id = p.op_seq;
+    m->nblk = nblk;
+    m->proto = f->proto;
+    p.lvl = 4;
+    block_proc(p, now, "non-cacheable read at the home");
+    send(m, bus_time(nd, now, false, false, paddr));
+    return Outcome::Wait;
+  }
+  if (node::Cache::Line* l = p.l1.find(pblk)) {
+    p.l1.touch(l);
+    t += nc_.l1_latency * cpu_ps_;
+    return done(p.l1.data(l), 1);
+  }
+  t += nc_.l1_latency * cpu_ps_;
+  if (node::Cache::Line* l = p.l2.find(pblk)) {
+    p.l2.touch(l);
+    t += nc_.l2_latency * cpu_ps_;
+    node::Cache::Line* l1 = p.l1.victim(pblk);
+    l1->blk = pblk;
+    l1->state = l->state >= kL2E ? kL1Write : kL1Read;
+    p.l1.touch(l1);
+    std::memcpy(p.l1.data(l1), p.l2.data(l), nc_.block_bytes);
+    return done(p.l2.data(l), 2);
+  }
+  t += nc_.l2_latency * cpu_ps_;
+  // The node bus: another L2, the bank (home memory or the L3 copy), or the MBP.
+  bool node_ok;
+  if (f->home) {
+    const HState s = static_cast<HState>(f->st[bi]);
+    node_ok = s == HState::None || s == HState::Shared || s == HState::InvRound || s == HState::UpdRound;
+  } else {
+    const RState s = static_cast<RState>(f->st[bi]);
+    node_ok = s == RState::S || s == RState::E || s == RState::SE;
+  }
+  const bool other = node_l2_holds(nd, pblk);
+  if (!node_ok && !other) {
+    if (t > now) return Outcome::Sync;
+    p.lvl = 4;
+    if (f->home) {
+      Msg* m = new_msg(MsgType::GetS, p.node, p.node);
+      m->requester = p.node;
+      m->proc = p.id;
+      m->nblk = nblk;
+      m->proto = f->proto;
+      block_proc(p, now, "local read of a block owned elsewhere");
+      send(m, bus_time(nd, now, false, false, paddr));
+    } else {
+      remote_request(p, f, bi, REvent::Load);
+    }
+    return Outcome::Wait;
+  }
+  uint8_t st = kL2S;
+  if (other) {
+    snoop(nd, static_cast<int>(p.id), f, bi, false);
+    t = bus_time(nd, t, true, false, paddr);
+    nd.c2c->inc();
+  } else {
+    t = bus_time(nd, t, true, true, paddr);
+    if (f->home) {
+      nd.local_mem->inc();
+      if (f->proto == Protocol::Invalidate && static_cast<HState>(f->st[bi]) == HState::None) st = kL2E;
+    } else {
+      nd.l3_hits->inc();
+      if (static_cast<RState>(f->st[bi]) == RState::E) st = kL2E;
+    }
+  }
+  fill_caches(p, pblk, &f->data[bi * nc_.block_bytes], st);
+  return done(&f->data[bi * nc_.block_bytes], 3);
+}
+
+System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
+  MemOp& op = p.op;
+  Node& nd = *node_[p.node];
+  const uint64_t page = op.addr / nc_.page_bytes;
+  const uint64_t nblk = op.addr / nc_.block_bytes;
+  const uint32_t boff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
+  const uint32_t bi = static_cast<uint32_t>(nblk % blocks_per_page_);
+  Frame* f = translate(p, page, t);
+  if (f->proto != Protocol::Invalidate) return exec_wb_store(p, t, now, f);
+  const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+  const uint64_t paddr = f->frame_no * nc_.page_bytes + bi * nc_.block_bytes;
+  auto write = [&](node::Cache::Line* l2, uint8_t lvl) {
+    l2->state = kL2M;
+    p.l2.touch(l2);
+    std::memcpy(p.l2.data(l2) + boff, op.data, op.size);
+    node::Cache::Line* l1 = p.l1.find(pblk);
+    if (!l1) {
+      l1 = p.l1.victim(pblk);
+      l1->blk = pblk;
+    }
+    l1->state = kL1Write;
+    p.l1.touch(l1);
+    std::memcpy(p.l1.data(l1), p.l2.data(l2), nc_.block_bytes);
+    if (p.lvl < lvl) p.lvl = lvl;
+    if (mc_.check_invariants) {
+      golden_write(nblk, boff, op.size, op.data);
+      check_swmr(p.node, static_cast<int>(p.id), nblk);
+    }
+    return Outcome::Done;
+  };
+  if (node::Cache::Line* l = p.l1.find(pblk); l && l->state == kL1Write) {
+    t += nc_.l1_latency * cpu_ps_;
+    return write(p.l2.find(pblk), 1);
+  }
+  t += nc_.l1_latency * cpu_ps_;
+  node::Cache::Line* own = p.l2.find(pblk);
+  if (own && own->state >= kL2E) {
+    t += nc_.l2_latency * cpu_ps_;
+    return write(own, 2);
+  }
+  t += nc_.l2_latency * cpu_ps_;
+  bool node_ok;
+  if (f->home) {
+    node_ok = static_cast<HState>(f->st[bi]) == HState::None && !f->dir->switching && !f->dir->switch_waiting;
+  } else {
+    node_ok = static_cast<RState>(f->st[bi]) == RState::E;
+  }
+  if (!node_ok) {
+    if (t > now) return Outcome::Sync;
+    p.lvl = 4;
+    if (f->home) {
+      Msg* m = new_msg(MsgType::GetX, p.node, p.node);
+      m->requester = p.node;
+      m->proc = p.id;
+      m->nblk = nblk;
+      m->proto = f->proto;
+      block_proc(p, now, "local write of a block shared or owned elsewhere");
+      send(m, bus_time(nd, now, false, false, paddr));
+    } else {
+      remote_request(p, f, bi, REvent::Store);
+    }
+    return Outcome::Wait;
+  }
+  // Read-exclusive (or upgrade) on the bus: other L2 copies go, an M copy first lands in the frame.
+  const bool other = snoop(nd, static_cast<int>(p.id), f, bi, true);
+  if (own) {
+    t = bus_time(nd, t, false, false, paddr);
+  } else {
+    t = bus_time(nd, t, true, !other, paddr);
+    if (other) nd.c2c->inc();
+    else if (f->home) nd.local_mem->inc();
+    else nd.l3_hits->inc();
+    fill_caches(p, pblk, &f->data[bi * nc_.block_bytes], kL2E);
+    own = p.l2.find(pblk);
+  }
+  return write(own, 3);
+}
+
+// Stores to update and non-cacheable pages go through the write buffer to the home, which
+// orders them, writes memory and (update pages) multicasts them; the entry retires on the
+// home's acknowledgement. Stores to a block already buffered and not yet sent merge into it.
+System::Outcome System::exec_wb_store(Proc& p, uint64_t& t, uint64_t now, Frame* f) {
+  MemOp& op = p.op;
+  const uint64_t nblk = op.addr / nc_.block_bytes;
+  const uint32_t boff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
+  auto merge = [&](WbEntry& e) {
+    std::memcpy(&e.data[boff], op.data, op.size);
+    for (uint32_t i = 0; i < op.size; ++i) mask_set(e.mask, boff + i);
+  };
+  bool in_flight = false;
+  for (WbEntry& e : p.wb) {
+    if (e.nblk != nblk) continue;
+    if (!e.in_flight) {
+      merge(e);
+      t += cpu_ps_;
+      if (p.lvl < 1) p.lvl = 1;
+      return Outcome::Done;
+    }
+    in_flight = true;
+  }
+  if (p.wb.size() >= mc_.write_buffer) {
+    block_proc(p, now, "write buffer full");
+    p.waiting = WaitKind::WriteBuffer;
+    return Outcome::Wait;
+  }
+  if (!in_flight && t > now) return Outcome::Sync;
+  WbEntry e;
+  e.nblk = nblk;
+  e.id = next_wb_id_++;
+  e.data.assign(nc_.block_bytes, 0);
+  merge(e);
+  p.wb.push_back(std::move(e));
+  t += cpu_ps_;
+  if (p.lvl < 1) p.lvl = 1;
+  if (!in_flight) issue_wb(p, p.wb.size() - 1, now);
+  (void)f;
+  return Outcome::Done;
+}
+
+void System::issue_wb(Proc& p, size_t idx, uint64_t now) {
+  WbEntry& e = p.wb[idx];
+  e.in_flight = true;
+  const uint64_t page = e.nblk / blocks_per_page_;
+  Frame* f = frame_for(p.node, page, true);
+  Msg* m = new_msg(MsgType::WriteH, p.node, f->home_node);
+  m->requester = p.node;
+  m->proc = p.id;
+  m->op_id = e.id;
+  m->nblk = e.nblk;
+  m->proto = f->proto;
+  m->mask = e.mask;
+  std::memcpy(m->data, e.data.data(), nc_.block_bytes);
+  // One bus write carries the bytes to the MBP.
+  send(m, bus_time(*node_[p.node], now, true, false, f->frame_no * nc_.page_bytes));
+}
+
+void System::wb_retire(Proc& p, uint64_t id) {
+  auto it = std::find_if(p.wb.begin(), p.wb.end(), [&](const WbEntry& e) { return e.id == id; });
+  if (it == p.wb.end()) internal_error("write acknowledgement for an unknown write-buffer entry");
+  const uint64_t nblk = it->nblk;
+  p.wb.erase(it);
+  for (size_t i = 0; i < p.wb.size(); ++i)
+    if (p.wb[i].nblk == nblk && !p.wb[i].in_flight) {
+      issue_wb(p, i, now_ps());
+      break;
+    }
+  if (p.waiting == WaitKind::WriteBuffer) {
+    unblock(p);
+    resume_later(p, now_ps());
+  }
+}
+
+}  // namespace mbpsim::mbp

@@ -1,0 +1,229 @@
+// The MBP machine of thesis chapter 2 as one SystemC module: per node, processors with P-TLBs
+// and L1/L2 caches on a snooping node bus, memory banks that are main memory for home pages
+// and the L3 cache of remote pages (block state tags), and the MBP with its C-TLB and N-TLB;
+// per home page, the pseudo-fullmap directory; between nodes, the tree network.
+//
+// Timing. Processors are loosely timed: a processor runs ahead of global time by up to
+// node.quantum_ns while it hits in its caches or its node, charging latencies to its own
+// clock; shared resources (bus address and data phases, banks, MBP engines) are "busy until"
+// timestamps. Whatever leaves the node, or needs the MBP, waits until global time reaches
+// the processor's clock, then becomes a timestamped event. Events live in one calendar (a
+// binary heap) run by one SC_METHOD; nothing runs while nothing is due.
+//
+// Data. Memory frames, the L3 copies and every L1/L2 line hold real bytes; loads return them.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+
+#include "models/core/rng.h"
+#include "models/core/stats.h"
+#include "models/mbp/directory.h"
+#include "models/mbp/mbp_config.h"
+#include "models/mbp/protocol.h"
+#include "models/net/network.h"
+#include "models/node/cache.h"
+#include "models/node/memop.h"
+#include "models/node/node_config.h"
+
+namespace mbpsim::mbp {
+
+using node::MemOp;
+using node::OpKind;
+using node::Protocol;
+
+// Thrown by an undefined transition to leave the controller; the run stops with exit status 2.
+struct ProtocolFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class System : public sc_core::sc_module, public net::NetClient {
+ public:
+  SC_HAS_PROCESS(System);
+  System(sc_core::sc_module_name name, const node::NodeConfig& nc, const MbpConfig& mc,
+         net::Network& net, Stats& stats, uint64_t seed);
+  ~System() override;
+  void set_driver(node::ProcDriver* d) { driver_ = d; }
+  // Starts every processor (call after elaboration, before sc_start runs the workload).
+  void start();
+  // The driver has work for a sleeping processor.
+  void wake(uint32_t node, uint32_t proc);
+  // The same at a later simulated time (picoseconds).
+  void wake_at(uint32_t node, uint32_t proc, uint64_t t_ps) { schedule(t_ps, kWake, node, proc, nullptr); }
+  // Round deliveries (invalidations, updates, page invalidations) a node received.
+  uint64_t round_deliveries(uint32_t node) const;
+
+  uint32_t nodes() const { return nodes_; }
+  uint32_t procs() const { return static_cast<uint32_t>(nc_.procs); }
+  const node::NodeConfig& node_config() const { return nc_; }
+  const MbpConfig& mbp_config() const { return mc_; }
+  uint64_t now_ps() const { return sc_core::sc_time_stamp().value(); }
+  // Home node of a network page (decided on first touch by the placement policy).
+  uint32_t home_of(uint64_t page);
+  // Protocol and directory format of a page (authoritative: the home's directory entry).
+  Protocol protocol_of(uint64_t page);
+  DirFormat format_of(uint64_t page);
+  // Node-physical address of a network address at a node, or ~0 when the node has no frame
+  // for the page (two-stage translation, Fig. 2.4).
+  uint64_t node_physical(uint32_t node, uint64_t addr) const;
+  // A copy of the home memory's bytes of a block (for drivers' end checks).
+  void read_home(uint64_t addr, uint8_t* out, uint32_t size);
+
+  // Headline figures for a workload's summary: hit rates per level, coherence traffic.
+  nlohmann::ordered_json summary_figures() const;
+  const std::string& failure() const { return failure_; }
+  std::string dump_outstanding(size_t max) const;
+  uint64_t ops_completed() const { return ops_completed_; }
+  uint64_t events() const { return events_; }
+
+  // NetClient
+  void on_packet(uint32_t node, net::Packet& p, uint64_t now) override;
+  void on_ack(uint32_t node, const net::Packet& ack, uint64_t now) override;
+
+ private:
+  struct Frame;
+  struct DirPage;
+  struct Proc;
+  struct Round;
+  struct Node;
+  struct Ev {
+    uint64_t t, seq;
+    uint8_t kind;
+    uint32_t node, proc;
+    void* ptr;
+    bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+  enum EvKind : uint8_t { kProcResume, kHandle, kHandleMc, kLocal, kSend, kWake, kWatchdog };
+  struct McDelivery {
+    Msg* msg;
+    net::Packet pkt;
+  };
+  enum class Outcome { Done, Sync, Wait };
+
+  // Event engine.
+  void process();
+  void schedule(uint64_t t, uint8_t kind, uint32_t node, uint32_t proc, void* ptr);
+
+  // Processors.
+  void run_proc(Proc& p, uint64_t now);
+  Outcome execute(Proc& p, uint64_t& t, uint64_t now);
+  Outcome exec_load(Proc& p, uint64_t& t, uint64_t now);
+  Outcome exec_store(Proc& p, uint64_t& t, uint64_t now);
+  Outcome exec_wb_store(Proc& p, uint64_t& t, uint64_t now, Frame* f);
+  void finish_op(Proc& p, uint64_t t);
+  void block_proc(Proc& p, uint64_t now, const char* why);
+  void unblock(Proc& p);
+  void resume_later(Proc& p, uint64_t t);
+  void retry_issuer(Proc& p);
+  Frame* translate(Proc& p, uint64_t page, uint64_t& t);
+  Frame* frame_for(uint32_t node, uint64_t page, bool create);
+  Frame* home_frame(uint64_t page);
+  void forward_wb(Proc& p, uint64_t nblk, uint32_t off, uint32_t size, uint8_t* out, bool* any);
+  void issue_wb(Proc& p, size_t idx, uint64_t now);
+  void wb_retire(Proc& p, uint64_t id);
+  void complete_from_msg(Proc& p, Msg* m);
+
+  // Node bus, banks and caches.
+  uint64_t bus_time(Node& n, uint64_t t, bool data, bool from_memory, uint64_t paddr);
+  uint64_t bank_access(Node& n, uint64_t t, uint64_t paddr);
+  // Snoops the L2s of a node (but `except_proc`'s): an M copy lands in the frame, then every
+  // copy is downgraded to S or invalidated. Returns whether some L2 held the block.
+  bool snoop(Node& n, int except_proc, Frame* f, uint32_t bi, bool invalidate);
+  bool node_l2_holds(Node& n, uint64_t pblk);
+  void fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state);
+
+  // MBP: messages.
+  Msg* new_msg(MsgType t, uint32_t src, uint32_t dst);
+  void free_msg(Msg* m);
+  uint32_t flits_of(MsgType t) const;
+  void count_msg(const Msg* m);
+  void send(Msg* m, uint64_t at);
+  uint64_t service(uint32_t node, Msg* m, uint64_t arrive);
+  void handle(uint32_t node, Msg* m, const net::Packet* mcast);
+  void handle_msg(uint32_t node, Msg* m, const net::Packet* mcast);
+  void ack_round(uint32_t node, Msg* m, const net::Packet* mcast, bool held);
+
+  // Home controller.
+  void home_request(uint32_t node, Msg* m);
+  void home_dispatch(Frame* f, Msg* m);
+  void home_event(Frame* f, uint32_t bi, HEvent e, Msg* data);
+  void home_block_idle(Frame* f, uint32_t bi);
+  void begin_busy(Frame* f, uint32_t bi, Msg* m);
+  Msg* end_busy(Frame* f, uint32_t bi);
+  void invalidate_then(Frame* f, uint32_t bi, Msg* m);
+  bool perform_write(Frame* f, uint32_t bi, Msg* m);
+  bool start_round(Frame* f, uint32_t bi, MsgType kind, Msg* req);
+  void round_done(Round* r);
+  void home_flush_local(Frame* f, uint32_t bi, bool invalidate);
+  void reply(Msg* req, MsgType t, Frame* f, uint32_t bi);
+  void start_switch(Frame* f);
+  void switch_step_done(Frame* f);
+
+  // Remote controller.
+  void remote_request(Proc& p, Frame* f, uint32_t bi, REvent e);
+  bool remote_event(uint32_t node, Frame* f, uint32_t bi, REvent e, Msg* m, const net::Packet* mcast,
+                    bool ack = true);
+  void finish_mshr(uint32_t node, Frame* f, uint32_t bi, const uint8_t* once);
+
+  // Checkers.
+  void check_swmr(uint32_t node, int proc, uint64_t nblk);
+  void check_value(uint64_t nblk, uint32_t off, uint32_t size, const uint8_t* got, const char* where);
+  void golden_write(uint64_t nblk, uint32_t off, uint32_t size, const uint8_t* bytes);
+  void check_update_copies(Frame* home, uint32_t bi);
+  void fail(const std::string& what);
+  [[noreturn]] void undefined(const char* ctrl, uint32_t node, uint64_t nblk, const char* state, const char* event);
+
+  node::NodeConfig nc_;
+  MbpConfig mc_;
+  net::Network& net_;
+  Stats& stats_;
+  uint64_t seed_;
+  node::ProcDriver* driver_ = nullptr;
+  DirectoryFormats dirfmt_;
+  uint32_t nodes_;
+  uint32_t blocks_per_page_;
+  uint64_t cpu_ps_, bus_ps_, mbp_ps_, net_ps_, quantum_ps_, bank_lat_ps_, bank_busy_ps_;
+  uint32_t data_flits_;
+
+  std::vector<std::unique_ptr<Node>> node_;
+  std::unordered_map<uint64_t, uint32_t> home_;       // network page -> home node
+  std::unordered_map<uint64_t, Round*> rounds_;       // round id -> round
+  uint64_t next_round_ = 1ull << 40;
+  uint64_t next_wb_id_ = 1;
+  std::vector<Msg*> msg_free_;
+  std::vector<std::unique_ptr<Msg>> msg_all_;
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> cal_;
+  uint64_t seq_ = 0;
+  sc_core::sc_event wake_;
+  bool watchdog_armed_ = false;
+  uint64_t waiting_procs_ = 0;
+  std::string failure_;
+  uint64_t ops_completed_ = 0, events_ = 0;
+  std::unordered_map<uint64_t, std::vector<uint8_t>> golden_;  // checkers: invalidate blocks
+  Rng placement_rng_;
+
+ public:
+  // Aggregate statistics (per-node ones hang off each node).
+  struct Totals {
+    Counter *loads, *stores, *atomics, *fences, *switches_requested;
+    Counter *msgs[kNumMsgTypes];
+    Counter *proto_msgs[3], *proto_actions[3];
+    Counter *dir_lookups[3];
+    Counter *home_trans[kNumHStates][kNumHEvents];
+    Counter *remote_trans[kNumRStates][kNumREvents];
+    Counter *rounds_mc, *rounds_uc, *deliveries, *deliveries_no_copy, *acks_held, *combined_acks, *unicast_acks;
+    Counter *protocol_switches, *pointer_overflows, *coarsen_deferred, *nacks, *use_once_fills;
+    Counter *page_invalidations, *recalls, *checks_swmr, *checks_value, *checks_update;
+    Histogram *fanout, *op_latency_remote, *round_latency;
+  } st_;
+};
+
+}  // namespace mbpsim::mbp

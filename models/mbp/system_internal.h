@@ -1,0 +1,110 @@
+// Internal structures of mbp::System, shared by its implementation files only.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "models/mbp/system.h"
+
+namespace mbpsim::mbp {
+
+// L1 states: 1 readable, 2 writable. L2 states (MESI relative to the node): 1 S, 2 E, 3 M.
+enum : uint8_t { kL1Read = 1, kL1Write = 2 };
+enum : uint8_t { kL2S = 1, kL2E = 2, kL2M = 3 };
+
+struct Mshr {
+  uint32_t issuer = 0;
+  uint64_t since = 0;
+  std::vector<uint32_t> waiters;
+  Msg* deferred_recall = nullptr;
+};
+
+struct System::DirPage {
+  SharerSet sharers;
+  uint32_t busy_blocks = 0, rounds = 0;
+  bool switching = false, switch_waiting = false, pageinv_done = false;
+  Protocol switch_to = Protocol::Invalidate;
+  Msg* switch_req = nullptr;
+  uint32_t switch_outstanding = 0;
+  std::deque<Msg*> gate_q;     // requests waiting for a protocol switch to finish
+  std::vector<Msg*> coarsen_q; // GetS that would coarsen the sharer set during a round
+  std::unordered_map<uint32_t, Msg*> busy;  // block index -> request being served
+  std::unordered_map<uint32_t, std::deque<Msg*>> blockq;
+};
+
+struct System::Frame {
+  uint64_t npage = 0, frame_no = 0;
+  uint32_t node = 0, home_node = 0;
+  bool home = false;
+  Protocol proto = Protocol::Invalidate;  // the page-table attribute at this node
+  DirFormat fmt = DirFormat::HierBitmap;
+  std::vector<uint8_t> data;   // the page's bytes: memory (home) or the L3 copy
+  std::vector<uint8_t> st;     // per block: HState (home) or RState (elsewhere)
+  std::vector<uint32_t> owner; // home: the owner of an Owned block
+  std::unique_ptr<DirPage> dir;
+};
+
+struct System::Round {
+  uint64_t id = 0;
+  Frame* f = nullptr;
+  uint32_t bi = 0;
+  bool page = false;
+  MsgType kind = MsgType::Inv;
+  uint32_t expected = 0, got = 0, held = 0;
+  Msg* payload = nullptr;  // multicast: shared by every receiver, freed when done
+  uint64_t start_ps = 0;
+};
+
+struct WbEntry {
+  uint64_t nblk = 0, id = 0;
+  std::array<uint64_t, 4> mask{};
+  std::vector<uint8_t> data;
+  bool in_flight = false;
+};
+
+enum class WaitKind : uint8_t { None, Mbp, Mshr, WriteBuffer };
+
+struct System::Proc {
+  Proc(uint32_t n, uint32_t i, const node::NodeConfig& c)
+      : node(n), id(i), l1(c.l1_bytes, c.l1_assoc, c.block_bytes), l2(c.l2_bytes, c.l2_assoc, c.block_bytes),
+        ptlb(c.ptlb_entries, c.ptlb_assoc) {}
+  uint32_t node, id;
+  node::Cache l1, l2;
+  node::Tlb ptlb;
+  uint64_t t = 0;
+  bool have_op = false, scheduled = false, sleeping = false, synced = false;
+  uint64_t attempt_t = 0;
+  WaitKind waiting = WaitKind::None;
+  const char* wait_why = "";
+  uint64_t wait_since = 0, op_start = 0, op_seq = 0;
+  uint8_t lvl = 0;  // deepest level that served the current op: 1 L1, 2 L2, 3 node, 4 remote
+  bool forwarded = false;
+  MemOp op;
+  std::vector<WbEntry> wb;
+};
+
+struct System::Node {
+  Node(uint32_t i, const node::NodeConfig& nc, const MbpConfig& mc)
+      : id(i), ctlb(mc.ctlb_entries, mc.ctlb_assoc), ntlb(mc.ntlb_entries, mc.ntlb_assoc),
+        bank_free(nc.banks, 0), mbp_free(nc.banks, 0) {}
+  uint32_t id;
+  std::vector<std::unique_ptr<Proc>> procs;
+  std::unordered_map<uint64_t, Frame*> pt;  // network page -> frame (the node's page table)
+  std::vector<std::unique_ptr<Frame>> frames;
+  std::unordered_map<uint64_t, Mshr> mshr;  // network block -> pending request
+  node::Tlb ctlb, ntlb;
+  uint64_t bus_addr_free = 0, bus_data_free = 0;
+  std::vector<uint64_t> bank_free, mbp_free;
+  Counter *l1_hits, *l1_misses, *l2_hits, *l2_misses, *ptlb_hits, *ptlb_misses;
+  Counter *node_hits, *local_mem, *l3_hits, *c2c, *remote;
+  Counter *bus_tx, *bus_snoop_inv, *ctlb_hits, *ctlb_misses, *ntlb_hits, *ntlb_misses;
+  Counter *wb_forwards, *mbp_msgs_in, *round_in;
+  Histogram* mbp_queue_ps;
+};
+
+constexpr uint64_t kFrameBase = 16;  // node-physical frames below this are the kernel's
+
+}  // namespace mbpsim::mbp

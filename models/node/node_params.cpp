@@ -1,0 +1,85 @@
+#include "models/node/node_config.h"
+
+namespace mbpsim::node {
+
+// The thesis gives no timing figures for the MBP machine's nodes, so the defaults describe a
+// high-end 1997 SMP node of the kind the MBP was designed to extend (the SGI Origin 2000 node
+// is the reference: 195 MHz R10000 with a 32 KiB 2-way L1 of 32-byte lines, a 1-4 MiB L2, a
+// 64-bit ~100 MHz processor bus and ~80 ns DRAM). Each line says where its number comes from.
+void declare_node_params(ParamSchema& s) {
+  using T = ParamType;
+  s.add({"node.procs", T::Int, 4, "", "processors per node on the node bus (Fig. 2.2 shows several)", 1, 64});
+  s.add({"node.cpu_mhz", T::Double, 200.0, "MHz", "processor clock (R10000-class, 1997)", 1, 100000});
+  s.add({"node.cpi", T::Double, 1.0, "cycles", "cycles per instruction of the compute between memory references", 0, 1000});
+  s.add({"node.page_bytes", T::Int, 4096, "bytes", "page size of P-TLB, C-TLB, N-TLB and the page-level directory", 256, 1 << 24});
+  s.add({"node.block_bytes", T::Int, 32, "bytes", "cache block: L1 line and the unit of transfer at every level (thesis 2.3)", 8, 256});
+  s.add({"node.l1_bytes", T::Int, 32768, "bytes", "L1 data cache per processor (R10000: 32 KiB)", 64, 1 << 30});
+  s.add({"node.l1_assoc", T::Int, 2, "ways", "L1 associativity (R10000: 2)", 1, 64});
+  s.add({"node.l1_latency", T::Int, 1, "cpu cycles", "L1 hit (pipelined load: one issue cycle)", 1, 100});
+  s.add({"node.l2_bytes", T::Int, 1048576, "bytes", "L2 snoop cache per processor (1-4 MiB off-chip SRAM)", 128, 1 << 30});
+  s.add({"node.l2_assoc", T::Int, 4, "ways", "L2 associativity", 1, 64});
+  s.add({"node.l2_latency", T::Int, 10, "cpu cycles", "L2 hit (50 ns off-chip SRAM at 200 MHz)", 1, 1000});
+  s.add({"node.ptlb_entries", T::Int, 64, "", "P-TLB entries (R10000: 64)", 1, 1 << 20});
+  s.add({"node.ptlb_assoc", T::Int, 64, "ways", "P-TLB associativity (64: fully associative)", 1, 1 << 20});
+  s.add({"node.ptlb_miss_cycles", T::Int, 40, "cpu cycles", "page-table walk on a P-TLB miss (software refill handler, cached page table)", 0, 100000});
+  s.add({"node.bus_mhz", T::Double, 100.0, "MHz", "node bus clock (SysAD: 97.5 MHz)", 1, 100000});
+  s.add({"node.bus_width_bytes", T::Int, 8, "bytes", "node bus data width (64 bits)", 1, 256});
+  s.add({"node.bus_arb_cycles", T::Int, 1, "bus cycles", "arbitration", 0, 100});
+  s.add({"node.bus_addr_cycles", T::Int, 1, "bus cycles", "address phase", 1, 100});
+  s.add({"node.bus_snoop_cycles", T::Int, 1, "bus cycles", "snoop response window (L2s and the C-TLB answer)", 0, 100});
+  s.add({"node.banks", T::Int, 4, "", "memory banks per node, each with an MBP (Fig. 2.2)", 1, 1024});
+  s.add({"node.bank_interleave_bytes", T::Int, 32, "bytes", "consecutive bytes per bank before the next bank (a block: fine interleaving)", 8, 1 << 24});
+  s.add({"node.bank_latency_ns", T::Double, 80.0, "ns", "DRAM access until data (1997 DRAM)", 1, 1e6});
+  s.add({"node.bank_busy_ns", T::Double, 100.0, "ns", "DRAM cycle time: the bank is busy this long per access", 1, 1e6});
+  s.add({"node.quantum_ns", T::Double, 500.0, "ns", "temporal-decoupling quantum: how far a processor runs ahead of global time on cache hits", 1, 1e9});
+}
+
+NodeConfig NodeConfig::from(const Config& c) {
+  NodeConfig n;
+  n.procs = static_cast<int>(c.get_int("node.procs"));
+  n.cpu_mhz = c.get_double("node.cpu_mhz");
+  n.cpi = c.get_double("node.cpi");
+  n.page_bytes = static_cast<uint32_t>(c.get_int("node.page_bytes"));
+  n.block_bytes = static_cast<uint32_t>(c.get_int("node.block_bytes"));
+  n.l1_bytes = static_cast<uint32_t>(c.get_int("node.l1_bytes"));
+  n.l1_assoc = static_cast<uint32_t>(c.get_int("node.l1_assoc"));
+  n.l1_latency = static_cast<uint32_t>(c.get_int("node.l1_latency"));
+  n.l2_bytes = static_cast<uint32_t>(c.get_int("node.l2_bytes"));
+  n.l2_assoc = static_cast<uint32_t>(c.get_int("node.l2_assoc"));
+  n.l2_latency = static_cast<uint32_t>(c.get_int("node.l2_latency"));
+  n.ptlb_entries = static_cast<uint32_t>(c.get_int("node.ptlb_entries"));
+  n.ptlb_assoc = static_cast<uint32_t>(c.get_int("node.ptlb_assoc"));
+  n.ptlb_miss_cycles = static_cast<uint32_t>(c.get_int("node.ptlb_miss_cycles"));
+  n.bus_mhz = c.get_double("node.bus_mhz");
+  n.bus_width_bytes = static_cast<uint32_t>(c.get_int("node.bus_width_bytes"));
+  n.bus_arb_cycles = static_cast<uint32_t>(c.get_int("node.bus_arb_cycles"));
+  n.bus_addr_cycles = static_cast<uint32_t>(c.get_int("node.bus_addr_cycles"));
+  n.bus_snoop_cycles = static_cast<uint32_t>(c.get_int("node.bus_snoop_cycles"));
+  n.banks = static_cast<uint32_t>(c.get_int("node.banks"));
+  n.bank_interleave_bytes = static_cast<uint32_t>(c.get_int("node.bank_interleave_bytes"));
+  n.bank_latency_ns = c.get_double("node.bank_latency_ns");
+  n.bank_busy_ns = c.get_double("node.bank_busy_ns");
+  n.quantum_ns = c.get_double("node.quantum_ns");
+  auto pow2 = [&](const char* key, uint64_t v) {
+    if (v == 0 || (v & (v - 1))) c.fail(key, "must be a power of two, not " + std::to_string(v));
+  };
+  pow2("node.page_bytes", n.page_bytes);
+  pow2("node.block_bytes", n.block_bytes);
+  pow2("node.bank_interleave_bytes", n.bank_interleave_bytes);
+  if (n.block_bytes > n.page_bytes) c.fail("node.block_bytes", "a block cannot be larger than a page (" + std::to_string(n.page_bytes) + " bytes)");
+  auto cache = [&](const char* key, uint32_t bytes, uint32_t assoc) {
+    const uint64_t lines = bytes / n.block_bytes;
+    if (bytes % n.block_bytes || lines < assoc || lines % assoc)
+      c.fail(key, std::to_string(bytes) + " bytes do not make whole sets of " + std::to_string(assoc) +
+                      " lines of " + std::to_string(n.block_bytes) + " bytes");
+    pow2(key, lines / assoc);
+  };
+  cache("node.l1_bytes", n.l1_bytes, n.l1_assoc);
+  cache("node.l2_bytes", n.l2_bytes, n.l2_assoc);
+  if (n.l1_bytes > n.l2_bytes) c.fail("node.l1_bytes", "L1 must not be larger than L2 (L2 includes L1)");
+  if (n.ptlb_entries % n.ptlb_assoc) c.fail("node.ptlb_assoc", "must divide node.ptlb_entries");
+  pow2("node.ptlb_entries", n.ptlb_entries / n.ptlb_assoc);
+  return n;
+}
+
+}  // namespace mbpsim::node
