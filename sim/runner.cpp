@@ -128,12 +128,14 @@ int run_experiment(const RunOptions& o) {
   run_to(ph.warmup + ph.measure, 10000, never);
   network.set_measuring(false);
   wl->end_of_window();
-  run_to(horizon, 200, [&] { return wl->done(); });
+  run_to(horizon, 200, [&] { return wl->done() || !wl->stalled().empty(); });
   const double wall = std::chrono::duration<double>(clock::now() - t0).count();
   // Simulated time, whether or not the network had work in its last cycles.
   const uint64_t sim_cycles =
       static_cast<uint64_t>(std::llround(sc_core::sc_time_stamp() / per));
 
+  const std::string stall = wl->stalled();
+  if (network.failure().empty() && !stall.empty()) network.invariant_failed(stall);
   if (!network.failure().empty()) {
     std::fprintf(stderr, "mbpsim: simulated-system failure: %s\nseed %llu, config %s\n%s",
                  network.failure().c_str(), static_cast<unsigned long long>(seed),

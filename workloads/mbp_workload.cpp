@@ -50,6 +50,11 @@ void MbpWorkload::on_packet(uint32_t, net::Packet&, uint64_t) {
   internal_error("the MBP system, not its workload, receives the network's deliveries");
 }
 
+std::string MbpWorkload::stalled() const {
+  if (done() || !sys_->quiet() || net_.in_flight() > 0) return "";
+  return "the MBP system went quiet before the workload finished (every processor asleep, nothing in flight)";
+}
+
 ordered_json MbpWorkload::host_figures(double wall_s) const {
   ordered_json h;
   h["references"] = sys_->ops_completed();
@@ -99,7 +104,7 @@ bool SharingWorkload::next(uint32_t n, uint32_t p, MemOp& op) {
     return false;
   }
   Rng& r = rng_[idx];
-  op = MemOp();
+  op.tag = 0;  // only the fields an op kind reads are set: a MemOp is large and this is the hot path
   op.gap = gap_ ? r.below(2 * gap_ + 1) : 0;
   if (k == refs_per_proc_ || (fence_every_ && k % fence_every_ == fence_every_ - 1)) {
     op.kind = OpKind::Fence;  // the last one drains the write buffer
@@ -221,8 +226,10 @@ MbpScript::MbpScript(const Config& c, net::Network& net, Stats& stats, uint64_t 
           bad("fetch_add_vec needs \"values\": 1 to 8 addends");
         a.count = static_cast<uint8_t>(e["values"].size());
         for (size_t k = 0; k < e["values"].size(); ++k) {
-          if (!e["values"][k].is_number_unsigned()) bad("\"values\" must be non-negative integers");
-          a.operand[k] = e["values"][k].get<uint64_t>();
+          const json& v = e["values"][k];
+          if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0))
+            bad("\"values\" must be non-negative integers");
+          a.operand[k] = v.get<uint64_t>();
         }
       }
       if (m.addr % a.width || m.addr % block + a.bytes() > block)

@@ -19,6 +19,7 @@ class MbpWorkload : public Workload, public node::ProcDriver {
   Phases phases() const override { return {0, 1, max_cycles_}; }
   void start() override { sys_->start(); }
   std::string failure_dump() const override { return sys_->dump_outstanding(20); }
+  std::string stalled() const override;
   nlohmann::ordered_json host_figures(double wall_s) const override;
   void on_packet(uint32_t, net::Packet&, uint64_t) override;
   mbp::System& system() { return *sys_; }

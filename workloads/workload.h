@@ -29,6 +29,9 @@ class Workload : public net::NetClient {
   virtual nlohmann::ordered_json summary() const = 0;
   // Who receives the network's deliveries (a workload that drives a system hands it over).
   virtual net::NetClient* net_client() { return this; }
+  // Non-empty when the system has gone quiet (nothing scheduled, nothing in flight) before the
+  // workload finished: nothing can happen any more, so the run ends as a failure saying why.
+  virtual std::string stalled() const { return ""; }
   // Extra text for a simulated-system failure (exit 2): the oldest outstanding work.
   virtual std::string failure_dump() const { return ""; }
   // Host-speed figures for host.json (never stats.json).

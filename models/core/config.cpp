@@ -224,6 +224,11 @@ void Config::fail(const std::string& key, const std::string& msg) const {
   throw UserError(where + ": " + key + ": " + msg);
 }
 
+void Config::fail_at(const std::string& key, const std::string& path, const std::string& msg) const {
+  auto it = value_origin_.find(key);
+  throw UserError((it != value_origin_.end() ? it->second : origin_) + ": " + path + ": " + msg);
+}
+
 nlohmann::ordered_json Config::resolved() const {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& s : schema_->all()) {

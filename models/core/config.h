@@ -68,6 +68,9 @@ class Config {
   nlohmann::ordered_json resolved() const;
   // A UserError for an inconsistent value found by a component's own check.
   [[noreturn]] void fail(const std::string& key, const std::string& msg) const;
+  // The same for a place inside a structured value (`path`, e.g. "mbp.regions[2].bytes"),
+  // naming the file the value of `key` came from.
+  [[noreturn]] void fail_at(const std::string& key, const std::string& path, const std::string& msg) const;
   const std::string& origin() const { return origin_; }
   const ParamSchema& schema() const { return *schema_; }
 

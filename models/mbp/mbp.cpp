@@ -34,13 +34,10 @@ uint32_t System::flits_of(MsgType t) const {
   return mc_.header_flits + (carries_data(t) ? data_flits_ : 0);
 }
 
+// Counted by type and by the protocol the message was sent under.
 void System::count_msg(const Msg* m) {
   st_.msgs[static_cast<int>(m->type)]->inc();
-  const uint32_t h = home_of(m->nblk / blocks_per_page_);
-  if (h != UINT32_MAX) {
-    auto it = node_[h]->pt.find(m->nblk / blocks_per_page_);
-    if (it != node_[h]->pt.end()) st_.proto_msgs[static_cast<int>(it->second->proto)]->inc();
-  }
+  st_.proto_msgs[static_cast<int>(m->proto)]->inc();
 }
 
 // Sends at time `at` (>= now). To the own node: through the MBP's input queue after a bus
@@ -73,10 +70,9 @@ void System::send(Msg* m, uint64_t at) {
 // waits for the bank.
 uint64_t System::service(uint32_t n, Msg* m, uint64_t arrive) {
   Node& nd = *node_[n];
-  const uint64_t page = m->nblk / blocks_per_page_;
-  auto it = nd.pt.find(page);
+  const Frame* f = frame_for(n, m->nblk / blocks_per_page_, false);
   uint64_t paddr = 0;
-  if (it != nd.pt.end()) paddr = it->second->frame_no * nc_.page_bytes + (m->nblk % blocks_per_page_) * nc_.block_bytes;
+  if (f) paddr = f->frame_no * nc_.page_bytes + (m->nblk % blocks_per_page_) * nc_.block_bytes;
   const uint32_t bank = static_cast<uint32_t>((paddr / nc_.bank_interleave_bytes) % nc_.banks);
   const uint64_t start = std::max(arrive, nd.mbp_free[bank]);
   nd.mbp_queue_ps->sample(start - arrive);
@@ -84,7 +80,7 @@ uint64_t System::service(uint32_t n, Msg* m, uint64_t arrive) {
   nd.mbp_free[bank] = end;
   const bool memory = carries_data(m->type) || m->type == MsgType::GetS || m->type == MsgType::GetX ||
                       m->type == MsgType::ReadH || m->type == MsgType::Recall;
-  if (memory && it != nd.pt.end()) end = std::max(end, bank_access(nd, start, paddr));
+  if (memory && f) end = std::max(end, bank_access(nd, start, paddr));
   nd.mbp_msgs_in->inc();
   return end;
 }
@@ -99,12 +95,19 @@ void System::on_packet(uint32_t n, net::Packet& p, uint64_t) {
     nd.ntlb_hits->inc();
   } else {
     nd.ntlb_misses->inc();
-    if (nd.pt.count(page)) nd.ntlb.insert(page, 0);
+    if (frame_for(n, page, false)) nd.ntlb.insert(page, 0);
     arrive += mc_.ntlb_miss_cycles * mbp_ps_;
   }
   const uint64_t end = service(n, m, arrive);
   if (p.kind == net::PacketKind::Multicast) {
-    auto* d = new McDelivery{m, p};
+    if (mc_free_.empty()) {
+      mc_all_.push_back(std::make_unique<McDelivery>());
+      mc_free_.push_back(mc_all_.back().get());
+    }
+    McDelivery* d = mc_free_.back();
+    mc_free_.pop_back();
+    d->msg = m;
+    d->pkt = p;
     schedule(end, kHandleMc, n, 0, d);
   } else {
     schedule(end, kHandle, n, 0, m);
@@ -129,6 +132,7 @@ void System::ack_round(uint32_t n, Msg* m, const net::Packet* mcast, bool held) 
   }
   Msg* a = new_msg(MsgType::RoundAck, n, m->src);
   a->nblk = m->nblk;
+  a->proto = m->proto;
   a->round = m->round;
   a->held = held;
   send(a, now_ps());
@@ -357,6 +361,7 @@ void System::home_dispatch(Frame* f, Msg* m) {
       begin_busy(f, bi, m);
       Msg* r = new_msg(MsgType::Recall, f->node, f->owner[bi]);
       r->nblk = m->nblk;
+      r->proto = f->proto;
       r->down = down;
       st_.recalls->inc();
       f->st[bi] = static_cast<uint8_t>(down ? HState::RecallS : HState::RecallX);
@@ -700,6 +705,7 @@ bool System::remote_event(uint32_t n, Frame* f, uint32_t bi, REvent e, Msg* m, c
       f->st[bi] = static_cast<uint8_t>(m->down ? RState::S : RState::I);
       Msg* r = new_msg(MsgType::RecallData, n, f->home_node);
       r->nblk = nblk;
+      r->proto = m->proto;
       std::memcpy(r->data, blk, nc_.block_bytes);
       send(r, now_ps());
       return false;

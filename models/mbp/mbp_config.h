@@ -12,6 +12,14 @@ namespace mbpsim::mbp {
 
 enum class HomePolicy : uint8_t { Interleave, FirstTouch, Block };
 
+// Pages of [base, base + bytes) get this protocol and directory format (first match wins);
+// other pages draw theirs from protocol_mix and format_mix.
+struct Region {
+  uint64_t base = 0, bytes = 0;
+  int protocol = -1;  // node::Protocol, or -1: draw from the mix
+  int format = -1;    // DirFormat, or -1: draw from the mix
+};
+
 struct MbpConfig {
   double clock_mhz = 100.0;
   uint32_t handler_cycles = 8;
@@ -24,6 +32,7 @@ struct MbpConfig {
   uint64_t block_pages = 16;
   std::vector<double> protocol_mix{1.0, 0.0, 0.0};   // invalidate, update, noncacheable
   std::vector<double> format_mix{1.0, 0.0, 0.0};     // hbitmap, pointers, fullmap
+  std::vector<Region> regions;
   uint32_t write_buffer = 8;
   bool check_invariants = false;
   uint64_t watchdog_ns = 2000000;

@@ -25,6 +25,7 @@ void declare_mbp_params(ParamSchema& s) {
   s.add({"mbp.block_pages", T::Int, 16, "pages", "home_policy block: consecutive pages per home", 1, 1e12});
   s.add({"mbp.protocol_mix", T::Json, json::array({1.0, 0.0, 0.0}), "", "weights of invalidate, update and non-cacheable pages; each page draws its initial protocol from them (seeded)", -1e300, 1e300});
   s.add({"mbp.format_mix", T::Json, json::array({1.0, 0.0, 0.0}), "", "weights of the hbitmap, pointers and fullmap directory formats; each page draws one (seeded)", -1e300, 1e300});
+  s.add({"mbp.regions", T::Json, json::array(), "", "list of {base, bytes, protocol: invalidate|update|noncacheable, format: hbitmap|pointers|fullmap}: the pages of each address range get these attributes (first match wins; either key may be left out)", -1e300, 1e300});
   s.add({"mbp.write_buffer", T::Int, 8, "entries", "per-processor buffer of stores to update and non-cacheable pages awaiting their home's acknowledgement", 1, 1024});
   s.add({"mbp.check_invariants", T::Bool, false, "", "online checkers: single writer / multiple readers and data value on invalidate pages, copies equal home after each update round", 0, 1});
   s.add({"mbp.watchdog_ns", T::Double, 2.0e6, "ns", "a processor operation outstanding this long fails the run (exit 2, dump)", 1000, 1e15});
@@ -66,6 +67,36 @@ MbpConfig MbpConfig::from(const Config& c) {
   m.block_pages = static_cast<uint64_t>(c.get_int("mbp.block_pages"));
   m.protocol_mix = weights(c, "mbp.protocol_mix");
   m.format_mix = weights(c, "mbp.format_mix");
+  const auto& regions = c.get_json("mbp.regions");
+  if (!regions.is_array()) c.fail("mbp.regions", "must be a list of {base, bytes, protocol, format}");
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const auto& r = regions[i];
+    const std::string where = "mbp.regions[" + std::to_string(i) + "]";
+    auto bad = [&](const std::string& sub, const std::string& msg) { c.fail_at("mbp.regions", where + sub, msg); };
+    if (!r.is_object()) bad("", "must be an object {base, bytes, protocol, format}");
+    Region g;
+    for (auto it = r.begin(); it != r.end(); ++it) {
+      const std::string& k = it.key();
+      if (k == "base" || k == "bytes") {
+        const auto& v = it.value();
+        if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
+          bad("." + k, "must be a non-negative integer");
+        (k == "base" ? g.base : g.bytes) = v.get<uint64_t>();
+      } else if (k == "protocol") {
+        const std::string v = it.value().is_string() ? it.value().get<std::string>() : "";
+        g.protocol = v == "invalidate" ? 0 : v == "update" ? 1 : v == "noncacheable" ? 2 : -2;
+        if (g.protocol == -2) bad(".protocol", "must be invalidate, update or noncacheable");
+      } else if (k == "format") {
+        const std::string v = it.value().is_string() ? it.value().get<std::string>() : "";
+        g.format = v == "hbitmap" ? 0 : v == "pointers" ? 1 : v == "fullmap" ? 2 : -2;
+        if (g.format == -2) bad(".format", "must be hbitmap, pointers or fullmap");
+      } else {
+        bad("", "unknown key \"" + k + "\" (base, bytes, protocol, format)");
+      }
+    }
+    if (g.bytes == 0) bad(".bytes", "must be given and positive");
+    m.regions.push_back(g);
+  }
   m.write_buffer = static_cast<uint32_t>(c.get_int("mbp.write_buffer"));
   m.check_invariants = c.get_bool("mbp.check_invariants");
   m.watchdog_ns = static_cast<uint64_t>(c.get_double("mbp.watchdog_ns"));

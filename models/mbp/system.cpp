@@ -25,6 +25,7 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   quantum_ps_ = static_cast<uint64_t>(nc_.quantum_ns * 1000.0);
   bank_lat_ps_ = static_cast<uint64_t>(nc_.bank_latency_ns * 1000.0);
   bank_busy_ps_ = static_cast<uint64_t>(nc_.bank_busy_ns * 1000.0);
+  colors_ = std::max<uint64_t>(1, std::max(nc_.l1_bytes / nc_.l1_assoc, nc_.l2_bytes / nc_.l2_assoc) / nc_.page_bytes);
   const uint32_t flit_bytes = static_cast<uint32_t>(net.config().flit_bits / 8);
   data_flits_ = (nc_.block_bytes + flit_bytes - 1) / flit_bytes;
 
@@ -169,7 +170,7 @@ void System::process() {
       case kHandleMc: {
         auto* d = static_cast<McDelivery*>(e.ptr);
         handle(e.node, d->msg, &d->pkt);
-        delete d;
+        mc_free_.push_back(d);
         break;
       }
       case kWatchdog: {
@@ -303,8 +304,9 @@ uint32_t System::home_of(uint64_t page) {
 
 System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
   Node& nd = *node_[n];
+  if (nd.last_frame && nd.last_frame->npage == page) return nd.last_frame;
   auto it = nd.pt.find(page);
-  if (it != nd.pt.end()) return it->second;
+  if (it != nd.pt.end()) return nd.last_frame = it->second;
   if (!create) return nullptr;
   uint32_t home = home_of(page);
   if (home == UINT32_MAX) {
@@ -322,7 +324,13 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
   f->node = n;
   f->home_node = home;
   f->home = home == n;
-  f->frame_no = kFrameBase + nd.frames.size();
+  // Page colouring, as the kernels of the time did (IRIX): a page gets a frame of the same
+  // colour (its index bits in the physically indexed caches), so consecutive pages do not
+  // conflict in L1 and L2. Frame numbers still differ from node to node (Fig. 2.4).
+  const uint64_t color = page % colors_;
+  if (nd.color_used.empty()) nd.color_used.assign(colors_, 0);
+  f->frame_no = kFrameBase + color + colors_ * nd.color_used[color]++;
+  if (nd.frames.size() <= f->frame_no - kFrameBase) nd.frames.resize(f->frame_no - kFrameBase + 1);
   f->data.assign(nc_.page_bytes, 0);
   f->st.assign(blocks_per_page_, 0);  // HState::None or RState::I
   if (f->home) {
@@ -341,6 +349,13 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
     };
     f->proto = static_cast<Protocol>(pick(mc_.protocol_mix));
     f->fmt = static_cast<DirFormat>(pick(mc_.format_mix));
+    const uint64_t addr = page * nc_.page_bytes;
+    for (const Region& r : mc_.regions)
+      if (addr >= r.base && addr - r.base < r.bytes) {
+        if (r.protocol >= 0) f->proto = static_cast<Protocol>(r.protocol);
+        if (r.format >= 0) f->fmt = static_cast<DirFormat>(r.format);
+        break;
+      }
     f->owner.assign(blocks_per_page_, 0);
     f->dir = std::make_unique<DirPage>();
     dirfmt_.init(f->dir->sharers, f->fmt);
@@ -352,7 +367,7 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
     f->fmt = hf->fmt;
   }
   Frame* raw = f.get();
-  nd.frames.push_back(std::move(f));
+  nd.frames[raw->frame_no - kFrameBase] = std::move(f);
   nd.pt[page] = raw;
   return raw;
 }
@@ -752,15 +767,17 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
   auto write = [&](node::Cache::Line* l2, uint8_t lvl) {
     l2->state = kL2M;
     p.l2.touch(l2);
-    std::memcpy(p.l2.data(l2) + boff, op.data, op.size);
+    std::memcpy(p.l2.data(l2) + boff, op.data, op.size);  // L1 writes through to L2
     node::Cache::Line* l1 = p.l1.find(pblk);
-    if (!l1) {
+    if (l1) {
+      std::memcpy(p.l1.data(l1) + boff, op.data, op.size);
+    } else {
       l1 = p.l1.victim(pblk);
       l1->blk = pblk;
+      std::memcpy(p.l1.data(l1), p.l2.data(l2), nc_.block_bytes);
     }
     l1->state = kL1Write;
     p.l1.touch(l1);
-    std::memcpy(p.l1.data(l1), p.l2.data(l2), nc_.block_bytes);
     if (p.lvl < lvl) p.lvl = lvl;
     if (mc_.check_invariants) {
       golden_write(nblk, boff, op.size, op.data);

@@ -46,6 +46,8 @@ struct ProtocolFailure : std::runtime_error {
 };
 
 class System : public sc_core::sc_module, public net::NetClient {
+  friend struct SystemTestPeer;  // white-box tests: inject messages, corrupt copies
+
  public:
   SC_HAS_PROCESS(System);
   System(sc_core::sc_module_name name, const node::NodeConfig& nc, const MbpConfig& mc,
@@ -82,6 +84,8 @@ class System : public sc_core::sc_module, public net::NetClient {
   const std::string& failure() const { return failure_; }
   std::string dump_outstanding(size_t max) const;
   uint64_t ops_completed() const { return ops_completed_; }
+  // Nothing scheduled: no processor will run and no message will be handled until woken.
+  bool quiet() const { return cal_.empty(); }
   uint64_t events() const { return events_; }
 
   // NetClient
@@ -190,6 +194,7 @@ class System : public sc_core::sc_module, public net::NetClient {
   DirectoryFormats dirfmt_;
   uint32_t nodes_;
   uint32_t blocks_per_page_;
+  uint64_t colors_;
   uint64_t cpu_ps_, bus_ps_, mbp_ps_, net_ps_, quantum_ps_, bank_lat_ps_, bank_busy_ps_;
   uint32_t data_flits_;
 
@@ -199,6 +204,8 @@ class System : public sc_core::sc_module, public net::NetClient {
   uint64_t next_round_ = 1ull << 40;
   uint64_t next_wb_id_ = 1;
   std::vector<Msg*> msg_free_;
+  std::vector<McDelivery*> mc_free_;
+  std::vector<std::unique_ptr<McDelivery>> mc_all_;
   std::vector<std::unique_ptr<Msg>> msg_all_;
   std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> cal_;
   uint64_t seq_ = 0;

@@ -93,7 +93,9 @@ struct System::Node {
   uint32_t id;
   std::vector<std::unique_ptr<Proc>> procs;
   std::unordered_map<uint64_t, Frame*> pt;  // network page -> frame (the node's page table)
-  std::vector<std::unique_ptr<Frame>> frames;
+  Frame* last_frame = nullptr;              // the last page-table hit (messages come in runs)
+  std::vector<std::unique_ptr<Frame>> frames;  // by node-physical frame number - kFrameBase
+  std::vector<uint64_t> color_used;            // frames handed out per page colour
   std::unordered_map<uint64_t, Mshr> mshr;  // network block -> pending request
   node::Tlb ctlb, ntlb;
   uint64_t bus_addr_free = 0, bus_data_free = 0;

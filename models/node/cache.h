@@ -3,7 +3,9 @@
 // A lookup is a few compares and no allocation: cache hits are the processor's hot path.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 namespace mbpsim::node {
@@ -11,20 +13,37 @@ namespace mbpsim::node {
 class Cache {
  public:
   struct Line {
-    uint64_t blk = 0;    // block number (address / block size)
-    uint64_t lru = 0;    // last use
-    uint8_t state = 0;   // 0: invalid; other values are the owner's
+    uint64_t blk;    // block number (address / block size)
+    uint32_t lru;    // last use (per-cache clock)
+    uint8_t state;   // 0: invalid; other values are the owner's
   };
+  // Arrays come from calloc: the kernel hands out zero pages lazily, so a large cache that a
+  // run touches little costs little host memory (256 processors with 1 MiB L2s are common).
   Cache(uint32_t bytes, uint32_t assoc, uint32_t block)
-      : assoc_(assoc), block_(block), sets_(bytes / block / assoc), lines_(bytes / block),
-        data_(static_cast<size_t>(bytes)) {}
+      : assoc_(assoc), block_(block), sets_(bytes / block / assoc), nlines_(bytes / block),
+        lines_(static_cast<Line*>(std::calloc(nlines_, sizeof(Line)))),
+        data_(static_cast<uint8_t*>(std::calloc(nlines_, block))) {
+    if (!lines_ || !data_) throw std::bad_alloc();
+  }
+  ~Cache() {
+    std::free(lines_);
+    std::free(data_);
+  }
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
   Line* find(uint64_t blk) {
     Line* s = &lines_[(blk & (sets_ - 1)) * assoc_];
     for (uint32_t w = 0; w < assoc_; ++w)
-      if (s[w].state && s[w].blk == blk) return &s[w];
+      if (s[w].blk == blk && s[w].state) return &s[w];
     return nullptr;
   }
-  void touch(Line* l) { l->lru = ++clock_; }
+  void touch(Line* l) {
+    if (++clock_ == 0) {  // the clock wrapped: restart every age from zero (order is lost once)
+      for (uint64_t i = 0; i < nlines_; ++i) lines_[i].lru = 0;
+      clock_ = 1;
+    }
+    l->lru = clock_;
+  }
   // The line a fill of `blk` replaces: an invalid one if any, else the least recently used.
   Line* victim(uint64_t blk) {
     Line* s = &lines_[(blk & (sets_ - 1)) * assoc_];
@@ -35,30 +54,33 @@ class Cache {
     }
     return v;
   }
-  uint8_t* data(const Line* l) { return &data_[static_cast<size_t>(l - lines_.data()) * block_]; }
-  template <class F>
-  void for_each_valid(F f) {
-    for (auto& l : lines_)
-      if (l.state) f(l);
-  }
+  uint8_t* data(const Line* l) { return &data_[static_cast<size_t>(l - lines_) * block_]; }
 
  private:
   uint32_t assoc_, block_;
-  uint64_t sets_;
-  std::vector<Line> lines_;
-  std::vector<uint8_t> data_;
-  uint64_t clock_ = 0;
+  uint64_t sets_, nlines_;
+  Line* lines_;
+  uint8_t* data_;
+  uint32_t clock_ = 0;
 };
 
 class Tlb {
  public:
   Tlb(uint32_t entries, uint32_t assoc) : assoc_(assoc), sets_(entries / assoc), e_(entries) {}
   bool lookup(uint64_t page, uint64_t* value) {
+    // The most recent hit first: references cluster in pages, and a fully associative TLB
+    // would otherwise scan every entry. Same result, fewer compares.
+    if (mru_ && mru_->valid && mru_->page == page) {
+      mru_->lru = ++clock_;
+      if (value) *value = mru_->value;
+      return true;
+    }
     Entry* s = &e_[(page & (sets_ - 1)) * assoc_];
     for (uint32_t w = 0; w < assoc_; ++w)
       if (s[w].valid && s[w].page == page) {
         s[w].lru = ++clock_;
         if (value) *value = s[w].value;
+        mru_ = &s[w];
         return true;
       }
     return false;
@@ -87,6 +109,7 @@ class Tlb {
   uint32_t assoc_;
   uint64_t sets_;
   std::vector<Entry> e_;
+  Entry* mru_ = nullptr;
   uint64_t clock_ = 0;
 };
 

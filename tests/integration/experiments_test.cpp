@@ -21,7 +21,8 @@ TEST(Experiments, EveryShippedConfigValidatesAndRuns) {
   for (const auto& e : std::filesystem::directory_iterator(std::string(MBPSIM_SOURCE_DIR) + "/configs")) {
     if (e.path().extension() != ".json") continue;
     const std::string name = e.path().filename().string();
-    auto st = run_config(name, "--set workload.measure_cycles=2000 --set workload.warmup_cycles=0");
+    auto st = run_config(name, "--set workload.measure_cycles=2000 --set workload.warmup_cycles=0 "
+                               "--set workload.max_cycles=20000");
     ASSERT_TRUE(st.contains("summary")) << name;
   }
 }
