@@ -28,5 +28,5 @@ export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 case "$mode" in
   run) build/bin/mbpsim run configs/default.json --out out/default ;;
   test) ctest --test-dir build --output-on-failure -j"$jobs" ;;
-  bench) build/bin/bench_network --benchmark_counters_tabular=true ;;
+  bench) build/bin/bench_mbpsim --benchmark_counters_tabular=true ;;
 esac

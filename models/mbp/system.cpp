@@ -116,8 +116,7 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   st_.fanout = &stats.histogram(g + "rounds.fanout");
   st_.op_latency_remote = &stats.histogram(g + "ops.latency_via_mbp_ps");
   st_.round_latency = &stats.histogram(g + "rounds.latency_ps");
-  Counter* tr_used = &stats.counter(g + "transitions.defined");
-  tr_used->value = static_cast<uint64_t>(kNumHomeRows + kNumRemoteRows);
+  stats.formula(g + "transitions.defined", [] { return static_cast<double>(kNumHomeRows + kNumRemoteRows); });
   stats.formula(g + "transitions.exercised", [this] {
     double n = 0;
     for (auto& row : st_.home_trans)

@@ -1,4 +1,4 @@
-// Host speed of the network model, measured the way users run it: the mbpsim binary on a
+// Host speed of the network and MBP-system models, measured the way users run it: the mbpsim binary on a
 // shipped config, one process per case (SystemC elaborates once per process). Figures come
 // from the run's host.json; record them in docs/PERFORMANCE.md.
 #include <benchmark/benchmark.h>
@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 namespace {
+
+nlohmann::json last_host_;
 
 void run_case(benchmark::State& state, const std::string& config, const std::string& sets) {
   const auto out = std::filesystem::temp_directory_path() / ("mbpsim_bench_" + std::to_string(::getpid()));
@@ -35,6 +37,16 @@ void run_case(benchmark::State& state, const std::string& config, const std::str
   state.counters["sim_cycles_per_s"] = host["simulated_cycles_per_second"].get<double>();
   state.counters["packets"] = host["packets_delivered_total"].get<double>();
   state.counters["peak_MB"] = host["peak_memory_bytes"].get<double>() / 1e6;
+  if (host.contains("references")) {
+    std::ifstream sf(out / "stats.json");
+    const auto summary = nlohmann::json::parse(sf)["summary"];
+    state.counters["refs_per_s"] = host["references_per_second"].get<double>();
+    state.counters["refs"] = host["references"].get<double>();
+    state.counters["l1_hit_rate"] = summary["l1_hit_rate"].get<double>();
+    if (summary.contains("checks_completed"))
+      state.counters["checks_per_s"] = summary["checks_completed"].get<double>() / host["wall_seconds"].get<double>();
+  }
+  last_host_ = host;
   std::filesystem::remove_all(out);
 }
 
@@ -58,6 +70,23 @@ void BM_qtree4096_uniform_0_0005(benchmark::State& s) {
 }
 void BM_default_multicast(benchmark::State& s) { run_case(s, "default.json", ""); }
 
+// The MBP system (issue 3). Tester: operations and checks per host second.
+void BM_mbp16_random_tester(benchmark::State& s) { run_case(s, "mbp16-random-tester.json", ""); }
+void BM_mbp64_random_tester(benchmark::State& s) { run_case(s, "mbp16-random-tester.json", "--set network.levels=3"); }
+void BM_mbp16_sharing(benchmark::State& s) { run_case(s, "mbp16.json", ""); }
+void BM_mbp64_sharing(benchmark::State& s) { run_case(s, "mbp64.json", ""); }
+// Target: a 64-node workload with at least 95% L1 hits replays at least 2 M references per
+// host second (hits cost a lookup, not an event). Shared references: 0.5%, 1% and none.
+void mbp64_hits(benchmark::State& s, const char* shared) {
+  run_case(s, "mbp64.json", std::string("--set sharing.refs_per_proc=50000 --set sharing.shared_fraction=") + shared);
+  if (!last_host_.contains("references_per_second")) return;
+  const double rate = last_host_["references_per_second"].get<double>();
+  if (s.counters["l1_hit_rate"] >= 0.95 && rate < 2e6) s.SkipWithError("below the 2 M references/s target");
+}
+void BM_mbp64_l1hits_private_only(benchmark::State& s) { mbp64_hits(s, "0"); }
+void BM_mbp64_l1hits_shared_0_5pct(benchmark::State& s) { mbp64_hits(s, "0.005"); }
+void BM_mbp64_l1hits_shared_1pct(benchmark::State& s) { mbp64_hits(s, "0.01"); }
+
 }  // namespace
 
 BENCHMARK(BM_qtree64_uniform_0_01)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
@@ -65,5 +94,12 @@ BENCHMARK(BM_qtree64_uniform_0_05)->UseManualTime()->Iterations(3)->Unit(benchma
 BENCHMARK(BM_qtree4096_uniform_0_01)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_qtree4096_uniform_0_0005)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_default_multicast)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mbp16_random_tester)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mbp64_random_tester)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mbp16_sharing)->UseManualTime()->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mbp64_sharing)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mbp64_l1hits_private_only)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mbp64_l1hits_shared_0_5pct)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mbp64_l1hits_shared_1pct)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
