@@ -81,6 +81,18 @@ uint64_t System::service(uint32_t n, Msg* m, uint64_t arrive) {
   const bool memory = carries_data(m->type) || m->type == MsgType::GetS || m->type == MsgType::GetX ||
                       m->type == MsgType::ReadH || m->type == MsgType::Recall;
   if (memory && f) end = std::max(end, bank_access(nd, start, paddr));
+  // A request at the home reads the page's directory entry, which the C-TLB entry of the page
+  // caches (2.4); on a C-TLB miss the MBP refills it and reads the entry from memory.
+  if (f && f->home && is_request(m->type)) {
+    const uint64_t ppage = f->frame_no;
+    if (nd.ctlb.lookup(ppage, nullptr)) {
+      nd.ctlb_hits->inc();
+    } else {
+      nd.ctlb_misses->inc();
+      nd.ctlb.insert(ppage, 0);
+      end = std::max(end, bank_access(nd, end + mc_.ctlb_miss_cycles * mbp_ps_, paddr));
+    }
+  }
   nd.mbp_msgs_in->inc();
   return end;
 }
