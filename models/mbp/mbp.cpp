@@ -656,11 +656,7 @@ void System::remote_request(Proc& p, Frame* f, uint32_t bi, REvent e) {
   Mshr& ms = nd.mshr[nblk];
   ms.issuer = p.id;
   ms.since = now;
-  Msg* m = new_msg(row->action == RAction::GetS ? MsgType::GetS : MsgType::GetX, p.node, f->home_node);
-  m->requester = p.node;
-  m->proc = p.id;
-  m->nblk = nblk;
-  m->proto = f->proto;
+  Msg* m = proc_request(row->action == RAction::GetS ? MsgType::GetS : MsgType::GetX, p, f, nblk);
   block_proc(p, now, row->action == RAction::GetS ? "read miss at the home" : "write miss at the home");
   send(m, bus_time(nd, now, false, false, f->frame_no * nc_.page_bytes));
 }

@@ -628,12 +628,9 @@ System::Outcome System::execute(Proc& p, uint64_t& t, uint64_t now) {
       }
       Frame* f = translate(p, op.addr / nc_.page_bytes, t);
       if (t > now) return Outcome::Sync;
-      Msg* m = new_msg(op.kind == OpKind::Atomic ? MsgType::Atomic : MsgType::SetProto, p.node, f->home_node);
-      m->requester = p.node;
-      m->proc = p.id;
-      m->op_id = p.op_seq;
-      m->nblk = op.addr / nc_.block_bytes;
-      m->proto = op.kind == OpKind::SetProtocol ? op.proto : f->proto;
+      Msg* m = proc_request(op.kind == OpKind::Atomic ? MsgType::Atomic : MsgType::SetProto, p, f,
+                            op.addr / nc_.block_bytes);
+      if (op.kind == OpKind::SetProtocol) m->proto = op.proto;
       m->atomic = op.atomic;
       m->aoff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
       p.lvl = 4;
@@ -645,13 +642,18 @@ System::Outcome System::execute(Proc& p, uint64_t& t, uint64_t now) {
   return Outcome::Done;
 }
 
+System::Addr System::decode(uint64_t addr) const {
+  const uint64_t nblk = addr / nc_.block_bytes;
+  return Addr{addr / nc_.page_bytes, nblk, static_cast<uint32_t>(addr % nc_.block_bytes),
+              static_cast<uint32_t>(nblk % blocks_per_page_)};
+}
+
 System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
   MemOp& op = p.op;
   Node& nd = *node_[p.node];
-  const uint64_t page = op.addr / nc_.page_bytes;
-  const uint64_t nblk = op.addr / nc_.block_bytes;
-  const uint32_t boff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
-  const uint32_t bi = static_cast<uint32_t>(nblk % blocks_per_page_);
+  const Addr a = decode(op.addr);  // (named copies: C++17 lambdas cannot capture bindings)
+  const uint64_t page = a.page, nblk = a.nblk;
+  const uint32_t boff = a.boff, bi = a.bi;
   Frame* f = translate(p, page, t);
   const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
   const uint64_t paddr = f->frame_no * nc_.page_bytes + bi * nc_.block_bytes;
@@ -679,12 +681,7 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
       return done(&f->data[bi * nc_.block_bytes], 3);
     }
     if (t > now) return Outcome::Sync;
-    Msg* m = new_msg(MsgType::ReadH, p.node, f->home_node);
-    m->requester = p.node;
-    m->proc = p.id;
-    m->op_id = p.op_seq;
-    m->nblk = nblk;
-    m->proto = f->proto;
+    Msg* m = proc_request(MsgType::ReadH, p, f, nblk);
     p.lvl = 4;
     block_proc(p, now, "non-cacheable read at the home");
     send(m, bus_time(nd, now, false, false, paddr));
@@ -719,19 +716,7 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
   const bool other = node_l2_holds(nd, pblk);
   if (!node_ok && !other) {
     if (t > now) return Outcome::Sync;
-    p.lvl = 4;
-    if (f->home) {
-      Msg* m = new_msg(MsgType::GetS, p.node, p.node);
-      m->requester = p.node;
-      m->proc = p.id;
-      m->nblk = nblk;
-      m->proto = f->proto;
-      block_proc(p, now, "local read of a block owned elsewhere");
-      send(m, bus_time(nd, now, false, false, paddr));
-    } else {
-      remote_request(p, f, bi, REvent::Load);
-    }
-    return Outcome::Wait;
+    return ask_mbp(p, f, bi, false, now);
   }
   uint8_t st = kL2S;
   if (other) {
@@ -755,10 +740,9 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
 System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
   MemOp& op = p.op;
   Node& nd = *node_[p.node];
-  const uint64_t page = op.addr / nc_.page_bytes;
-  const uint64_t nblk = op.addr / nc_.block_bytes;
-  const uint32_t boff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
-  const uint32_t bi = static_cast<uint32_t>(nblk % blocks_per_page_);
+  const Addr a = decode(op.addr);  // (named copies: C++17 lambdas cannot capture bindings)
+  const uint64_t page = a.page, nblk = a.nblk;
+  const uint32_t boff = a.boff, bi = a.bi;
   Frame* f = translate(p, page, t);
   if (f->proto != Protocol::Invalidate) return exec_wb_store(p, t, now, f);
   const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
@@ -803,19 +787,7 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
   }
   if (!node_ok) {
     if (t > now) return Outcome::Sync;
-    p.lvl = 4;
-    if (f->home) {
-      Msg* m = new_msg(MsgType::GetX, p.node, p.node);
-      m->requester = p.node;
-      m->proc = p.id;
-      m->nblk = nblk;
-      m->proto = f->proto;
-      block_proc(p, now, "local write of a block shared or owned elsewhere");
-      send(m, bus_time(nd, now, false, false, paddr));
-    } else {
-      remote_request(p, f, bi, REvent::Store);
-    }
-    return Outcome::Wait;
+    return ask_mbp(p, f, bi, true, now);
   }
   // Read-exclusive (or upgrade) on the bus: other L2 copies go, an M copy first lands in the frame.
   const bool other = snoop(nd, static_cast<int>(p.id), f, bi, true);
@@ -878,16 +850,37 @@ void System::issue_wb(Proc& p, size_t idx, uint64_t now) {
   e.in_flight = true;
   const uint64_t page = e.nblk / blocks_per_page_;
   Frame* f = frame_for(p.node, page, true);
-  Msg* m = new_msg(MsgType::WriteH, p.node, f->home_node);
-  m->requester = p.node;
-  m->proc = p.id;
+  Msg* m = proc_request(MsgType::WriteH, p, f, e.nblk);
   m->op_id = e.id;
-  m->nblk = e.nblk;
-  m->proto = f->proto;
   m->mask = e.mask;
   std::memcpy(m->data, e.data.data(), nc_.block_bytes);
   // One bus write carries the bytes to the MBP.
   send(m, bus_time(*node_[p.node], now, true, false, f->frame_no * nc_.page_bytes));
+}
+
+// A request of processor p to the home of frame f's page, about block nblk.
+Msg* System::proc_request(MsgType t, Proc& p, Frame* f, uint64_t nblk) {
+  Msg* m = new_msg(t, p.node, f->home_node);
+  m->requester = p.node;
+  m->proc = p.id;
+  m->op_id = p.op_seq;
+  m->nblk = nblk;
+  m->proto = f->proto;
+  return m;
+}
+
+// The node cannot serve a load (write: a store) of block bi: the home's own processor asks
+// its directory over the bus, another node's goes through the remote controller.
+System::Outcome System::ask_mbp(Proc& p, Frame* f, uint32_t bi, bool write, uint64_t now) {
+  p.lvl = 4;
+  if (!f->home) {
+    remote_request(p, f, bi, write ? REvent::Store : REvent::Load);
+    return Outcome::Wait;
+  }
+  Msg* m = proc_request(write ? MsgType::GetX : MsgType::GetS, p, f, f->npage * blocks_per_page_ + bi);
+  block_proc(p, now, write ? "local write of a block shared or owned elsewhere" : "local read of a block owned elsewhere");
+  send(m, bus_time(*node_[p.node], now, false, false, f->frame_no * nc_.page_bytes));
+  return Outcome::Wait;
 }
 
 void System::wb_retire(Proc& p, uint64_t id) {

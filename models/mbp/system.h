@@ -119,6 +119,12 @@ class System : public sc_core::sc_module, public net::NetClient {
   // Processors.
   void run_proc(Proc& p, uint64_t now);
   Outcome execute(Proc& p, uint64_t& t, uint64_t now);
+  // A shared address: its network page, network block, byte in the block, block in the page.
+  struct Addr {
+    uint64_t page, nblk;
+    uint32_t boff, bi;
+  };
+  Addr decode(uint64_t addr) const;
   Outcome exec_load(Proc& p, uint64_t& t, uint64_t now);
   Outcome exec_store(Proc& p, uint64_t& t, uint64_t now);
   Outcome exec_wb_store(Proc& p, uint64_t& t, uint64_t now, Frame* f);
@@ -132,6 +138,8 @@ class System : public sc_core::sc_module, public net::NetClient {
   Frame* home_frame(uint64_t page);
   void forward_wb(Proc& p, uint64_t nblk, uint32_t off, uint32_t size, uint8_t* out, bool* any);
   void issue_wb(Proc& p, size_t idx, uint64_t now);
+  Msg* proc_request(MsgType t, Proc& p, Frame* f, uint64_t nblk);
+  Outcome ask_mbp(Proc& p, Frame* f, uint32_t bi, bool write, uint64_t now);
   void wb_retire(Proc& p, uint64_t id);
   void complete_from_msg(Proc& p, Msg* m);
 
