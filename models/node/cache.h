@@ -2,6 +2,7 @@
 // bytes, and the translation buffers (P-TLB, C-TLB, N-TLB), which hold one value per entry.
 // A lookup is a few compares and no allocation: cache hits are the processor's hot path.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -12,55 +13,61 @@ namespace mbpsim::node {
 
 class Cache {
  public:
+  // A line's header; its bytes follow it in the same record. Records are 64-byte aligned and
+  // padded to a multiple of 64, so a 32-byte block and its tag share one host cache line: a
+  // hit touches one host line, not a tag array and a data array (256 simulated processors'
+  // caches do not fit in the host's caches).
   struct Line {
     uint64_t blk;    // block number (address / block size)
     uint32_t lru;    // last use (per-cache clock)
     uint8_t state;   // 0: invalid; other values are the owner's
   };
-  // Arrays come from calloc: the kernel hands out zero pages lazily, so a large cache that a
-  // run touches little costs little host memory (256 processors with 1 MiB L2s are common).
+  // The array comes from calloc: the kernel hands out zero pages lazily, so a large cache that
+  // a run touches little costs little host memory (256 processors with 1 MiB L2s are common).
   Cache(uint32_t bytes, uint32_t assoc, uint32_t block)
-      : assoc_(assoc), block_(block), sets_(bytes / block / assoc), nlines_(bytes / block),
-        lines_(static_cast<Line*>(std::calloc(nlines_, sizeof(Line)))),
-        data_(static_cast<uint8_t*>(std::calloc(nlines_, block))) {
-    if (!lines_ || !data_) throw std::bad_alloc();
+      : assoc_(assoc), sets_(bytes / block / assoc), nlines_(bytes / block),
+        stride_((sizeof(Line) + block + 63) / 64 * 64),
+        raw_(static_cast<uint8_t*>(std::calloc(nlines_ * stride_ + 64, 1))) {
+    if (!raw_) throw std::bad_alloc();
+    base_ = raw_ + (64 - reinterpret_cast<uintptr_t>(raw_) % 64) % 64;
   }
-  ~Cache() {
-    std::free(lines_);
-    std::free(data_);
-  }
+  ~Cache() { std::free(raw_); }
   Cache(const Cache&) = delete;
   Cache& operator=(const Cache&) = delete;
   Line* find(uint64_t blk) {
-    Line* s = &lines_[(blk & (sets_ - 1)) * assoc_];
-    for (uint32_t w = 0; w < assoc_; ++w)
-      if (s[w].blk == blk && s[w].state) return &s[w];
+    uint8_t* s = base_ + (blk & (sets_ - 1)) * assoc_ * stride_;
+    for (uint32_t w = 0; w < assoc_; ++w, s += stride_) {
+      Line* l = reinterpret_cast<Line*>(s);
+      if (l->blk == blk && l->state) return l;
+    }
     return nullptr;
   }
   void touch(Line* l) {
     if (++clock_ == 0) {  // the clock wrapped: restart every age from zero (order is lost once)
-      for (uint64_t i = 0; i < nlines_; ++i) lines_[i].lru = 0;
+      for (uint64_t i = 0; i < nlines_; ++i) line(i)->lru = 0;
       clock_ = 1;
     }
     l->lru = clock_;
   }
   // The line a fill of `blk` replaces: an invalid one if any, else the least recently used.
   Line* victim(uint64_t blk) {
-    Line* s = &lines_[(blk & (sets_ - 1)) * assoc_];
-    Line* v = &s[0];
-    for (uint32_t w = 0; w < assoc_; ++w) {
-      if (!s[w].state) return &s[w];
-      if (s[w].lru < v->lru) v = &s[w];
+    uint8_t* s = base_ + (blk & (sets_ - 1)) * assoc_ * stride_;
+    Line* v = reinterpret_cast<Line*>(s);
+    for (uint32_t w = 0; w < assoc_; ++w, s += stride_) {
+      Line* l = reinterpret_cast<Line*>(s);
+      if (!l->state) return l;
+      if (l->lru < v->lru) v = l;
     }
     return v;
   }
-  uint8_t* data(const Line* l) { return &data_[static_cast<size_t>(l - lines_) * block_]; }
+  static uint8_t* data(Line* l) { return reinterpret_cast<uint8_t*>(l) + sizeof(Line); }
 
  private:
-  uint32_t assoc_, block_;
-  uint64_t sets_, nlines_;
-  Line* lines_;
-  uint8_t* data_;
+  Line* line(uint64_t i) { return reinterpret_cast<Line*>(base_ + i * stride_); }
+  uint32_t assoc_;
+  uint64_t sets_, nlines_, stride_;
+  uint8_t* raw_;
+  uint8_t* base_ = nullptr;
   uint32_t clock_ = 0;
 };
 
