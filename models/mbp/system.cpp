@@ -62,6 +62,7 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
     nd->ntlb_hits = &stats.counter(pre + "mbp.ntlb.hits");
     nd->ntlb_misses = &stats.counter(pre + "mbp.ntlb.misses");
     nd->wb_forwards = &stats.counter(pre + "write_buffer.forwards");
+    nd->wb_stores = &stats.counter(pre + "write_buffer.stores");
     nd->mbp_msgs_in = &stats.counter(pre + "mbp.messages_in");
     nd->round_in = &stats.counter(pre + "mbp.round_deliveries");
     nd->mbp_queue_ps = &stats.histogram(pre + "mbp.queue_wait_ps");
@@ -290,10 +291,13 @@ nlohmann::ordered_json System::summary_figures() const {
   for (auto& row : st_.remote_trans)
     for (Counter* c : row) exercised += c && c->value;
   nlohmann::ordered_json j;
+  uint64_t wbs = 0;
+  for (auto& nd : node_) wbs += nd->wb_stores->value;
   j["l1_hit_rate"] = rate(l1h, l1m);
   j["l2_hit_rate"] = rate(l2h, l2m);
   j["served_in_node"] = node;
   j["served_via_mbp"] = remote;
+  j["buffered_stores"] = wbs;  // update and non-cacheable pages: not in the hit rates
   j["coherence_rounds"] = st_.rounds_mc->value + st_.rounds_uc->value;
   j["multicast_rounds"] = st_.rounds_mc->value;
   j["round_deliveries"] = st_.deliveries->value;
@@ -598,7 +602,10 @@ void System::finish_op(Proc& p, uint64_t t) {
   p.have_op = false;
   p.t = std::max(p.t, t);
   ++ops_completed_;
-  if (p.op.kind == OpKind::Load || p.op.kind == OpKind::Store) {
+  if (p.lvl == kLvlWriteBuffer) {
+    st_.stores->inc();
+    nd.wb_stores->inc();
+  } else if (p.op.kind == OpKind::Load || p.op.kind == OpKind::Store) {
     (p.op.kind == OpKind::Load ? st_.loads : st_.stores)->inc();
     if (p.lvl == 1) nd.l1_hits->inc();
     else if (p.lvl >= 2) nd.l1_misses->inc();
@@ -833,7 +840,7 @@ System::Outcome System::exec_wb_store(Proc& p, uint64_t& t, uint64_t now, Frame*
     if (!e.in_flight) {
       merge(e);
       t += cpu_ps_;
-      if (p.lvl < 1) p.lvl = 1;
+      p.lvl = kLvlWriteBuffer;
       return Outcome::Done;
     }
     in_flight = true;
@@ -851,7 +858,7 @@ System::Outcome System::exec_wb_store(Proc& p, uint64_t& t, uint64_t now, Frame*
   merge(e);
   p.wb.push_back(std::move(e));
   t += cpu_ps_;
-  if (p.lvl < 1) p.lvl = 1;
+  p.lvl = kLvlWriteBuffer;
   if (!in_flight) issue_wb(p, p.wb.size() - 1, now);
   (void)f;
   return Outcome::Done;

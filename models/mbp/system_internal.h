@@ -65,6 +65,8 @@ struct WbEntry {
   bool in_flight = false;
 };
 
+constexpr uint8_t kLvlWriteBuffer = 5;
+
 enum class WaitKind : uint8_t { None, Mbp, Mshr, WriteBuffer };
 
 struct System::Proc {
@@ -80,7 +82,8 @@ struct System::Proc {
   WaitKind waiting = WaitKind::None;
   const char* wait_why = "";
   uint64_t wait_since = 0, op_start = 0, op_seq = 0;
-  uint8_t lvl = 0;  // deepest level that served the current op: 1 L1, 2 L2, 3 node, 4 remote
+  uint8_t lvl = 0;  // deepest level that served the current op: 1 L1, 2 L2, 3 node, 4 remote,
+                    // kLvlWriteBuffer: a store to an update or non-cacheable page, buffered
   bool forwarded = false;
   MemOp op;
   std::vector<WbEntry> wb;
@@ -103,7 +106,7 @@ struct System::Node {
   Counter *l1_hits, *l1_misses, *l2_hits, *l2_misses, *ptlb_hits, *ptlb_misses;
   Counter *node_hits, *local_mem, *l3_hits, *c2c, *remote;
   Counter *bus_tx, *bus_snoop_inv, *ctlb_hits, *ctlb_misses, *ntlb_hits, *ntlb_misses;
-  Counter *wb_forwards, *mbp_msgs_in, *round_in;
+  Counter *wb_forwards, *wb_stores, *mbp_msgs_in, *round_in;
   Histogram* mbp_queue_ps;
 };
 
