@@ -72,6 +72,10 @@ INSTANTIATE_TEST_SUITE_P(
                                  "--set mbp.protocol_mix=[0,1,0] --set mbp.format_mix=[0,1,0] --set tester.switch_every=0"},
                       TesterCase{"n16_nc_fullmap", 4, 2, 9,
                                  "--set mbp.protocol_mix=[0,0,1] --set mbp.format_mix=[0,0,1] --set tester.switch_every=0"},
+                      TesterCase{"n16_8byte_blocks", 4, 2, 12,
+                                 "--set node.block_bytes=8 --set node.bank_interleave_bytes=8 --set tester.atomic_fraction=0.6"},
+                      TesterCase{"n16_128byte_blocks", 4, 2, 13,
+                                 "--set node.block_bytes=128 --set network.buffer_depth=18"},
                       TesterCase{"n64_fullmap_switching", 4, 3, 10,
                                  "--set mbp.format_mix=[0,0,1] --set tester.switch_every=3"}),
     [](const ::testing::TestParamInfo<TesterCase>& i) { return std::string(i.param.name); });

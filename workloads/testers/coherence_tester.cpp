@@ -108,6 +108,7 @@ void CoherenceTester::new_check() {
     static const Kind kinds[] = {Kind::FetchAdd, Kind::FetchAddVec, Kind::Swap, Kind::CompSwap};
     ch.kind = kinds[rng_.below(4)];
     ch.width = block_ >= 8 && rng_.below(2) ? 8 : 4;
+    if (ch.kind == Kind::FetchAddVec && block_ / ch.width < 2) ch.width = 4;  // 8-byte blocks: two 4-byte elements
     ch.count = ch.kind == Kind::FetchAddVec ? static_cast<uint32_t>(2 + rng_.below(std::min<uint32_t>(3, block_ / ch.width - 1))) : 1;
     ch.woff = static_cast<uint32_t>(rng_.below(block_ / ch.width - ch.count + 1)) * ch.width;
     ch.k = static_cast<uint32_t>(2 + rng_.below(5));
