@@ -9,7 +9,7 @@ seeds=${1:-10}
 checks=${2:-5000}
 bin=build/bin/mbpsim
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
-harsh="--set node.l1_bytes=128 --set node.l2_bytes=256 --set node.l2_assoc=2 --set node.ptlb_entries=2 --set node.ptlb_assoc=2 --set mbp.ctlb_entries=2 --set mbp.ctlb_assoc=1 --set mbp.ntlb_entries=2 --set mbp.ntlb_assoc=2 --set tester.pages=2 --set tester.active=32 --set tester.switch_every=5 --set tester.max_gap=3"
+harsh="--set node.l3_pages=1 --set node.l1_bytes=128 --set node.l2_bytes=256 --set node.l2_assoc=2 --set node.ptlb_entries=2 --set node.ptlb_assoc=2 --set mbp.ctlb_entries=2 --set mbp.ctlb_assoc=1 --set mbp.ntlb_entries=2 --set mbp.ntlb_assoc=2 --set tester.pages=2 --set tester.active=32 --set tester.switch_every=5 --set tester.max_gap=3"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 runs=0; failed=0; ops=0; checks_done=0

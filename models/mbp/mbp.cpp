@@ -165,7 +165,7 @@ void System::handle_msg(uint32_t n, Msg* m, const net::Packet* mcast) {
   if (m->type == MsgType::Inv || m->type == MsgType::Upd || m->type == MsgType::PageInv) nd.round_in->inc();
   switch (m->type) {
     case MsgType::GetS: case MsgType::GetX: case MsgType::ReadH: case MsgType::WriteH:
-    case MsgType::Atomic: case MsgType::SetProto:
+    case MsgType::Atomic: case MsgType::PutX: case MsgType::SetProto:
       home_request(n, m);  // owns m from here
       return;
     case MsgType::RecallData: {
@@ -204,6 +204,16 @@ void System::handle_msg(uint32_t n, Msg* m, const net::Packet* mcast) {
       break;
     }
     case MsgType::Recall: {
+      // A recall that crossed this node's write-back of the block: answer from the write-back.
+      auto wb = nd.wb_pending.find(m->nblk);
+      if (wb != nd.wb_pending.end()) {
+        Msg* r = new_msg(MsgType::RecallData, n, m->src);
+        r->nblk = m->nblk;
+        r->proto = m->proto;
+        std::memcpy(r->data, wb->second.data.data(), nc_.block_bytes);
+        send(r, now_ps());
+        break;
+      }
       Frame* f = frame_for(n, page, false);
       if (!f) undefined("remote", n, m->nblk, "(no frame)", "Recall");
       if (remote_event(n, f, bi, REvent::Recall, m, nullptr)) return;  // deferred: kept
@@ -219,6 +229,17 @@ void System::handle_msg(uint32_t n, Msg* m, const net::Packet* mcast) {
     case MsgType::LocalGrant:
       retry_issuer(*nd.procs[m->proc]);
       break;
+    case MsgType::PutAck: {
+      auto wb = nd.wb_pending.find(m->nblk);
+      if (wb == nd.wb_pending.end()) internal_error("write-back acknowledgement without a write-back");
+      const std::vector<uint32_t> waiters = std::move(wb->second.waiters);
+      nd.wb_pending.erase(wb);
+      for (uint32_t w : waiters) {
+        unblock(*nd.procs[w]);
+        resume_later(*nd.procs[w], now_ps());
+      }
+      break;
+    }
     case MsgType::ReadResp: case MsgType::AtomicResp: case MsgType::SetProtoAck: {
       Frame* f = frame_for(n, page, false);
       if (f && !f->home) f->proto = m->proto;
@@ -246,6 +267,7 @@ HEvent event_of(const Msg* m) {
     case MsgType::ReadH: return HEvent::ReadH;
     case MsgType::WriteH: return HEvent::WriteH;
     case MsgType::Atomic: return HEvent::Atomic;
+    case MsgType::PutX: return HEvent::PutX;
     default: return HEvent::Cleanup;  // SetProto: a switch's per-block cleanup
   }
 }
@@ -381,6 +403,16 @@ void System::home_dispatch(Frame* f, Msg* m) {
       return;
     }
     case HAction::CleanupDone: free_msg(m); return;
+    case HAction::WriteBack:
+      if (s == HState::Owned && f->owner[bi] == m->src) {
+        std::memcpy(&f->data[bi * nc_.block_bytes], m->data, nc_.block_bytes);
+        f->st[bi] = static_cast<uint8_t>(HState::None);
+      } else {
+        st_.stale_writebacks->inc();  // a recall crossed it and already brought the data
+      }
+      reply(m, MsgType::PutAck, f, bi);
+      free_msg(m);
+      return;
     default: internal_error("home action used out of place");
   }
 }
@@ -640,6 +672,13 @@ void System::switch_step_done(Frame* f) {
 
 void System::remote_request(Proc& p, Frame* f, uint32_t bi, REvent e) {
   Node& nd = *node_[p.node];
+  auto wb = nd.wb_pending.find(f->npage * blocks_per_page_ + bi);
+  if (wb != nd.wb_pending.end()) {  // not requested again until the home has the write-back
+    wb->second.waiters.push_back(p.id);
+    block_proc(p, now_ps(), "waiting for the home to acknowledge a write-back of the block");
+    p.waiting = WaitKind::Mshr;
+    return;
+  }
   const RState s = static_cast<RState>(f->st[bi]);
   const uint64_t nblk = f->npage * blocks_per_page_ + bi;
   const RRow* row = remote_row(s, e);

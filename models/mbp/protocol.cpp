@@ -3,10 +3,10 @@
 namespace mbpsim::mbp {
 
 const char* to_string(MsgType t) {
-  static const char* n[] = {"GetS", "GetX", "ReadH", "WriteH", "Atomic", "SetProto", "Recall",
-                            "Inv", "Upd", "PageInv", "Data", "DataOnce", "DataX", "Nack",
+  static const char* n[] = {"GetS", "GetX", "ReadH", "WriteH", "Atomic", "PutX", "SetProto",
+                            "Recall", "Inv", "Upd", "PageInv", "Data", "DataOnce", "DataX", "Nack",
                             "LocalGrant", "ReadResp", "WriteAck", "AtomicResp", "SetProtoAck",
-                            "RecallData", "RoundAck"};
+                            "RecallData", "RoundAck", "PutAck"};
   return n[static_cast<int>(t)];
 }
 
@@ -14,7 +14,7 @@ bool carries_data(MsgType t) {
   switch (t) {
     case MsgType::WriteH: case MsgType::Upd: case MsgType::Data: case MsgType::DataOnce:
     case MsgType::DataX: case MsgType::ReadResp: case MsgType::RecallData: case MsgType::Atomic:
-    case MsgType::AtomicResp:
+    case MsgType::AtomicResp: case MsgType::PutX:
       return true;
     default: return false;
   }
@@ -27,7 +27,7 @@ const char* to_string(HState s) {
   return n[static_cast<int>(s)];
 }
 const char* to_string(HEvent e) {
-  static const char* n[] = {"GetS", "GetX", "ReadH", "WriteH", "Atomic", "Cleanup", "RecallData", "RoundDone"};
+  static const char* n[] = {"GetS", "GetX", "ReadH", "WriteH", "Atomic", "PutX", "Cleanup", "RecallData", "RoundDone"};
   return n[static_cast<int>(e)];
 }
 const char* to_string(RState s) {
@@ -46,7 +46,9 @@ using HA = HAction;
 // Home controller. None: no remote copy; Shared: remote nodes named by the page's sharer set
 // may hold read-only copies; Owned: one remote node holds the only writable copy. A busy
 // state defers every new request of the block until its recall or round completes; the
-// request that caused it is then dispatched again on the new stable state.
+// request that caused it is then dispatched again on the new stable state. PutX: an L3
+// replacement writes an exclusive block back; from anyone but the current owner it is stale
+// (a recall already fetched the data) and only acknowledged.
 const HRow kHomeRows[] = {
     {HS::None, HE::GetS, HA::SendData},       {HS::None, HE::GetX, HA::GrantX},
     {HS::None, HE::ReadH, HA::ReadReply},     {HS::None, HE::WriteH, HA::WriteNone},
@@ -57,11 +59,13 @@ const HRow kHomeRows[] = {
     {HS::Owned, HE::GetS, HA::RecallDown},    {HS::Owned, HE::GetX, HA::RecallInv},
     {HS::Owned, HE::ReadH, HA::RecallDown},   {HS::Owned, HE::WriteH, HA::RecallInv},
     {HS::Owned, HE::Atomic, HA::RecallInv},   {HS::Owned, HE::Cleanup, HA::RecallInv},
+    {HS::None, HE::PutX, HA::WriteBack},      {HS::Shared, HE::PutX, HA::WriteBack},
+    {HS::Owned, HE::PutX, HA::WriteBack},
     {HS::RecallS, HE::RecallData, HA::RecallDone}, {HS::RecallX, HE::RecallData, HA::RecallDone},
     {HS::InvRound, HE::RoundDone, HA::RoundDone},  {HS::UpdRound, HE::RoundDone, HA::RoundDone},
 #define MBPSIM_DEFER(S)                                                                    \
   {HS::S, HE::GetS, HA::Defer}, {HS::S, HE::GetX, HA::Defer}, {HS::S, HE::ReadH, HA::Defer}, \
-      {HS::S, HE::WriteH, HA::Defer}, { HS::S, HE::Atomic, HA::Defer }
+      {HS::S, HE::WriteH, HA::Defer}, {HS::S, HE::Atomic, HA::Defer}, { HS::S, HE::PutX, HA::Defer }
     MBPSIM_DEFER(RecallS), MBPSIM_DEFER(RecallX), MBPSIM_DEFER(InvRound), MBPSIM_DEFER(UpdRound),
 #undef MBPSIM_DEFER
 };

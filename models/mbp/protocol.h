@@ -16,12 +16,12 @@ namespace mbpsim::mbp {
 
 enum class MsgType : uint8_t {
   // requests to the home
-  GetS, GetX, ReadH, WriteH, Atomic, SetProto,
+  GetS, GetX, ReadH, WriteH, Atomic, PutX, SetProto,
   // home to other nodes
   Recall, Inv, Upd, PageInv,
   // answers
   Data, DataOnce, DataX, Nack, LocalGrant, ReadResp, WriteAck, AtomicResp, SetProtoAck,
-  RecallData, RoundAck,
+  RecallData, RoundAck, PutAck,
   Count
 };
 constexpr int kNumMsgTypes = static_cast<int>(MsgType::Count);
@@ -53,10 +53,10 @@ inline void mask_set(std::array<uint64_t, 4>& m, uint32_t i) { m[i / 64] |= 1ull
 
 // Home controller.
 enum class HState : uint8_t { None, Shared, Owned, RecallS, RecallX, InvRound, UpdRound, Count };
-enum class HEvent : uint8_t { GetS, GetX, ReadH, WriteH, Atomic, Cleanup, RecallData, RoundDone, Count };
+enum class HEvent : uint8_t { GetS, GetX, ReadH, WriteH, Atomic, PutX, Cleanup, RecallData, RoundDone, Count };
 enum class HAction : uint8_t {
   Undefined, Defer, SendData, GrantX, InvForX, ReadReply, WriteNone, WriteShared, RecallDown,
-  RecallInv, RecallDone, RoundDone, CleanupDone,
+  RecallInv, RecallDone, RoundDone, CleanupDone, WriteBack,
 };
 constexpr int kNumHStates = static_cast<int>(HState::Count);
 constexpr int kNumHEvents = static_cast<int>(HEvent::Count);

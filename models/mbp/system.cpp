@@ -63,6 +63,9 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
     nd->ntlb_misses = &stats.counter(pre + "mbp.ntlb.misses");
     nd->wb_forwards = &stats.counter(pre + "write_buffer.forwards");
     nd->wb_stores = &stats.counter(pre + "write_buffer.stores");
+    nd->l3_evictions = &stats.counter(pre + "l3.page_evictions");
+    nd->l3_writebacks = &stats.counter(pre + "l3.block_writebacks");
+    nd->l3_over = &stats.counter(pre + "l3.over_capacity");
     nd->mbp_msgs_in = &stats.counter(pre + "mbp.messages_in");
     nd->round_in = &stats.counter(pre + "mbp.round_deliveries");
     nd->mbp_queue_ps = &stats.histogram(pre + "mbp.queue_wait_ps");
@@ -123,6 +126,7 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   st_.use_once_fills = &stats.counter(g + "use_once_fills");
   st_.page_invalidations = &stats.counter(g + "page_invalidations");
   st_.recalls = &stats.counter(g + "recalls");
+  st_.stale_writebacks = &stats.counter(g + "stale_writebacks");
   st_.checks_swmr = &stats.counter(g + "checkers.swmr_checks");
   st_.checks_value = &stats.counter(g + "checkers.value_checks");
   st_.checks_update = &stats.counter(g + "checkers.update_copy_checks");
@@ -333,7 +337,11 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
     home_[page] = home;
   }
   Frame* hf = nullptr;
-  if (home != n) hf = frame_for(home, page, true);
+  if (home != n) {
+    hf = frame_for(home, page, true);
+    if (nc_.l3_pages && nd.remote_frames >= nc_.l3_pages && !evict_page(n)) nd.l3_over->inc();
+    ++nd.remote_frames;
+  }
   auto f = std::make_unique<Frame>();
   f->npage = page;
   f->node = n;
@@ -343,8 +351,16 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
   // colour (its index bits in the physically indexed caches), so consecutive pages do not
   // conflict in L1 and L2. Frame numbers still differ from node to node (Fig. 2.4).
   const uint64_t color = page % colors_;
-  if (nd.color_used.empty()) nd.color_used.assign(colors_, 0);
-  f->frame_no = kFrameBase + color + colors_ * nd.color_used[color]++;
+  if (nd.color_used.empty()) {
+    nd.color_used.assign(colors_, 0);
+    nd.free_frames.resize(colors_);
+  }
+  if (!nd.free_frames[color].empty()) {
+    f->frame_no = nd.free_frames[color].back();
+    nd.free_frames[color].pop_back();
+  } else {
+    f->frame_no = kFrameBase + color + colors_ * nd.color_used[color]++;
+  }
   if (nd.frames.size() <= f->frame_no - kFrameBase) nd.frames.resize(f->frame_no - kFrameBase + 1);
   f->data.assign(nc_.page_bytes, 0);
   f->st.assign(blocks_per_page_, 0);  // HState::None or RState::I
@@ -402,6 +418,48 @@ System::Frame* System::home_frame(uint64_t page) {
 
 Protocol System::protocol_of(uint64_t page) { return home_frame(page)->proto; }
 DirFormat System::format_of(uint64_t page) { return home_frame(page)->fmt; }
+
+bool System::evict_page(uint32_t n) {
+  Node& nd = *node_[n];
+  Frame* v = nullptr;
+  for (auto& fr : nd.frames) {
+    if (!fr || fr->home) continue;
+    bool pending = false;
+    for (uint8_t st : fr->st) {
+      const RState s = static_cast<RState>(st);
+      pending |= s == RState::IS || s == RState::ISP || s == RState::IE || s == RState::SE;
+    }
+    if (!pending && (!v || fr->last_use < v->last_use)) v = fr.get();
+  }
+  if (!v) return false;
+  const uint64_t now = now_ps();
+  for (uint32_t bi = 0; bi < blocks_per_page_; ++bi) {
+    const RState s = static_cast<RState>(v->st[bi]);
+    if (s == RState::I) continue;
+    snoop(nd, -1, v, bi, true);  // the node's caches lose the page; an M line lands in the frame
+    if (s != RState::E) continue;
+    const uint64_t nblk = v->npage * blocks_per_page_ + bi;
+    Msg* m = new_msg(MsgType::PutX, n, v->home_node);
+    m->requester = n;
+    m->nblk = nblk;
+    m->proto = v->proto;
+    std::memcpy(m->data, &v->data[bi * nc_.block_bytes], nc_.block_bytes);
+    nd.wb_pending[nblk].data.assign(m->data, m->data + nc_.block_bytes);
+    nd.l3_writebacks->inc();
+    send(m, bus_time(nd, now, true, false, v->frame_no * nc_.page_bytes));
+  }
+  // TLB shootdown: the processors' P-TLBs, the C-TLB and the N-TLB forget the page.
+  for (auto& p : nd.procs) p->ptlb.invalidate(v->npage);
+  nd.ctlb.invalidate(v->frame_no);
+  nd.ntlb.invalidate(v->npage);
+  nd.pt.erase(v->npage);
+  if (nd.last_frame == v) nd.last_frame = nullptr;
+  nd.free_frames[v->npage % colors_].push_back(v->frame_no);
+  nd.frames[v->frame_no - kFrameBase].reset();
+  --nd.remote_frames;
+  nd.l3_evictions->inc();
+  return true;
+}
 
 uint64_t System::round_deliveries(uint32_t node) const { return node_[node]->round_in->value; }
 
@@ -733,6 +791,7 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
     node_ok = s == RState::S || s == RState::E || s == RState::SE;
   }
   const bool other = node_l2_holds(nd, pblk);
+  f->last_use = t;
   if (!node_ok && !other) {
     if (t > now) return Outcome::Sync;
     return ask_mbp(p, f, bi, false, now);
@@ -804,6 +863,7 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
   } else {
     node_ok = static_cast<RState>(f->st[bi]) == RState::E;
   }
+  f->last_use = t;
   if (!node_ok) {
     if (t > now) return Outcome::Sync;
     return ask_mbp(p, f, bi, true, now);

@@ -136,6 +136,9 @@ class System : public sc_core::sc_module, public net::NetClient {
   Frame* translate(Proc& p, uint64_t page, uint64_t& t);
   Frame* frame_for(uint32_t node, uint64_t page, bool create);
   Frame* home_frame(uint64_t page);
+  // L3 replacement: frees the least recently used remote page of node n that has no pending
+  // request (exclusive blocks are written back). Returns false when none can go.
+  bool evict_page(uint32_t n);
   void forward_wb(Proc& p, uint64_t nblk, uint32_t off, uint32_t size, uint8_t* out, bool* any);
   void issue_wb(Proc& p, size_t idx, uint64_t now);
   Msg* proc_request(MsgType t, Proc& p, Frame* f, uint64_t nblk);
@@ -236,7 +239,7 @@ class System : public sc_core::sc_module, public net::NetClient {
     Counter *remote_trans[kNumRStates][kNumREvents];
     Counter *rounds_mc, *rounds_uc, *deliveries, *deliveries_no_copy, *acks_held, *combined_acks, *unicast_acks;
     Counter *protocol_switches, *pointer_overflows, *coarsen_deferred, *nacks, *use_once_fills;
-    Counter *page_invalidations, *recalls, *checks_swmr, *checks_value, *checks_update;
+    Counter *page_invalidations, *recalls, *checks_swmr, *checks_value, *checks_update, *stale_writebacks;
     Histogram *fanout, *op_latency_remote, *round_latency;
   } st_;
 };

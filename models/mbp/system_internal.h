@@ -44,6 +44,7 @@ struct System::Frame {
   std::vector<uint8_t> data;   // the page's bytes: memory (home) or the L3 copy
   std::vector<uint8_t> st;     // per block: HState (home) or RState (elsewhere)
   std::vector<uint32_t> owner; // home: the owner of an Owned block
+  uint64_t last_use = 0;       // remote: last bus access (L3 replacement picks the oldest)
   std::unique_ptr<DirPage> dir;
 };
 
@@ -100,13 +101,23 @@ struct System::Node {
   std::vector<std::unique_ptr<Frame>> frames;  // by node-physical frame number - kFrameBase
   std::vector<uint64_t> color_used;            // frames handed out per page colour
   std::unordered_map<uint64_t, Mshr> mshr;  // network block -> pending request
+  // Exclusive blocks written back by an L3 replacement, until the home acknowledges: a recall
+  // that crosses the write-back is answered from here; the block is not requested again
+  // meanwhile (processors wait in `waiters`).
+  struct Writeback {
+    std::vector<uint8_t> data;
+    std::vector<uint32_t> waiters;
+  };
+  std::unordered_map<uint64_t, Writeback> wb_pending;
+  std::vector<std::vector<uint64_t>> free_frames;  // per colour: frame numbers freed by evictions
+  uint64_t remote_frames = 0;
   node::Tlb ctlb, ntlb;
   uint64_t bus_addr_free = 0, bus_data_free = 0;
   std::vector<uint64_t> bank_free, mbp_free;
   Counter *l1_hits, *l1_misses, *l2_hits, *l2_misses, *ptlb_hits, *ptlb_misses;
   Counter *node_hits, *local_mem, *l3_hits, *c2c, *remote;
   Counter *bus_tx, *bus_snoop_inv, *ctlb_hits, *ctlb_misses, *ntlb_hits, *ntlb_misses;
-  Counter *wb_forwards, *wb_stores, *mbp_msgs_in, *round_in;
+  Counter *wb_forwards, *wb_stores, *mbp_msgs_in, *round_in, *l3_evictions, *l3_writebacks, *l3_over;
   Histogram* mbp_queue_ps;
 };
 

@@ -19,6 +19,7 @@ struct NodeConfig {
   double bus_mhz = 100.0;
   uint32_t bus_width_bytes = 8, bus_arb_cycles = 1, bus_addr_cycles = 1, bus_snoop_cycles = 1;
   uint32_t banks = 4, bank_interleave_bytes = 32;
+  uint64_t l3_pages = 0;  // remote pages the banks hold as L3 copies (0: no limit)
   double bank_latency_ns = 80.0, bank_busy_ns = 100.0;
   double quantum_ns = 500.0;
 

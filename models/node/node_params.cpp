@@ -29,6 +29,7 @@ void declare_node_params(ParamSchema& s) {
   s.add({"node.bus_snoop_cycles", T::Int, 1, "bus cycles", "snoop response window (L2s and the C-TLB answer)", 0, 100});
   s.add({"node.banks", T::Int, 4, "", "memory banks per node, each with an MBP (Fig. 2.2)", 1, 1024});
   s.add({"node.bank_interleave_bytes", T::Int, 32, "bytes", "consecutive bytes per bank before the next bank (a block: fine interleaving)", 8, 1 << 24});
+  s.add({"node.l3_pages", T::Int, 0, "pages", "remote pages a node's banks can hold as L3 copies; more evict the least recently used, writing back exclusive blocks (0: no limit, memory is large next to the working set)", 0, 1e12});
   s.add({"node.bank_latency_ns", T::Double, 80.0, "ns", "DRAM access until data (1997 DRAM)", 1, 1e6});
   s.add({"node.bank_busy_ns", T::Double, 100.0, "ns", "DRAM cycle time: the bank is busy this long per access", 1, 1e6});
   s.add({"node.quantum_ns", T::Double, 500.0, "ns", "temporal-decoupling quantum: how far a processor runs ahead of global time on cache hits", 1, 1e9});
@@ -57,6 +58,7 @@ NodeConfig NodeConfig::from(const Config& c) {
   n.bus_snoop_cycles = static_cast<uint32_t>(c.get_int("node.bus_snoop_cycles"));
   n.banks = static_cast<uint32_t>(c.get_int("node.banks"));
   n.bank_interleave_bytes = static_cast<uint32_t>(c.get_int("node.bank_interleave_bytes"));
+  n.l3_pages = static_cast<uint64_t>(c.get_int("node.l3_pages"));
   n.bank_latency_ns = c.get_double("node.bank_latency_ns");
   n.bank_busy_ns = c.get_double("node.bank_busy_ns");
   n.quantum_ns = c.get_double("node.quantum_ns");

@@ -56,7 +56,7 @@ TEST_P(Tester, EveryCheckPasses) {
 const char* kMixed = "";
 const char* kHarsh =
     "--set node.l1_bytes=128 --set node.l2_bytes=256 --set node.l2_assoc=2 --set node.ptlb_entries=2 "
-    "--set node.ptlb_assoc=2 --set mbp.ctlb_entries=2 --set mbp.ctlb_assoc=1 --set mbp.ntlb_entries=2 "
+    "--set node.ptlb_assoc=2 --set node.l3_pages=1 --set mbp.ctlb_entries=2 --set mbp.ctlb_assoc=1 --set mbp.ntlb_entries=2 "
     "--set mbp.ntlb_assoc=2 --set tester.pages=2 --set tester.active=32 --set tester.switch_every=5 --set tester.max_gap=3";
 
 INSTANTIATE_TEST_SUITE_P(

@@ -173,6 +173,29 @@ TEST(MbpSystem, WriteBufferForwardsOwnStores) {
   EXPECT_GT(h.stats()["system"]["node1"]["write_buffer"]["forwards"].get<int>(), 0);
 }
 
+// L3 replacement: a node that may keep one remote page writes an exclusive block back when it
+// touches another page, and forgets the first page's translation.
+TEST(MbpSystem, L3ReplacementWritesBackExclusiveBlocks) {
+  json steps = {step(2, 0, 0, "store", 0x1008, {{"value", 0x99}}),  // page 1 (home 1): exclusive at node 2
+                step(2, 0, 5000, "load", 0x3000),                     // page 3 (home 3) evicts page 1
+                step(3, 0, 20000, "load", 0x1008)};
+  json cfg = script_config(2, steps);
+  cfg["node"] = {{"l3_pages", 1}};
+  MbpHarness h(cfg);
+  h.run(15000);
+  EXPECT_EQ(h.sys().node_physical(2, 0x1008), ~0ull) << "the evicted page has no frame at node 2";
+  EXPECT_NE(h.sys().node_physical(2, 0x3000), ~0ull);
+  h.run();
+  ASSERT_TRUE(h.workload().done());
+  ASSERT_TRUE(h.net().failure().empty()) << h.net().failure();
+  EXPECT_EQ(result(h, 2), 0x99u) << "the written-back value reached the home";
+  auto n2 = h.stats()["system"]["node2"]["l3"];
+  EXPECT_EQ(n2["page_evictions"], 1);
+  EXPECT_EQ(n2["block_writebacks"], 1);
+  EXPECT_EQ(h.stats()["system"]["mbp"]["messages"]["PutX"], 1);
+  EXPECT_EQ(h.stats()["system"]["mbp"]["recalls"], 0) << "the home had the data back before node 3 asked";
+}
+
 // An undefined transition is a hard error naming the controller, address, state and event.
 TEST(MbpSystem, UndefinedTransitionStopsTheRunWithItsName) {
   json steps = {step(2, 0, 0, "load", 0x1000)};  // node 2 gets a shared copy of page 1 (home 1)
