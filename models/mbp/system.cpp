@@ -822,7 +822,7 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
   const uint64_t page = a.page, nblk = a.nblk;
   const uint32_t boff = a.boff, bi = a.bi;
   Frame* f = translate(p, page, t);
-  if (f->proto != Protocol::Invalidate) return exec_wb_store(p, t, now, f);
+  if (f->proto != Protocol::Invalidate) return exec_wb_store(p, t, now);
   const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
   const uint64_t paddr = f->frame_no * nc_.page_bytes + bi * nc_.block_bytes;
   auto write = [&](node::Cache::Line* l2, uint8_t lvl) {
@@ -886,7 +886,7 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
 // Stores to update and non-cacheable pages go through the write buffer to the home, which
 // orders them, writes memory and (update pages) multicasts them; the entry retires on the
 // home's acknowledgement. Stores to a block already buffered and not yet sent merge into it.
-System::Outcome System::exec_wb_store(Proc& p, uint64_t& t, uint64_t now, Frame* f) {
+System::Outcome System::exec_wb_store(Proc& p, uint64_t& t, uint64_t now) {
   MemOp& op = p.op;
   const uint64_t nblk = op.addr / nc_.block_bytes;
   const uint32_t boff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
@@ -920,7 +920,6 @@ System::Outcome System::exec_wb_store(Proc& p, uint64_t& t, uint64_t now, Frame*
   t += cpu_ps_;
   p.lvl = kLvlWriteBuffer;
   if (!in_flight) issue_wb(p, p.wb.size() - 1, now);
-  (void)f;
   return Outcome::Done;
 }
 

@@ -127,7 +127,7 @@ class System : public sc_core::sc_module, public net::NetClient {
   Addr decode(uint64_t addr) const;
   Outcome exec_load(Proc& p, uint64_t& t, uint64_t now);
   Outcome exec_store(Proc& p, uint64_t& t, uint64_t now);
-  Outcome exec_wb_store(Proc& p, uint64_t& t, uint64_t now, Frame* f);
+  Outcome exec_wb_store(Proc& p, uint64_t& t, uint64_t now);
   void finish_op(Proc& p, uint64_t t);
   void block_proc(Proc& p, uint64_t now, const char* why);
   void unblock(Proc& p);
