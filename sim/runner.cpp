@@ -114,9 +114,10 @@ int run_experiment(const RunOptions& o) {
         last_hb = now;
         const double wall = std::chrono::duration<double>(now - t0).count();
         const double simc = sc_core::sc_time_stamp() / per;
-        std::fprintf(stderr, "[mbpsim] cycle %.0f (%s) | wall %.1f s | %.0f events/s | %.0f%%\n",
+        std::fprintf(stderr, "[mbpsim] cycle %.0f (%s) | wall %.1f s | %.0f network events/s%s | %.0f%% of the run limit\n",
                      simc, sc_core::sc_time_stamp().to_string().c_str(), wall,
-                     network.events_processed() / wall, 100.0 * simc / std::max<uint64_t>(horizon, 1));
+                     network.events_processed() / wall, wl->progress(wall).c_str(),
+                     100.0 * simc / std::max<uint64_t>(horizon, 1));
       }
     }
   };

@@ -1,6 +1,7 @@
 #include "workloads/mbp_workload.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "models/core/error.h"
@@ -53,6 +54,13 @@ void MbpWorkload::on_packet(uint32_t, net::Packet&, uint64_t) {
 std::string MbpWorkload::stalled() const {
   if (done() || !sys_->quiet() || net_.in_flight() > 0) return "";
   return "the MBP system went quiet before the workload finished (every processor asleep, nothing in flight)";
+}
+
+std::string MbpWorkload::progress(double wall_s) const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " | %llu references, %.0f/s", static_cast<unsigned long long>(sys_->ops_completed()),
+                sys_->ops_completed() / wall_s);
+  return buf;
 }
 
 ordered_json MbpWorkload::host_figures(double wall_s) const {

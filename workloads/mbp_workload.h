@@ -20,6 +20,7 @@ class MbpWorkload : public Workload, public node::ProcDriver {
   void start() override { sys_->start(); }
   std::string failure_dump() const override { return sys_->dump_outstanding(20); }
   std::string stalled() const override;
+  std::string progress(double wall_s) const override;
   nlohmann::ordered_json host_figures(double wall_s) const override;
   void on_packet(uint32_t, net::Packet&, uint64_t) override;
   mbp::System& system() { return *sys_; }

@@ -34,6 +34,8 @@ class Workload : public net::NetClient {
   virtual std::string stalled() const { return ""; }
   // Extra text for a simulated-system failure (exit 2): the oldest outstanding work.
   virtual std::string failure_dump() const { return ""; }
+  // Extra text for the heartbeat line (progress of the workload's own work).
+  virtual std::string progress(double wall_s) const { return ""; }
   // Host-speed figures for host.json (never stats.json).
   virtual nlohmann::ordered_json host_figures(double wall_s) const { return nlohmann::ordered_json::object(); }
 };
