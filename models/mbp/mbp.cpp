@@ -139,6 +139,7 @@ void System::on_ack(uint32_t, const net::Packet& ack, uint64_t) {
 void System::ack_round(uint32_t n, Msg* m, const net::Packet* mcast, bool held) {
   (held ? st_.acks_held : st_.deliveries_no_copy)->inc();
   if (mcast) {
+    st_.proto_msgs[static_cast<int>(m->proto)]->inc();  // an acknowledgement is a message too
     net_.send_ack(n, *mcast, held);
     return;
   }

@@ -92,6 +92,8 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   static const char* pn[3] = {"invalidate", "update", "noncacheable"};
   static const char* fn[3] = {"hbitmap", "pointers", "fullmap"};
   for (int i = 0; i < 3; ++i) {
+    // Messages the MBPs inject (a multicast counts once, each acknowledgement once) per request
+    // the home serves, by the protocol they were sent under.
     st_.proto_msgs[i] = &stats.counter(g + "per_protocol." + pn[i] + ".messages");
     st_.proto_actions[i] = &stats.counter(g + "per_protocol." + pn[i] + ".actions");
     Counter* m = st_.proto_msgs[i];
