@@ -43,9 +43,9 @@ void System::count_msg(const Msg* m) {
 // Sends at time `at` (>= now). To the own node: through the MBP's input queue after a bus
 // hop; elsewhere: a network packet (requests and answers use disjoint virtual channels).
 void System::send(Msg* m, uint64_t at) {
-  if (m->src == m->dst) {
+  if (m->src == m->dst) {  // to the own node's MBP: handled once its engine has served it
     count_msg(m);
-    schedule(at, kLocal, m->dst, 0, m);
+    schedule(service(m->dst, m, at), kHandle, m->dst, 0, m);
     return;
   }
   if (at > now_ps()) {

@@ -178,11 +178,6 @@ void System::process() {
         }
         break;
       case kHandle: handle(e.node, static_cast<Msg*>(e.ptr), nullptr); break;
-      case kLocal: {
-        Msg* m = static_cast<Msg*>(e.ptr);
-        schedule(service(e.node, m, now), kHandle, e.node, 0, m);
-        break;
-      }
       case kSend: send(static_cast<Msg*>(e.ptr), now); break;
       case kWake: wake(e.node, e.proc); break;
       case kHandleMc: {
@@ -916,7 +911,6 @@ System::Outcome System::exec_wb_store(Proc& p, uint64_t& t, uint64_t now) {
   WbEntry e;
   e.nblk = nblk;
   e.id = next_wb_id_++;
-  e.data.assign(nc_.block_bytes, 0);
   merge(e);
   p.wb.push_back(std::move(e));
   t += cpu_ps_;

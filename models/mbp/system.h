@@ -105,7 +105,7 @@ class System : public sc_core::sc_module, public net::NetClient {
     void* ptr;
     bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
-  enum EvKind : uint8_t { kProcResume, kHandle, kHandleMc, kLocal, kSend, kWake, kWatchdog };
+  enum EvKind : uint8_t { kProcResume, kHandle, kHandleMc, kSend, kWake, kWatchdog };
   struct McDelivery {
     Msg* msg;
     net::Packet pkt;

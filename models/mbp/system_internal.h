@@ -62,7 +62,7 @@ struct System::Round {
 struct WbEntry {
   uint64_t nblk = 0, id = 0;
   std::array<uint64_t, 4> mask{};
-  std::vector<uint8_t> data;
+  std::array<uint8_t, 256> data;  // (node.block_bytes <= 256) no allocation per buffered store
   bool in_flight = false;
 };
 
