@@ -488,10 +488,7 @@ bool System::perform_write(Frame* f, uint32_t bi, Msg* m) {
     for (uint32_t i = 0; i < m->atomic.bytes(); ++i) mask_set(m->mask, m->aoff + i);
   } else {
     for (uint32_t i = 0; i < nc_.block_bytes; ++i)
-      if (mask_test(m->mask, i)) {
-        changed |= mem[i] != m->data[i];
-        mem[i] = m->data[i];
-      }
+      if (mask_test(m->mask, i)) mem[i] = m->data[i];
     changed = true;  // a write is performed (and acknowledged through a round) even if equal
   }
   if (mc_.check_invariants && f->proto == Protocol::Invalidate)
