@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-run}
 case "$mode" in run|test|bench) ;; *) echo "usage: scripts/setup.sh run|test|bench" >&2; exit 1 ;; esac
 
-pkgs=(build-essential cmake pkg-config libsystemc-dev nlohmann-json3-dev
+pkgs=(build-essential cmake pkg-config libsystemc-dev nlohmann-json3-dev zlib1g-dev
       libboost-program-options-dev libgtest-dev libbenchmark-dev)
 missing=()
 for p in "${pkgs[@]}"; do

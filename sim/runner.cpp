@@ -16,6 +16,8 @@
 #include "models/net/network.h"
 #include "models/mbp/mbp_config.h"
 #include "models/node/node_config.h"
+#include "models/mbcf/ether_system.h"
+#include "workloads/mbcf_workloads.h"
 #include "workloads/mbp_workload.h"
 #include "workloads/testers/coherence_tester.h"
 #include "workloads/workload.h"
@@ -36,6 +38,8 @@ const ParamSchema& schema() {
     declare_workload_params(s);
     declare_mbp_workload_params(s);
     declare_tester_params(s);
+    mbcf::declare_mbcf_params(s);
+    declare_mbcf_workload_params(s);
     return s;
   }();
   return s;
@@ -129,7 +133,7 @@ int run_experiment(const RunOptions& o) {
   run_to(ph.warmup + ph.measure, 10000, never);
   network.set_measuring(false);
   wl->end_of_window();
-  run_to(horizon, 200, [&] { return wl->done() || !wl->stalled().empty(); });
+  run_to(horizon, wl->poll_cycles(), [&] { return wl->done() || !wl->stalled().empty(); });
   const double wall = std::chrono::duration<double>(clock::now() - t0).count();
   // Simulated time, whether or not the network had work in its last cycles.
   const uint64_t sim_cycles =

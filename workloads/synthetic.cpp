@@ -1,4 +1,5 @@
 #include "workloads/synthetic.h"
+#include "workloads/mbcf_workloads.h"
 
 #include <algorithm>
 #include <set>
@@ -274,6 +275,7 @@ nlohmann::ordered_json ScriptTraffic::summary() const {
 
 std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, Stats& stats, uint64_t seed) {
   const std::string kind = c.get_string("workload.kind");
+  if (auto w = make_mbcf_workload(kind, c, stats, seed)) return w;
   if (kind == "script") return std::make_unique<ScriptTraffic>(c, net);
   if (kind == "mbp_tester") return std::make_unique<CoherenceTester>(c, net, stats, seed);
   if (kind == "mbp_sharing") return std::make_unique<SharingWorkload>(c, net, stats, seed);

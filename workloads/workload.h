@@ -36,6 +36,9 @@ class Workload : public net::NetClient {
   virtual std::string failure_dump() const { return ""; }
   // Extra text for the heartbeat line (progress of the workload's own work).
   virtual std::string progress(double wall_s) const { return ""; }
+  // How often (network cycles) the runner asks done() after the window; simulated time is
+  // advanced in slices this long, so a workload that keeps its own clock may ask for long ones.
+  virtual uint64_t poll_cycles() const { return 200; }
   // Host-speed figures for host.json (never stats.json).
   virtual nlohmann::ordered_json host_figures(double wall_s) const { return nlohmann::ordered_json::object(); }
 };

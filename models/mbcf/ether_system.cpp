@@ -1,0 +1,780 @@
+#include "models/mbcf/ether_system.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "models/core/error.h"
+
+namespace mbpsim::mbcf {
+
+namespace {
+// 8-bit sequence arithmetic: `a` is at or after `b` within half the space.
+bool seq_ge(uint8_t a, uint8_t b) { return static_cast<uint8_t>(a - b) < 128; }
+}  // namespace
+
+EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint64_t seed)
+    : cal_(cal),
+      c_(c),
+      stats_(st),
+      sent_(st.counter("system.mbcf.packets_sent", "MBCF/Ether packets handed to a NIC (acks and retransmissions included)")),
+      received_(st.counter("system.mbcf.packets_received", "frames taken by the receive interrupt routine")),
+      malformed_(st.counter("system.mbcf.malformed", "received packets rejected by the decoder")),
+      violations_(st.counter("system.mbcf.violations", "packets refused: task, key, address, permission or 4.4 rule")),
+      dup_(st.counter("system.mbcf.duplicates", "sequenced packets received twice (dropped, re-acknowledged)")),
+      gap_(st.counter("system.mbcf.out_of_order", "sequenced packets dropped after a gap")),
+      resends_(st.counter("system.mbcf.retransmissions", "handshaked retransmissions")),
+      resend_reqs_(st.counter("system.mbcf.resend_requests", "resend-requesting packets sent")),
+      acks_sent_(st.counter("system.mbcf.acks_sent", "acknowledgement-only packets sent")),
+      ring_drops_(st.counter("system.mbcf.rx_ring_drops", "frames dropped by a NIC whose receive ring was full")),
+      timeouts_(st.counter("system.mbcf.timeouts", "acknowledgement timeouts")),
+      th1_cuts_(st.counter("system.mbcf.th1_reductions", "times TH1 was lowered for a lack of buffers")),
+      faults_(st.counter("system.mbcf.page_faults", "commands that found their target page swapped out")),
+      forwards_(st.counter("system.mbcf.multicast_forwards", "multicast copies sent along patterns")),
+      invocations_(st.counter("system.mbcf.invocations", "user programs invoked by MBCF_SIGNAL")),
+      wakeups_(st.counter("system.mbcf.wakeups", "blocked tasks woken by the scheduling option")),
+      blocked_(st.counter("system.mbcf.blocked_syscalls", "system calls that waited for room (TH2)")),
+      peer_resets_(st.counter("system.mbcf.peer_resets", "sequence resets after a peer restarted or was given up")),
+      nic_drops_down_(st.counter("system.mbcf.dropped_while_down", "frames that reached a powered-off node")),
+      isr_batch_(st.histogram("system.mbcf.isr_batch", "packets handled per receive interrupt")) {
+  for (uint32_t i = 0; i < c.nodes; ++i) {
+    n_.push_back(std::make_unique<Node>(i, c.page_bytes));
+    n_.back()->peers.resize(c.nodes);
+    for (auto& p : n_.back()->peers) p.th1 = c.th1;
+  }
+  ether_ = std::make_unique<net::EtherSegment>(cal, c.ether, c.nodes, st, "system.ether", seed);
+  ether_->set_rx([this](uint32_t s, std::vector<uint8_t>&& f) { on_frame(s, std::move(f)); });
+}
+
+uint64_t EtherSystem::cycles_ps(double cycles) const { return static_cast<uint64_t>(std::llround(cycles * 1e6 / c_.cpu_mhz)); }
+uint64_t EtherSystem::copy_ps(uint32_t bytes) const { return static_cast<uint64_t>(std::llround(bytes * 1e6 / c_.copy_mb_s)); }
+uint64_t EtherSystem::dma_ps(uint32_t bytes) const {
+  const double bursts = std::ceil(bytes / c_.bus_burst);
+  const double cyc = bursts * (c_.bus_burst / c_.bus_width + c_.bus_overhead_cycles);
+  return static_cast<uint64_t>(std::llround(cyc * 1e6 / c_.bus_mhz));
+}
+
+// ------------------------------------------------------------------ OS
+
+Task& EtherSystem::create_task(uint32_t node, uint32_t ptask, uint32_t key) { return n_[node]->ts.create_task(ptask, key); }
+
+void EtherSystem::set_ltask(uint32_t node, uint32_t ptask, uint32_t ltask, uint32_t to_node, uint32_t to_ptask) {
+  Task* t = n_[node]->ts.find(ptask);
+  Task* d = n_[to_node]->ts.find(to_ptask);
+  if (!t || !d) internal_error("set_ltask: no such task");
+  t->ltt[ltask] = LtaskEntry{to_node, to_ptask, d->key};
+}
+
+void EtherSystem::migrate(uint32_t node, uint32_t ptask, uint32_t to_node, uint32_t new_ptask) {
+  TaskSpace& from = n_[node]->ts;
+  TaskSpace& to = n_[to_node]->ts;
+  std::unique_ptr<Task> t = from.remove(ptask);
+  if (!t) internal_error("migrate: no such task");
+  // Pages move by copy: each gets a frame on the new node (aliases on the old node end).
+  for (auto& kv : t->pages) {
+    const uint32_t f = to.alloc_frame();
+    std::copy(from.frame(kv.second.frame), from.frame(kv.second.frame) + c_.page_bytes, to.frame(f));
+    kv.second.frame = f;
+  }
+  t->ptask = new_ptask;
+  to.adopt(std::move(t));
+  from.set_moved(ptask, Moved{to_node, new_ptask});
+  for (auto& nd : n_)
+    for (auto& kv : nd->ts.tasks())
+      for (auto& e : kv.second->ltt)
+        if (e.second.pnode == node && e.second.ptask == ptask) e.second = LtaskEntry{to_node, new_ptask, e.second.key};
+}
+
+// ------------------------------------------------------------------ CPU
+
+void EtherSystem::interrupt(uint32_t node, uint64_t dur, std::function<void()> fn) {
+  Node& N = *n_[node];
+  const uint64_t start = std::max(cal_.now_ps(), N.int_free);
+  N.int_free = start + dur;
+  N.kernel_ps += dur;
+  if (N.user_active && N.user_end > start) {  // the user program is delayed by the interrupt
+    N.user_end += dur;
+    const uint64_t ver = ++N.user_ver;
+    cal_.at(N.user_end, [this, node, ver] {
+      Node& N = *n_[node];
+      if (ver != N.user_ver) return;
+      N.user_active = false;
+      auto k = std::move(N.user_k);
+      k();
+    });
+  }
+  cal_.at(N.int_free, std::move(fn));
+}
+
+void EtherSystem::compute(uint32_t node, uint64_t ps, std::function<void()> k) {
+  Node& N = *n_[node];
+  if (N.user_active) internal_error("compute: the user program of node " + std::to_string(node) + " is already busy");
+  N.user_active = true;
+  N.user_end = std::max(cal_.now_ps(), N.int_free) + ps;
+  N.user_k = std::move(k);
+  const uint64_t ver = ++N.user_ver;
+  cal_.at(N.user_end, [this, node, ver] {
+    Node& N = *n_[node];
+    if (ver != N.user_ver) return;
+    N.user_active = false;
+    auto k = std::move(N.user_k);
+    k();
+  });
+}
+
+void EtherSystem::poll(uint32_t node, std::function<bool()> pred, std::function<void()> k) {
+  if (pred()) {
+    compute(node, cycles_ps(c_.poll_cycles), std::move(k));
+    return;
+  }
+  n_[node]->pollers.emplace_back(std::move(pred), std::move(k));
+}
+
+void EtherSystem::run_pollers(uint32_t node, uint64_t at) {
+  Node& N = *n_[node];
+  for (size_t i = 0; i < N.pollers.size();) {
+    if (N.pollers[i].first()) {
+      auto k = std::move(N.pollers[i].second);
+      N.pollers.erase(N.pollers.begin() + static_cast<long>(i));
+      // The poll loop notices on its next iteration.
+      cal_.at(at + cycles_ps(c_.poll_cycles), std::move(k));
+    } else {
+      ++i;
+    }
+  }
+}
+
+void EtherSystem::lw_syscall(uint32_t node, std::function<void()> fn) {
+  compute(node, cycles_ps(c_.lw_syscall_cycles), std::move(fn));
+}
+
+void EtherSystem::set_program(uint32_t node, uint32_t ptask, uint32_t pc, Program p) {
+  n_[node]->programs[{ptask, pc}] = std::move(p);
+}
+
+uint64_t EtherSystem::host_busy_ps(uint32_t node) const { return n_[node]->kernel_ps; }
+
+// ------------------------------------------------------------------ system call
+
+bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k) {
+  Node& N = *n_[node];
+  Task* t = N.ts.find(ptask);
+  if (!t || r.cmds.empty()) return false;
+  auto it = t->ltt.find(r.ltask);
+  if (it == t->ltt.end()) return false;
+  if (r.cmds.size() > 1)
+    for (const Command& c : r.cmds)
+      if (is_atomic(c.cmd) || !is_user_command(c.cmd)) return false;
+  Packet p;
+  p.src_pnode = node;
+  p.src_ptask = ptask;
+  p.src_key = t->key;
+  p.dst_ptask = it->second.ptask;
+  p.dst_key = it->second.key;
+  p.cmds = r.cmds;
+  for (const Command& c : p.cmds)
+    if (!is_user_command(c.cmd)) return false;
+  std::vector<uint8_t> bytes;
+  if (!encode(p, bytes)) return false;
+  uint32_t data = 0;
+  for (const Command& c : p.cmds) data += static_cast<uint32_t>(c.data.size());
+  uint64_t cost = cycles_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
+  // Kernel construction copies the user's data once into the NIC-DMA buffer; user
+  // construction builds the body in user space first, and the kernel copies the whole packet.
+  cost += c_.user_construction ? cycles_ps(c_.user_build_cycles) + copy_ps(data) + copy_ps(static_cast<uint32_t>(bytes.size()))
+                               : copy_ps(data);
+  const uint32_t dst = it->second.pnode;
+  const bool no_flow = p.cmds[0].opt.no_flow_control;
+  auto go = [this, node, dst, p, no_flow, k, ptask]() mutable {
+    Task* t = n_[node]->ts.find(ptask);
+    for (const Command& c : p.cmds)
+      if (c.opt.emb && t) ++t->emb_requests[c.opt.emb_colour & 15];
+    if (no_flow) {
+      p.ctrl_p |= kNoFlow;
+      nic_send(node, dst, p);
+    } else {
+      send_sequenced(node, dst, std::move(p));
+    }
+    k();
+  };
+  Peer& peer = N.peers[dst];
+  if (!no_flow && dst != node && peer.unacked.size() >= c_.th2) {
+    blocked_.inc();
+    peer.blocked.push_back([this, node, cost, go]() mutable {
+      n_[node]->kernel_ps += cost;
+      compute(node, cost, go);
+    });
+    return true;
+  }
+  N.kernel_ps += cost;
+  compute(node, cost, go);
+  return true;
+}
+
+// ------------------------------------------------------------------ transmit
+
+void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
+  Node& N = *n_[node];
+  if (!N.up) return;
+  if (dst == node) {  // to oneself: the kernel short-cuts the wire
+    Packet q = p0;
+    cal_.after(0, [this, node, q] { if (n_[node]->up) deliver_to_task(node, q); });
+    return;
+  }
+  Packet p = p0;
+  p.dst_mac = mac_of(dst);
+  p.src_mac = mac_of(node);
+  p.src_pnode = p.ctrl_p & kForwarded ? p.src_pnode : node;
+  p.recv_p = N.peers[dst].arrived;
+  std::vector<uint8_t> bytes;
+  if (!encode(p, bytes)) internal_error("an MBCF packet the kernel built does not encode");
+  sent_.inc();
+  // The descriptor fetch of the next frame overlaps the DMA of the one before.
+  const uint64_t t0 = std::max(cal_.now_ps() + static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), N.tx_free);
+  const uint64_t start = std::max(t0, N.bus_free);
+  const uint64_t end = start + dma_ps(static_cast<uint32_t>(std::max<size_t>(bytes.size(), 60)));
+  N.bus_free = end;
+  N.tx_free = end;
+  const uint32_t inc = N.incarnation;
+  cal_.at(end, [this, node, dst, b = std::move(bytes), inc]() mutable {
+    if (!n_[node]->up || n_[node]->incarnation != inc) return;
+    ether_->send(node, dst, std::move(b), [this, node](bool) {
+      if (c_.tx_done_cycles > 0 && n_[node]->up) interrupt(node, cycles_ps(c_.tx_done_cycles), [] {});
+    });
+  });
+}
+
+void EtherSystem::send_sequenced(uint32_t node, uint32_t peer, Packet p) {
+  Node& N = *n_[node];
+  if (peer == node) {
+    nic_send(node, peer, p);
+    return;
+  }
+  Peer& P = N.peers[peer];
+  p.end_p = ++P.sent;
+  p.ctrl_p |= kSequenced;
+  // One ack request per TH1 uncollected buffers: not again until that one is answered.
+  if (P.unacked.size() + 1 >= P.th1 && (!P.ack_pending || static_cast<uint8_t>(p.end_p - P.ack_req_seq) >= P.th1)) {
+    p.ctrl_p |= kAckReq;
+    P.ack_pending = true;
+    P.ack_req_seq = p.end_p;
+  }
+  P.unacked.push_back(p);
+  ++N.tx_buffers_used;
+  if (N.tx_buffers_used * 4 > c_.tx_buffers * 3) {
+    // A hint of a lack of buffers: lower TH1 and withdraw uncollected buffers (6.1.4).
+    for (uint32_t q = 0; q < N.peers.size(); ++q) {
+      Peer& Q = N.peers[q];
+      if (Q.th1 > c_.th1_min) {
+        Q.th1 = std::max(c_.th1_min, Q.th1 / 2);
+        th1_cuts_.inc();
+      }
+      if (!Q.unacked.empty() && q != peer) send_control(node, q, kAckReq);
+    }
+  }
+  if (P.unacked.size() == 1) P.last_progress = cal_.now_ps();
+  if (!P.resending) nic_send(node, peer, p);
+  arm_timer(node, peer);
+}
+
+void EtherSystem::send_control(uint32_t node, uint32_t peer, uint8_t flags) {
+  Packet p;
+  p.src_pnode = node;
+  p.ctrl_p = static_cast<uint8_t>(kAckOnly | flags);
+  p.end_p = n_[node]->peers[peer].sent;
+  if (flags & kResendReq) resend_reqs_.inc();
+  else acks_sent_.inc();
+  nic_send(node, peer, p);
+}
+
+void EtherSystem::arm_timer(uint32_t node, uint32_t peer) {
+  Peer& P = n_[node]->peers[peer];
+  const uint64_t gen = ++P.timer_gen;
+  const uint32_t inc = n_[node]->incarnation;
+  cal_.after(static_cast<uint64_t>(c_.ack_timeout_us * 1e6), [this, node, peer, gen, inc] {
+    Node& N = *n_[node];
+    Peer& P = N.peers[peer];
+    if (gen != P.timer_gen || !N.up || N.incarnation != inc || P.unacked.empty()) return;
+    timeouts_.inc();
+    if (++P.timeouts > c_.max_timeouts) {  // the peer is gone: reclaim, reset, release callers
+      peer_resets_.inc();
+      N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
+      P.unacked.clear();
+      P.resending = false;
+      P.timeouts = 0;
+      P.sent = P.arrived = 0;
+      while (!P.blocked.empty()) {
+        auto f = std::move(P.blocked.front());
+        P.blocked.pop_front();
+        f();
+      }
+      return;
+    }
+    P.resending = true;  // lost ack, lost resend request, or lost handshake: resend the oldest
+    resend_next(node, peer);
+  });
+}
+
+void EtherSystem::resend_next(uint32_t node, uint32_t peer) {
+  Peer& P = n_[node]->peers[peer];
+  if (P.unacked.empty()) {
+    P.resending = false;
+    return;
+  }
+  Packet p = P.unacked.front();
+  p.ctrl_p |= kHandshake | kAckReq;
+  resends_.inc();
+  nic_send(node, peer, p);
+  arm_timer(node, peer);
+}
+
+void EtherSystem::collect(uint32_t node, uint32_t peer, uint8_t recv_p) {
+  Node& N = *n_[node];
+  Peer& P = N.peers[peer];
+  bool progress = false;
+  // Only numbers we have sent count (a stale RECV_P from before a reset must not collect).
+  while (!P.unacked.empty() && seq_ge(recv_p, P.unacked.front().end_p) && seq_ge(P.sent, recv_p)) {
+    P.unacked.pop_front();
+    --N.tx_buffers_used;
+    progress = true;
+  }
+  if (!progress) return;
+  if (P.ack_pending && seq_ge(recv_p, P.ack_req_seq)) P.ack_pending = false;
+  P.timeouts = 0;
+  P.last_progress = cal_.now_ps();
+  if (N.tx_buffers_used * 4 < c_.tx_buffers && P.th1 < c_.th1) P.th1 = std::min(c_.th1, P.th1 * 2);
+  if (P.resending) resend_next(node, peer);
+  else if (!P.unacked.empty()) arm_timer(node, peer);
+  else ++P.timer_gen;
+  while (!P.blocked.empty() && P.unacked.size() < c_.th2) {
+    auto f = std::move(P.blocked.front());
+    P.blocked.pop_front();
+    f();
+  }
+}
+
+// ------------------------------------------------------------------ receive
+
+void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
+  Node& N = *n_[node];
+  if (!N.up) {
+    nic_drops_down_.inc();
+    return;
+  }
+  if (N.ring_used >= c_.rx_ring) {
+    ring_drops_.inc();
+    return;
+  }
+  ++N.ring_used;
+  const uint32_t len = static_cast<uint32_t>(frame.size());
+  const uint64_t now = cal_.now_ps();
+  uint64_t end;
+  if (c_.nic_rx_cut_through) {  // DMA overlaps reception; it ends no earlier than the frame
+    const uint64_t wire = ether_->slot_ps(len) - net::EtherSegment::kIfg * 8 * ether_->bit_ps();
+    end = std::max(now, std::max(now - std::min(now, wire), N.bus_free) + dma_ps(len));
+  } else {
+    end = std::max(now, N.bus_free) + dma_ps(len);
+  }
+  N.bus_free = end;
+  const uint32_t inc = N.incarnation;
+  cal_.at(end + static_cast<uint64_t>(c_.nic_rx_latency_ns * 1000), [this, node, f = std::move(frame), inc]() mutable {
+    Node& N = *n_[node];
+    if (!N.up || N.incarnation != inc) return;
+    N.ring.push_back(Rx{std::move(f)});
+    if (!N.in_isr) {
+      N.in_isr = true;
+      N.batch = 0;
+      interrupt(node, cycles_ps(c_.int_entry_cycles), [this, node] { isr_step(node); });
+    }
+  });
+}
+
+uint64_t EtherSystem::packet_cost(const Packet& p, const ExecResult& r) const {
+  if (p.ctrl_p & kAckOnly) return cycles_ps(c_.ack_cycles);
+  double cyc = c_.int_packet_cycles + (p.cmds.size() > 1 ? (p.cmds.size() - 1) * c_.int_command_cycles : 0);
+  uint64_t ps = copy_ps(r.data_bytes);
+  for (const Command& c : p.cmds)
+    if (is_atomic(c.cmd)) cyc += c_.atomic_word_cycles * (c.length / 4);
+  if (!r.replies.empty() || r.outcome != ExecResult::Outcome::Done) cyc += c_.reply_cycles;
+  cyc += c_.reply_cycles * r.forwards.size();
+  return cycles_ps(cyc) + ps;
+}
+
+void EtherSystem::isr_step(uint32_t node) {
+  Node& N = *n_[node];
+  if (!N.up) return;
+  if (N.ring.empty()) {
+    N.in_isr = false;
+    isr_batch_.sample(N.batch);
+    run_pollers(node, cal_.now_ps());
+    return;
+  }
+  std::vector<uint8_t> f = std::move(N.ring.front().bytes);
+  N.ring.pop_front();
+  --N.ring_used;
+  received_.inc();
+  ++N.batch;
+  Packet p;
+  if (decode(f.data(), f.size(), p) != DecodeError::None || p.src_pnode >= n_.size() || p.src_pnode == node) {
+    malformed_.inc();
+    interrupt(node, cycles_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
+  }
+  const uint32_t s = p.src_pnode;
+  // Work is done now; its cost delays the next step (and what it sends).
+  step_cost_ = 0;
+  if (p.ctrl_p & kHello) {
+    Peer& P = N.peers[s];
+    peer_resets_.inc();
+    N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
+    P.unacked.clear();
+    P.sent = P.arrived = 0;
+    P.resending = P.resend_requested = false;
+    P.timeouts = 0;
+    ++P.timer_gen;
+    while (!P.blocked.empty()) {
+      auto fb = std::move(P.blocked.front());
+      P.blocked.pop_front();
+      fb();
+    }
+    interrupt(node, cycles_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
+  }
+  collect(node, s, p.recv_p);
+  Peer& P = N.peers[s];
+  if (p.ctrl_p & kAckOnly) {
+    if (p.ctrl_p & kResendReq) {
+      P.resending = true;
+      resend_next(node, s);
+    } else if (p.ctrl_p & kAckReq) {
+      send_control(node, s, 0);
+    }
+    interrupt(node, cycles_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
+  }
+  if (p.ctrl_p & kSequenced) {
+    const uint8_t d = static_cast<uint8_t>(p.end_p - P.arrived);
+    if (d != 1) {
+      if (d == 0 || d >= 128) {
+        dup_.inc();
+        send_control(node, s, 0);  // the ack may have been lost: say again where we are
+      } else {
+        gap_.inc();
+        if (!P.resend_requested) {
+          P.resend_requested = true;
+          send_control(node, s, kResendReq);
+          const uint8_t at = P.arrived;
+          const uint32_t inc = N.incarnation;
+          cal_.after(static_cast<uint64_t>(c_.resend_timeout_us * 1e6), [this, node, s, at, inc] {
+            Node& N = *n_[node];
+            Peer& P = N.peers[s];
+            if (N.up && N.incarnation == inc && P.resend_requested && P.arrived == at) P.resend_requested = false;
+          });
+        }
+      }
+      interrupt(node, cycles_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+      return;
+    }
+    P.arrived = p.end_p;
+    P.resend_requested = false;
+    ++P.delivered;
+    if (p.ctrl_p & kAckReq) send_control(node, s, 0);
+  }
+  if (accept_hook_) accept_hook_(s, node, p);
+  accept(node, p);
+  const uint64_t cost = step_cost_;
+  auto out = std::move(outbox_);
+  outbox_.clear();
+  interrupt(node, cost, [this, node, out = std::move(out)] {
+    for (const auto& f : out) f();
+    isr_step(node);
+  });
+}
+
+void EtherSystem::accept(uint32_t node, const Packet& p) {
+  if (p.cmds.size() == 1 && p.cmds[0].cmd == Cmd::Ack) {
+    step_cost_ += cycles_ps(c_.ack_cycles);
+    outbox_.push_back([this, node, c = p.cmds[0]] { on_ack(node, c); });
+    return;
+  }
+  deliver_to_task(node, p);
+}
+
+uint32_t EtherSystem::reply_node(const Packet& p) const { return p.ctrl_p & kForwarded ? p.reserved : p.src_pnode; }
+
+void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
+  Node& N = *n_[node];
+  Task* t = N.ts.find(p.dst_ptask);
+  if (!t) {
+    if (const Moved* m = N.ts.moved(p.dst_ptask)) {  // migrated: forward to the new home
+      Packet q = p;
+      q.dst_ptask = m->ptask;
+      if (!(q.ctrl_p & kForwarded)) q.reserved = static_cast<uint8_t>(p.src_pnode);
+      q.ctrl_p = kForwarded;
+      q.src_pnode = node;
+      step_cost_ += cycles_ps(c_.int_packet_cycles + c_.reply_cycles);
+      forwards_.inc();
+      const uint32_t to = m->pnode;
+      outbox_.push_back([this, node, to, q] {
+        Packet r = q;
+        send_sequenced(node, to, std::move(r));
+      });
+      return;
+    }
+  }
+  if (t && t->waiting_page) {  // 3.4.2: later commands for a faulting task wait in order
+    std::vector<uint8_t> b;
+    Packet q = p;
+    q.ctrl_p &= kForwarded;
+    encode(q, b);
+    t->saved.push_back(std::move(b));
+    step_cost_ += cycles_ps(c_.int_packet_cycles);
+    return;
+  }
+  ExecResult r = execute(N.ts, p);
+  if (r.outcome == ExecResult::Outcome::PageFault) {
+    faults_.inc();
+    t->waiting_page = true;
+    std::vector<uint8_t> b;
+    Packet q = p;
+    q.ctrl_p &= kForwarded;
+    encode(q, b);
+    t->saved.push_front(std::move(b));
+    step_cost_ += cycles_ps(c_.int_packet_cycles);
+    const uint32_t ptask = t->ptask, page = r.fault_page;
+    cal_.after(static_cast<uint64_t>(c_.page_in_us * 1e6), [this, node, ptask, page] {
+      Task* t = n_[node]->ts.find(ptask);
+      if (!t) return;
+      auto it = t->pages.find(page);
+      if (it != t->pages.end()) it->second.present = true;
+      page_in_done(node, ptask);
+    });
+    return;
+  }
+  step_cost_ += packet_cost(p, r);
+  after_exec(node, p, r);
+}
+
+void EtherSystem::page_in_done(uint32_t node, uint32_t ptask) {
+  Task* t = n_[node]->ts.find(ptask);
+  if (!t) return;
+  t->waiting_page = false;
+  // Everything saved runs now, in order; a new fault stops the replay and waits again.
+  std::deque<std::vector<uint8_t>> saved;
+  saved.swap(t->saved);
+  while (!saved.empty()) {
+    Packet p;
+    decode(saved.front().data(), saved.front().size(), p);
+    saved.pop_front();
+    step_cost_ = 0;
+    deliver_to_task(node, p);
+    auto out = std::move(outbox_);
+    outbox_.clear();
+    interrupt(node, step_cost_, [this, node, out = std::move(out)] {
+      for (const auto& f : out) f();
+      run_pollers(node, cal_.now_ps());
+    });
+    t = n_[node]->ts.find(ptask);
+    if (t && t->waiting_page) {
+      for (auto& b : saved) t->saved.push_back(std::move(b));
+      return;
+    }
+  }
+}
+
+void EtherSystem::after_exec(uint32_t node, const Packet& p, const ExecResult& r) {
+  const bool no_flow = !p.cmds.empty() && p.cmds[0].opt.no_flow_control;
+  const uint32_t rn = reply_node(p);
+  if (r.outcome != ExecResult::Outcome::Done) {
+    violations_.inc();
+    // REPLY_STATUS: a violation message instead of the status reply (4.2).
+    for (size_t i = 0; i < p.cmds.size(); ++i) {
+      const Command& c = p.cmds[i];
+      if (c.opt.reply == ReplyMode::None && !replies_with_data(c.cmd)) continue;
+      if (c.cmd == Cmd::Reply || c.cmd == Cmd::Violation) break;
+      Command v;
+      v.cmd = Cmd::Violation;
+      v.status_laddr = c.opt.reply != ReplyMode::None ? c.status_laddr : kNoAddr;
+      v.status = static_cast<uint32_t>(r.violation);
+      v.aux = r.violation_index;
+      outbox_.push_back([this, node, rn, p, v, no_flow] {
+        send_kernel_packet(node, rn, p.src_ptask, p.src_key, {v}, no_flow);
+      });
+      break;
+    }
+    return;
+  }
+  if (r.woke) wakeups_.inc();
+  const Command& c0 = p.cmds[0];
+  if (is_multicast(c0.cmd)) {
+    const bool needs_ack = c0.opt.reply != ReplyMode::None || c0.opt.emb;
+    const bool root = c0.origin == 0;
+    if (!r.forwards.empty()) {
+      Node& N = *n_[node];
+      const uint32_t id = N.next_origin++;
+      if (needs_ack) {
+        Combine& cb = N.combines[id];
+        cb.pending = static_cast<uint32_t>(r.forwards.size());
+        cb.root = root;
+        cb.parent_node = rn;
+        cb.parent_origin = c0.origin;
+        cb.reply_to = p;
+        if (r.deferred) cb.deferred = *r.deferred;
+      }
+      for (const Forward& f : r.forwards) {
+        Command fc = f.cmd;
+        fc.origin = id;
+        forwards_.inc();
+        outbox_.push_back([this, node, f, fc, no_flow] {
+          send_kernel_packet(node, f.to.pnode, f.to.ptask, f.to.key, {fc}, no_flow);
+        });
+      }
+      return;
+    }
+    if (!root) {  // a leaf page: acknowledge to the parent, which combines
+      if (needs_ack) {
+        Command a;
+        a.cmd = Cmd::Ack;
+        a.origin = c0.origin;
+        a.aux = 1;
+        outbox_.push_back([this, node, rn, a, no_flow] { send_kernel_packet(node, rn, kKernelPtask, 0, {a}, no_flow); });
+      }
+      return;
+    }
+  }
+  if (!r.replies.empty())
+    outbox_.push_back([this, node, rn, p, reps = r.replies, no_flow] {
+      send_kernel_packet(node, rn, p.src_ptask, p.src_key, reps, no_flow);
+    });
+  for (const Invocation& iv : r.invocations) outbox_.push_back([this, node, iv] { run_invocation(node, iv); });
+}
+
+void EtherSystem::send_kernel_packet(uint32_t node, uint32_t dst_node, uint32_t dst_ptask, uint32_t dst_key,
+                                     std::vector<Command> cmds, bool no_flow) {
+  Packet p;
+  p.src_pnode = node;
+  p.src_ptask = kKernelPtask;
+  p.dst_ptask = dst_ptask;
+  p.dst_key = dst_key;
+  p.cmds = std::move(cmds);
+  if (no_flow) {
+    p.ctrl_p = kNoFlow;
+    nic_send(node, dst_node, p);
+  } else {
+    send_sequenced(node, dst_node, std::move(p));  // kernel packets never block on TH2
+  }
+}
+
+void EtherSystem::on_ack(uint32_t node, const Command& c) {
+  Node& N = *n_[node];
+  auto it = N.combines.find(c.origin);
+  if (it == N.combines.end()) return;
+  it->second.pages += c.aux;
+  if (--it->second.pending == 0) finish_combine(node, c.origin);
+}
+
+void EtherSystem::finish_combine(uint32_t node, uint32_t origin) {
+  Node& N = *n_[node];
+  Combine cb = std::move(N.combines[origin]);
+  N.combines.erase(origin);
+  const bool no_flow = cb.reply_to.cmds[0].opt.no_flow_control;
+  if (cb.root) {
+    cb.deferred.aux = cb.pages;  // how many pages of the pattern were reached
+    send_kernel_packet(node, reply_node(cb.reply_to), cb.reply_to.src_ptask, cb.reply_to.src_key, {cb.deferred}, no_flow);
+  } else {
+    Command a;
+    a.cmd = Cmd::Ack;
+    a.origin = cb.parent_origin;
+    a.aux = cb.pages;
+    send_kernel_packet(node, cb.parent_node, kKernelPtask, 0, {a}, no_flow);
+  }
+}
+
+void EtherSystem::run_invocation(uint32_t node, const Invocation& iv) {
+  invocations_.inc();
+  Node& N = *n_[node];
+  const double cyc = c_.invoke_cycles * (iv.kind == Invocation::DspByUls ? 2 : 1);
+  const uint32_t pc = iv.kind == Invocation::DspByUls ? iv.dsp_pc : iv.pc;
+  auto it = N.programs.find({iv.ptask, pc});
+  auto finish = [this, node, iv] {
+    Task* t = n_[node]->ts.find(iv.ptask);
+    if (t) signal_returned(n_[node]->ts, *t, iv.signal_laddr);
+    run_pollers(node, cal_.now_ps());
+  };
+  if (it == N.programs.end()) {
+    compute(node, cycles_ps(cyc), finish);
+    return;
+  }
+  Program prog = it->second;
+  compute(node, cycles_ps(cyc), [iv, prog, finish] { prog(iv, finish); });
+}
+
+// ------------------------------------------------------------------ faults
+
+void EtherSystem::power_off(uint32_t node) {
+  Node& N = *n_[node];
+  N.up = false;
+  ether_->set_deaf(node, true);
+  N.ring.clear();
+  N.ring_used = 0;
+  N.in_isr = false;
+}
+
+void EtherSystem::power_on(uint32_t node) {
+  Node& N = *n_[node];
+  N.up = true;
+  ++N.incarnation;
+  ether_->set_deaf(node, false);
+  N.tx_buffers_used = 0;
+  for (auto& P : N.peers) {
+    P.unacked.clear();
+    P.blocked.clear();
+    P.sent = P.arrived = 0;
+    P.resending = P.resend_requested = false;
+    P.timeouts = 0;
+    ++P.timer_gen;
+  }
+  for (uint32_t q = 0; q < n_.size(); ++q)
+    if (q != node) {
+      Packet h;
+      h.src_pnode = node;
+      h.ctrl_p = kAckOnly | kHello | kNoFlow;
+      nic_send(node, q, h);
+    }
+}
+
+void EtherSystem::swap_out(uint32_t node, uint32_t ptask, uint32_t laddr) {
+  Task* t = n_[node]->ts.find(ptask);
+  if (t) n_[node]->ts.set_present(*t, laddr, false);
+}
+
+// ------------------------------------------------------------------ introspection
+
+uint64_t EtherSystem::delivered(uint32_t from, uint32_t to) const { return n_[to]->peers[from].delivered; }
+uint32_t EtherSystem::unacked(uint32_t from, uint32_t to) const {
+  return static_cast<uint32_t>(n_[from]->peers[to].unacked.size());
+}
+
+bool EtherSystem::quiet() const {
+  for (const auto& N : n_)
+    for (const auto& P : N->peers)
+      if (!P.unacked.empty() || !P.blocked.empty()) return false;
+  return true;
+}
+
+std::string EtherSystem::dump() const {
+  std::string s;
+  char buf[160];
+  for (uint32_t i = 0; i < n_.size(); ++i)
+    for (uint32_t j = 0; j < n_.size(); ++j) {
+      const Peer& P = n_[i]->peers[j];
+      if (P.unacked.empty() && P.blocked.empty()) continue;
+      std::snprintf(buf, sizeof buf, "  node %u -> %u: %zu unacknowledged (oldest END_P %u), sent %u, %zu blocked calls%s\n", i, j,
+                    P.unacked.size(), P.unacked.empty() ? 0u : P.unacked.front().end_p, P.sent, P.blocked.size(),
+                    P.resending ? ", resending" : "");
+      s += buf;
+    }
+  return s;
+}
+
+}  // namespace mbpsim::mbcf

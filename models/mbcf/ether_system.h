@@ -1,0 +1,208 @@
+// MBCF/Ether (thesis chapter 6): the MBCF run by host software over a commodity Ethernet.
+// Each node is a host CPU (one processor shared by the user program and the kernel; an
+// interrupt delays whatever the user was doing), a NIC on the host I/O bus (descriptor
+// latency, store-and-forward DMA at the bus's burst rate, a receive ring of kernel buffers,
+// interrupts), and the kernel's MBCF code: the MBCF-requesting system call, the MBCF receive
+// interrupt routine, the Go-back-N protocol of 6.1.4, multicast forwarding with acknowledge
+// combining, the page-fault save area and task migration. The command semantics come from
+// engine.h; this file only decides who pays for them and when.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/core/calendar.h"
+#include "models/core/config.h"
+#include "models/core/rng.h"
+#include "models/core/stats.h"
+#include "models/mbcf/engine.h"
+#include "models/mbcf/packet.h"
+#include "models/mbcf/task.h"
+#include "models/net/ether.h"
+
+namespace mbpsim::mbcf {
+
+// Host, bus, NIC and protocol parameters. The origin of each value is written next to its
+// declaration in ether_params.cpp and next to the values in the configs.
+struct EtherSysConfig {
+  uint32_t nodes = 2;
+  uint32_t page_bytes = 4096;
+  // host CPU
+  double cpu_mhz = 85;
+  double syscall_cycles = 306, int_entry_cycles = 85, int_packet_cycles = 459, int_command_cycles = 40;
+  double reply_cycles = 128, ack_cycles = 170, tx_done_cycles = 680, poll_cycles = 20;
+  double lw_syscall_cycles = 170, invoke_cycles = 425, atomic_word_cycles = 6, user_build_cycles = 40;
+  double copy_mb_s = 68;  // kernel copy bandwidth
+  double timer_read_us = 0;
+  bool user_construction = false;
+  double page_in_us = 10000;
+  // host I/O bus used by the NIC's DMA
+  double bus_mhz = 25, bus_width = 4, bus_burst = 32, bus_overhead_cycles = 3;
+  // NIC
+  double nic_tx_latency_ns = 3000, nic_rx_latency_ns = 4000;
+  bool nic_rx_cut_through = false;
+  uint32_t rx_ring = 64;
+  // Go-back-N
+  uint32_t th1 = 16, th2 = 64, th1_min = 2, tx_buffers = 256;
+  double ack_timeout_us = 20000, resend_timeout_us = 20000;
+  uint32_t max_timeouts = 32;  // then the peer is declared down and its buffers reclaimed
+  net::EtherConfig ether;
+  static EtherSysConfig from(const Config& c);
+};
+void declare_mbcf_params(ParamSchema& s);
+
+// What a user asks the MBCF-requesting system call to send.
+struct Request {
+  uint32_t ltask = 0;           // target, through the requester's task-translation table
+  std::vector<Command> cmds;    // one, or several for a combined packet
+};
+
+class EtherSystem {
+ public:
+  EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& stats, uint64_t seed);
+  const EtherSysConfig& config() const { return c_; }
+  uint32_t nodes() const { return static_cast<uint32_t>(n_.size()); }
+  TaskSpace& space(uint32_t node) { return n_[node]->ts; }
+  Calendar& cal() { return cal_; }
+  net::EtherSegment& ether() { return *ether_; }
+  uint64_t cycles_ps(double cycles) const;  // host CPU cycles as time
+
+  // --- the OS: tasks and translation tables
+  Task& create_task(uint32_t node, uint32_t ptask, uint32_t key);
+  void set_ltask(uint32_t node, uint32_t ptask, uint32_t ltask, uint32_t to_node, uint32_t to_ptask);
+  // Moves a task (its pages copied) and updates every translation table that refers to it
+  // (3.3.3). Packets still on their way to the old node are forwarded by it (byte 20 of a
+  // forwarded packet carries the original source Pnode, so replies go to the requester).
+  void migrate(uint32_t node, uint32_t ptask, uint32_t to_node, uint32_t new_ptask);
+
+  // --- user side (one program per node, on the host CPU)
+  // Computes for `ps`, then calls `k`. Interrupts arriving meanwhile delay it.
+  void compute(uint32_t node, uint64_t ps, std::function<void()> k);
+  // The MBCF-requesting system call: builds the packet (kernel or user construction),
+  // numbers it, hands it to the NIC; `k` runs when the call returns to the user. It blocks
+  // while the peer has TH2 packets unacknowledged. Returns false (with no cost) if the
+  // request cannot be encoded, the target Ltask is unknown, or it breaks a 4.4 rule that the
+  // sender can see.
+  bool syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k);
+  // Busy-polls until `pred()` holds; checked after every interrupt routine on the node.
+  void poll(uint32_t node, std::function<bool()> pred, std::function<void()> k);
+  // A light-weight system call (FIFO read, signal-flag reset, TASKQUE read): `fn` runs at its end.
+  void lw_syscall(uint32_t node, std::function<void()> fn);
+  // A user program invoked by MBCF_SIGNAL; it must end by calling `done()`.
+  using Program = std::function<void(const Invocation&, std::function<void()> done)>;
+  void set_program(uint32_t node, uint32_t ptask, uint32_t pc, Program p);
+
+  // --- faults
+  void power_off(uint32_t node);
+  void power_on(uint32_t node);  // a new incarnation: peers reset their sequence numbers
+  void swap_out(uint32_t node, uint32_t ptask, uint32_t laddr);
+
+  // --- introspection
+  uint64_t host_busy_ps(uint32_t node) const;   // kernel time (system calls + interrupts)
+  uint64_t delivered(uint32_t from, uint32_t to) const;  // sequenced packets accepted in order
+  uint32_t unacked(uint32_t from, uint32_t to) const;
+  bool quiet() const;  // nothing unacknowledged, nothing queued
+  std::string dump() const;
+  // Every sequenced command packet accepted, in acceptance order, per (from, to): END_P numbers
+  // are mod 256, so tests check the stream of payload tags instead.
+  void set_accept_hook(std::function<void(uint32_t from, uint32_t to, const Packet&)> h) { accept_hook_ = std::move(h); }
+
+ private:
+  struct Peer {
+    uint8_t sent = 0, arrived = 0;
+    std::deque<Packet> unacked;  // sequenced packets not yet collected (END_P in each)
+    uint32_t th1 = 16;
+    bool resending = false;       // handshaked retransmission in progress
+    bool resend_requested = false;
+    bool ack_pending = false;  // an ack request is outstanding (for END_P ack_req_seq)
+    uint8_t ack_req_seq = 0;
+    uint64_t last_progress = 0;
+    uint32_t timeouts = 0;
+    uint64_t timer_gen = 0;
+    uint64_t delivered = 0;
+    uint32_t incarnation = 0;     // of the peer, as last heard
+    std::deque<std::function<void()>> blocked;  // system calls waiting for room (TH2)
+  };
+  struct Combine {
+    uint32_t pending = 0, pages = 1;
+    bool root = false;
+    uint32_t parent_node = 0, parent_origin = 0;
+    Packet reply_to;  // root: requester fields; the deferred reply
+    Command deferred;
+  };
+  struct Rx {
+    std::vector<uint8_t> bytes;
+  };
+  struct Node {
+    explicit Node(uint32_t id, uint32_t page) : ts(id, page) {}
+    TaskSpace ts;
+    // CPU
+    uint64_t int_free = 0, kernel_ps = 0;
+    bool user_active = false;
+    uint64_t user_end = 0, user_ver = 0;
+    std::function<void()> user_k;
+    std::vector<std::pair<std::function<bool()>, std::function<void()>>> pollers;
+    // NIC and bus
+    uint64_t bus_free = 0, tx_free = 0;
+    std::deque<Rx> ring;  // received, DMA'd, waiting for the interrupt routine
+    uint32_t ring_used = 0;
+    bool in_isr = false;
+    uint32_t batch = 0;
+    // protocol
+    std::vector<Peer> peers;
+    uint32_t tx_buffers_used = 0;
+    bool up = true;
+    uint32_t incarnation = 0;
+    uint32_t next_origin = 1;
+    std::map<uint32_t, Combine> combines;
+    std::map<std::pair<uint32_t, uint32_t>, Program> programs;
+  };
+
+  uint64_t dma_ps(uint32_t bytes) const;
+  uint64_t copy_ps(uint32_t bytes) const;
+  void interrupt(uint32_t node, uint64_t dur, std::function<void()> fn);
+  void run_pollers(uint32_t node, uint64_t at);
+  // transmit path
+  void transmit(uint32_t node, uint32_t peer, Packet p);
+  void nic_send(uint32_t node, uint32_t dst, const Packet& p);
+  void send_sequenced(uint32_t node, uint32_t peer, Packet p);
+  void send_control(uint32_t node, uint32_t peer, uint8_t flags);
+  void arm_timer(uint32_t node, uint32_t peer);
+  void resend_next(uint32_t node, uint32_t peer);
+  void collect(uint32_t node, uint32_t peer, uint8_t recv_p);
+  // receive path
+  void on_frame(uint32_t node, std::vector<uint8_t>&& frame);
+  void isr_step(uint32_t node);
+  uint64_t packet_cost(const Packet& p, const ExecResult& r) const;
+  void accept(uint32_t node, const Packet& p);
+  void deliver_to_task(uint32_t node, const Packet& p);
+  void after_exec(uint32_t node, const Packet& p, const ExecResult& r);
+  void send_kernel_packet(uint32_t node, uint32_t dst_node, uint32_t dst_ptask, uint32_t dst_key, std::vector<Command> cmds,
+                          bool no_flow);
+  void on_ack(uint32_t node, const Command& c);
+  void finish_combine(uint32_t node, uint32_t origin);
+  void page_in_done(uint32_t node, uint32_t ptask);
+  void run_invocation(uint32_t node, const Invocation& iv);
+  uint32_t reply_node(const Packet& p) const;
+
+  // The packet being handled: its host cost and what it sends once that cost has elapsed.
+  uint64_t step_cost_ = 0;
+  std::vector<std::function<void()>> outbox_;
+
+  Calendar& cal_;
+  EtherSysConfig c_;
+  Stats& stats_;
+  std::vector<std::unique_ptr<Node>> n_;
+  std::unique_ptr<net::EtherSegment> ether_;
+  std::function<void(uint32_t, uint32_t, const Packet&)> accept_hook_;
+  Counter &sent_, &received_, &malformed_, &violations_, &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_,
+      &ring_drops_, &timeouts_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_,
+      &nic_drops_down_;
+  Histogram& isr_batch_;
+};
+
+}  // namespace mbpsim::mbcf

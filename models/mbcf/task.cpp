@@ -1,0 +1,139 @@
+#include "models/mbcf/task.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "models/mbcf/atomic.h"
+
+namespace mbpsim::mbcf {
+
+TaskSpace::TaskSpace(uint32_t pnode, uint32_t page_bytes) : pnode_(pnode), page_bytes_(page_bytes) {
+  if (page_bytes == 0 || (page_bytes & (page_bytes - 1))) throw std::invalid_argument("page size must be a power of two");
+}
+
+Task& TaskSpace::create_task(uint32_t ptask, uint32_t key) {
+  auto t = std::make_unique<Task>();
+  t->ptask = ptask;
+  t->key = key;
+  Task& r = *t;
+  tasks_[ptask] = std::move(t);
+  moved_.erase(ptask);
+  return r;
+}
+
+Task* TaskSpace::find(uint32_t ptask) {
+  auto it = tasks_.find(ptask);
+  return it == tasks_.end() ? nullptr : it->second.get();
+}
+const Task* TaskSpace::find(uint32_t ptask) const {
+  auto it = tasks_.find(ptask);
+  return it == tasks_.end() ? nullptr : it->second.get();
+}
+
+std::unique_ptr<Task> TaskSpace::remove(uint32_t ptask) {
+  auto it = tasks_.find(ptask);
+  if (it == tasks_.end()) return nullptr;
+  auto t = std::move(it->second);
+  tasks_.erase(it);
+  return t;
+}
+
+void TaskSpace::adopt(std::unique_ptr<Task> t) {
+  moved_.erase(t->ptask);
+  tasks_[t->ptask] = std::move(t);
+}
+
+uint32_t TaskSpace::alloc_frame() {
+  frames_.push_back(std::make_unique<uint8_t[]>(page_bytes_));
+  std::memset(frames_.back().get(), 0, page_bytes_);
+  return static_cast<uint32_t>(frames_.size() - 1);
+}
+
+void TaskSpace::map(Task& t, uint32_t laddr, uint32_t pages, uint8_t perm) {
+  for (uint32_t i = 0; i < pages; ++i) {
+    Pte p;
+    p.frame = alloc_frame();
+    p.perm = perm;
+    t.pages[page_of(laddr) + i] = p;
+  }
+}
+
+void TaskSpace::alias(Task& from, uint32_t from_laddr, Task& to, uint32_t to_laddr, uint32_t pages, uint8_t perm) {
+  for (uint32_t i = 0; i < pages; ++i) {
+    auto it = from.pages.find(page_of(from_laddr) + i);
+    if (it == from.pages.end()) throw std::invalid_argument("alias of an unmapped page");
+    Pte p;
+    p.frame = it->second.frame;
+    p.perm = perm;
+    to.pages[page_of(to_laddr) + i] = p;
+  }
+}
+
+void TaskSpace::set_present(Task& t, uint32_t laddr, bool present) {
+  auto it = t.pages.find(page_of(laddr));
+  if (it != t.pages.end()) it->second.present = present;
+}
+
+ViolationCode TaskSpace::check(const Task& t, uint32_t laddr, uint32_t n, uint8_t perm, bool* present_ok,
+                               uint32_t* fault_page) const {
+  if (present_ok) *present_ok = true;
+  if (n == 0) return ViolationCode::None;
+  if (static_cast<uint64_t>(laddr) + n > 0x100000000ull) return ViolationCode::Unmapped;
+  const uint32_t first = page_of(laddr), last = page_of(laddr + n - 1);
+  for (uint32_t pg = first; pg <= last; ++pg) {
+    auto it = t.pages.find(pg);
+    if (it == t.pages.end()) return ViolationCode::Unmapped;
+    if ((it->second.perm & perm) != perm) return ViolationCode::Protection;
+    if (!it->second.present && present_ok && *present_ok) {
+      *present_ok = false;
+      if (fault_page) *fault_page = pg;
+    }
+  }
+  return ViolationCode::None;
+}
+
+uint8_t* TaskSpace::byte_ptr(const Task& t, uint32_t laddr) const {
+  const Pte& p = t.pages.at(page_of(laddr));
+  return frames_[p.frame].get() + (laddr & (page_bytes_ - 1));
+}
+
+void TaskSpace::read(const Task& t, uint32_t laddr, uint8_t* out, uint32_t n) const {
+  while (n) {
+    const uint32_t in_page = page_bytes_ - (laddr & (page_bytes_ - 1));
+    const uint32_t k = n < in_page ? n : in_page;
+    std::memcpy(out, byte_ptr(t, laddr), k);
+    out += k;
+    laddr += k;
+    n -= k;
+  }
+}
+
+void TaskSpace::write(Task& t, uint32_t laddr, const uint8_t* in, uint32_t n) {
+  while (n) {
+    const uint32_t in_page = page_bytes_ - (laddr & (page_bytes_ - 1));
+    const uint32_t k = n < in_page ? n : in_page;
+    std::memcpy(byte_ptr(t, laddr), in, k);
+    in += k;
+    laddr += k;
+    n -= k;
+  }
+}
+
+uint32_t TaskSpace::load32(const Task& t, uint32_t laddr) const {
+  uint8_t b[4];
+  read(t, laddr, b, 4);
+  return static_cast<uint32_t>(load_le(b, 4));
+}
+
+void TaskSpace::store32(Task& t, uint32_t laddr, uint32_t v) {
+  uint8_t b[4];
+  store_le(b, 4, v);
+  write(t, laddr, b, 4);
+}
+
+const Moved* TaskSpace::moved(uint32_t ptask) const {
+  auto it = moved_.find(ptask);
+  return it == moved_.end() ? nullptr : &it->second;
+}
+
+}  // namespace mbpsim::mbcf

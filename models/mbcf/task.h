@@ -1,0 +1,121 @@
+// Tasks and their protection (thesis 3.3, 3.4, 4.3): per node, physical page frames holding
+// real bytes; per task, a logical address space (page table with per-page permissions, pages
+// that may alias another task's frames), an access key, a task-translation table mapping
+// Ltask -> (Pnode:Ptask), the one TASKQUE, the user-level scheduler, the elastic-memory-barrier
+// counters and the page-fault save area. Timing-free: MBCF/Ether and MBP2 share it.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "models/mbcf/command.h"
+
+namespace mbpsim::mbcf {
+
+enum Perm : uint8_t { kPermRead = 1, kPermWrite = 2, kPermRW = 3 };
+
+// A page of a multicast pattern (4.1 MBCF_UPDATE): the child pages this page forwards to.
+struct PageRef {
+  uint32_t pnode = 0, ptask = 0, key = 0;
+  uint32_t laddr = 0;  // page-aligned logical address in that task
+};
+
+struct Pte {
+  uint32_t frame = 0;
+  uint8_t perm = kPermRW;
+  bool present = true;  // false: swapped out (3.4.2)
+  bool valid = true;    // cleared by MBCF_INVALIDATE (a DSM copy to refetch)
+  std::vector<PageRef> children;  // multicast pattern below this page
+  bool in_pattern = false;        // the page belongs to a multicast pattern
+  uint32_t pattern_id = 0;        // which one (4.4: multicast combines only within one)
+};
+
+struct LtaskEntry {
+  uint32_t pnode = 0, ptask = 0, key = 0;
+};
+
+struct Task {
+  uint32_t ptask = 0, key = 0;
+  std::unordered_map<uint32_t, Pte> pages;           // by logical page number
+  std::unordered_map<uint32_t, LtaskEntry> ltt;      // task-translation table
+  bool has_taskque = false;
+  uint32_t taskque_capacity = 0;
+  std::deque<std::vector<uint8_t>> taskque;          // kernel-space queue (4.3)
+  std::optional<uint32_t> uls_pc;                    // the enrolled user-level scheduler
+  bool blocked = false;                              // not ready; the scheduling option wakes it
+  uint64_t wakeups = 0;
+  // 3.4.2: a command that faulted, and later ones for this task, wait here in order.
+  bool waiting_page = false;
+  std::deque<std::vector<uint8_t>> saved;
+  // Elastic memory barrier (4.2): request and reply counters per colour.
+  uint64_t emb_requests[16] = {}, emb_replies[16] = {};
+};
+
+// Where a task has gone (3.3.3): the old node forwards what still arrives for it.
+struct Moved {
+  uint32_t pnode = 0, ptask = 0;
+};
+
+class TaskSpace {
+ public:
+  TaskSpace(uint32_t pnode, uint32_t page_bytes);
+  uint32_t pnode() const { return pnode_; }
+  uint32_t page_bytes() const { return page_bytes_; }
+  uint32_t page_of(uint32_t laddr) const { return laddr / page_bytes_; }
+
+  Task& create_task(uint32_t ptask, uint32_t key);
+  Task* find(uint32_t ptask);
+  const Task* find(uint32_t ptask) const;
+  std::unique_ptr<Task> remove(uint32_t ptask);
+  void adopt(std::unique_ptr<Task> t);  // a migrated task arrives (its frames copied by the caller)
+  std::map<uint32_t, std::unique_ptr<Task>>& tasks() { return tasks_; }
+
+  uint32_t alloc_frame();
+  uint8_t* frame(uint32_t f) { return frames_[f].get(); }
+  // Maps `pages` logical pages from `laddr` (page aligned) to fresh frames.
+  void map(Task& t, uint32_t laddr, uint32_t pages, uint8_t perm);
+  // Maps `pages` of `from` starting at `from_laddr` into `to` at `to_laddr` (page aliasing).
+  void alias(Task& from, uint32_t from_laddr, Task& to, uint32_t to_laddr, uint32_t pages, uint8_t perm);
+  void set_present(Task& t, uint32_t laddr, bool present);
+
+  // Checks that [laddr, laddr+n) is mapped with `perm` and present. Returns None, or the
+  // violation; `fault_page` gets the first non-present page (then the result is None and the
+  // return of `present_ok` false).
+  ViolationCode check(const Task& t, uint32_t laddr, uint32_t n, uint8_t perm, bool* present_ok = nullptr,
+                      uint32_t* fault_page = nullptr) const;
+  // Copies between a task's logical space and a host buffer; the range must have passed check().
+  void read(const Task& t, uint32_t laddr, uint8_t* out, uint32_t n) const;
+  void write(Task& t, uint32_t laddr, const uint8_t* in, uint32_t n);
+  uint32_t load32(const Task& t, uint32_t laddr) const;
+  void store32(Task& t, uint32_t laddr, uint32_t v);
+
+  void set_moved(uint32_t ptask, Moved m) { moved_[ptask] = m; }
+  const Moved* moved(uint32_t ptask) const;
+
+ private:
+  uint8_t* byte_ptr(const Task& t, uint32_t laddr) const;
+  uint32_t pnode_, page_bytes_;
+  std::vector<std::unique_ptr<uint8_t[]>> frames_;
+  std::map<uint32_t, std::unique_ptr<Task>> tasks_;
+  std::unordered_map<uint32_t, Moved> moved_;
+};
+
+// Structures the commands act on, kept in the target task's memory as little-endian words
+// (so a user program reads them with plain loads).
+//  FIFO (Fig. 4.1): +0 top, +4 head, +8 tail, +12 end (buffer [top, end)), +16 flags (bit 0:
+//    FIFOe stopped). An entry is a u32 length, then the bytes, padded to 4; a length of
+//    0xFFFFFFFF means "wrapped: continue at top". head == tail is empty.
+//  SIGNAL (Fig. 4.7): +0 invocation type, +4 storage type, +8 condition, +12 running count,
+//    +16 DSP entry, +20 buffer (MEMW, MEMW_OFFSET), +24 buffer size, +28 FIFO structure (QUEW).
+//    The record stored for a packet: u32 source Pnode, u32 source Ptask, u32 length, data
+//    (MEMW_SSP stores the data alone).
+namespace layout {
+constexpr uint32_t kFifoBytes = 20, kSignalBytes = 32;
+constexpr uint32_t kWrapMark = 0xFFFFFFFFu;
+}  // namespace layout
+
+}  // namespace mbpsim::mbcf

@@ -1,0 +1,100 @@
+// An Ethernet segment (IEEE 802.3) at 10, 100 or 1000 Mb/s with real framing: 8 bytes of
+// preamble and start delimiter, the frame padded to the 64-byte minimum with a CRC-32 FCS
+// (zlib), and a 12-byte interframe gap. Three media:
+//  - switch: full duplex, store-and-forward, a bounded output queue per port (tail drop);
+//  - hub: one half-duplex collision domain, 1-persistent CSMA/CD with collisions detected
+//    within the propagation window, a 32-bit jam and truncated binary exponential back-off
+//    (slot 512 bit times, at most 16 attempts);
+//  - direct: a full-duplex cable between two stations.
+// Loss can be injected per delivered frame (Bernoulli, or Gilbert-Elliott bursts), seeded; a
+// lost frame is delivered with a corrupted FCS and dropped by the receiving MAC, as on a wire.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/core/calendar.h"
+#include "models/core/rng.h"
+#include "models/core/stats.h"
+
+namespace mbpsim::net {
+
+struct EtherConfig {
+  enum class Medium { Switch, Hub, Direct } medium = Medium::Switch;
+  double rate_mbps = 100;        // 10, 100 or 1000
+  double prop_ns = 500;          // station to station: cable plus repeater or switch port
+  double switch_latency_ns = 3000;  // switch: lookup and forwarding after the frame is in
+  uint32_t switch_queue_frames = 64;
+  double loss = 0;               // Bernoulli loss per frame
+  double burst_enter = 0, burst_leave = 1;  // Gilbert-Elliott: good->bad and bad->good per frame
+};
+const char* to_string(EtherConfig::Medium m);
+
+class EtherSegment {
+ public:
+  static constexpr uint32_t kPreamble = 8, kFcs = 4, kMinFrame = 64, kIfg = 12, kJamBits = 32, kSlotBits = 512;
+  static constexpr uint32_t kMaxAttempts = 16, kBackoffLimit = 10;
+
+  // `on_rx(station, frame)`: a frame with a good FCS for that station (bytes without FCS;
+  // padding kept).
+  using Rx = std::function<void(uint32_t, std::vector<uint8_t>&&)>;
+  EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t stations, Stats& stats, const std::string& prefix,
+               uint64_t seed);
+  void set_rx(Rx rx) { rx_ = std::move(rx); }
+  // Queues a frame at the MAC of `station` for station `dst`. `on_sent(ok)` runs when its last
+  // bit has left (ok) or it was given up after 16 collisions (not ok).
+  void send(uint32_t station, uint32_t dst, std::vector<uint8_t> frame, std::function<void(bool)> on_sent);
+  // Time a frame of `bytes` (header and payload, no FCS) occupies the wire, gap included.
+  uint64_t slot_ps(uint32_t bytes) const;
+  uint64_t bit_ps() const { return bit_ps_; }
+  const EtherConfig& config() const { return c_; }
+  uint32_t stations() const { return static_cast<uint32_t>(st_.size()); }
+  // Drops every frame delivered to `station` from now until `until_ps` (a powered-off node).
+  void set_deaf(uint32_t station, bool deaf) { st_[station].deaf = deaf; }
+
+ private:
+  struct Frame {
+    uint32_t dst;
+    std::vector<uint8_t> bytes;  // with FCS
+    std::function<void(bool)> on_sent;
+    uint32_t attempts = 0;
+  };
+  struct Station {
+    std::deque<Frame> txq;
+    bool transmitting = false;
+    bool deaf = false;
+  };
+  struct Port {
+    std::deque<std::pair<uint32_t, std::vector<uint8_t>>> q;  // (from, frame)
+    bool busy = false;
+  };
+  uint64_t frame_ps(size_t with_fcs) const { return (kPreamble + with_fcs) * 8 * bit_ps_; }
+  void kick(uint32_t s);
+  void deliver(uint32_t dst, std::vector<uint8_t> bytes);
+  void switch_in(uint32_t from, uint32_t dst, std::vector<uint8_t> bytes);
+  void port_kick(uint32_t p);
+  // CSMA/CD
+  void hub_try(uint32_t s);
+  void hub_resolve();
+  bool lose();
+
+  Calendar& cal_;
+  EtherConfig c_;
+  uint64_t bit_ps_, prop_ps_;
+  std::vector<Station> st_;
+  std::vector<Port> ports_;
+  Rx rx_;
+  Rng rng_, loss_rng_;
+  bool burst_bad_ = false;
+  // hub state
+  uint64_t busy_until_ = 0, window_start_ = 0, window_end_ = 0;
+  std::vector<uint32_t> contenders_;
+  bool window_open_ = false;
+
+  Counter &frames_, &bytes_, &collisions_, &excess_, &queue_drops_, &lost_, &fcs_errors_;
+  Histogram& attempts_;
+};
+
+}  // namespace mbpsim::net

@@ -1,0 +1,296 @@
+// MBCF/Ether end to end: Go-back-N under seeded loss, multicast with acknowledge combining,
+// the page-fault save area, task migration, and the calibrated figures of the thesis.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "models/mbcf/atomic.h"
+#include "models/mbcf/ether_system.h"
+
+namespace mbpsim::mbcf {
+namespace {
+
+struct Rig {
+  Stats stats;
+  Calendar cal{"cal"};
+  EtherSysConfig cfg;
+  std::unique_ptr<EtherSystem> sys;
+  explicit Rig(EtherSysConfig c, uint64_t seed = 1) : cfg(c) {
+    sys = std::make_unique<EtherSystem>(cal, cfg, stats, seed);
+    for (uint32_t n = 0; n < cfg.nodes; ++n) {
+      Task& t = sys->create_task(n, 1, 1000 + n);
+      sys->space(n).map(t, 0x10000, 16, kPermRW);
+    }
+    for (uint32_t n = 0; n < cfg.nodes; ++n)
+      for (uint32_t m = 0; m < cfg.nodes; ++m) sys->set_ltask(n, 1, m, m, 1);
+  }
+  Task& task(uint32_t n) { return *sys->space(n).find(1); }
+  uint32_t word(uint32_t n, uint32_t a) { return sys->space(n).load32(task(n), a); }
+  void run(double ms) { sc_core::sc_start(sc_core::sc_time(ms, sc_core::SC_MS)); }
+};
+
+Command write_word(uint32_t laddr, uint32_t v, ReplyMode rm = ReplyMode::None) {
+  Command c;
+  c.cmd = Cmd::Write;
+  c.laddr = laddr;
+  c.length = 4;
+  c.data.resize(4);
+  store_le(c.data.data(), 4, v);
+  c.opt.reply = rm;
+  if (rm != ReplyMode::None) c.status_laddr = 0x10000;
+  return c;
+}
+
+// Node 0 sends `n` tagged FIFO entries to node 1; every tag must arrive once, in order.
+void exactly_once_in_order(EtherSysConfig c, uint64_t seed, uint32_t n) {
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  Rig r(c, seed);
+  init_fifo(r.sys->space(1), r.task(1), 0x10100, 0x11000, 0x8000);
+  std::vector<uint32_t> got;
+  r.sys->set_accept_hook([&](uint32_t from, uint32_t to, const Packet& p) {
+    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Fifo) got.push_back(static_cast<uint32_t>(load_le(p.cmds[0].data.data(), 4)));
+  });
+  uint32_t sent = 0;
+  std::function<void()> next = [&] {
+    if (sent == n) return;
+    Command f;
+    f.cmd = Cmd::Fifo;
+    f.laddr = 0x10100;
+    f.length = 4;
+    f.data.resize(4);
+    store_le(f.data.data(), 4, sent++);
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {f}}, next));
+  };
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  next();
+  // Node 1 drains its FIFO now and then so it never fills.
+  std::function<void()> drain = [&] {
+    while (fifo_pop(r.sys->space(1), r.task(1), 0x10100)) {
+    }
+    r.cal.after(200'000'000, drain);
+  };
+  drain();
+  for (int i = 0; i < 400 && !(sent == n && r.sys->quiet()); ++i) r.run(5);
+  ASSERT_EQ(got.size(), n) << "seed " << seed << "\n" << r.sys->dump();
+  for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i) << "seed " << seed;
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_EQ(r.sys->unacked(0, 1), 0u);
+}
+
+TEST(GoBackN, NoLossSwitch) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  exactly_once_in_order(c, 1, 500);
+}
+
+// One seed per test: SystemC elaborates once per process.
+class GoBackNSeeded : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(GoBackNSeeded, BernoulliLossOnAHubIsRecovered) {
+  EtherSysConfig c;
+  c.ether.loss = 0.05;
+  c.ack_timeout_us = 2000;
+  exactly_once_in_order(c, GetParam(), 400);
+}
+
+TEST_P(GoBackNSeeded, BurstLossAndSmallRingOnASwitch) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.ether.burst_enter = 0.02;
+  c.ether.burst_leave = 0.3;
+  c.rx_ring = 2;  // receiver buffer exhaustion drops frames too
+  c.ack_timeout_us = 2000;
+  exactly_once_in_order(c, GetParam(), 400);
+}
+INSTANTIATE_TEST_SUITE_P(Seeds, GoBackNSeeded, ::testing::Values(1, 2, 3, 4, 5));
+
+TEST(GoBackN, TenMegabitHubWithLoss) {
+  EtherSysConfig c;
+  c.ether.rate_mbps = 10;
+  c.ether.loss = 0.02;
+  exactly_once_in_order(c, 9, 200);
+}
+
+TEST(GoBackN, PeerRestartResetsSequenceNumbers) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.ack_timeout_us = 1000;
+  c.max_timeouts = 4;
+  Rig r(c);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  r.sys->power_off(1);
+  std::function<void(int)> send = [&](int i) {
+    if (i < 5) r.sys->syscall(0, 1, Request{1, {write_word(0x10100 + 4 * i, 7)}}, [&, i] { send(i + 1); });
+  };
+  send(0);
+  r.run(20);
+  EXPECT_EQ(r.sys->unacked(0, 1), 0u);  // given up: buffers reclaimed
+  r.sys->power_on(1);
+  r.run(1);
+  bool done = false;
+  r.sys->syscall(0, 1, Request{1, {write_word(0x10200, 42, ReplyMode::Status)}}, [] {});
+  r.sys->poll(0, [&] { return r.word(0, 0x10000) != 0; }, [&] { done = true; });
+  r.run(5);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(r.word(1, 0x10200), 42u);
+  EXPECT_EQ(r.word(1, 0x10100), 0u);  // what was sent while it was down is gone, not replayed
+}
+
+TEST(MbcfEther, UpdateMulticastsAlongThePatternAndCombinesAcks) {
+  EtherSysConfig c;
+  c.nodes = 5;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  Rig r(c);
+  // Pattern: root page on node 0 -> nodes 1, 2; node 1 -> nodes 3, 4. Node 4's page is in a
+  // different place in its task.
+  auto page = [&](uint32_t n, uint32_t laddr) -> Pte& { return r.task(n).pages.at(laddr / c.page_bytes); };
+  for (uint32_t n = 0; n < 5; ++n) page(n, n == 4 ? 0x14000 : 0x12000).in_pattern = true;
+  page(0, 0x12000).children = {{1, 1, 1001, 0x12000}, {2, 1, 1002, 0x12000}};
+  page(1, 0x12000).children = {{3, 1, 1003, 0x12000}, {4, 1, 1004, 0x14000}};
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  Command u;
+  u.cmd = Cmd::Update;
+  u.laddr = 0x12010;
+  u.length = 4;
+  u.data = {9, 0, 0, 0};
+  u.opt.reply = ReplyMode::Status;
+  u.status_laddr = 0x10000;
+  r.sys->syscall(2, 1, Request{0, {u}}, [] {});
+  r.run(5);
+  EXPECT_EQ(r.word(2, 0x10000), static_cast<uint32_t>(Status::Succeeded));  // one combined status
+  for (uint32_t n = 0; n < 4; ++n) EXPECT_EQ(r.word(n, 0x12010), 9u) << n;
+  EXPECT_EQ(r.word(4, 0x14010), 9u);
+  EXPECT_EQ(r.word(4, 0x12010), 0u);  // only the pages of the pattern
+  EXPECT_EQ(r.stats.dump()["system"]["mbcf"]["multicast_forwards"], 4);
+  // INVALIDATE clears the copies' validity along the same pattern.
+  Command inv;
+  inv.cmd = Cmd::Invalidate;
+  inv.laddr = 0x12000;
+  r.sys->syscall(2, 1, Request{0, {inv}}, [] {});
+  r.run(5);
+  for (uint32_t n = 0; n < 5; ++n) EXPECT_FALSE(page(n, n == 4 ? 0x14000 : 0x12000).valid) << n;
+}
+
+TEST(MbcfEther, PageFaultSavesAndReplaysInOrder) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.page_in_us = 500;
+  Rig r(c);
+  r.sys->swap_out(1, 1, 0x11000);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  // The first write faults; the next two (to a present page, and the faulting page) wait behind it.
+  r.sys->syscall(0, 1, Request{1, {write_word(0x11000, 1)}}, [&] {
+    r.sys->syscall(0, 1, Request{1, {write_word(0x10100, 2)}}, [&] {
+      r.sys->syscall(0, 1, Request{1, {write_word(0x11000, 3)}}, [] {});
+    });
+  });
+  r.run(0.3);
+  EXPECT_EQ(r.word(1, 0x10100), 0u);  // held in order behind the fault
+  r.run(2);
+  EXPECT_EQ(r.word(1, 0x10100), 2u);
+  EXPECT_EQ(r.word(1, 0x11000), 3u);  // the later write to the page wins: order kept
+  EXPECT_EQ(r.stats.dump()["system"]["mbcf"]["page_faults"], 1);
+}
+
+TEST(MbcfEther, MigrationUpdatesTablesAndForwardsInFlightPackets) {
+  EtherSysConfig c;
+  c.nodes = 3;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  Rig r(c);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  r.sys->space(1).store32(r.task(1), 0x10300, 5);
+  // A write with a status is on its way to node 1 when the task moves to node 2.
+  r.sys->syscall(0, 1, Request{1, {write_word(0x10200, 77, ReplyMode::Status)}}, [&] { r.sys->migrate(1, 1, 2, 9); });
+  r.run(5);
+  Task* moved = r.sys->space(2).find(9);
+  ASSERT_NE(moved, nullptr);
+  EXPECT_EQ(r.sys->space(2).load32(*moved, 0x10200), 77u);  // forwarded, executed at the new home
+  EXPECT_EQ(r.sys->space(2).load32(*moved, 0x10300), 5u);   // its memory came along
+  EXPECT_EQ(r.word(0, 0x10000), static_cast<uint32_t>(Status::Succeeded));  // reply reached the requester
+  EXPECT_EQ(r.task(0).ltt.at(1).pnode, 2u);  // every table now points at the new place
+  EXPECT_EQ(r.task(0).ltt.at(1).ptask, 9u);
+  r.sys->space(0).store32(r.task(0), 0x10000, 0);
+  r.sys->syscall(0, 1, Request{1, {write_word(0x10204, 78, ReplyMode::Status)}}, [] {});
+  r.run(5);
+  EXPECT_EQ(r.sys->space(2).load32(*moved, 0x10204), 78u);
+}
+
+TEST(MbcfEther, ForgedKeyGetsAViolationAndChangesNothing) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  Rig r(c);
+  r.task(0).ltt[1].key = 0xBAD;
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  r.sys->syscall(0, 1, Request{1, {write_word(0x10200, 66, ReplyMode::Status)}}, [] {});
+  r.run(5);
+  EXPECT_EQ(r.word(1, 0x10200), 0u);
+  EXPECT_EQ(r.word(0, 0x10000), static_cast<uint32_t>(Status::Violation));
+  EXPECT_EQ(r.stats.dump()["system"]["mbcf"]["violations"], 1);
+}
+
+// ------------------------------------------------------------ calibration against the thesis
+
+nlohmann::json run_points(const std::string& config, const std::string& sets) {
+  const std::string out = ::testing::TempDir() + "/mbcf_val";
+  const std::string cmd = std::string(MBPSIM_BINARY) + " run " + MBPSIM_SOURCE_DIR + "/configs/" + config + " --quiet --out " + out + " " + sets + " > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream f(out + "/stats.json");
+  return nlohmann::json::parse(f)["summary"]["points"];
+}
+
+void within(const nlohmann::json& pts, const std::vector<double>& thesis, double tol, const std::string& what) {
+  ASSERT_EQ(pts.size(), thesis.size()) << what;
+  for (size_t i = 0; i < thesis.size(); ++i) {
+    const double v = pts[i]["value"].get<double>();
+    EXPECT_LE(std::fabs(v - thesis[i]) / thesis[i], tol) << what << " size " << pts[i]["size"] << ": " << v << " vs " << thesis[i];
+  }
+}
+
+TEST(Calibration, Table61SendingOverhead) {
+  within(run_points("mbcf-ss20-100t-half.json", "--set 'workload.commands=[\"send\"]'"), {5.0, 5.5, 6.0, 8.5, 20.0}, 0.10, "6.1");
+}
+
+TEST(Calibration, Table63RoundTrip) {
+  within(run_points("mbcf-ss20-100t-half.json", ""),
+         {51, 54, 60.5, 88, 200, 51, 54.5, 61, 88, 200.5, 51.5, 58, 71.5, 125.5, 351}, 0.10, "6.3");
+}
+
+TEST(Calibration, Table62FullDuplex) {
+  within(run_points("mbcf-ss20-100tx.json", ""), {0.34, 1.27, 4.82, 9.63, 11.64, 11.93}, 0.10, "6.2 100BASE-TX");
+}
+
+TEST(Calibration, Table610OneWay1000SX) {
+  within(run_points("mbcf-ultra60-1000sx.json", ""), {9.6, 11.0, 11.5, 16.2, 35.9}, 0.10, "6.10");
+}
+
+TEST(Calibration, Table64OneWayWrite100TX) {
+  within(run_points("mbcf-ss20-100t-half.json", "--set workload.kind=oneway --set 'workload.commands=[\"write\"]'"),
+         {24.5, 27.5, 34, 60.5, 172}, 0.10, "6.4 MBCF_WRITE");
+}
+
+TEST(MbcfEther, RaytraceWritesTheWholeFrameAndScales) {
+  const std::string out = ::testing::TempDir() + "/mbcf_rt";
+  auto run = [&](int calc) {
+    const std::string cmd = std::string(MBPSIM_BINARY) + " run " + MBPSIM_SOURCE_DIR +
+                            "/configs/mbcf-ss20-100tx.json --quiet --out " + out + " --set workload.kind=raytrace --set mbcf.nodes=" +
+                            std::to_string(calc + 1) + " --set workload.calc_nodes=" + std::to_string(calc) +
+                            " --set workload.payload_bytes=16 > /dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream f(out + "/stats.json");
+    return nlohmann::json::parse(f)["summary"];
+  };
+  const auto one = run(1), four = run(4);
+  EXPECT_TRUE(one["frame_correct"].get<bool>());
+  EXPECT_TRUE(four["frame_correct"].get<bool>());
+  EXPECT_GT(one["exec_time_s"].get<double>(), 576 * 450 * 70e-6);  // at least the computation
+  EXPECT_LT(four["exec_time_s"].get<double>(), one["exec_time_s"].get<double>() / 3);
+}
+
+}  // namespace
+}  // namespace mbpsim::mbcf

@@ -1,0 +1,503 @@
+// MBCF command semantics (4.1-4.4), protection (3.3-3.4) and the packet codec (6.1.2).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "models/mbcf/atomic.h"
+#include "models/mbcf/engine.h"
+#include "models/mbcf/packet.h"
+
+namespace mbpsim::mbcf {
+namespace {
+
+constexpr uint32_t kPage = 4096;
+
+struct Fixture : ::testing::Test {
+  TaskSpace ts{1, kPage};
+  Task* t = nullptr;
+  void SetUp() override {
+    t = &ts.create_task(5, 0xC0FFEE);
+    ts.map(*t, 0x10000, 4, kPermRW);
+  }
+  Packet pkt(std::vector<Command> cmds, uint32_t key = 0xC0FFEE) {
+    Packet p;
+    p.src_pnode = 2;
+    p.src_ptask = 3;
+    p.src_key = 77;
+    p.dst_ptask = 5;
+    p.dst_key = key;
+    p.cmds = std::move(cmds);
+    return p;
+  }
+  static Command cmd(Cmd k, uint32_t laddr, std::vector<uint8_t> d = {}, ReplyMode rm = ReplyMode::None) {
+    Command c;
+    c.cmd = k;
+    c.laddr = laddr;
+    c.length = static_cast<uint32_t>(d.size());
+    c.data = std::move(d);
+    c.opt.reply = rm;
+    if (rm != ReplyMode::None) c.status_laddr = 0x500;
+    return c;
+  }
+  uint32_t word(uint32_t a) { return ts.load32(*t, a); }
+};
+
+std::vector<uint8_t> le(std::initializer_list<uint32_t> ws) {
+  std::vector<uint8_t> v;
+  for (uint32_t w : ws)
+    for (int i = 0; i < 4; ++i) v.push_back(static_cast<uint8_t>(w >> (8 * i)));
+  return v;
+}
+
+TEST_F(Fixture, WriteAndWriteF) {
+  auto r = execute(ts, pkt({cmd(Cmd::Write, 0x10010, {1, 2, 3, 4, 5})}));
+  ASSERT_EQ(r.outcome, ExecResult::Outcome::Done);
+  EXPECT_TRUE(r.replies.empty());  // NO_REPLY_STATUS
+  uint8_t b[5];
+  ts.read(*t, 0x10010, b, 5);
+  EXPECT_EQ(b[4], 5);
+  Command f = cmd(Cmd::WriteF, 0x10100, le({0xAB}), ReplyMode::Status);
+  f.flag_laddr = 0x10200;
+  f.flag_value = 9;
+  r = execute(ts, pkt({f}));
+  EXPECT_EQ(word(0x10100), 0xABu);
+  EXPECT_EQ(word(0x10200), 9u);
+  ASSERT_EQ(r.replies.size(), 1u);
+  EXPECT_EQ(r.replies[0].status, static_cast<uint32_t>(Status::Succeeded));
+  EXPECT_EQ(r.replies[0].status_laddr, 0x500u);
+}
+
+TEST_F(Fixture, ReadSwapFetchAddVectorAndCompSwap) {
+  ts.store32(*t, 0x10000, 10);
+  ts.store32(*t, 0x10004, 20);
+  Command rd = cmd(Cmd::Read, 0x10000);
+  rd.length = 8;
+  rd.data_laddr = 0x900;
+  auto r = execute(ts, pkt({rd}));
+  ASSERT_EQ(r.replies.size(), 1u);  // READ always answers with its data
+  EXPECT_EQ(r.replies[0].data, le({10, 20}));
+  EXPECT_EQ(r.replies[0].data_laddr, 0x900u);
+
+  r = execute(ts, pkt({cmd(Cmd::FetchAdd, 0x10000, le({1, 5}))}));  // vector form
+  EXPECT_EQ(r.replies[0].data, le({10, 20}));
+  EXPECT_EQ(word(0x10000), 11u);
+  EXPECT_EQ(word(0x10004), 25u);
+
+  r = execute(ts, pkt({cmd(Cmd::Swap, 0x10000, le({7}))}));
+  EXPECT_EQ(r.replies[0].data, le({11}));
+  EXPECT_EQ(word(0x10000), 7u);
+
+  Command cs = cmd(Cmd::CompSwap, 0x10004, le({99}), ReplyMode::Status);
+  cs.flag_laddr = 0x10000;  // reference word: 7
+  cs.flag_value = 8;
+  r = execute(ts, pkt({cs}));
+  EXPECT_EQ(r.statuses[0], Status::CompareFailed);
+  EXPECT_EQ(word(0x10004), 25u);
+  cs.flag_value = 7;
+  r = execute(ts, pkt({cs}));
+  EXPECT_EQ(r.statuses[0], Status::Succeeded);
+  EXPECT_EQ(word(0x10004), 99u);
+  EXPECT_EQ(r.replies[0].data, le({25}));
+}
+
+TEST_F(Fixture, FifoAndFifoeStoppedStateWithThreeStatuses) {
+  init_fifo(ts, *t, 0x10000, 0x10100, 64);
+  std::vector<uint8_t> d(12, 1);
+  int ok = 0;
+  Status last = Status::Succeeded;
+  for (int i = 0; i < 8; ++i) {
+    auto r = execute(ts, pkt({cmd(Cmd::Fifo, 0x10000, d, ReplyMode::OnlyFailures)}));
+    last = r.statuses[0];
+    if (last == Status::Succeeded) {
+      ++ok;
+      EXPECT_TRUE(r.replies.empty());  // REPLY_ONLY_FAILURES: silence on success
+    } else {
+      ASSERT_EQ(r.replies.size(), 1u);
+    }
+  }
+  EXPECT_EQ(last, Status::FifoFull);
+  EXPECT_EQ(static_cast<uint32_t>(ok), fifo_entries(ts, *t, 0x10000));
+  // FIFOe: the first failure stops the FIFO, later NORMALs fail as stopped even with room.
+  init_fifo(ts, *t, 0x10000, 0x10100, 64);
+  std::vector<Status> st;
+  for (int i = 0; i < 5; ++i) st.push_back(execute(ts, pkt({cmd(Cmd::FifoeNormal, 0x10000, d)})).statuses[0]);
+  EXPECT_EQ(st[3], Status::FifoeStoppedNow);
+  EXPECT_EQ(st[4], Status::FifoeStopped);
+  ASSERT_TRUE(fifo_pop(ts, *t, 0x10000));
+  ASSERT_TRUE(fifo_pop(ts, *t, 0x10000));
+  ASSERT_TRUE(fifo_pop(ts, *t, 0x10000));
+  EXPECT_EQ(execute(ts, pkt({cmd(Cmd::FifoeNormal, 0x10000, d)})).statuses[0], Status::FifoeStopped);
+  EXPECT_EQ(execute(ts, pkt({cmd(Cmd::FifoeRetry, 0x10000, d)})).statuses[0], Status::Succeeded);
+  EXPECT_EQ(execute(ts, pkt({cmd(Cmd::FifoeNormal, 0x10000, d)})).statuses[0], Status::Succeeded);
+  // Wrapping keeps the order.
+  for (int i = 0; i < 20; ++i) {
+    while (fifo_pop(ts, *t, 0x10000)) {
+    }
+    auto r = execute(ts, pkt({cmd(Cmd::Fifo, 0x10000, le({static_cast<uint32_t>(i), 0, 0}))}));
+    ASSERT_EQ(r.statuses[0], Status::Succeeded);
+    auto e = fifo_pop(ts, *t, 0x10000);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(load_le(e->data(), 4), static_cast<uint64_t>(i));
+  }
+}
+
+struct SignalCase {
+  SigInvoke inv;
+  SigStore store;
+  SigCond cond;
+};
+
+class SignalTest : public Fixture, public ::testing::WithParamInterface<SignalCase> {};
+
+// Every invocation type x storage type x condition: what is stored, what is invoked, when
+// the command is refused, and the light-weight call that resets the running flag.
+TEST_P(SignalTest, StoresInvokesAndHonoursTheCondition) {
+  const SignalCase sc = GetParam();
+  t->uls_pc = 0x7000;
+  const uint32_t S = 0x10000, F = 0x10040, B = 0x10100;
+  init_fifo(ts, *t, F, 0x11000, 256);
+  init_signal(ts, *t, S, sc.inv, sc.store, sc.cond, 0x6000, B, 128, F);
+  Command c = cmd(Cmd::Signal, S, le({0x1234}), ReplyMode::Status);
+  c.ssp_pc = 0x5000;
+  c.offset = 16;
+  auto r1 = execute(ts, pkt({c}));
+  ASSERT_EQ(r1.outcome, ExecResult::Outcome::Done);
+  if (sc.inv == SigInvoke::None) {
+    EXPECT_EQ(r1.statuses[0], Status::SignalStopped);
+    EXPECT_TRUE(r1.invocations.empty());
+    return;
+  }
+  EXPECT_EQ(r1.statuses[0], Status::Succeeded);
+  const bool bare = sc.inv == SigInvoke::MemwSsp;
+  // Storage
+  switch (sc.store) {
+    case SigStore::Nonw: EXPECT_EQ(fifo_entries(ts, *t, F), 0u); EXPECT_EQ(word(B), 0u); break;
+    case SigStore::Quew: EXPECT_EQ(fifo_entries(ts, *t, F), 1u); break;
+    case SigStore::Memw:
+      EXPECT_EQ(word(B + (bare ? 0 : 12)), 0x1234u);
+      if (!bare) EXPECT_EQ(word(B), 2u);  // the requester's Pnode comes first
+      break;
+    case SigStore::MemwOffset: EXPECT_EQ(word(B + 16 + (bare ? 0 : 12)), 0x1234u); break;
+  }
+  // Invocation
+  if (sc.inv == SigInvoke::Polling) {
+    EXPECT_TRUE(r1.invocations.empty());
+    return;
+  }
+  ASSERT_EQ(r1.invocations.size(), 1u);
+  const Invocation iv = r1.invocations[0];
+  switch (sc.inv) {
+    case SigInvoke::UlsInvoke: EXPECT_EQ(iv.kind, Invocation::Uls); EXPECT_EQ(iv.pc, 0x7000u); break;
+    case SigInvoke::DspByUls: EXPECT_EQ(iv.kind, Invocation::DspByUls); EXPECT_EQ(iv.dsp_pc, 0x6000u); break;
+    case SigInvoke::DspInvoke: EXPECT_EQ(iv.pc, 0x6000u); break;
+    default: EXPECT_EQ(iv.pc, 0x5000u); break;
+  }
+  // A second signal while the first program still runs.
+  auto r2 = execute(ts, pkt({c}));
+  switch (sc.cond) {
+    case SigCond::EveryTimeBlk:
+    case SigCond::FirstOnlyBlk:
+      EXPECT_EQ(r2.statuses[0], Status::SignalCondition);
+      EXPECT_TRUE(r2.invocations.empty());
+      break;
+    case SigCond::EveryTimeNonblk:
+      EXPECT_EQ(r2.statuses[0], Status::Succeeded);
+      EXPECT_EQ(r2.invocations.size(), 1u);
+      break;
+    case SigCond::FirstOnlyNonblk:
+      EXPECT_EQ(r2.statuses[0], Status::Succeeded);
+      EXPECT_TRUE(r2.invocations.empty());  // stored, not invoked again
+      break;
+  }
+  // The program returns; FIRST_ONLY conditions need the light-weight call to reset the flag.
+  signal_returned(ts, *t, S);
+  if (sc.cond == SigCond::EveryTimeNonblk) signal_returned(ts, *t, S);
+  if (sc.cond == SigCond::FirstOnlyBlk || sc.cond == SigCond::FirstOnlyNonblk) {
+    EXPECT_NE(word(S + 12), 0u);
+    while (signal_reset(ts, *t, S)) {
+    }
+  }
+  EXPECT_EQ(word(S + 12), 0u);
+  EXPECT_EQ(execute(ts, pkt({c})).invocations.size(), 1u);
+}
+
+std::vector<SignalCase> all_signal_cases() {
+  std::vector<SignalCase> v;
+  for (uint32_t i = 0; i <= 6; ++i)
+    for (uint32_t s = 0; s <= 3; ++s)
+      for (uint32_t c = 0; c <= 3; ++c) v.push_back({static_cast<SigInvoke>(i), static_cast<SigStore>(s), static_cast<SigCond>(c)});
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(AllStructures, SignalTest, ::testing::ValuesIn(all_signal_cases()));
+
+TEST_F(Fixture, ZBufferAndPacked) {
+  ts.store32(*t, 0x10200, 50);
+  Command z = cmd(Cmd::ZBuffer, 0x10000, le({0xAA}));
+  z.flag_laddr = 0x10200;
+  z.flag_value = 60;  // farther: no effect
+  execute(ts, pkt({z}));
+  EXPECT_EQ(word(0x10000), 0u);
+  z.flag_value = 40;
+  execute(ts, pkt({z}));
+  EXPECT_EQ(word(0x10000), 0xAAu);
+  EXPECT_EQ(word(0x10200), 40u);
+  // Packed: 3 one-byte elements; references 10, 10, 10 against packet 5, 20, 1.
+  for (int i = 0; i < 3; ++i) ts.store32(*t, 0x10300 + 4 * i, 10);
+  Command p;
+  p.cmd = Cmd::ZBufPacked;
+  p.laddr = 0x10400;
+  p.length = 3;
+  p.flag_laddr = 0x10300;
+  p.flag_value = 1;
+  p.data = {5, 0, 0, 0, 0x11, 20, 0, 0, 0, 0x22, 1, 0, 0, 0, 0x33};
+  execute(ts, pkt({p}));
+  uint8_t b[3];
+  ts.read(*t, 0x10400, b, 3);
+  EXPECT_EQ(b[0], 0x11);
+  EXPECT_EQ(b[1], 0);
+  EXPECT_EQ(b[2], 0x33);
+  EXPECT_EQ(word(0x10304), 10u);
+}
+
+TEST_F(Fixture, TaskqueAndScheduling) {
+  Command q = cmd(Cmd::WriteTaskque, 0, {1, 2}, ReplyMode::Status);
+  EXPECT_EQ(execute(ts, pkt({q})).statuses[0], Status::NoTaskque);
+  t->has_taskque = true;
+  t->taskque_capacity = 1;
+  EXPECT_EQ(execute(ts, pkt({q})).statuses[0], Status::Succeeded);
+  EXPECT_EQ(execute(ts, pkt({q})).statuses[0], Status::TaskqueFull);
+  auto e = read_taskque(*t);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(load_le(e->data(), 4), 2u);           // the requester's Pnode
+  EXPECT_EQ(load_le(e->data() + 8, 4), 77u);      // and its key, for the reply channel
+  t->blocked = true;
+  Command w = cmd(Cmd::Write, 0x10000, {1});
+  EXPECT_FALSE(execute(ts, pkt({w})).woke);
+  w.opt.schedule = true;
+  EXPECT_TRUE(execute(ts, pkt({w})).woke);
+  EXPECT_FALSE(t->blocked);
+}
+
+TEST_F(Fixture, ForgedKeyOutOfWindowAndPageCrossingChangeNothing) {
+  Command w = cmd(Cmd::Write, 0x10000, {9, 9, 9, 9}, ReplyMode::Status);
+  EXPECT_EQ(execute(ts, pkt({w}, 0xBAD)).outcome, ExecResult::Outcome::BadKey);
+  EXPECT_EQ(word(0x10000), 0u);
+  Packet nt = pkt({w});
+  nt.dst_ptask = 99;
+  EXPECT_EQ(execute(ts, nt).outcome, ExecResult::Outcome::NoTask);
+  // A write that runs past the mapped window: refused whole, nothing written.
+  Command far = cmd(Cmd::Write, 0x10000 + 4 * kPage - 2, {1, 2, 3, 4});
+  auto r = execute(ts, pkt({far}));
+  EXPECT_EQ(r.violation, ViolationCode::Unmapped);
+  EXPECT_EQ(ts.load32(*t, 0x10000 + 4 * kPage - 4), 0u);
+  // An atomic across a page boundary.
+  r = execute(ts, pkt({cmd(Cmd::Swap, 0x10000 + kPage - 4, le({1, 2}))}));
+  EXPECT_EQ(r.violation, ViolationCode::PageCrossing);
+  // Read-only page.
+  ts.map(*t, 0x40000, 1, kPermRead);
+  EXPECT_EQ(execute(ts, pkt({cmd(Cmd::Write, 0x40000, {1})})).violation, ViolationCode::Protection);
+}
+
+TEST_F(Fixture, CombinedPacketIsOneAtomicLumpUnderThe44Rules) {
+  // The second command faults: the first one's write is rolled back.
+  auto r = execute(ts, pkt({cmd(Cmd::Write, 0x10000, {7, 7, 7, 7}), cmd(Cmd::Write, 0x90000, {1})}));
+  EXPECT_EQ(r.outcome, ExecResult::Outcome::Violation);
+  EXPECT_EQ(r.violation_index, 1u);
+  EXPECT_EQ(word(0x10000), 0u);
+  // Atomics are never combined; two data replies are not either.
+  r = execute(ts, pkt({cmd(Cmd::Write, 0x10000, {1}), cmd(Cmd::Swap, 0x10004, le({1}))}));
+  EXPECT_EQ(r.violation, ViolationCode::BadCombination);
+  Command rd = cmd(Cmd::Read, 0x10000);
+  rd.length = 4;
+  EXPECT_EQ(execute(ts, pkt({rd, rd})).violation, ViolationCode::BadCombination);
+  // A fine combination works, and its replies are combined.
+  r = execute(ts, pkt({cmd(Cmd::Write, 0x10000, {1}, ReplyMode::Status), cmd(Cmd::Write, 0x10008, {2}, ReplyMode::Status)}));
+  EXPECT_EQ(r.outcome, ExecResult::Outcome::Done);
+  EXPECT_EQ(r.replies.size(), 2u);
+  // A swapped-out page: the lump stops with nothing done, to be replayed after the page-in.
+  ts.set_present(*t, 0x11000, false);
+  r = execute(ts, pkt({cmd(Cmd::Write, 0x10000, {5}), cmd(Cmd::Write, 0x11000, {5})}));
+  EXPECT_EQ(r.outcome, ExecResult::Outcome::PageFault);
+  EXPECT_EQ(word(0x10000) & 0xFF, 1u);
+}
+
+TEST_F(Fixture, DummyTaskAliasesOnlyTheWorkingArea) {
+  // Fig. 3.6/3.7: the server's working page is aliased into a dummy task with its own key.
+  Task& dummy = ts.create_task(6, 0xD00D);
+  ts.alias(*t, 0x11000, dummy, 0x80000, 1, kPermRW);
+  Packet p = pkt({cmd(Cmd::Write, 0x80010, {0x42})}, 0xD00D);
+  p.dst_ptask = 6;
+  ASSERT_EQ(execute(ts, p).outcome, ExecResult::Outcome::Done);
+  EXPECT_EQ(word(0x11010) & 0xFF, 0x42u);  // the server sees it through its own mapping
+  // Anything outside the delegated page does not exist for the client.
+  for (uint32_t a : {0x10000u, 0x7F000u, 0x81000u, 0x11010u}) {
+    p.cmds = {cmd(Cmd::Write, a, {0xEE})};
+    EXPECT_EQ(execute(ts, p).outcome, ExecResult::Outcome::Violation) << std::hex << a;
+  }
+  // The server's key does not open the dummy, nor the dummy's the server.
+  p.dst_key = 0xC0FFEE;
+  EXPECT_EQ(execute(ts, p).outcome, ExecResult::Outcome::BadKey);
+  for (uint32_t pg = 0; pg < 4; ++pg)
+    for (uint32_t a = 0; a < kPage; a += 4) ASSERT_NE(ts.load32(*t, 0x10000 + pg * kPage + a), 0xEEu);
+}
+
+// --------------------------------------------------------------------- codec
+
+std::vector<Command> one_of_each() {
+  std::vector<Command> v;
+  for (Cmd k : {Cmd::Write, Cmd::WriteF, Cmd::Read, Cmd::Swap, Cmd::FetchAdd, Cmd::CompSwap, Cmd::Update, Cmd::Invalidate,
+                Cmd::Fifo, Cmd::FifoeNormal, Cmd::FifoeRetry, Cmd::Signal, Cmd::ZBuffer, Cmd::ZBufPacked,
+                Cmd::WriteTaskque, Cmd::Reply, Cmd::Violation, Cmd::Ack})
+    for (ReplyMode rm : {ReplyMode::None, ReplyMode::Status, ReplyMode::OnlyFailures}) {
+      Command c;
+      c.cmd = k;
+      c.opt.reply = rm;
+      c.opt.emb = true;
+      c.opt.emb_colour = 5;
+      c.opt.schedule = rm == ReplyMode::Status;
+      c.laddr = 0x1234;
+      c.flag_laddr = 0x2000;
+      c.flag_value = k == Cmd::ZBufPacked ? 2 : 77;
+      c.ssp_pc = 0x3000;
+      c.offset = 8;
+      c.origin = 3;
+      c.aux = 4;
+      c.status = 1;
+      const bool data = !(k == Cmd::Read || k == Cmd::Invalidate || k == Cmd::Violation || k == Cmd::Ack);
+      const bool has_len = !(k == Cmd::Invalidate || k == Cmd::Violation || k == Cmd::Ack);
+      const bool has_dl = k == Cmd::Read || k == Cmd::Swap || k == Cmd::FetchAdd || k == Cmd::CompSwap || k == Cmd::Reply;
+      const bool has_st = (rm != ReplyMode::None && k != Cmd::Reply && k != Cmd::Ack) || k == Cmd::Reply || k == Cmd::Violation;
+      c.length = has_len ? 3 : 0;
+      if (data) c.data.assign(k == Cmd::ZBufPacked ? 3 * 6 : 3, 0x5A);
+      c.data_laddr = has_dl ? 0x4000 : kNoAddr;
+      c.status_laddr = has_st ? 0x5000 : kNoAddr;
+      // Fields a command does not carry decode as their defaults.
+      if (k != Cmd::WriteF && k != Cmd::CompSwap && k != Cmd::ZBuffer && k != Cmd::ZBufPacked) c.flag_laddr = c.flag_value = 0;
+      if (k != Cmd::Signal) c.ssp_pc = c.offset = 0;
+      if (k != Cmd::Update && k != Cmd::Invalidate && k != Cmd::Ack) c.origin = 0;
+      if (k != Cmd::Violation && k != Cmd::Ack) c.aux = 0;
+      if (k != Cmd::Reply && k != Cmd::Violation) c.status = 0;
+      if (k == Cmd::WriteTaskque || k == Cmd::Ack || k == Cmd::Violation || k == Cmd::Reply) c.laddr = 0;
+      v.push_back(c);
+    }
+  return v;
+}
+
+Packet header() {
+  Packet p;
+  p.dst_mac = mac_of(7);
+  p.src_mac = mac_of(3);
+  p.src_pnode = 3;
+  p.end_p = 200;
+  p.ctrl_p = kSequenced | kAckReq;
+  p.recv_p = 17;
+  p.src_ptask = 11;
+  p.src_key = 0xDEADBEEF;
+  p.dst_ptask = 12;
+  p.dst_key = 0x01020304;
+  return p;
+}
+
+TEST(Codec, Figure61WriteLayoutIsByteExact) {
+  Packet p = header();
+  Command w;
+  w.cmd = Cmd::Write;
+  w.laddr = 0x00A0B0C0;
+  w.length = 4;
+  w.data = {1, 2, 3, 4};
+  p.cmds = {w};
+  std::vector<uint8_t> b;
+  ASSERT_TRUE(encode(p, b));
+  ASSERT_EQ(b.size(), 56u);  // 52 + N
+  EXPECT_EQ(b[12], 0x88);
+  EXPECT_EQ(b[13], 0xB5);
+  EXPECT_EQ((b[14] << 8) | b[15], 56);
+  EXPECT_EQ(b[19], 3);                 // source Pnode
+  EXPECT_EQ(b[21], 200);               // END_P
+  EXPECT_EQ(b[23], 17);                // RECV_P
+  EXPECT_EQ(b[28], 0xDE);              // source key
+  EXPECT_EQ(b[39], 0x04);              // destination key
+  EXPECT_EQ(b[43], 1);                 // MBCF_WRITE
+  EXPECT_EQ(b[45], 0xA0);              // target Laddr at 44
+  EXPECT_EQ(b[51], 4);                 // length at 48
+  EXPECT_EQ(b[52], 1);                 // data at 52
+}
+
+TEST(Codec, RoundTripsEveryCommandAloneAndCombined) {
+  for (const Command& c : one_of_each()) {
+    Packet p = header();
+    p.cmds = {c};
+    std::vector<uint8_t> b;
+    ASSERT_TRUE(encode(p, b)) << to_string(c.cmd);
+    Packet q;
+    ASSERT_EQ(decode(b.data(), b.size(), q), DecodeError::None) << to_string(c.cmd);
+    EXPECT_TRUE(q == p) << to_string(c.cmd) << " reply " << static_cast<int>(c.opt.reply);
+  }
+  // Combined: later commands start on 4-byte boundaries (Fig. 6.2b).
+  Packet p = header();
+  Command a, b2;
+  a.cmd = b2.cmd = Cmd::Write;
+  a.laddr = 0x10;
+  a.length = 1;
+  a.data = {0xEE};
+  b2.laddr = 0x20;
+  b2.length = 4;
+  b2.data = {1, 2, 3, 4};
+  p.cmds = {a, b2};
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(encode(p, bytes));
+  EXPECT_EQ(bytes.size(), 40u + 13 + 3 + 16);
+  EXPECT_EQ(bytes[56 + 3], 1);  // the second command word at an aligned offset
+  Packet q;
+  ASSERT_EQ(decode(bytes.data(), bytes.size(), q), DecodeError::None);
+  EXPECT_TRUE(q == p);
+}
+
+TEST(Codec, MalformedPacketsAreRejectedWithoutOverreading) {
+  Packet p = header();
+  Command w;
+  w.cmd = Cmd::Write;
+  w.length = 8;
+  w.data.assign(8, 3);
+  Command w2 = w;
+  p.cmds = {w, w2};
+  std::vector<uint8_t> good;
+  ASSERT_TRUE(encode(p, good));
+  Packet q;
+  // Every truncation is refused; decoding a heap copy of exactly n bytes lets ASan catch overreads.
+  for (size_t n = 0; n < good.size(); ++n) {
+    std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<long>(n));
+    EXPECT_NE(decode(cut.data(), cut.size(), q), DecodeError::None) << n;
+  }
+  auto bad = good;
+  bad[15] += 4;  // total length beyond the frame
+  EXPECT_EQ(decode(bad.data(), bad.size(), q), DecodeError::LengthMismatch);
+  bad = good;
+  bad[15] -= 4;  // total length shorter than the commands
+  EXPECT_NE(decode(bad.data(), bad.size(), q), DecodeError::None);
+  bad = good;
+  bad[43] = 99;  // unknown command
+  EXPECT_EQ(decode(bad.data(), bad.size(), q), DecodeError::UnknownCommand);
+  bad = good;
+  bad[12] = 0x08;  // IP, not MBCF
+  EXPECT_EQ(decode(bad.data(), bad.size(), q), DecodeError::WrongType);
+  // A second command that is not on a 4-byte boundary: padding bytes not zero.
+  Command a;
+  a.cmd = Cmd::Write;
+  a.length = 1;
+  a.data = {1};
+  p.cmds = {a, w};
+  ASSERT_TRUE(encode(p, bad));
+  bad[53] = 0x77;
+  EXPECT_EQ(decode(bad.data(), bad.size(), q), DecodeError::BadAlignment);
+  bad = good;
+  bad[51] = 200;  // the first command's data length runs past the end
+  EXPECT_EQ(decode(bad.data(), bad.size(), q), DecodeError::Truncated);
+  // Frames may carry Ethernet padding after the total length.
+  auto padded = good;
+  padded.resize(good.size() + 10, 0);
+  EXPECT_EQ(decode(padded.data(), padded.size(), q), DecodeError::None);
+}
+
+}  // namespace
+}  // namespace mbpsim::mbcf

@@ -1,0 +1,456 @@
+#include "workloads/mbcf_workloads.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "models/core/error.h"
+#include "models/mbcf/atomic.h"
+
+namespace mbpsim {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+using namespace mbpsim::mbcf;
+
+void declare_mbcf_workload_params(ParamSchema& s) {
+  using T = ParamType;
+  s.add({"workload.sizes", T::IntList, json::array({4, 16, 64, 256, 1024}), "bytes", "rtt, oneway, peak: payload sizes to measure", 1, 1408});
+  s.add({"workload.commands", T::Json, json::array(), "", "rtt: [write, read, swap] by default; oneway: [write, fifo, signal]", -1e300, 1e300});
+  s.add({"workload.iterations", T::Int, 20, "", "rtt, oneway: measured repetitions per point (after 2 unmeasured ones)", 1, 1e9});
+  s.add({"workload.transfers", T::Int, 1024, "", "peak: MBCF_WRITEs per size", 16, 1e9});
+  s.add({"workload.ack_every", T::Int, 16, "", "peak: a status check every N transmissions (6.2.3)", 1, 1e6});
+  s.add({"workload.calc_nodes", T::Int, 1, "nodes", "raytrace: calculator nodes (node 0 displays)", 1, 253});
+  s.add({"workload.payload_bytes", T::Int, 64, "pixels", "raytrace: pixels (1 byte each) per MBCF_WRITE; the unit of cyclic distribution", 1, 1408});
+  s.add({"workload.width", T::Int, 576, "pixels", "raytrace: picture width (6.2.6)", 1, 1e5});
+  s.add({"workload.height", T::Int, 450, "pixels", "raytrace: picture height", 1, 1e5});
+  s.add({"workload.pixel_us", T::Double, 70.0, "us", "raytrace: computation per pixel (6.2.6: 70 us on the SS20)", 0, 1e9});
+  s.add({"workload.skip_cycles", T::Double, 8.0, "cycles", "raytrace: a calculator's test for a pixel it is not responsible for (every node runs the whole loop, 6.2.6)", 0, 1e9});
+}
+
+// ------------------------------------------------------------------ base
+
+MbcfWorkload::MbcfWorkload(const Config& c, Stats& stats, uint64_t seed) {
+  cfg_ = EtherSysConfig::from(c);
+  max_cycles_ = static_cast<uint64_t>(c.get_int("workload.max_cycles"));
+  cal_ = std::make_unique<Calendar>("mbcf_calendar");
+  sys_ = std::make_unique<EtherSystem>(*cal_, cfg_, stats, seed);
+  Rng keys(seed, "mbcf.keys");
+  for (uint32_t n = 0; n < cfg_.nodes; ++n) {
+    Task& t = sys_->create_task(n, kPtask, static_cast<uint32_t>(keys.next() | 1));
+    TaskSpace& ts = sys_->space(n);
+    ts.map(t, kStatus, (kFifoBuf + 0x4000 - kStatus + ts.page_bytes() - 1) / ts.page_bytes(), kPermRW);
+    ts.map(t, kSrc, 0x20000 / ts.page_bytes(), kPermRW);
+  }
+  for (uint32_t n = 0; n < cfg_.nodes; ++n)
+    for (uint32_t m = 0; m < cfg_.nodes; ++m) sys_->set_ltask(n, kPtask, m, m, kPtask);
+}
+
+std::string MbcfWorkload::stalled() const {
+  if (done_ || !cal_->idle()) return "";
+  return "the MBCF/Ether system went quiet before the workload finished";
+}
+
+ordered_json MbcfWorkload::host_figures(double wall_s) const {
+  ordered_json h;
+  h["mbcf_events"] = cal_->events();
+  h["mbcf_events_per_second"] = cal_->events() / wall_s;
+  return h;
+}
+
+namespace {
+
+Command cmd_of(Cmd k, uint32_t laddr, uint32_t n, const std::vector<uint8_t>& data) {
+  Command c;
+  c.cmd = k;
+  c.laddr = laddr;
+  c.length = n;
+  if (k != Cmd::Read) c.data = data;
+  return c;
+}
+
+std::vector<uint8_t> pattern(uint32_t n, uint32_t salt) {
+  std::vector<uint8_t> d(n);
+  for (uint32_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(i * 31 + salt);
+  return d;
+}
+
+ordered_json point(const std::string& cmd, uint32_t size, double value, const char* unit, double cpu_us) {
+  ordered_json p;
+  p["command"] = cmd;
+  p["size"] = size;
+  p["value"] = std::round(value * 1000) / 1000;
+  p["unit"] = unit;
+  p["host_cpu_us_per_op"] = std::round(cpu_us * 1000) / 1000;
+  return p;
+}
+
+std::vector<std::string> commands(const Config& c, std::vector<std::string> dflt, const std::vector<std::string>& allowed) {
+  const json& j = c.get_json("workload.commands");
+  if (!j.is_array()) c.fail("workload.commands", "must be a list of command names");
+  if (j.empty()) return dflt;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string() || std::find(allowed.begin(), allowed.end(), j[i].get<std::string>()) == allowed.end())
+      c.fail_at("workload.commands", "[" + std::to_string(i) + "]", "must be one of the commands this workload measures");
+    out.push_back(j[i].get<std::string>());
+  }
+  return out;
+}
+
+std::vector<uint32_t> sizes(const Config& c, uint32_t min) {
+  std::vector<uint32_t> s;
+  const auto v = c.get_int_list("workload.sizes");
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] < static_cast<int64_t>(min) || v[i] > 1024 * 64)
+      c.fail_at("workload.sizes", "[" + std::to_string(i) + "]", "must be at least " + std::to_string(min));
+    s.push_back(static_cast<uint32_t>(v[i]));
+  }
+  return s;
+}
+
+// ------------------------------------------------------------------ rtt (6.2.4)
+
+class RttWorkload : public MbcfWorkload {
+ public:
+  RttWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
+    cmds_ = commands(c, {"write", "read", "swap"}, {"write", "read", "swap", "send"});
+    sizes_ = sizes(c, 4);
+    for (uint32_t s : sizes_)
+      if (s % 4) c.fail("workload.sizes", "rtt sizes must be multiples of 4 (MBCF_SWAP works on 32-bit words)");
+    iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
+  }
+  void start() override { next_point(); }
+  ordered_json summary() const override {
+    ordered_json s;
+    s["finished"] = done_;
+    s["points"] = points_;
+    return s;
+  }
+
+ private:
+  void next_point() {
+    if (ci_ == cmds_.size()) return finish();
+    i_ = 0;
+    sum_ = 0;
+    mark_cpu();
+    one();
+  }
+  void one() {
+    const std::string& name = cmds_[ci_];
+    const uint32_t n = sizes_[si_];
+    const Cmd k = name == "write" || name == "send" ? Cmd::Write : name == "read" ? Cmd::Read : Cmd::Swap;
+    Command c = cmd_of(k, kDst, n, pattern(n, i_));
+    if (name == "send") {
+      // Table 6.1: the MBCF-requesting system call alone, timed around the call.
+      const uint64_t t0 = now();
+      sys_->syscall(0, kPtask, Request{1, {c}}, [this, t0] {
+        // The clock is read before and after; the wait keeps earlier sends off the measured call.
+        if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
+        sys_->compute(0, 1000000000ull, [this] { measured(); });
+      });
+      return;
+    }
+    c.opt.reply = ReplyMode::Status;
+    c.status_laddr = kStatus;
+    if (k != Cmd::Write) c.data_laddr = kDst;
+    Task& t = *sys_->space(0).find(kPtask);
+    sys_->space(0).store32(t, kStatus, 0);
+    if (i_ == 2) mark_cpu();
+    const uint64_t t0 = now();
+    sys_->syscall(0, kPtask, Request{1, {c}}, [this, t0] {
+      sys_->poll(0, [this] { return sys_->space(0).load32(*sys_->space(0).find(kPtask), kStatus) != 0; },
+                 [this, t0] {
+                   if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
+                   measured();
+                 });
+    });
+  }
+  void measured() {
+    if (++i_ < iters_ + 2) return one();
+    const double lat = sum_ / iters_ / 1e6;
+    const std::string name = cmds_[ci_] == "send" ? "MBCF_WRITE_SEND" : "MBCF_" + upper(cmds_[ci_]) + "_STAT";
+    points_.push_back(point(name, sizes_[si_], lat, "us", cpu_us_since_mark() / iters_));
+    if (++si_ == sizes_.size()) {
+      si_ = 0;
+      ++ci_;
+    }
+    next_point();
+  }
+  static std::string upper(std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::toupper(ch));
+    return s;
+  }
+  std::vector<std::string> cmds_;
+  std::vector<uint32_t> sizes_;
+  uint32_t iters_, ci_ = 0, si_ = 0, i_ = 0;
+  double sum_ = 0;
+  ordered_json points_ = ordered_json::array();
+};
+
+// ------------------------------------------------------------------ oneway (6.2.5)
+
+class OnewayWorkload : public MbcfWorkload {
+ public:
+  OnewayWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
+    cmds_ = commands(c, {"write", "fifo", "signal"}, {"write", "fifo", "signal"});
+    sizes_ = sizes(c, 4);
+    iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
+    for (uint32_t n = 0; n < 2; ++n) {
+      TaskSpace& ts = sys_->space(n);
+      Task& t = *ts.find(kPtask);
+      init_fifo(ts, t, kFifo, kFifoBuf, 0x4000);
+      init_signal(ts, t, kSignal, SigInvoke::DspInvoke, SigStore::Quew, SigCond::FirstOnlyNonblk, kHandlerPc, 0, 0, kFifo);
+      // The invoked program: one light-weight system call takes the entry and resets the
+      // flag; then it answers (the partner's turn) or ends the round trip.
+      sys_->set_program(n, kPtask, kHandlerPc, [this, n](const Invocation&, std::function<void()> done) {
+        sys_->lw_syscall(n, [this, n, done] {
+          TaskSpace& ts = sys_->space(n);
+          signal_reset(ts, *ts.find(kPtask), kSignal);
+          signal_reset(ts, *ts.find(kPtask), kSignal);  // queue now empty: the flag goes down
+          done();
+          arrived(n);
+        });
+      });
+    }
+  }
+  void start() override { next_point(); }
+  ordered_json summary() const override {
+    ordered_json s;
+    s["finished"] = done_;
+    s["points"] = points_;
+    return s;
+  }
+
+ private:
+  static constexpr uint32_t kHandlerPc = 0x4000;
+  void next_point() {
+    if (ci_ == cmds_.size()) return finish();
+    i_ = 0;
+    sum_ = 0;
+    round();
+  }
+  void round() {
+    if (i_ == 2) mark_cpu();
+    t0_ = now();
+    send(0);
+  }
+  // Node `from` sends this round's message to the other node.
+  void send(uint32_t from) {
+    const uint32_t n = sizes_[si_];
+    const std::string& k = cmds_[ci_];
+    std::vector<uint8_t> d = pattern(n, i_);
+    store_le(d.data() + n - 4, 4, seq_ + 1);  // the last word tells the receiver it has arrived
+    Command c;
+    if (k == "write") c = cmd_of(Cmd::Write, kDst, n, d);
+    else if (k == "fifo") c = cmd_of(Cmd::Fifo, kFifo, n, d);
+    else c = cmd_of(Cmd::Signal, kSignal, n, d);
+    ++seq_;
+    const uint32_t to = 1 - from;
+    sys_->syscall(from, kPtask, Request{to, {c}}, [this, to, k] {
+      if (k == "signal") return;  // the receiver's program takes it from here
+      TaskSpace& ts = sys_->space(to);
+      Task& t = *ts.find(kPtask);
+      const uint32_t n = sizes_[si_], want = seq_;
+      if (k == "write") {
+        sys_->poll(to, [&ts, &t, n, want] { return ts.load32(t, kDst + n - 4) == want; }, [this, to] { arrived(to); });
+      } else {
+        sys_->poll(to, [&ts, &t] { return fifo_entries(ts, t, kFifo) > 0; }, [this, to, &ts, &t] {
+          sys_->lw_syscall(to, [this, to, &ts, &t] {
+            fifo_pop(ts, t, kFifo);
+            arrived(to);
+          });
+        });
+      }
+    });
+  }
+  void arrived(uint32_t at) {
+    if (at == 1) return send(1);
+    if (i_ >= 2) sum_ += static_cast<double>(now() - t0_) + timer_read_ps();
+    if (++i_ < iters_ + 2) return round();
+    const double lat = sum_ / iters_ / 2 / 1e6;
+    std::string name = cmds_[ci_] == "write" ? "MBCF_WRITE" : cmds_[ci_] == "fifo" ? "MBCF_FIFO" : "MBCF_SIGNAL";
+    points_.push_back(point(name, sizes_[si_], lat, "us", cpu_us_since_mark() / iters_ / 2));
+    if (++si_ == sizes_.size()) {
+      si_ = 0;
+      ++ci_;
+    }
+    next_point();
+  }
+  std::vector<std::string> cmds_;
+  std::vector<uint32_t> sizes_;
+  uint32_t iters_, ci_ = 0, si_ = 0, i_ = 0, seq_ = 0;
+  uint64_t t0_ = 0;
+  double sum_ = 0;
+  ordered_json points_ = ordered_json::array();
+};
+
+// ------------------------------------------------------------------ peak (6.2.3)
+
+class PeakWorkload : public MbcfWorkload {
+ public:
+  PeakWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
+    sizes_ = sizes(c, 1);
+    count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
+    every_ = static_cast<uint32_t>(c.get_int("workload.ack_every"));
+    if (count_ % every_) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
+  }
+  void start() override { next_point(); }
+  ordered_json summary() const override {
+    ordered_json s;
+    s["finished"] = done_;
+    s["points"] = points_;
+    return s;
+  }
+
+ private:
+  void next_point() {
+    if (si_ == sizes_.size()) return finish();
+    k_ = 0;
+    Task& t = *sys_->space(0).find(kPtask);
+    for (uint32_t i = 0; i < 2; ++i) sys_->space(0).store32(t, kStatus + 4 * i, 0);
+    mark_cpu();
+    t0_ = now();
+    step();
+  }
+  uint32_t group() const { return k_ / every_; }
+  void step() {
+    Task& t = *sys_->space(0).find(kPtask);
+    TaskSpace& ts = sys_->space(0);
+    if (k_ == count_) {  // the last group's status closes the measurement
+      const uint32_t slot = kStatus + 4 * ((group() - 1) % 2);
+      sys_->poll(0, [&ts, &t, slot] { return ts.load32(t, slot) != 0; }, [this] {
+        const double s = (now() - t0_) / 1e12;
+        const uint32_t n = sizes_[si_];
+        points_.push_back(point("MBCF_WRITE", n, count_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_since_mark() / count_));
+        ++si_;
+        next_point();
+      });
+      return;
+    }
+    if (k_ % every_ == 0 && group() >= 2) {
+      // Before a new group, the acknowledgement of the group before last must be back (one
+      // group in flight while the previous one is being acknowledged).
+      const uint32_t slot = kStatus + 4 * (group() % 2);
+      if (ts.load32(t, slot) == 0) {
+        sys_->poll(0, [&ts, &t, slot] { return ts.load32(t, slot) != 0; }, [this] { step(); });
+        return;
+      }
+    }
+    const uint32_t n = sizes_[si_];
+    Command c = cmd_of(Cmd::Write, kDst + (k_ % 32) * 0, n, pattern(n, k_));
+    if (k_ % every_ == every_ - 1) {
+      c.opt.reply = ReplyMode::Status;
+      c.status_laddr = kStatus + 4 * (group() % 2);
+    } else if (k_ % every_ == 0) {
+      ts.store32(t, kStatus + 4 * (group() % 2), 0);
+    }
+    ++k_;
+    sys_->syscall(0, kPtask, Request{1, {c}}, [this] { step(); });
+  }
+  std::vector<uint32_t> sizes_;
+  uint32_t count_, every_, si_ = 0, k_ = 0;
+  uint64_t t0_ = 0;
+  ordered_json points_ = ordered_json::array();
+};
+
+// ------------------------------------------------------------------ raytrace (6.2.6)
+
+class RaytraceWorkload : public MbcfWorkload {
+ public:
+  RaytraceWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
+    calc_ = static_cast<uint32_t>(c.get_int("workload.calc_nodes"));
+    if (calc_ + 1 > cfg_.nodes)
+      c.fail("workload.calc_nodes", std::to_string(calc_) + " calculators and a display need mbcf.nodes >= " + std::to_string(calc_ + 1));
+    chunk_ = static_cast<uint32_t>(c.get_int("workload.payload_bytes"));
+    w_ = static_cast<uint32_t>(c.get_int("workload.width"));
+    h_ = static_cast<uint32_t>(c.get_int("workload.height"));
+    pixel_ps_ = static_cast<uint64_t>(c.get_double("workload.pixel_us") * 1e6);
+    skip_ps_ = sys_->cycles_ps(c.get_double("workload.skip_cycles"));
+    TaskSpace& ts = sys_->space(0);
+    const uint32_t bytes = w_ * h_;
+    ts.map(*ts.find(kPtask), kFrame, (bytes + ts.page_bytes() - 1) / ts.page_bytes(), kPermRW);
+    chunks_ = (bytes + chunk_ - 1) / chunk_;
+    next_.assign(calc_ + 1, 0);
+    for (uint32_t n = 1; n <= calc_; ++n) {
+      Task& t = *sys_->space(n).find(kPtask);
+      sys_->space(n).store32(t, kStatus, 0);
+    }
+  }
+  void start() override {
+    for (uint32_t n = 1; n <= calc_; ++n) {
+      next_[n] = n - 1;
+      work(n);
+    }
+  }
+  ordered_json summary() const override {
+    ordered_json s;
+    s["finished"] = done_;
+    s["exec_time_s"] = std::round(exec_ps_ / 1e9) / 1e3;
+    s["calc_nodes"] = calc_;
+    s["payload_bytes"] = chunk_;
+    s["packets"] = chunks_;
+    s["frame_correct"] = frame_ok_;
+    return s;
+  }
+
+ private:
+  static uint8_t pixel(uint32_t i) { return static_cast<uint8_t>((i * 2654435761u) >> 24); }
+  // Calculator `n` computes its next chunk (and skips the pixels of the others), then writes
+  // it to the display's frame buffer; the last write asks for a status to know it has landed.
+  void work(uint32_t n) {
+    const uint32_t k = next_[n];
+    if (k >= chunks_) return;
+    const uint32_t first = k * chunk_, len = std::min(chunk_, w_ * h_ - first);
+    const uint32_t skipped = k + calc_ < chunks_ ? (calc_ - 1) * chunk_ : 0;
+    compute_and_send(n, k, first, len, static_cast<uint64_t>(len) * pixel_ps_ + skipped * skip_ps_);
+  }
+  void compute_and_send(uint32_t n, uint32_t k, uint32_t first, uint32_t len, uint64_t ps) {
+    sys_->compute(n, ps, [this, n, k, first, len] {
+      std::vector<uint8_t> d(len);
+      for (uint32_t i = 0; i < len; ++i) d[i] = pixel(first + i);
+      Command c = cmd_of(Cmd::Write, kFrame + first, len, d);
+      const bool last = k + calc_ >= chunks_;
+      if (last) {
+        c.opt.reply = ReplyMode::Status;
+        c.status_laddr = kStatus;
+      }
+      next_[n] = k + calc_;
+      sys_->syscall(n, kPtask, Request{0, {c}}, [this, n, last] {
+        if (!last) return work(n);
+        TaskSpace& ts = sys_->space(n);
+        Task& t = *ts.find(kPtask);
+        sys_->poll(n, [&ts, &t] { return ts.load32(t, kStatus) != 0; }, [this] {
+          if (++finished_ < calc_) return;
+          exec_ps_ = now();
+          check_frame();
+          finish();
+        });
+      });
+    });
+  }
+  void check_frame() {
+    TaskSpace& ts = sys_->space(0);
+    std::vector<uint8_t> f(w_ * h_);
+    ts.read(*ts.find(kPtask), kFrame, f.data(), w_ * h_);
+    frame_ok_ = true;
+    for (uint32_t i = 0; i < f.size(); ++i) frame_ok_ &= f[i] == pixel(i);
+  }
+  uint32_t calc_, chunk_, w_, h_, chunks_, finished_ = 0;
+  uint64_t pixel_ps_, skip_ps_, exec_ps_ = 0;
+  std::vector<uint32_t> next_;
+  bool frame_ok_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed) {
+  if (kind == "rtt") return std::make_unique<RttWorkload>(c, stats, seed);
+  if (kind == "oneway") return std::make_unique<OnewayWorkload>(c, stats, seed);
+  if (kind == "peak") return std::make_unique<PeakWorkload>(c, stats, seed);
+  if (kind == "raytrace") return std::make_unique<RaytraceWorkload>(c, stats, seed);
+  return nullptr;
+}
+
+}  // namespace mbpsim

@@ -1,0 +1,59 @@
+// Workloads on MBCF/Ether (thesis 6.2, 6.3): round-trip latency (`rtt`), one-way latency of
+// high-level commands (`oneway`), peak data-transfer rate (`peak`) and the parallel ray
+// tracer (`raytrace`). Each owns an EtherSystem on its own calendar; the quad-tree network the
+// runner builds stays idle.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/core/calendar.h"
+#include "models/mbcf/ether_system.h"
+#include "workloads/workload.h"
+
+namespace mbpsim {
+
+void declare_mbcf_workload_params(ParamSchema& s);
+
+class MbcfWorkload : public Workload {
+ public:
+  MbcfWorkload(const Config& c, Stats& stats, uint64_t seed);
+  Phases phases() const override { return {0, 0, max_cycles_}; }
+  uint64_t poll_cycles() const override { return 100000; }
+  bool done() const override { return done_; }
+  void on_packet(uint32_t, net::Packet&, uint64_t) override {}
+  std::string stalled() const override;
+  std::string failure_dump() const override { return sys_->dump(); }
+  nlohmann::ordered_json host_figures(double wall_s) const override;
+  mbcf::EtherSystem& system() { return *sys_; }
+
+  // The address map every node's task 1 uses (logical addresses).
+  static constexpr uint32_t kPtask = 1;
+  static constexpr uint32_t kStatus = 0x10000;   // status words, one per slot of 4 bytes
+  static constexpr uint32_t kFifo = 0x11000;     // FIFO structure
+  static constexpr uint32_t kSignal = 0x11100;   // signal structure
+  static constexpr uint32_t kFlag = 0x11200;     // misc words
+  static constexpr uint32_t kFifoBuf = 0x12000;  // FIFO buffer (16 KiB)
+  static constexpr uint32_t kSrc = 0x20000;      // data to send (64 KiB)
+  static constexpr uint32_t kDst = 0x30000;      // where data arrives (64 KiB)
+  static constexpr uint32_t kFrame = 0x100000;   // ray tracing: the display's frame buffer
+
+ protected:
+  uint64_t now() const { return cal_->now_ps(); }
+  void finish() { done_ = true; }
+  double timer_read_ps() const { return cfg_.timer_read_us * 1e6; }
+  // The sender's host CPU time (system calls and interrupt routines) since `mark_cpu()`.
+  void mark_cpu() { cpu_mark_ = sys_->host_busy_ps(0); }
+  double cpu_us_since_mark() const { return (sys_->host_busy_ps(0) - cpu_mark_) / 1e6; }
+
+  std::unique_ptr<Calendar> cal_;
+  mbcf::EtherSysConfig cfg_;
+  std::unique_ptr<mbcf::EtherSystem> sys_;
+  uint64_t max_cycles_;
+  bool done_ = false;
+  uint64_t cpu_mark_ = 0;
+};
+
+std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed);
+
+}  // namespace mbpsim
