@@ -52,6 +52,13 @@ std::string MbcfWorkload::stalled() const {
   return "the MBCF/Ether system went quiet before the workload finished";
 }
 
+ordered_json MbcfWorkload::summary() const {
+  ordered_json s;
+  s["finished"] = done_;
+  s["points"] = points_;
+  return s;
+}
+
 ordered_json MbcfWorkload::host_figures(double wall_s) const {
   ordered_json h;
   h["mbcf_events"] = cal_->events();
@@ -122,12 +129,6 @@ class RttWorkload : public MbcfWorkload {
     iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
   }
   void start() override { next_point(); }
-  ordered_json summary() const override {
-    ordered_json s;
-    s["finished"] = done_;
-    s["points"] = points_;
-    return s;
-  }
 
  private:
   void next_point() {
@@ -186,7 +187,6 @@ class RttWorkload : public MbcfWorkload {
   std::vector<uint32_t> sizes_;
   uint32_t iters_, ci_ = 0, si_ = 0, i_ = 0;
   double sum_ = 0;
-  ordered_json points_ = ordered_json::array();
 };
 
 // ------------------------------------------------------------------ oneway (6.2.5)
@@ -216,12 +216,6 @@ class OnewayWorkload : public MbcfWorkload {
     }
   }
   void start() override { next_point(); }
-  ordered_json summary() const override {
-    ordered_json s;
-    s["finished"] = done_;
-    s["points"] = points_;
-    return s;
-  }
 
  private:
   static constexpr uint32_t kHandlerPc = 0x4000;
@@ -283,7 +277,6 @@ class OnewayWorkload : public MbcfWorkload {
   uint32_t iters_, ci_ = 0, si_ = 0, i_ = 0, seq_ = 0;
   uint64_t t0_ = 0;
   double sum_ = 0;
-  ordered_json points_ = ordered_json::array();
 };
 
 // ------------------------------------------------------------------ peak (6.2.3)
@@ -297,12 +290,6 @@ class PeakWorkload : public MbcfWorkload {
     if (count_ % every_) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
   }
   void start() override { next_point(); }
-  ordered_json summary() const override {
-    ordered_json s;
-    s["finished"] = done_;
-    s["points"] = points_;
-    return s;
-  }
 
  private:
   void next_point() {
@@ -339,7 +326,7 @@ class PeakWorkload : public MbcfWorkload {
       }
     }
     const uint32_t n = sizes_[si_];
-    Command c = cmd_of(Cmd::Write, kDst + (k_ % 32) * 0, n, pattern(n, k_));
+    Command c = cmd_of(Cmd::Write, kDst, n, pattern(n, k_));
     if (k_ % every_ == every_ - 1) {
       c.opt.reply = ReplyMode::Status;
       c.status_laddr = kStatus + 4 * (group() % 2);
@@ -352,7 +339,6 @@ class PeakWorkload : public MbcfWorkload {
   std::vector<uint32_t> sizes_;
   uint32_t count_, every_, si_ = 0, k_ = 0;
   uint64_t t0_ = 0;
-  ordered_json points_ = ordered_json::array();
 };
 
 // ------------------------------------------------------------------ raytrace (6.2.6)

@@ -26,6 +26,8 @@ class MbcfWorkload : public Workload {
   std::string failure_dump() const override { return sys_->dump(); }
   nlohmann::ordered_json host_figures(double wall_s) const override;
   mbcf::EtherSystem& system() { return *sys_; }
+  // rtt, oneway and peak report a list of measured points; raytrace overrides this.
+  nlohmann::ordered_json summary() const override;
 
   // The address map every node's task 1 uses (logical addresses).
   static constexpr uint32_t kPtask = 1;
@@ -52,6 +54,7 @@ class MbcfWorkload : public Workload {
   uint64_t max_cycles_;
   bool done_ = false;
   uint64_t cpu_mark_ = 0;
+  nlohmann::ordered_json points_ = nlohmann::ordered_json::array();
 };
 
 std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed);

@@ -94,24 +94,14 @@ void EtherSystem::interrupt(uint32_t node, uint64_t dur, std::function<void()> f
   N.kernel_ps += dur;
   if (N.user_active && N.user_end > start) {  // the user program is delayed by the interrupt
     N.user_end += dur;
-    const uint64_t ver = ++N.user_ver;
-    cal_.at(N.user_end, [this, node, ver] {
-      Node& N = *n_[node];
-      if (ver != N.user_ver) return;
-      N.user_active = false;
-      auto k = std::move(N.user_k);
-      k();
-    });
+    schedule_user_end(node);
   }
   cal_.at(N.int_free, std::move(fn));
 }
 
-void EtherSystem::compute(uint32_t node, uint64_t ps, std::function<void()> k) {
+// (Re)schedules the end of the user work; an earlier schedule is left to find itself stale.
+void EtherSystem::schedule_user_end(uint32_t node) {
   Node& N = *n_[node];
-  if (N.user_active) internal_error("compute: the user program of node " + std::to_string(node) + " is already busy");
-  N.user_active = true;
-  N.user_end = std::max(cal_.now_ps(), N.int_free) + ps;
-  N.user_k = std::move(k);
   const uint64_t ver = ++N.user_ver;
   cal_.at(N.user_end, [this, node, ver] {
     Node& N = *n_[node];
@@ -120,6 +110,15 @@ void EtherSystem::compute(uint32_t node, uint64_t ps, std::function<void()> k) {
     auto k = std::move(N.user_k);
     k();
   });
+}
+
+void EtherSystem::compute(uint32_t node, uint64_t ps, std::function<void()> k) {
+  Node& N = *n_[node];
+  if (N.user_active) internal_error("compute: the user program of node " + std::to_string(node) + " is already busy");
+  N.user_active = true;
+  N.user_end = std::max(cal_.now_ps(), N.int_free) + ps;
+  N.user_k = std::move(k);
+  schedule_user_end(node);
 }
 
 void EtherSystem::poll(uint32_t node, std::function<bool()> pred, std::function<void()> k) {

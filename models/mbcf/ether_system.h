@@ -165,6 +165,7 @@ class EtherSystem {
   uint64_t dma_ps(uint32_t bytes) const;
   uint64_t copy_ps(uint32_t bytes) const;
   void interrupt(uint32_t node, uint64_t dur, std::function<void()> fn);
+  void schedule_user_end(uint32_t node);
   void run_pollers(uint32_t node, uint64_t at);
   // transmit path
   void transmit(uint32_t node, uint32_t peer, Packet p);
