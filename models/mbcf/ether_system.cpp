@@ -27,7 +27,8 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
       resend_reqs_(st.counter("system.mbcf.resend_requests", "resend-requesting packets sent")),
       acks_sent_(st.counter("system.mbcf.acks_sent", "acknowledgement-only packets sent")),
       ring_drops_(st.counter("system.mbcf.rx_ring_drops", "frames dropped by a NIC whose receive ring was full")),
-      timeouts_(st.counter("system.mbcf.timeouts", "acknowledgement timeouts")),
+      timeouts_(st.counter("system.mbcf.timeouts", "acknowledgement timeouts that led to a handshaked resend")),
+      ack_polls_(st.counter("system.mbcf.ack_polls", "timer expiries with no request outstanding: an ack request sent to collect the tail")),
       th1_cuts_(st.counter("system.mbcf.th1_reductions", "times TH1 was lowered for a lack of buffers")),
       faults_(st.counter("system.mbcf.page_faults", "commands that found their target page swapped out")),
       forwards_(st.counter("system.mbcf.multicast_forwards", "multicast copies sent along patterns")),
@@ -228,6 +229,7 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   std::vector<uint8_t> bytes;
   if (!encode(p, bytes)) internal_error("an MBCF packet the kernel built does not encode");
   sent_.inc();
+  if (tx_hook_) tx_hook_(node, dst, p);
   // The descriptor fetch of the next frame overlaps the DMA of the one before.
   const uint64_t t0 = std::max(cal_.now_ps() + static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), N.tx_free);
   const uint64_t start = std::max(t0, N.bus_free);
@@ -235,10 +237,16 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   N.bus_free = end;
   N.tx_free = end;
   const uint32_t inc = N.incarnation;
-  cal_.at(end, [this, node, dst, b = std::move(bytes), inc]() mutable {
+  const bool sequenced = (p.ctrl_p & kSequenced) != 0;
+  cal_.at(end, [this, node, dst, b = std::move(bytes), inc, sequenced]() mutable {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
-    ether_->send(node, dst, std::move(b), [this, node](bool) {
-      if (c_.tx_done_cycles > 0 && n_[node]->up) interrupt(node, cycles_ps(c_.tx_done_cycles), [] {});
+    ether_->send(node, dst, std::move(b), [this, node, dst, inc, sequenced](bool) {
+      if (!n_[node]->up || n_[node]->incarnation != inc) return;
+      if (c_.tx_done_cycles > 0) interrupt(node, cycles_ps(c_.tx_done_cycles), [] {});
+      // The acknowledgement timer runs from when a frame has left the MAC, not from the
+      // request: on a slow or busy medium a frame can wait in the transmit queue for longer
+      // than the timeout (64 full frames are 79 ms of 10BASE-T).
+      if (sequenced) arm_timer(node, dst);
     });
   });
 }
@@ -272,8 +280,10 @@ void EtherSystem::send_sequenced(uint32_t node, uint32_t peer, Packet p) {
     }
   }
   if (P.unacked.size() == 1) P.last_progress = cal_.now_ps();
-  if (!P.resending) nic_send(node, peer, p);
-  arm_timer(node, peer);
+  if (!P.resending) {
+    P.wire_sent = p.end_p;
+    nic_send(node, peer, p);
+  }
 }
 
 void EtherSystem::send_control(uint32_t node, uint32_t peer, uint8_t flags) {
@@ -294,14 +304,13 @@ void EtherSystem::arm_timer(uint32_t node, uint32_t peer) {
     Node& N = *n_[node];
     Peer& P = N.peers[peer];
     if (gen != P.timer_gen || !N.up || N.incarnation != inc || P.unacked.empty()) return;
-    timeouts_.inc();
     if (++P.timeouts > c_.max_timeouts) {  // the peer is gone: reclaim, reset, release callers
       peer_resets_.inc();
       N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
       P.unacked.clear();
       P.resending = false;
       P.timeouts = 0;
-      P.sent = P.arrived = 0;
+      P.sent = P.arrived = P.wire_sent = P.resend_end = 0;
       while (!P.blocked.empty()) {
         auto f = std::move(P.blocked.front());
         P.blocked.pop_front();
@@ -309,22 +318,46 @@ void EtherSystem::arm_timer(uint32_t node, uint32_t peer) {
       }
       return;
     }
-    P.resending = true;  // lost ack, lost resend request, or lost handshake: resend the oldest
-    resend_next(node, peer);
+    if (!P.ack_pending && !P.resending && !P.resend_requested) {
+      // Nothing was asked of the peer: these buffers are only uncollected (the tail of a
+      // stream, below TH1). Ask for an acknowledgement rather than resend data.
+      ack_polls_.inc();
+      P.ack_pending = true;
+      P.ack_req_seq = P.sent;
+      send_control(node, peer, kAckReq);
+      arm_timer(node, peer);
+      return;
+    }
+    timeouts_.inc();
+    start_resend(node, peer);  // lost ack, lost resend request, or lost handshake: resend the oldest
   });
+}
+
+void EtherSystem::start_resend(uint32_t node, uint32_t peer) {
+  Peer& P = n_[node]->peers[peer];
+  // Only what was on the wire when the loss was detected goes handshaked (6.1.4: "the lost
+  // packets are then re-transmitted, in turn"); packets requested meanwhile wait and then go
+  // out normally.
+  if (!P.resending) P.resend_end = P.wire_sent;
+  P.resending = true;
+  resend_next(node, peer);
 }
 
 void EtherSystem::resend_next(uint32_t node, uint32_t peer) {
   Peer& P = n_[node]->peers[peer];
-  if (P.unacked.empty()) {
+  if (P.unacked.empty() || !seq_ge(P.resend_end, P.unacked.front().end_p)) {
     P.resending = false;
+    for (const Packet& q : P.unacked) {
+      if (seq_ge(P.wire_sent, q.end_p)) continue;
+      P.wire_sent = q.end_p;
+      nic_send(node, peer, q);
+    }
     return;
   }
   Packet p = P.unacked.front();
   p.ctrl_p |= kHandshake | kAckReq;
   resends_.inc();
   nic_send(node, peer, p);
-  arm_timer(node, peer);
 }
 
 void EtherSystem::collect(uint32_t node, uint32_t peer, uint8_t recv_p) {
@@ -427,7 +460,7 @@ void EtherSystem::isr_step(uint32_t node) {
     peer_resets_.inc();
     N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
     P.unacked.clear();
-    P.sent = P.arrived = 0;
+    P.sent = P.arrived = P.wire_sent = P.resend_end = 0;
     P.resending = P.resend_requested = false;
     P.timeouts = 0;
     ++P.timer_gen;
@@ -443,8 +476,7 @@ void EtherSystem::isr_step(uint32_t node) {
   Peer& P = N.peers[s];
   if (p.ctrl_p & kAckOnly) {
     if (p.ctrl_p & kResendReq) {
-      P.resending = true;
-      resend_next(node, s);
+      start_resend(node, s);
     } else if (p.ctrl_p & kAckReq) {
       send_control(node, s, 0);
     }
@@ -477,10 +509,14 @@ void EtherSystem::isr_step(uint32_t node) {
     P.arrived = p.end_p;
     P.resend_requested = false;
     ++P.delivered;
-    if (p.ctrl_p & kAckReq) send_control(node, s, 0);
   }
   if (accept_hook_) accept_hook_(s, node, p);
+  reply_peer_ = s;
+  replied_ = false;
   accept(node, p);
+  // An ack request is answered by any packet that goes back with RECV_P; a separate
+  // acknowledgement only when the command itself sends nothing back now.
+  if ((p.ctrl_p & kSequenced) && (p.ctrl_p & kAckReq) && !replied_) send_control(node, s, 0);
   const uint64_t cost = step_cost_;
   auto out = std::move(outbox_);
   outbox_.clear();
@@ -596,6 +632,7 @@ void EtherSystem::after_exec(uint32_t node, const Packet& p, const ExecResult& r
       v.status_laddr = c.opt.reply != ReplyMode::None ? c.status_laddr : kNoAddr;
       v.status = static_cast<uint32_t>(r.violation);
       v.aux = r.violation_index;
+      note_reply(rn);
       outbox_.push_back([this, node, rn, p, v, no_flow] {
         send_kernel_packet(node, rn, p.src_ptask, p.src_key, {v}, no_flow);
       });
@@ -636,11 +673,13 @@ void EtherSystem::after_exec(uint32_t node, const Packet& p, const ExecResult& r
         a.cmd = Cmd::Ack;
         a.origin = c0.origin;
         a.aux = 1;
+        note_reply(rn);
         outbox_.push_back([this, node, rn, a, no_flow] { send_kernel_packet(node, rn, kKernelPtask, 0, {a}, no_flow); });
       }
       return;
     }
   }
+  if (!r.replies.empty()) note_reply(rn);
   if (!r.replies.empty())
     outbox_.push_back([this, node, rn, p, reps = r.replies, no_flow] {
       send_kernel_packet(node, rn, p.src_ptask, p.src_key, reps, no_flow);
@@ -728,7 +767,7 @@ void EtherSystem::power_on(uint32_t node) {
   for (auto& P : N.peers) {
     P.unacked.clear();
     P.blocked.clear();
-    P.sent = P.arrived = 0;
+    P.sent = P.arrived = P.wire_sent = P.resend_end = 0;
     P.resending = P.resend_requested = false;
     P.timeouts = 0;
     ++P.timer_gen;

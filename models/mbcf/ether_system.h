@@ -110,6 +110,8 @@ class EtherSystem {
   // Every sequenced command packet accepted, in acceptance order, per (from, to): END_P numbers
   // are mod 256, so tests check the stream of payload tags instead.
   void set_accept_hook(std::function<void(uint32_t from, uint32_t to, const Packet&)> h) { accept_hook_ = std::move(h); }
+  // Observes every packet a node hands to its NIC (data, replies, acknowledgements, resends).
+  void set_tx_hook(std::function<void(uint32_t from, uint32_t to, const Packet&)> h) { tx_hook_ = std::move(h); }
 
  private:
   struct Peer {
@@ -117,6 +119,8 @@ class EtherSystem {
     std::deque<Packet> unacked;  // sequenced packets not yet collected (END_P in each)
     uint32_t th1 = 16;
     bool resending = false;       // handshaked retransmission in progress
+    uint8_t wire_sent = 0;        // highest END_P handed to the NIC outside a resend
+    uint8_t resend_end = 0;       // a resend covers the packets up to this END_P; later ones wait
     bool resend_requested = false;
     bool ack_pending = false;  // an ack request is outstanding (for END_P ack_req_seq)
     uint8_t ack_req_seq = 0;
@@ -173,6 +177,8 @@ class EtherSystem {
   void send_sequenced(uint32_t node, uint32_t peer, Packet p);
   void send_control(uint32_t node, uint32_t peer, uint8_t flags);
   void arm_timer(uint32_t node, uint32_t peer);
+  void start_resend(uint32_t node, uint32_t peer);
+  void note_reply(uint32_t to) { replied_ = replied_ || to == reply_peer_; }
   void resend_next(uint32_t node, uint32_t peer);
   void collect(uint32_t node, uint32_t peer, uint8_t recv_p);
   // receive path
@@ -192,6 +198,8 @@ class EtherSystem {
 
   // The packet being handled: its host cost and what it sends once that cost has elapsed.
   uint64_t step_cost_ = 0;
+  uint32_t reply_peer_ = 0;  // the peer whose packet the interrupt routine is processing
+  bool replied_ = false;     // ... and something goes back to it (its RECV_P answers an ack request)
   std::vector<std::function<void()>> outbox_;
 
   Calendar& cal_;
@@ -200,8 +208,9 @@ class EtherSystem {
   std::vector<std::unique_ptr<Node>> n_;
   std::unique_ptr<net::EtherSegment> ether_;
   std::function<void(uint32_t, uint32_t, const Packet&)> accept_hook_;
+  std::function<void(uint32_t, uint32_t, const Packet&)> tx_hook_;
   Counter &sent_, &received_, &malformed_, &violations_, &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_,
-      &ring_drops_, &timeouts_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_,
+      &ring_drops_, &timeouts_, &ack_polls_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_,
       &nic_drops_down_;
   Histogram& isr_batch_;
 };
