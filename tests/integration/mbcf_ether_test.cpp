@@ -324,6 +324,57 @@ TEST(MbcfEther, ForgedKeyGetsAViolationAndChangesNothing) {
   EXPECT_EQ(r.stats.dump()["system"]["mbcf"]["violations"], 1);
 }
 
+// A third station puts broken MBCF frames (with a correct FCS) on the wire: the target's
+// interrupt routine counts and drops each, changes nothing, and keeps serving valid traffic.
+TEST(MbcfEther, MalformedFramesFromTheWireAreCountedAndChangeNothing) {
+  EtherSysConfig c;
+  c.nodes = 3;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  Rig r(c);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  Packet p;
+  p.dst_mac = mac_of(1);
+  p.src_mac = mac_of(2);
+  p.src_pnode = 2;
+  p.src_ptask = 1;
+  p.src_key = r.task(2).key;
+  p.dst_ptask = 1;
+  p.dst_key = r.task(1).key;
+  Command w;
+  w.cmd = Cmd::Write;
+  w.laddr = 0x10200;
+  w.length = 64;
+  w.data.assign(64, 0xEE);
+  p.cmds = {w};
+  p.ctrl_p = kNoFlow;
+  std::vector<uint8_t> good;
+  ASSERT_TRUE(encode(p, good));
+  ASSERT_EQ(good.size(), 116u);
+  std::vector<std::vector<uint8_t>> bad;
+  bad.push_back(std::vector<uint8_t>(good.begin(), good.begin() + 90));  // truncated
+  bad.push_back(good);
+  bad.back()[43] = 99;  // unknown command
+  bad.push_back(good);
+  bad.back()[15] = static_cast<uint8_t>(bad.back()[15] + 8);  // total length disagrees
+  bad.push_back(good);
+  bad.back()[12] = 0x08;  // not the MBCF EtherType
+  bad.back()[13] = 0x00;
+  bad.push_back(good);
+  bad.back()[16 + 3] = 1;  // claims to come from the target itself
+  for (auto& b : bad) r.sys->ether().send(2, 1, b, nullptr);
+  r.run(2);
+  EXPECT_EQ(r.stats.dump()["system"]["mbcf"]["malformed"], bad.size());
+  for (uint32_t a = 0x10200; a < 0x10240; a += 4) EXPECT_EQ(r.word(1, a), 0u) << std::hex << a;
+  // The valid frame itself is accepted, and node 0 still gets through.
+  r.sys->ether().send(2, 1, good, nullptr);
+  r.sys->syscall(0, 1, Request{1, {write_word(0x10300, 5, ReplyMode::Status)}}, [] {});
+  r.run(2);
+  EXPECT_EQ(r.word(1, 0x10200), 0xEEEEEEEEu);
+  EXPECT_EQ(r.word(1, 0x10300), 5u);
+  EXPECT_EQ(r.word(0, 0x10000), static_cast<uint32_t>(Status::Succeeded));
+  EXPECT_EQ(r.stats.dump()["system"]["mbcf"]["malformed"], bad.size());
+}
+
 // ------------------------------------------------------------ calibration against the thesis
 
 nlohmann::json run_points(const std::string& config, const std::string& sets) {
@@ -362,6 +413,25 @@ TEST(Calibration, Table610OneWay1000SX) {
 TEST(Calibration, Table64OneWayWrite100TX) {
   within(run_points("mbcf-ss20-100t-half.json", "--set workload.kind=oneway --set 'workload.commands=[\"write\"]'"),
          {24.5, 27.5, 34, 60.5, 172}, 0.10, "6.4 MBCF_WRITE");
+}
+
+// 6.1.3: user construction builds the body in user space and the kernel still copies the
+// packet once, so it costs more than kernel construction, the more the larger the data.
+TEST(MbcfEther, UserConstructionCostsMoreThanKernelConstructionGrowingWithSize) {
+  const auto k = run_points("mbcf-ss20-100t-half.json", "--set 'workload.commands=[\"send\"]'");
+  const auto u = run_points("mbcf-ss20-100t-half.json", "--set 'workload.commands=[\"send\"]' --set mbcf.interface=user");
+  ASSERT_EQ(k.size(), u.size());
+  double last = 0;
+  for (size_t i = 0; i < k.size(); ++i) {
+    const double d = u[i]["value"].get<double>() - k[i]["value"].get<double>();
+    EXPECT_GT(d, 0) << "size " << k[i]["size"];
+    EXPECT_GT(d, last) << "size " << k[i]["size"];
+    last = d;
+  }
+  // And the round trip still works end to end with user-built packets.
+  const auto rt = run_points("mbcf-ss20-100t-half.json", "--set mbcf.interface=user");
+  const auto rk = run_points("mbcf-ss20-100t-half.json", "");
+  for (size_t i = 0; i < rt.size(); ++i) EXPECT_GT(rt[i]["value"].get<double>(), rk[i]["value"].get<double>());
 }
 
 TEST(MbcfEther, RaytraceWritesTheWholeFrameAndScales) {

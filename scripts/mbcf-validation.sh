@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Prints every MBCF/Ether figure of docs/VALIDATION.md: the published points next to the
+# simulated ones (with the error), and the predictions for the values withheld from the
+# shared thesis (FIFO and SIGNAL one-way rows, ray-tracing tables), all from the shipped
+# configs with no per-workload setting.
+#   scripts/mbcf-validation.sh [--quick]     (--quick: skip the ray-tracing tables)
+# The hub rows of Table 6.2 are the mean of 3 seeds x 8192 transfers per size: on a hub the
+# CSMA/CD back-off makes one 1024-transfer run vary by several percent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=build/bin/mbpsim
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+sizes6='workload.sizes=[4,16,64,256,1024,1408]'
+
+# points CONFIG [--set ...]: the summary points as "command size value" lines
+points() {
+  local cfg=$1; shift
+  "$bin" run "configs/$cfg" --quiet --out "$out/r" "$@" > "$out/log" 2>&1 || { cat "$out/log"; exit 1; }
+  python3 -c "
+import json
+for p in json.load(open('$out/r/stats.json'))['summary']['points']:
+    print(p['command'], p['size'], p['value'])"
+}
+
+# row TITLE UNIT "thesis values" < points: one table row per command, thesis / sim (error)
+row() {
+  python3 -c "
+import sys
+title, unit, ref = sys.argv[1], sys.argv[2], sys.argv[3].split()
+rows = {}
+for line in sys.stdin:
+    c, s, v = line.split(); rows.setdefault(c, []).append((int(s), float(v)))
+for c, pts in rows.items():
+    cells = []
+    for i, (s, v) in enumerate(pts):
+        if ref and i < len(ref) and ref[i] != '-':
+            r = float(ref[i]); e = (v - r) / r * 100
+            cells.append('%s / %.3g (%+.0f%%%s)' % (ref[i], v, e, ' MISS' if abs(e) > 10 else ''))
+        else:
+            cells.append('%.3g' % v)
+    print('| %s %s (%s) | %s |' % (title, c, unit, ' | '.join(cells)))
+" "$@"
+}
+
+mean_points() {  # mean over seeds 1-3 of the peak points, 8192 transfers each
+  local cfg=$1; shift
+  for seed in 1 2 3; do points "$cfg" --seed "$seed" --set workload.transfers=8192 "$@"; done | python3 -c "
+import sys, collections
+acc = collections.OrderedDict()
+for line in sys.stdin:
+    c, s, v = line.split(); acc.setdefault((c, s), []).append(float(v))
+for (c, s), vs in acc.items(): print(c, s, sum(vs) / len(vs))"
+}
+
+echo "## Published points (thesis / mbpsim)"
+echo "| bytes | 4 | 16 | 64 | 256 | 1024 | 1408 |"
+echo "|---|---|---|---|---|---|---|"
+points mbcf-ss20-100t-half.json --set 'workload.commands=["send"]' | row "6.1 SS20" us "5.0 5.5 6.0 8.5 20.0"
+points mbcf-ss20-100t-half.json --set 'workload.commands=["write"]' | row "6.3 SS20" us "51 54 60.5 88 200"
+points mbcf-ss20-100t-half.json --set 'workload.commands=["read"]' | row "6.3 SS20" us "51 54.5 61 88 200.5"
+points mbcf-ss20-100t-half.json --set 'workload.commands=["swap"]' | row "6.3 SS20" us "51.5 58 71.5 125.5 351"
+points mbcf-ss20-100t-half.json --set workload.kind=oneway --set 'workload.commands=["write"]' | row "6.4 SS20" us "24.5 27.5 34 60.5 172"
+points mbcf-ss20-100tx.json | row "6.2 100BASE-TX" MB/s "0.34 1.27 4.82 9.63 11.64 11.93"
+mean_points mbcf-ss20-100t-half.json --set workload.kind=peak --set "$sizes6" | row "6.2 100BASE-T hub" MB/s "0.31 1.15 4.31 8.56 11.13 11.48"
+mean_points mbcf-ss20-10t.json | row "6.2 10BASE-T hub" MB/s "0.04 0.17 0.48 0.89 1.13 1.17"
+points mbcf-ultra60-1000sx.json --set workload.kind=peak --set "$sizes6" | row "6.9 Ultra 60" MB/s "2.29 5.67 22.30 55.41 78.22 80.92"
+points mbcf-ultra60-1000sx.json | row "6.10 Ultra 60" us "9.6 11.0 11.5 16.2 35.9"
+
+echo
+echo "## Predictions for the withheld values"
+echo "| bytes | 4 | 16 | 64 | 256 | 1024 |"
+echo "|---|---|---|---|---|---|"
+for cfg in mbcf-ss20-100t-half.json mbcf-ss20-100tx.json mbcf-ss20-10t.json mbcf-ultra60-1000sx.json; do
+  points "$cfg" --set workload.kind=oneway --set 'workload.commands=["fifo","signal"]' --set 'workload.sizes=[4,16,64,256,1024]' \
+    | row "one way ${cfg%.json}" us ""
+done
+[ "${1:-}" = --quick ] && exit 0
+
+echo
+echo "## Ray tracing, exec_time_s (calculator nodes x payload bytes)"
+for cfg in mbcf-ss20-100tx.json mbcf-ss20-100t-half.json mbcf-ss20-10t.json; do
+  echo
+  echo "${cfg%.json}:"
+  echo "| nodes | 64 | 32 | 16 | 8 | 4 | 2 | 1 |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for n in 1 2 3 4 5 6 7; do
+    line="| $n"
+    for b in 64 32 16 8 4 2 1; do
+      "$bin" run "configs/$cfg" --quiet --out "$out/r" --set workload.kind=raytrace --set mbcf.nodes=$((n + 1)) \
+        --set workload.calc_nodes=$n --set workload.payload_bytes=$b > "$out/log" 2>&1 || { cat "$out/log"; exit 1; }
+      v=$(python3 -c "import json;s=json.load(open('$out/r/stats.json'))['summary'];assert s['frame_correct'];print('%.2f'%s['exec_time_s'])")
+      line="$line | $v"
+    done
+    echo "$line |"
+  done
+done
