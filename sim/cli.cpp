@@ -19,6 +19,7 @@ const char* kUsage =
     "usage: mbpsim run CONFIG.json [--set key=value]... [--out DIR] [--seed N] [--quiet]\n"
     "       mbpsim validate CONFIG.json [--set key=value]...\n"
     "       mbpsim params [PREFIX]\n"
+    "       mbpsim trace info|validate|convert ...   (mbpsim trace for details)\n"
     "       mbpsim --help\n";
 
 int cmd_params(const std::vector<std::string>& args) {
@@ -57,6 +58,7 @@ int cli_main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "params") return cmd_params(args);
+  if (cmd == "trace") return cmd_trace(args);
   if (cmd != "run" && cmd != "validate")
     throw UserError("command line: unknown command '" + cmd + "'\n" + kUsage);
 

@@ -109,5 +109,46 @@ TEST(Cli, ZeroLoadRunReportsSimulatedTime) {
   EXPECT_FALSE(st["summary"]["saturated"].get<bool>());
 }
 
+// The trace tools on a small two-thread trace: info, validate, convert both ways, and a broken
+// trace that exits 1 with one line naming the file, the thread and the record.
+TEST(Cli, TraceToolsInfoValidateConvert) {
+  auto d = test::temp_dir("cli_trace");
+  const auto t = d / "t";
+  std::filesystem::create_directories(t);
+  test::write_text(t / "trace.meta", "mbpsim-trace 1\nprogram kernel\nthreads 2\nencoding text\nalloc 0x40000000 8192\n");
+  test::write_text(t / "thread-0.txt",
+                   "mbpsim-trace-stream 1 thread 0\n0 begin\n0 create 1\n4 store 0x40000000 8\n0 barrier 0x40001000 2 0\n"
+                   "2 load 0x40000040 8\n0 join 1\n0 end\nend-of-stream 7\n");
+  test::write_text(t / "thread-1.txt",
+                   "mbpsim-trace-stream 1 thread 1\n0 begin\n1 acquire 0x40001040 0\n3 rmw 0x40000080 4 add\n0 release 0x40001040\n"
+                   "0 barrier 0x40001000 2 0\n0 end\nend-of-stream 6\n");
+  auto r = run_cmd(test::mbpsim_bin() + " trace info " + t.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("references     3: 1 loads, 1 stores, 1 atomic read-modify-writes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("footprint      3 lines"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("barrier 2"), std::string::npos) << r.output;
+  r = run_cmd(test::mbpsim_bin() + " trace validate " + t.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ok (13 records"), std::string::npos) << r.output;
+  r = run_cmd(test::mbpsim_bin() + " trace convert " + t.string() + " " + (d / "b").string() + " --to binary-gzip");
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run_cmd(test::mbpsim_bin() + " trace convert " + (d / "b").string() + " " + (d / "back").string() + " --to text");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(test::read_text(d / "back" / "thread-1.txt"), test::read_text(t / "thread-1.txt"));
+  // Broken: thread 1 releases a lock it never took.
+  test::write_text(t / "thread-1.txt",
+                   "mbpsim-trace-stream 1 thread 1\n0 begin\n0 release 0x40001040\n0 barrier 0x40001000 2 0\n0 end\nend-of-stream 4\n");
+  r = run_cmd(test::mbpsim_bin() + " trace validate " + t.string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find("thread-1.txt: thread 1, record 1 (release 0x40001040): release of a lock this thread does not hold"),
+            std::string::npos)
+      << r.output;
+  for (const std::string args : {"trace", "trace info", "trace bogus x", "trace convert a b --to xml", "trace info /nonexistent"}) {
+    r = run_cmd(test::mbpsim_bin() + " " + args);
+    EXPECT_EQ(r.status, 1) << args;
+  }
+}
+
 }  // namespace
 }  // namespace mbpsim

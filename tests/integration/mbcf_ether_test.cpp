@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "models/mbcf/atomic.h"
@@ -378,7 +380,9 @@ TEST(MbcfEther, MalformedFramesFromTheWireAreCountedAndChangeNothing) {
 // ------------------------------------------------------------ calibration against the thesis
 
 nlohmann::json run_points(const std::string& config, const std::string& sets) {
-  const std::string out = ::testing::TempDir() + "/mbcf_val";
+  // One folder per call and process: ctest -j runs these tests side by side.
+  static int calls = 0;
+  const std::string out = ::testing::TempDir() + "/mbcf_val_" + std::to_string(::getpid()) + "_" + std::to_string(++calls);
   const std::string cmd = std::string(MBPSIM_BINARY) + " run " + MBPSIM_SOURCE_DIR + "/configs/" + config + " --quiet --out " + out + " " + sets + " > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream f(out + "/stats.json");
@@ -435,7 +439,7 @@ TEST(MbcfEther, UserConstructionCostsMoreThanKernelConstructionGrowingWithSize) 
 }
 
 TEST(MbcfEther, RaytraceWritesTheWholeFrameAndScales) {
-  const std::string out = ::testing::TempDir() + "/mbcf_rt";
+  const std::string out = ::testing::TempDir() + "/mbcf_rt_" + std::to_string(::getpid());
   auto run = [&](int calc) {
     const std::string cmd = std::string(MBPSIM_BINARY) + " run " + MBPSIM_SOURCE_DIR +
                             "/configs/mbcf-ss20-100tx.json --quiet --out " + out + " --set workload.kind=raytrace --set mbcf.nodes=" +
