@@ -17,6 +17,7 @@
 #include "models/mbp/mbp_config.h"
 #include "models/node/node_config.h"
 #include "models/mbcf/ether_system.h"
+#include "workloads/trace/replay.h"
 #include "workloads/mbcf_workloads.h"
 #include "workloads/mbp_workload.h"
 #include "workloads/testers/coherence_tester.h"
@@ -38,6 +39,7 @@ const ParamSchema& schema() {
     declare_workload_params(s);
     declare_mbp_workload_params(s);
     declare_tester_params(s);
+    declare_trace_params(s);
     mbcf::declare_mbcf_params(s);
     declare_mbcf_workload_params(s);
     return s;

@@ -1,3 +1,4 @@
+#include "workloads/trace/replay.h"
 #include "workloads/synthetic.h"
 #include "workloads/mbcf_workloads.h"
 
@@ -280,6 +281,7 @@ std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, Stat
   if (kind == "mbp_tester") return std::make_unique<CoherenceTester>(c, net, stats, seed);
   if (kind == "mbp_sharing") return std::make_unique<SharingWorkload>(c, net, stats, seed);
   if (kind == "mbp_script") return std::make_unique<MbpScript>(c, net, stats, seed);
+  if (kind == "trace") return std::make_unique<TraceReplay>(c, net, stats, seed);
   return std::make_unique<SyntheticTraffic>(c, net, seed);
 }
 

@@ -72,6 +72,11 @@ class Config {
   // naming the file the value of `key` came from.
   [[noreturn]] void fail_at(const std::string& key, const std::string& path, const std::string& msg) const;
   const std::string& origin() const { return origin_; }
+  // Where the value of `key` came from: a file's path, "--set", or "<defaults>".
+  const std::string& origin_of(const std::string& key) const {
+    auto it = value_origin_.find(key);
+    return it != value_origin_.end() ? it->second : origin_;
+  }
   const ParamSchema& schema() const { return *schema_; }
 
  private:

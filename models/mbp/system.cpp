@@ -676,6 +676,7 @@ void System::finish_op(Proc& p, uint64_t t) {
     st_.switches_requested->inc();
   }
   if (p.lvl == 4) st_.op_latency_remote->sample(t - p.op_start);
+  p.op.level = p.lvl >= 1 && p.lvl <= 4 ? static_cast<uint8_t>(p.lvl) : 0;
   driver_->complete(p.node, p.id, p.op, t);
 }
 

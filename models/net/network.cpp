@@ -151,7 +151,9 @@ void Network::inject(Packet* p) {
   p->ni_ready = at + cfg_.ni_delay;
   p->refs = 1;
   p->measured = measuring_;
-  ++in_flight_;
+  // The watchdog measures from the later of the last delivery and the moment the network
+  // stopped being empty: an idle network steps no cycles, so it cannot note the idle time.
+  if (in_flight_++ == 0) last_progress_ = std::max(last_progress_, now_);
   if (p->measured) ++measured_in_flight_;
   pkts_injected->inc();
   flits_injected->inc(p->size_flits);

@@ -29,6 +29,7 @@ struct MemOp {
   mbcf::AtomicArgs atomic;
   Protocol proto = Protocol::Invalidate;
   uint64_t tag = 0;   // the driver's own
+  uint8_t level = 0;  // set on completion: where it was served (1 L1, 2 L2, 3 the node, 4 another node; 0 otherwise)
   uint8_t data[256];  // store data in, load / atomic result out
 };
 

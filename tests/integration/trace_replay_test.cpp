@@ -1,0 +1,144 @@
+// Trace replay on the MBP machine: synchronisation semantics (locks exclude, barriers wait for
+// everyone, joins wait for the end), determinism, placement, the shipped sample, bad input.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace mbpsim {
+namespace {
+
+// A text trace from one string per thread (header and end line added).
+std::string make_trace(const std::string& name, const std::vector<std::string>& threads) {
+  const auto d = test::temp_dir("replay_" + name) / "t";
+  std::filesystem::create_directories(d);
+  test::write_text(d / "trace.meta", "mbpsim-trace 1\nprogram test\nthreads " + std::to_string(threads.size()) + "\nencoding text\n");
+  for (size_t t = 0; t < threads.size(); ++t) {
+    size_t n = 0;
+    for (char c : threads[t]) n += c == '\n';
+    test::write_text(d / ("thread-" + std::to_string(t) + ".txt"),
+                     "mbpsim-trace-stream 1 thread " + std::to_string(t) + "\n" + threads[t] + "end-of-stream " + std::to_string(n) + "\n");
+  }
+  return d.string();
+}
+
+nlohmann::json config(const std::string& trace, uint32_t levels = 1) {
+  return {{"network", {{"radix", 4}, {"levels", levels}}},
+          {"node", {{"procs", 2}}},
+          {"mbp", {{"home_policy", "first_touch"}}},
+          {"workload", {{"kind", "trace"}}},
+          {"trace", {{"path", trace}}}};
+}
+
+double thread_field(const nlohmann::json& s, int t, const char* f) { return s["per_thread"][t][f].get<double>(); }
+
+// 200 MHz processors, CPI 1: a gap of 1,000,000 instructions is 5 ms.
+constexpr double kLongGapS = 1e6 * 5e-9;
+
+TEST(TraceReplay, ALockHolderExcludesTheNextAcquirer) {
+  // Thread 0 computes for 5 ms inside its critical section; thread 1's acquisition comes
+  // next in the captured order, so it waits at least that long.
+  const auto tr = make_trace("lock", {"0 begin\n0 create 1\n0 acquire 0x40001000 0\n1000000 store 0x40000000 8\n0 release 0x40001000\n0 join 1\n0 end\n",
+                                      "0 begin\n10 acquire 0x40001000 1\n0 store 0x40000000 8\n0 release 0x40001000\n0 end\n"});
+  const auto s = test::run_in_process(config(tr), "lock");
+  ASSERT_TRUE(s["summary"]["finished"].get<bool>());
+  const auto& sum = s["summary"];
+  EXPECT_GE(thread_field(sum, 1, "sync_s"), kLongGapS);
+  EXPECT_GE(thread_field(sum, 0, "busy_s"), kLongGapS * 0.99);
+  EXPECT_LT(thread_field(sum, 0, "sync_s"), kLongGapS / 10);
+  EXPECT_GE(sum["lock_retries"].get<int>(), 0);
+}
+
+TEST(TraceReplay, ABarrierReleasesOnlyWhenAllHaveArrived) {
+  // Thread 2 arrives 5 ms late; threads 0 and 1 wait for it, then all run on.
+  const auto tr = make_trace("barrier", {"0 begin\n0 create 1\n0 create 2\n0 barrier 0x40002000 3 0\n5 load 0x40000000 8\n0 join 1\n0 join 2\n0 end\n",
+                                         "0 begin\n0 barrier 0x40002000 3 0\n5 load 0x40000040 8\n0 end\n",
+                                         "0 begin\n1000000 store 0x40000080 8\n0 barrier 0x40002000 3 0\n0 end\n"});
+  const auto s = test::run_in_process(config(tr), "barrier");
+  const auto& sum = s["summary"];
+  ASSERT_TRUE(sum["finished"].get<bool>());
+  EXPECT_GE(thread_field(sum, 0, "sync_s"), kLongGapS * 0.99);
+  EXPECT_GE(thread_field(sum, 1, "sync_s"), kLongGapS * 0.99);
+  EXPECT_LT(thread_field(sum, 2, "sync_s"), kLongGapS / 10);
+  EXPECT_GE(thread_field(sum, 1, "end_s"), kLongGapS);
+}
+
+TEST(TraceReplay, AJoinWaitsForTheThreadsEnd) {
+  const auto tr = make_trace("join", {"0 begin\n0 create 1\n0 join 1\n0 end\n", "0 begin\n1000000 store 0x40000000 8\n0 end\n"});
+  const auto s = test::run_in_process(config(tr), "join");
+  const auto& sum = s["summary"];
+  ASSERT_TRUE(sum["finished"].get<bool>());
+  EXPECT_GE(thread_field(sum, 0, "end_s"), thread_field(sum, 1, "end_s"));
+  EXPECT_GE(thread_field(sum, 0, "sync_s"), kLongGapS * 0.99);
+}
+
+TEST(TraceReplay, SemaphoresAndConditionsWaitForTheirWakeUp) {
+  const auto tr = make_trace("sem", {"0 begin\n0 create 1\n1000000 post 0x40003000 0\n1000000 signal 0x40003040 0\n0 join 1\n0 end\n",
+                                     "0 begin\n0 wait 0x40003000 0\n0 cwait 0x40003040 0\n0 end\n"});
+  const auto s = test::run_in_process(config(tr), "sem");
+  const auto& sum = s["summary"];
+  ASSERT_TRUE(sum["finished"].get<bool>());
+  EXPECT_GE(thread_field(sum, 1, "sync_s"), 2 * kLongGapS * 0.99);
+}
+
+TEST(TraceReplay, TheSampleReplaysOn16NodesDeterministically) {
+  const auto cfg = nlohmann::json::parse(test::read_text(test::config_path("splash-mbp16.json")));
+  auto c = cfg;
+  c["trace"]["path"] = std::string(MBPSIM_SOURCE_DIR) + "/traces/sample-stencil";
+  const auto a = test::run_in_process(c, "sample_a");
+  const auto& s = a["summary"];
+  ASSERT_TRUE(s["finished"].get<bool>());
+  EXPECT_EQ(s["threads"], 16);
+  EXPECT_EQ(s["references"], 262264);
+  EXPECT_GT(s["coherence_rounds"].get<int>(), 0);
+  const double sum = s["busy_fraction"].get<double>() + s["memory_stall_fraction"].get<double>() + s["sync_fraction"].get<double>();
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+  // One thread per node: spread placement.
+  for (int t = 0; t < 16; ++t) EXPECT_EQ(s["per_thread"][t]["node"], t);
+}
+
+TEST(TraceReplay, SameSeedSameStats) {
+  // Byte-identical stats.json from two runs of the sample (in subprocesses).
+  std::string out[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto d = test::temp_dir("replay_det" + std::to_string(i));
+    auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " + (d / "o").string() +
+                           " --set trace.path=" + MBPSIM_SOURCE_DIR + "/traces/sample-stencil");
+    ASSERT_EQ(r.status, 0) << r.output;
+    out[i] = test::read_text(d / "o" / "stats.json");
+  }
+  EXPECT_EQ(out[0], out[1]);
+}
+
+TEST(TraceReplay, PackPlacementFillsANodeFirst) {
+  auto c = config(make_trace("pack", {"0 begin\n0 create 1\n0 join 1\n0 end\n", "0 begin\n0 end\n"}));
+  c["trace"]["placement"] = "pack";
+  const auto s = test::run_in_process(c, "pack");
+  EXPECT_EQ(s["summary"]["per_thread"][1]["node"], 0);
+  EXPECT_EQ(s["summary"]["per_thread"][1]["proc"], 1);
+}
+
+TEST(TraceReplay, BadInputExitsOneNamingTheFile) {
+  // More threads than processors (4 nodes x 2).
+  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never" +
+                         " --set node.procs=1 --set trace.path=" + MBPSIM_SOURCE_DIR + "/traces/sample-stencil --set network.levels=1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("trace.path"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("16 threads, the machine 4 processors"), std::string::npos) << r.output;
+  // A trace that cannot be replayed is refused before the run.
+  const auto bad = make_trace("bad", {"0 begin\n0 release 0x40\n0 end\n"});
+  r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never --set trace.path=" + bad);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("thread-0.txt: thread 0, record 1 (release 0x40)"), std::string::npos) << r.output;
+  r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never --set trace.path=/nonexistent");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("/nonexistent/trace.meta"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace mbpsim

@@ -1,0 +1,447 @@
+#include "workloads/trace/replay.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "models/core/error.h"
+
+namespace mbpsim {
+
+using nlohmann::ordered_json;
+using node::MemOp;
+using node::OpKind;
+using trace::Kind;
+
+void declare_trace_params(ParamSchema& s) {
+  using T = ParamType;
+  s.add({"trace.path", T::String, "", "", "trace folder to replay (traces/FORMAT.md); relative to the config file that sets it, or to the working directory when set with --set"});
+  s.add({"trace.placement", T::String, "spread", "", "thread i on node i mod nodes (spread), or filling each node's processors first (pack)",
+         -1e300, 1e300, {"spread", "pack"}});
+  s.add({"trace.validate", T::Bool, true, "", "run `mbpsim trace validate` on the trace before replaying it"});
+}
+
+TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint64_t seed) : MbpWorkload(c, net, stats, seed) {
+  path_ = c.get_string("trace.path");
+  if (path_.empty()) c.fail("trace.path", "workload.kind trace needs a trace folder");
+  // A relative path in a config file is relative to that file; on the command line, to the
+  // working directory.
+  const std::string& from = c.origin_of("trace.path");
+  if (path_[0] != '/' && from != "--set" && from != "<defaults>") {
+    const std::string dir = std::filesystem::path(from).parent_path().string();
+    if (!dir.empty()) path_ = dir + "/" + path_;
+  }
+  meta_ = trace::read_meta(path_);
+  if (c.get_bool("trace.validate")) trace::validate(path_);
+  const uint32_t slots = nodes_ * procs_;
+  if (meta_.threads > slots)
+    c.fail("trace.path", path_ + " has " + std::to_string(meta_.threads) + " threads, the machine " + std::to_string(slots) +
+                             " processors (" + std::to_string(nodes_) + " nodes x " + std::to_string(procs_) + ")");
+  const bool pack = c.get_string("trace.placement") == "pack";
+  thread_of_.assign(slots, -1);
+  th_.resize(meta_.threads);
+  for (uint32_t t = 0; t < meta_.threads; ++t) {
+    Thread& T = th_[t];
+    T.in = trace::open_stream(path_, meta_, t);
+    T.node = pack ? t / procs_ : t % nodes_;
+    T.proc = pack ? t % procs_ : t / nodes_;
+    thread_of_[T.node * procs_ + T.proc] = static_cast<int32_t>(t);
+  }
+  th_[0].st = State::Running;
+  block_ = sys_->node_config().block_bytes;
+  cycle_ps_ = sys_->node_config().cpu_ps();
+  cpi_ = sys_->node_config().cpi;
+}
+
+void TraceReplay::replay_error(uint32_t t, const std::string& what) const {
+  const Thread& T = th_[t];
+  internal_error("trace replay: " + T.in->file() + ": thread " + std::to_string(t) + ", record " + std::to_string(T.in->index() - 1) +
+                 " (" + trace::name(T.rec.kind) + "): " + what);
+}
+
+bool TraceReplay::read_record(uint32_t t) {
+  Thread& T = th_[t];
+  if (!T.in->next(T.rec)) replay_error(t, "the stream ended without an 'end' record");
+  T.have_rec = true;
+  T.phase = 0;
+  T.off = 0;
+  ++records_;
+  return true;
+}
+
+void TraceReplay::sleep(uint32_t t, std::vector<uint32_t>& list) {
+  th_[t].st = State::Sleeping;
+  list.push_back(t);
+}
+
+void TraceReplay::wake(uint32_t t) {
+  Thread& T = th_[t];
+  if (T.st != State::Sleeping && T.st != State::NotCreated) return;
+  const uint64_t now = sys_->now_ps();
+  if (now > T.last_t) {  // the time asleep is synchronisation wait
+    T.sync += now - T.last_t;
+    T.last_t = now;
+  }
+  T.st = State::Running;
+  sys_->wake(T.node, T.proc);
+}
+
+void TraceReplay::wake_all(std::vector<uint32_t>& list) {
+  std::vector<uint32_t> w;
+  w.swap(list);
+  for (uint32_t t : w) wake(t);
+}
+
+bool TraceReplay::next(uint32_t node, uint32_t proc, MemOp& op) {
+  const int32_t t = thread_of_[node * procs_ + proc];
+  if (t < 0 || th_[t].st != State::Running) return false;
+  return fill(static_cast<uint32_t>(t), op);
+}
+
+namespace {
+void set_atomic(MemOp& op, mbcf::AtomicOp kind, uint64_t addr, uint8_t width, uint64_t operand, uint64_t compare = 0) {
+  op.kind = OpKind::Atomic;
+  op.addr = addr;
+  op.size = width;
+  op.atomic = mbcf::AtomicArgs{};
+  op.atomic.op = kind;
+  op.atomic.width = width;
+  op.atomic.operand[0] = operand;
+  op.atomic.compare = compare;
+}
+uint64_t word(uint64_t a) { return a & ~7ull; }
+}  // namespace
+
+bool TraceReplay::fill(uint32_t t, MemOp& op) {
+  Thread& T = th_[t];
+  for (;;) {
+    if (!T.have_rec) read_record(t);
+    const trace::Record& r = T.rec;
+    op.tag = 0;
+    op.gap = 0;
+    T.role = Role::Sync;
+    auto take_gap = [&] {
+      op.gap = r.gap + T.carry_gap;
+      T.carry_gap = 0;
+    };
+    auto no_op = [&] {  // a record that issues nothing: its gap moves to the next operation
+      T.carry_gap += r.gap;
+      advance(t);
+    };
+    switch (r.kind) {
+      case Kind::Load:
+      case Kind::Store: {
+        T.role = Role::Memory;
+        if (T.off == 0) {
+          take_gap();
+          ++refs_;
+          ++T.refs;
+        }
+        const uint64_t a = r.addr + T.off;
+        const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(r.size - T.off, block_ - a % block_));
+        op.kind = r.kind == Kind::Load ? OpKind::Load : OpKind::Store;
+        op.addr = a;
+        op.size = n;
+        if (op.kind == OpKind::Store) std::memset(op.data, static_cast<int>(t + 1), n);  // the writer's mark
+        T.off += n;
+        if (T.off == r.size) advance(t);
+        return true;
+      }
+      case Kind::Rmw: {
+        T.role = Role::Memory;
+        take_gap();
+        ++refs_;
+        ++T.refs;
+        const uint8_t w = r.size <= 4 ? 4 : 8;
+        const uint64_t a = r.addr & ~static_cast<uint64_t>(w - 1);
+        if (r.op == trace::RmwOp::Swap) set_atomic(op, mbcf::AtomicOp::Swap, a, w, t + 1);
+        else if (r.op == trace::RmwOp::Cas) set_atomic(op, mbcf::AtomicOp::CompSwap, a, w, t + 1, 0);
+        else set_atomic(op, mbcf::AtomicOp::FetchAdd, a, w, 1);
+        advance(t);
+        return true;
+      }
+      case Kind::Begin:
+      case Kind::Alloc:
+        no_op();
+        continue;
+      case Kind::RoiBegin:
+        if (!roi_begin_ps_ || T.last_t < roi_begin_ps_) roi_begin_ps_ = T.last_t;
+        no_op();
+        continue;
+      case Kind::RoiEnd:
+        roi_end_ps_ = std::max(roi_end_ps_, T.last_t);
+        no_op();
+        continue;
+      case Kind::Fence:
+        take_gap();
+        op.kind = OpKind::Fence;
+        advance(t);
+        return true;
+      case Kind::Create: {
+        Thread& C = th_[r.thread];
+        if (C.st != State::NotCreated) replay_error(t, "thread " + std::to_string(r.thread) + " was already created");
+        C.last_t = std::max(T.last_t, sys_->now_ps());  // it did not exist before: not waiting
+        C.start_ps = C.last_t;
+        wake(r.thread);
+        no_op();
+        continue;
+      }
+      case Kind::Join:
+        if (th_[r.thread].st == State::Ended) {
+          no_op();
+          continue;
+        }
+        sleep(t, joiners_[r.thread]);
+        return false;
+      case Kind::End:  // drain the write buffer, then the thread has ended
+        take_gap();
+        op.kind = OpKind::Fence;
+        T.phase = 1;
+        return true;
+      case Kind::Acquire: {
+        Lock& L = locks_[word(r.addr)];
+        if (L.holder >= 0) {  // spinning on a cached copy costs nothing until the release
+          sleep(t, L.waiters);
+          return false;
+        }
+        take_gap();
+        set_atomic(op, mbcf::AtomicOp::CompSwap, word(r.addr), 8, 2 * r.seq + 1, 2 * r.seq);
+        T.phase = 1;
+        return true;
+      }
+      case Kind::Release:
+        if (T.phase == 0) {  // release consistency: earlier writes performed first
+          take_gap();
+          op.kind = OpKind::Fence;
+          T.phase = 1;
+          return true;
+        }
+        {
+          Lock& L = locks_[word(r.addr)];
+          if (L.holder != static_cast<int64_t>(t)) replay_error(t, "release of a lock the thread does not hold");
+          set_atomic(op, mbcf::AtomicOp::Swap, word(r.addr), 8, 2 * (L.turn + 1));
+        }
+        T.phase = 3;
+        return true;
+      case Kind::Barrier: {
+        Barrier& B = barriers_[word(r.addr)];
+        if (T.phase == 0) {
+          if (B.episode < r.seq) {  // an earlier episode is still gathering
+            sleep(t, B.waiters);
+            return false;
+          }
+          take_gap();
+          set_atomic(op, mbcf::AtomicOp::FetchAdd, word(r.addr), 8, 1);
+          T.phase = 1;
+          return true;
+        }
+        if (T.phase == 2) {  // the last to arrive opens the episode
+          set_atomic(op, mbcf::AtomicOp::Swap, word(r.addr) + 8, 8, r.seq + 1);
+          T.phase = 4;
+          return true;
+        }
+        // phase 3: read the episode word
+        op.kind = OpKind::Load;
+        op.addr = word(r.addr) + 8;
+        op.size = 8;
+        T.phase = 5;
+        return true;
+      }
+      case Kind::Post:
+      case Kind::Signal:
+      case Kind::Broadcast:
+        take_gap();
+        set_atomic(op, mbcf::AtomicOp::FetchAdd, word(r.addr), 8, 1);
+        T.phase = 1;
+        return true;
+      case Kind::Wait: {
+        Counted& S = sems_[word(r.addr)];
+        if (S.happened <= r.seq) {
+          sleep(t, S.waiters);
+          return false;
+        }
+        take_gap();
+        set_atomic(op, mbcf::AtomicOp::FetchAdd, word(r.addr), 8, ~0ull);  // -1
+        T.phase = 1;
+        return true;
+      }
+      case Kind::CondWait: {
+        Counted& C = conds_[word(r.addr)];
+        if (C.happened <= r.seq) {
+          sleep(t, C.waiters);
+          return false;
+        }
+        take_gap();
+        op.kind = OpKind::Load;
+        op.addr = word(r.addr);
+        op.size = 8;
+        T.phase = 1;
+        return true;
+      }
+    }
+    replay_error(t, "unknown record kind");
+  }
+}
+
+void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64_t now) {
+  last_complete_ps_ = std::max(last_complete_ps_, now);
+  const uint32_t t = static_cast<uint32_t>(thread_of_[node * procs_ + proc]);
+  Thread& T = th_[t];
+  // Accounting: the op's compute gap is busy time, the rest memory stall or synchronisation.
+  const uint64_t dt = now > T.last_t ? now - T.last_t : 0;
+  const uint64_t comp = std::min<uint64_t>(dt, static_cast<uint64_t>(static_cast<double>(op.gap) * cpi_ * cycle_ps_ + 0.5));
+  T.busy += comp;
+  if (T.role == Role::Memory) T.stall[op.level <= 4 ? op.level : 0] += dt - comp;
+  else T.sync += dt - comp;
+  T.last_t = std::max(T.last_t, now);
+  if (T.role == Role::Memory) return;
+
+  const trace::Record& r = T.rec;
+  const uint64_t old = op.kind == OpKind::Atomic || op.kind == OpKind::Load ? mbcf::load_le(op.data, 8) : 0;
+  switch (r.kind) {
+    case Kind::End:
+      T.st = State::Ended;
+      T.end_ps = now;
+      T.have_rec = false;
+      ++ended_;
+      wake_all(joiners_[t]);
+      return;
+    case Kind::Acquire: {
+      Lock& L = locks_[word(r.addr)];
+      if (old == 2 * r.seq) {  // granted
+        if (L.holder >= 0 || L.turn != r.seq)
+          replay_error(t, "mutual exclusion broken: the compare&swap succeeded while thread " + std::to_string(L.holder) +
+                              " holds the lock (turn " + std::to_string(L.turn) + ")");
+        L.holder = t;
+        advance(t);
+        return;
+      }
+      if (L.holder < 0 && L.turn == r.seq)
+        replay_error(t, "the lock word holds " + std::to_string(old) + ", expected " + std::to_string(2 * r.seq) + " (free, this turn)");
+      ++retries_;  // not this thread's turn yet: wait for the next release and try again
+      T.phase = 0;
+      sleep(t, L.waiters);
+      return;
+    }
+    case Kind::Release: {
+      if (T.phase == 1) {  // the fence is done: now the swap
+        T.phase = 2;
+        return;
+      }
+      Lock& L = locks_[word(r.addr)];
+      if (old != 2 * L.turn + 1)
+        replay_error(t, "the lock word held " + std::to_string(old) + " at the release, expected " + std::to_string(2 * L.turn + 1));
+      L.holder = -1;
+      ++L.turn;
+      advance(t);
+      wake_all(L.waiters);
+      return;
+    }
+    case Kind::Barrier: {
+      Barrier& B = barriers_[word(r.addr)];
+      if (T.phase == 1) {
+        const uint64_t arrived = old + 1 - B.base;
+        if (arrived > r.count) replay_error(t, "barrier counter says " + std::to_string(arrived) + " arrivals of " + std::to_string(r.count));
+        T.phase = arrived == r.count ? 2 : 3;
+        return;
+      }
+      if (T.phase == 4) {
+        B.episode = r.seq + 1;
+        B.base += r.count;
+        advance(t);
+        wake_all(B.waiters);
+        return;
+      }
+      // phase 5: the episode word
+      if (old > r.seq) {
+        advance(t);
+        return;
+      }
+      T.phase = 3;
+      if (B.episode > r.seq) {  // opened, but this copy has not caught up yet: read again
+        ++stale_reads_;
+        return;
+      }
+      sleep(t, B.waiters);
+      return;
+    }
+    case Kind::Post:
+    case Kind::Signal:
+    case Kind::Broadcast: {
+      Counted& C = r.kind == Kind::Post ? sems_[word(r.addr)] : conds_[word(r.addr)];
+      if (C.happened != r.seq) replay_error(t, "number " + std::to_string(r.seq) + " but " + std::to_string(C.happened) + " happened");
+      ++C.happened;
+      advance(t);
+      wake_all(C.waiters);
+      return;
+    }
+    case Kind::Wait:
+    case Kind::CondWait:
+      advance(t);
+      return;
+    default:
+      return;  // fences
+  }
+}
+
+std::string TraceReplay::stalled() const {
+  if (done() || !sys_->quiet() || net_.in_flight() > 0) return "";
+  for (uint32_t t = 0; t < th_.size(); ++t) {
+    const Thread& T = th_[t];
+    if (T.st == State::Sleeping)
+      return "trace replay went quiet: thread " + std::to_string(t) + " sleeps at record " + std::to_string(T.in->index() - 1) + " (" +
+             trace::name(T.rec.kind) + ") of " + T.in->file();
+  }
+  return "trace replay went quiet before every thread ended";
+}
+
+std::string TraceReplay::progress(double wall_s) const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " | %llu trace references, %.0f/s", static_cast<unsigned long long>(refs_), refs_ / wall_s);
+  return buf;
+}
+
+ordered_json TraceReplay::summary() const {
+  ordered_json s = base_summary();
+  const double cyc = static_cast<double>(cycle_ps_);
+  s["trace"] = path_;
+  s["program"] = meta_.program;
+  s["threads"] = meta_.threads;
+  s["records"] = records_;
+  s["references"] = refs_;
+  s["exec_time_cycles"] = static_cast<double>(last_complete_ps_) / cyc;
+  s["exec_time_s"] = static_cast<double>(last_complete_ps_) / 1e12;
+  if (roi_end_ps_ > roi_begin_ps_) s["roi_time_s"] = static_cast<double>(roi_end_ps_ - roi_begin_ps_) / 1e12;
+  s["lock_retries"] = retries_;
+  s["stale_sync_reads"] = stale_reads_;
+  ordered_json per = ordered_json::array();
+  double busy = 0, mem = 0, sync = 0;
+  for (uint32_t t = 0; t < th_.size(); ++t) {
+    const Thread& T = th_[t];
+    ordered_json p;
+    p["thread"] = t;
+    p["node"] = T.node;
+    p["proc"] = T.proc;
+    p["references"] = T.refs;
+    p["busy_s"] = T.busy / 1e12;
+    p["stall_l1_s"] = T.stall[1] / 1e12;
+    p["stall_l2_s"] = T.stall[2] / 1e12;
+    p["stall_local_s"] = T.stall[3] / 1e12;
+    p["stall_remote_s"] = T.stall[4] / 1e12;
+    p["stall_other_s"] = T.stall[0] / 1e12;  // buffered stores, atomics of the program
+    p["sync_s"] = T.sync / 1e12;
+    p["end_s"] = T.end_ps / 1e12;
+    busy += T.busy;
+    for (uint64_t x : T.stall) mem += x;
+    sync += T.sync;
+    per.push_back(p);
+  }
+  const double all = busy + mem + sync;
+  s["busy_fraction"] = all > 0 ? busy / all : 0;
+  s["memory_stall_fraction"] = all > 0 ? mem / all : 0;
+  s["sync_fraction"] = all > 0 ? sync / all : 0;
+  s["per_thread"] = per;
+  return s;
+}
+
+}  // namespace mbpsim

@@ -1,0 +1,98 @@
+// Trace replay on the MBP machine (`workload.kind = trace`): each thread of a trace
+// (traces/FORMAT.md) runs on one processor; its memory records become loads, stores and
+// atomics, and its synchronisation runs through the machine's own memory and coherence:
+//   lock       a compare&swap at the lock's home (word = 2 x turn + held), granted in the
+//              captured acquisition order; waiters sleep until a release and retry; release is
+//              a fence then a swap;
+//   barrier    fetch&add on the barrier's counter word; the last arriver swaps the episode word
+//              (the next 8 bytes); the others load it until it moves past their episode;
+//   semaphore  post = fetch&add +1; wait = after its post, fetch&add -1;
+//   condition  signal/broadcast = fetch&add +1 on the condition's word; a wait loads it after
+//              the wake-up that woke it;
+//   create     wakes the child's processor; join sleeps until the child has drained its
+//              stores (a fence) and ended.
+// Streams are read one record at a time.
+#pragma once
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "workloads/mbp_workload.h"
+#include "workloads/trace/trace.h"
+
+namespace mbpsim {
+
+class TraceReplay : public MbpWorkload {
+ public:
+  TraceReplay(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
+  bool done() const override { return ended_ == th_.size(); }
+  nlohmann::ordered_json summary() const override;
+  bool next(uint32_t node, uint32_t proc, node::MemOp& op) override;
+  void complete(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps) override;
+  std::string stalled() const override;
+  std::string progress(double wall_s) const override;
+
+ private:
+  enum class State : uint8_t { NotCreated, Running, Sleeping, Ended };
+  enum class Role : uint8_t { Memory, Sync };
+  struct Thread {
+    std::unique_ptr<trace::StreamReader> in;
+    uint32_t node = 0, proc = 0;
+    State st = State::NotCreated;
+    trace::Record rec;
+    bool have_rec = false;
+    uint64_t off = 0;        // bytes of the current memory record already issued
+    uint8_t phase = 0;       // step of the current synchronisation record
+    uint64_t carry_gap = 0;  // gaps of records that issue no operation
+    Role role = Role::Memory;
+    // accounting (ps)
+    uint64_t last_t = 0, busy = 0, sync = 0, stall[5] = {};
+    uint64_t refs = 0, start_ps = 0, end_ps = 0;
+    bool started_clock = false;
+  };
+  struct Lock {
+    int64_t holder = -1;
+    uint64_t turn = 0;  // the acquisition order being served
+    std::vector<uint32_t> waiters;
+  };
+  struct Barrier {
+    uint64_t episode = 0, base = 0;  // base: counter value when the episode began
+    std::vector<uint32_t> waiters;
+  };
+  struct Counted {
+    uint64_t happened = 0;  // posts or wake-ups so far
+    std::vector<uint32_t> waiters;
+  };
+
+  bool fill(uint32_t t, node::MemOp& op);  // the thread's next operation, or false (it sleeps)
+  bool read_record(uint32_t t);
+  void sleep(uint32_t t, std::vector<uint32_t>& list);
+  void wake_all(std::vector<uint32_t>& list);
+  void wake(uint32_t t);
+  void advance(uint32_t t) {
+    th_[t].have_rec = false;
+    th_[t].phase = 0;
+    th_[t].off = 0;
+  }
+  [[noreturn]] void replay_error(uint32_t t, const std::string& what) const;
+
+  std::string path_;
+  trace::Meta meta_;
+  std::vector<Thread> th_;
+  std::vector<int32_t> thread_of_;  // per processor (node * procs + proc), -1: idle
+  std::unordered_map<uint64_t, Lock> locks_;
+  std::unordered_map<uint64_t, Barrier> barriers_;
+  std::unordered_map<uint64_t, Counted> sems_, conds_;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> joiners_;
+  size_t ended_ = 0;
+  uint64_t records_ = 0, refs_ = 0, retries_ = 0, stale_reads_ = 0;
+  uint64_t roi_begin_ps_ = 0, roi_end_ps_ = 0;
+  uint32_t block_ = 32;
+  uint64_t cycle_ps_ = 5000;
+  double cpi_ = 1;
+};
+
+void declare_trace_params(ParamSchema& s);
+
+}  // namespace mbpsim
