@@ -89,12 +89,12 @@ TEST(TraceReplay, SemaphoresAndConditionsWaitForTheirWakeUp) {
 TEST(TraceReplay, TheSampleReplaysOn16NodesDeterministically) {
   const auto cfg = nlohmann::json::parse(test::read_text(test::config_path("splash-mbp16.json")));
   auto c = cfg;
-  c["trace"]["path"] = std::string(MBPSIM_SOURCE_DIR) + "/traces/sample-stencil";
+  c["trace"]["path"] = std::string(MBPSIM_SOURCE_DIR) + "/traces/stencil-16t";
   const auto a = test::run_in_process(c, "sample_a");
   const auto& s = a["summary"];
   ASSERT_TRUE(s["finished"].get<bool>());
   EXPECT_EQ(s["threads"], 16);
-  EXPECT_EQ(s["references"], 262264);
+  EXPECT_EQ(s["references"], 311564);
   EXPECT_GT(s["coherence_rounds"].get<int>(), 0);
   const double sum = s["busy_fraction"].get<double>() + s["memory_stall_fraction"].get<double>() + s["sync_fraction"].get<double>();
   EXPECT_NEAR(sum, 1.0, 1e-9);
@@ -108,7 +108,7 @@ TEST(TraceReplay, SameSeedSameStats) {
   for (int i = 0; i < 2; ++i) {
     const auto d = test::temp_dir("replay_det" + std::to_string(i));
     auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " + (d / "o").string() +
-                           " --set trace.path=" + MBPSIM_SOURCE_DIR + "/traces/sample-stencil");
+                           " --set trace.path=" + MBPSIM_SOURCE_DIR + "/traces/stencil-16t");
     ASSERT_EQ(r.status, 0) << r.output;
     out[i] = test::read_text(d / "o" / "stats.json");
   }
@@ -126,7 +126,7 @@ TEST(TraceReplay, PackPlacementFillsANodeFirst) {
 TEST(TraceReplay, BadInputExitsOneNamingTheFile) {
   // More threads than processors (4 nodes x 2).
   auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never" +
-                         " --set node.procs=1 --set trace.path=" + MBPSIM_SOURCE_DIR + "/traces/sample-stencil --set network.levels=1");
+                         " --set node.procs=1 --set trace.path=" + MBPSIM_SOURCE_DIR + "/traces/stencil-16t --set network.levels=1");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("trace.path"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("16 threads, the machine 4 processors"), std::string::npos) << r.output;

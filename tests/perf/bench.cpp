@@ -87,33 +87,31 @@ void BM_mbp64_l1hits_private_only(benchmark::State& s) { mbp64_hits(s, "0"); }
 void BM_mbp64_l1hits_shared_0_5pct(benchmark::State& s) { mbp64_hits(s, "0.005"); }
 void BM_mbp64_l1hits_shared_1pct(benchmark::State& s) { mbp64_hits(s, "0.01"); }
 
-// Trace replay (issue 6): the synthetic stencil trace at FFT size (about 6.5 M references),
-// 4 threads on 4 nodes (target 2 M references/s) and 64 threads on 64 nodes (target 1 M/s).
-// The trace is made once per benchmark process by scripts/make-sample-trace.py.
-std::string stencil_trace(int threads, int iterations) {
+// Trace replay (issue 6): traces of the project's PARMACS stencil kernel captured by the
+// trace-capture tool at the size of FFT with 2^16 points (about 6.5 M references): 4 threads
+// on 4 nodes (target 2 M references/s) and 64 threads on 64 nodes (target 1 M/s).
+std::string stencil_trace(int threads, long n, int steps) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("mbpsim_bench_trace_" + std::to_string(threads) + "_" + std::to_string(::getpid()));
   if (!std::filesystem::exists(dir / "trace.meta")) {
-    const std::string text = dir.string() + "_text";
-    const std::string cmd = std::string("python3 ") + MBPSIM_SOURCE_DIR + "/scripts/make-sample-trace.py " + text + " " +
-                            std::to_string(threads) + " " + std::to_string(iterations) + " && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 " +
-                            MBPSIM_BINARY + " trace convert " + text + " " + dir.string() + " --to binary-gzip > /dev/null && rm -rf " + text;
+    const std::string cmd = "MBPTRACE_OUT=" + dir.string() + " " + STENCIL_TRACED + " " + std::to_string(threads) + " " +
+                            std::to_string(n) + " " + std::to_string(steps) + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) return "";
   }
   return dir.string();
 }
-void trace_replay(benchmark::State& s, int threads, int iterations, int levels, double target) {
-  const std::string t = stencil_trace(threads, iterations);
+void trace_replay(benchmark::State& s, int threads, int levels, double target) {
+  const std::string t = stencil_trace(threads, 262144, 5);
   if (t.empty()) {
-    s.SkipWithError("could not make the trace");
+    s.SkipWithError("could not capture the trace");
     return;
   }
   run_case(s, "splash-mbp16.json", "--set trace.path=" + t + " --set node.procs=1 --set network.levels=" + std::to_string(levels));
   if (last_host_.contains("references_per_second") && last_host_["references_per_second"].get<double>() < target)
     s.SkipWithError("below the references/s target");
 }
-void BM_trace_replay_4_threads_4_nodes(benchmark::State& s) { trace_replay(s, 4, 400, 1, 2e6); }
-void BM_trace_replay_64_threads_64_nodes(benchmark::State& s) { trace_replay(s, 64, 25, 3, 1e6); }
+void BM_trace_replay_4_threads_4_nodes(benchmark::State& s) { trace_replay(s, 4, 1, 2e6); }
+void BM_trace_replay_64_threads_64_nodes(benchmark::State& s) { trace_replay(s, 64, 3, 1e6); }
 
 }  // namespace
 
