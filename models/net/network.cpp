@@ -283,9 +283,17 @@ void Network::ni_step(uint32_t node, uint64_t now) {
   NetIface& ni = nis_[node];
   ni.returning.absorb(now, ni.credits);
   if (!ni.cur) {
-    // Acknowledgements first (they free resources elsewhere), then replies, then requests.
-    for (int c = kNumClasses - 1; c >= 0 && !ni.cur; --c) {
-      if (ni.q[c].empty() || ni.q[c].front()->ni_ready > now) continue;
+    // The oldest ready head goes first; among equally old ones acknowledgements (they free
+    // resources elsewhere), then replies, then requests. Strict class priority starved a hot
+    // home's own requests behind the replies it kept sending (a 64-node trace replay: a
+    // multicast invalidation never left node 0).
+    int order[kNumClasses];
+    int k = 0;
+    for (int c = kNumClasses - 1; c >= 0; --c)
+      if (!ni.q[c].empty() && ni.q[c].front()->ni_ready <= now) order[k++] = c;
+    std::stable_sort(order, order + k, [&](int a, int b) { return ni.q[a].front()->ni_ready < ni.q[b].front()->ni_ready; });
+    for (int i = 0; i < k && !ni.cur; ++i) {
+      const int c = order[i];
       const int base = c * cfg_.vcs_per_class;
       for (int j = 0; j < cfg_.vcs_per_class; ++j) {
         const int v = base + (ni.cls_rr + j) % cfg_.vcs_per_class;

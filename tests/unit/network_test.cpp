@@ -269,5 +269,56 @@ TEST(Network, ExternalInjectionFromSystemCThread) {
   EXPECT_EQ(rec.got[0].second, 3u + 14u);
 }
 
+// A node that always has replies queued still injects its own requests: the interface takes
+// the oldest ready head, so a request is not starved behind a stream of younger replies (a
+// multicast invalidation waited 2 ms at a hot home before this was fixed).
+struct ClassRecorder : net::NetClient {
+  int64_t request_at = -1;
+  uint64_t replies = 0;
+  void on_packet(uint32_t, net::Packet& p, uint64_t now) override {
+    if (p.cls == net::kRequest) request_at = static_cast<int64_t>(now);
+    else ++replies;
+  }
+};
+
+SC_MODULE(ReplyStream) {
+  net::Network* net;
+  SC_CTOR(ReplyStream) { SC_THREAD(run); }
+  void run() {
+    auto make = [&](uint8_t cls) {
+      net::Packet* p = net->new_packet();
+      p->src = 0;
+      p->dst = 5;
+      p->cls = cls;
+      p->size_flits = 6;
+      net->inject(p);
+    };
+    make(net::kReply);
+    wait(sc_core::sc_time(10, sc_core::SC_NS));
+    make(net::kRequest);  // one request, younger than the first reply, older than the rest
+    for (int i = 0; i < 2000; ++i) {  // a reply every cycle: more than the link can carry
+      make(net::kReply);
+      wait(sc_core::sc_time(10, sc_core::SC_NS));
+    }
+  }
+};
+
+TEST(Network, RequestsAreNotStarvedBehindReplies) {
+  net::NetConfig nc;
+  Stats stats;
+  net::Network n("net", nc, stats, "system.net");
+  ClassRecorder rec;
+  n.set_client(&rec);
+  ReplyStream rs("rs");
+  rs.net = &n;
+  n.start();
+  sc_core::sc_start(sc_core::sc_time(200, sc_core::SC_US));
+  ASSERT_GE(rec.request_at, 0) << "the request was never delivered";
+  // Behind at most the two replies ahead of it (6 flits each) plus the trip: well under 100
+  // cycles. With strict class priority it left only after all 2001 replies (12,000 cycles).
+  EXPECT_LT(rec.request_at, 100);
+  EXPECT_EQ(rec.replies, 2001u);
+}
+
 }  // namespace
 }  // namespace mbpsim

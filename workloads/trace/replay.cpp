@@ -110,6 +110,11 @@ void set_atomic(MemOp& op, mbcf::AtomicOp kind, uint64_t addr, uint8_t width, ui
   op.atomic.compare = compare;
 }
 uint64_t word(uint64_t a) { return a & ~7ull; }
+std::string hexs(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
 }  // namespace
 
 bool TraceReplay::fill(uint32_t t, MemOp& op) {
@@ -317,7 +322,8 @@ void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64
         return;
       }
       if (L.holder < 0 && L.turn == r.seq)
-        replay_error(t, "the lock word holds " + std::to_string(old) + ", expected " + std::to_string(2 * r.seq) + " (free, this turn)");
+        replay_error(t, "the lock word at " + hexs(word(r.addr)) + " holds " + std::to_string(old) + ", expected " + std::to_string(2 * r.seq) +
+                            " (free, this turn)");
       ++retries_;  // not this thread's turn yet: wait for the next release and try again
       T.phase = 0;
       sleep(t, L.waiters);
