@@ -115,6 +115,17 @@ TEST(TraceReplay, SameSeedSameStats) {
   EXPECT_EQ(out[0], out[1]);
 }
 
+// 64 threads contending for locks on 64 nodes (traces/stencil-64t, captured): responses of
+// different threads come back in another order than the home performed their atomics. A
+// driver that judged a compare&swap by what it had seen complete (not by the lock word)
+// reported a broken mutual exclusion here, or lost the wake-up of a retry.
+TEST(TraceReplay, SixtyFourThreadsContendingOnSixtyFourNodes) {
+  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " +
+                         (test::temp_dir("replay_64") / "o").string() + " --set trace.path=" + MBPSIM_SOURCE_DIR +
+                         "/traces/stencil-64t --set node.procs=1 --set network.levels=3");
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 TEST(TraceReplay, PackPlacementFillsANodeFirst) {
   auto c = config(make_trace("pack", {"0 begin\n0 create 1\n0 join 1\n0 end\n", "0 begin\n0 end\n"}));
   c["trace"]["placement"] = "pack";

@@ -101,7 +101,7 @@ std::string stencil_trace(int threads, long n, int steps) {
   return dir.string();
 }
 void trace_replay(benchmark::State& s, int threads, int levels, double target) {
-  const std::string t = stencil_trace(threads, 262144, 5);
+  const std::string t = stencil_trace(threads, 286720, 5);
   if (t.empty()) {
     s.SkipWithError("could not capture the trace");
     return;

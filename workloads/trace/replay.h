@@ -2,8 +2,9 @@
 // (traces/FORMAT.md) runs on one processor; its memory records become loads, stores and
 // atomics, and its synchronisation runs through the machine's own memory and coherence:
 //   lock       a compare&swap at the lock's home (word = 2 x turn + held), granted in the
-//              captured acquisition order; waiters sleep until a release and retry; release is
-//              a fence then a swap;
+//              captured acquisition order: the next acquirer tries once its predecessor's
+//              release has completed, the others spin on their cached copy (asleep: no
+//              traffic); release is a fence then a swap;
 //   barrier    fetch&add on the barrier's counter word; the last arriver swaps the episode word
 //              (the next 8 bytes); the others load it until it moves past their episode;
 //   semaphore  post = fetch&add +1; wait = after its post, fetch&add -1;
@@ -49,11 +50,14 @@ class TraceReplay : public MbpWorkload {
     // accounting (ps)
     uint64_t last_t = 0, busy = 0, sync = 0, stall[5] = {};
     uint64_t refs = 0, start_ps = 0, end_ps = 0;
-    bool started_clock = false;
+    uint64_t attempts = 0;  // compare&swaps of the current acquisition
+    std::unordered_map<uint64_t, uint64_t> held;  // lock word -> the acquisition order it holds
   };
+  // What the driver has seen complete. Responses of different threads may arrive in another
+  // order than the home performed them, so the lock and barrier words themselves, not this
+  // bookkeeping, decide who wins; the bookkeeping only decides who tries and who sleeps.
   struct Lock {
-    int64_t holder = -1;
-    uint64_t turn = 0;  // the acquisition order being served
+    uint64_t turn = 0;  // releases completed: acquisition `turn` may try
     std::vector<uint32_t> waiters;
   };
   struct Barrier {
