@@ -100,6 +100,13 @@ TEST(TraceReplay, TheSampleReplaysOn16NodesDeterministically) {
   EXPECT_NEAR(sum, 1.0, 1e-9);
   // One thread per node: spread placement.
   for (int t = 0; t < 16; ++t) EXPECT_EQ(s["per_thread"][t]["node"], t);
+  // Coherence traffic and network bytes per tree level (2 levels on 16 nodes).
+  EXPECT_GT(s["coherence_messages"]["GetS"].get<int>(), 0);
+  EXPECT_GT(s["coherence_messages"]["Inv"].get<int>(), 0);
+  EXPECT_GT(s["multicast_fanout_mean"].get<double>(), 1.0);
+  ASSERT_EQ(s["network_bytes_per_level"].size(), 2u);
+  EXPECT_GT(s["network_bytes_per_level"][1]["up_bytes"].get<double>(), 0);
+  EXPECT_EQ(s["network_bytes_per_level"][0]["up_bytes"].get<double>(), 0);  // the root has no parent
 }
 
 TEST(TraceReplay, SameSeedSameStats) {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "models/core/error.h"
 
@@ -452,6 +454,36 @@ ordered_json TraceReplay::summary() const {
   s["memory_stall_fraction"] = all > 0 ? mem / all : 0;
   s["sync_fraction"] = all > 0 ? sync / all : 0;
   s["per_thread"] = per;
+  // Coherence traffic: messages by type, multicast fan-out, combined acknowledgements; and
+  // the network's bytes per tree level (level 0: the root's links), down and up.
+  const auto st = stats_.dump();
+  if (st.contains("system") && st["system"].contains("mbp")) {
+    const auto& mbp = st["system"]["mbp"];
+    if (mbp.contains("messages")) s["coherence_messages"] = mbp["messages"];
+    if (mbp.contains("rounds")) {
+      s["multicast_fanout_mean"] = mbp["rounds"]["fanout"].value("mean", 0.0);
+      s["combined_acks_at_home"] = mbp["rounds"].value("acks_at_home", uint64_t{0});
+      s["acks_from_holders"] = mbp["rounds"].value("acks_from_holders", uint64_t{0});
+    }
+  }
+  if (st.contains("system") && st["system"].contains("net")) {
+    const double flit_bytes = net_.config().flit_bits / 8.0;
+    const int radix = static_cast<int>(net_.config().radix);
+    std::map<int, std::pair<double, double>> level;  // height -> (down, up) bytes
+    for (auto it = st["system"]["net"].begin(); it != st["system"]["net"].end(); ++it) {
+      int h = 0, pos = 0;
+      if (std::sscanf(it.key().c_str(), "router_%d_%d", &h, &pos) != 2) continue;
+      for (auto p = it.value().begin(); p != it.value().end(); ++p) {
+        int port = 0;
+        if (std::sscanf(p.key().c_str(), "port%d", &port) != 1 || !p.value().contains("flits")) continue;
+        const double b = p.value()["flits"].get<double>() * flit_bytes;
+        (port < radix ? level[h].first : level[h].second) += b;
+      }
+    }
+    ordered_json lv = ordered_json::array();
+    for (const auto& [h, b] : level) lv.push_back({{"level", h}, {"down_bytes", b.first}, {"up_bytes", b.second}});
+    s["network_bytes_per_level"] = lv;
+  }
   return s;
 }
 
