@@ -18,9 +18,12 @@ using trace::Kind;
 void declare_trace_params(ParamSchema& s) {
   using T = ParamType;
   s.add({"trace.path", T::String, "", "", "trace folder to replay (traces/FORMAT.md); relative to the config file that sets it, or to the working directory when set with --set"});
-  s.add({"trace.placement", T::String, "spread", "", "thread i on node i mod nodes (spread), or filling each node's processors first (pack)",
-         -1e300, 1e300, {"spread", "pack"}});
+  s.add({"trace.placement", T::String, "spread", "", "thread i on node i mod nodes (spread), filling each node's processors first (pack), or every thread on node 0's first processor (single: the one-processor baseline; needs trace.multiplex)",
+         -1e300, 1e300, {"spread", "pack", "single"}});
   s.add({"trace.validate", T::Bool, true, "", "run `mbpsim trace validate` on the trace before replaying it"});
+  s.add({"trace.multiplex", T::Bool, false, "", "allow more threads than processors: threads of one processor time-share it, switching when one blocks"});
+  s.add({"trace.switch_cycles", T::Int, 500, "cycles", "a context switch between threads sharing a processor (save and restore registers, scheduler)", 0, 1e9});
+  s.add({"trace.baseline_s", T::Double, 0.0, "s", "exec_time_s of the same trace on one processor (trace.placement single); when set, the summary gives the speedup", 0, 1e9});
 }
 
 TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint64_t seed) : MbpWorkload(c, net, stats, seed) {
@@ -36,18 +39,33 @@ TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint6
   meta_ = trace::read_meta(path_);
   if (c.get_bool("trace.validate")) trace::validate(path_);
   const uint32_t slots = nodes_ * procs_;
-  if (meta_.threads > slots)
+  const std::string placement = c.get_string("trace.placement");
+  if (meta_.threads > slots && !c.get_bool("trace.multiplex"))
     c.fail("trace.path", path_ + " has " + std::to_string(meta_.threads) + " threads, the machine " + std::to_string(slots) +
-                             " processors (" + std::to_string(nodes_) + " nodes x " + std::to_string(procs_) + ")");
-  const bool pack = c.get_string("trace.placement") == "pack";
-  thread_of_.assign(slots, -1);
+                             " processors (" + std::to_string(nodes_) + " nodes x " + std::to_string(procs_) +
+                             "); set trace.multiplex to time-share processors");
+  if (placement == "single" && meta_.threads > 1 && !c.get_bool("trace.multiplex"))
+    c.fail("trace.placement", "single puts " + std::to_string(meta_.threads) + " threads on one processor: set trace.multiplex");
+  switch_cycles_ = static_cast<uint64_t>(c.get_int("trace.switch_cycles"));
+  baseline_s_ = c.get_double("trace.baseline_s");
+  on_proc_.assign(slots, {});
+  current_.assign(slots, -1);
   th_.resize(meta_.threads);
   for (uint32_t t = 0; t < meta_.threads; ++t) {
     Thread& T = th_[t];
     T.in = trace::open_stream(path_, meta_, t);
-    T.node = pack ? t / procs_ : t % nodes_;
-    T.proc = pack ? t % procs_ : t / nodes_;
-    thread_of_[T.node * procs_ + T.proc] = static_cast<int32_t>(t);
+    const uint32_t s = t % slots;  // more threads than processors: they share, round robin
+    if (placement == "single") {
+      T.node = 0;
+      T.proc = 0;
+    } else if (placement == "pack") {
+      T.node = s / procs_;
+      T.proc = s % procs_;
+    } else {
+      T.node = s % nodes_;
+      T.proc = s / nodes_;
+    }
+    on_proc_[T.node * procs_ + T.proc].push_back(t);
   }
   th_[0].st = State::Running;
   block_ = sys_->node_config().block_bytes;
@@ -95,9 +113,29 @@ void TraceReplay::wake_all(std::vector<uint32_t>& list) {
 }
 
 bool TraceReplay::next(uint32_t node, uint32_t proc, MemOp& op) {
-  const int32_t t = thread_of_[node * procs_ + proc];
-  if (t < 0 || th_[t].st != State::Running) return false;
-  return fill(static_cast<uint32_t>(t), op);
+  const uint32_t slot = node * procs_ + proc;
+  const auto& mine = on_proc_[slot];
+  int32_t& cur = current_[slot];
+  if (cur >= 0 && th_[cur].st == State::Running && fill(static_cast<uint32_t>(cur), op)) return true;
+  // The running thread sleeps or ended: switch to the next runnable one of this processor.
+  size_t at = 0;
+  for (size_t i = 0; i < mine.size(); ++i)
+    if (static_cast<int32_t>(mine[i]) == cur) at = i + 1;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const uint32_t t = mine[(at + k) % mine.size()];
+    if (th_[t].st != State::Running || static_cast<int32_t>(t) == cur) continue;
+    Thread& T = th_[t];
+    const uint64_t now = std::max(sys_->now_ps(), T.last_t);
+    T.sync += now - T.last_t;  // waiting for the processor
+    T.last_t = now;
+    cur = static_cast<int32_t>(t);
+    ++switches_;
+    if (fill(t, op)) {
+      op.gap += static_cast<uint64_t>(static_cast<double>(switch_cycles_) / cpi_ + 0.5);  // the context switch
+      return true;
+    }
+  }
+  return false;
 }
 
 namespace {
@@ -293,7 +331,7 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
 
 void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64_t now) {
   last_complete_ps_ = std::max(last_complete_ps_, now);
-  const uint32_t t = static_cast<uint32_t>(thread_of_[node * procs_ + proc]);
+  const uint32_t t = static_cast<uint32_t>(current_[node * procs_ + proc]);
   Thread& T = th_[t];
   // Accounting: the op's compute gap is busy time, the rest memory stall or synchronisation.
   const uint64_t dt = now > T.last_t ? now - T.last_t : 0;
@@ -425,6 +463,8 @@ ordered_json TraceReplay::summary() const {
   s["exec_time_cycles"] = static_cast<double>(last_complete_ps_) / cyc;
   s["exec_time_s"] = static_cast<double>(last_complete_ps_) / 1e12;
   if (roi_end_ps_ > roi_begin_ps_) s["roi_time_s"] = static_cast<double>(roi_end_ps_ - roi_begin_ps_) / 1e12;
+  if (baseline_s_ > 0 && last_complete_ps_ > 0) s["speedup"] = baseline_s_ / (static_cast<double>(last_complete_ps_) / 1e12);
+  s["context_switches"] = switches_;
   s["lock_retries"] = retries_;
   s["stale_sync_reads"] = stale_reads_;
   ordered_json per = ordered_json::array();

@@ -84,7 +84,10 @@ class TraceReplay : public MbpWorkload {
   std::string path_;
   trace::Meta meta_;
   std::vector<Thread> th_;
-  std::vector<int32_t> thread_of_;  // per processor (node * procs + proc), -1: idle
+  std::vector<std::vector<uint32_t>> on_proc_;  // per processor (node * procs + proc): its threads
+  std::vector<int32_t> current_;                // per processor: the thread it runs, -1 none
+  uint64_t switch_cycles_ = 500, switches_ = 0;
+  double baseline_s_ = 0;
   std::unordered_map<uint64_t, Lock> locks_;
   std::unordered_map<uint64_t, Barrier> barriers_;
   std::unordered_map<uint64_t, Counted> sems_, conds_;
