@@ -175,7 +175,9 @@ TEST_P(SignalTest, StoresInvokesAndHonoursTheCondition) {
     case SigStore::Quew: EXPECT_EQ(fifo_entries(ts, *t, F), 1u); break;
     case SigStore::Memw:
       EXPECT_EQ(word(B + (bare ? 0 : 12)), 0x1234u);
-      if (!bare) EXPECT_EQ(word(B), 2u);  // the requester's Pnode comes first
+      if (!bare) {
+        EXPECT_EQ(word(B), 2u);  // the requester's Pnode comes first
+      }
       break;
     case SigStore::MemwOffset: EXPECT_EQ(word(B + 16 + (bare ? 0 : 12)), 0x1234u); break;
   }
