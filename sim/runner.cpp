@@ -135,7 +135,11 @@ int run_experiment(const RunOptions& o) {
   run_to(ph.warmup + ph.measure, 10000, never);
   network.set_measuring(false);
   wl->end_of_window();
-  run_to(horizon, wl->poll_cycles(), [&] { return wl->done() || !wl->stalled().empty(); });
+  run_to(horizon, wl->poll_cycles(), [&] { return wl->done() || !wl->stalled().empty() || !wl->input_error().empty(); });
+  if (!wl->input_error().empty()) {
+    if (std::filesystem::is_empty(out, ec)) std::filesystem::remove(out, ec);  // nothing partial left
+    throw UserError(wl->input_error());
+  }
   const double wall = std::chrono::duration<double>(clock::now() - t0).count();
   // Simulated time, whether or not the network had work in its last cycles.
   const uint64_t sim_cycles =

@@ -34,6 +34,9 @@ class Workload : public net::NetClient {
   virtual std::string stalled() const { return ""; }
   // Extra text for a simulated-system failure (exit 2): the oldest outstanding work.
   virtual std::string failure_dump() const { return ""; }
+  // Non-empty when the workload's own input turned out bad during the run (a trace read on the
+  // fly): the run stops and mbpsim exits 1 with this one line.
+  virtual std::string input_error() const { return ""; }
   // Extra text for the heartbeat line (progress of the workload's own work).
   virtual std::string progress(double wall_s) const { return ""; }
   // How often (network cycles) the runner asks done() after the window; simulated time is

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -184,6 +185,22 @@ TEST(TraceReplay, BadInputExitsOneNamingTheFile) {
   r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never --set trace.path=" + bad);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("thread-0.txt: thread 0, record 1 (release 0x40)"), std::string::npos) << r.output;
+  // A stream that breaks in the middle, found during the replay (validation off): exit 1,
+  // one line naming the file, thread and record, and no output folder left behind.
+  {
+    const auto d = test::temp_dir("replay_truncated");
+    std::filesystem::copy(std::string(MBPSIM_SOURCE_DIR) + "/traces/stencil-16t", d / "t");
+    const auto f = d / "t" / "thread-3.bin.gz";
+    std::string bytes = test::read_text(f);
+    bytes.resize(bytes.size() / 2);
+    test::write_text(f, bytes);
+    r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " + (d / "o").string() +
+                      " --set trace.validate=false --set trace.path=" + (d / "t").string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("thread-3.bin.gz: thread 3, record "), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(d / "o"));
+  }
   r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never --set trace.path=/nonexistent");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("/nonexistent/trace.meta"), std::string::npos) << r.output;

@@ -113,6 +113,16 @@ void TraceReplay::wake_all(std::vector<uint32_t>& list) {
 }
 
 bool TraceReplay::next(uint32_t node, uint32_t proc, MemOp& op) {
+  if (!input_error_.empty()) return false;
+  try {
+    return next_op(node, proc, op);
+  } catch (const UserError& e) {  // a bad stream: stop cleanly, the runner exits 1
+    input_error_ = e.what();
+    return false;
+  }
+}
+
+bool TraceReplay::next_op(uint32_t node, uint32_t proc, MemOp& op) {
   const uint32_t slot = node * procs_ + proc;
   const auto& mine = on_proc_[slot];
   int32_t& cur = current_[slot];

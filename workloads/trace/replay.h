@@ -33,6 +33,7 @@ class TraceReplay : public MbpWorkload {
   void complete(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps) override;
   std::string stalled() const override;
   std::string progress(double wall_s) const override;
+  std::string input_error() const override { return input_error_; }
 
  private:
   enum class State : uint8_t { NotCreated, Running, Sleeping, Ended };
@@ -69,6 +70,7 @@ class TraceReplay : public MbpWorkload {
     std::vector<uint32_t> waiters;
   };
 
+  bool next_op(uint32_t node, uint32_t proc, node::MemOp& op);
   bool fill(uint32_t t, node::MemOp& op);  // the thread's next operation, or false (it sleeps)
   bool read_record(uint32_t t);
   void sleep(uint32_t t, std::vector<uint32_t>& list);
@@ -82,6 +84,7 @@ class TraceReplay : public MbpWorkload {
   [[noreturn]] void replay_error(uint32_t t, const std::string& what) const;
 
   std::string path_;
+  std::string input_error_;  // a stream turned out bad while replaying (trace.validate off)
   trace::Meta meta_;
   std::vector<Thread> th_;
   std::vector<std::vector<uint32_t>> on_proc_;  // per processor (node * procs + proc): its threads
