@@ -840,9 +840,8 @@ void System::check_swmr(uint32_t writer, int proc, uint64_t nblk) {
   const uint64_t page = nblk / blocks_per_page_;
   const uint32_t bi = static_cast<uint32_t>(nblk % blocks_per_page_);
   for (uint32_t n = 0; n < nodes_; ++n) {
-    auto it = node_[n]->pt.find(page);
-    if (it == node_[n]->pt.end()) continue;
-    const Frame* f = it->second;
+    const Frame* f = node_[n]->pt.get(page);
+    if (!f) continue;
     const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
     for (auto& q : node_[n]->procs) {
       if (n == writer && static_cast<int>(q->id) == proc) continue;
@@ -892,9 +891,8 @@ void System::check_update_copies(Frame* home, uint32_t bi) {
   const uint8_t* mem = &home->data[bi * nc_.block_bytes];
   const uint64_t nblk = home->npage * blocks_per_page_ + bi;
   for (uint32_t n = 0; n < nodes_; ++n) {
-    auto it = node_[n]->pt.find(home->npage);
-    if (it == node_[n]->pt.end()) continue;
-    const Frame* f = it->second;
+    const Frame* f = node_[n]->pt.get(home->npage);
+    if (!f) continue;
     const RState s = static_cast<RState>(f->st[bi]);
     const bool copy = !f->home && (s == RState::S || s == RState::SE);
     std::string bad;

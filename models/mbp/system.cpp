@@ -258,16 +258,12 @@ std::string System::dump_outstanding(size_t max) const {
     if (p.waiting != WaitKind::None) {
       const uint64_t nblk = p.op.addr / nc_.block_bytes;
       const uint64_t page = p.op.addr / nc_.page_bytes;
-      auto it = node_[p.node]->pt.find(page);
-      if (it != node_[p.node]->pt.end()) {
-        const Frame* f = it->second;
+      if (const Frame* f = node_[p.node]->pt.get(page)) {
         const uint32_t bi = static_cast<uint32_t>(nblk % blocks_per_page_);
         os << "    block state at node " << p.node << ": "
            << (f->home ? to_string(static_cast<HState>(f->st[bi])) : to_string(static_cast<RState>(f->st[bi])))
            << "; home node " << f->home_node;
-        auto h = node_[f->home_node]->pt.find(page);
-        if (h != node_[f->home_node]->pt.end())
-          os << " state " << to_string(static_cast<HState>(h->second->st[bi]));
+        if (const Frame* h = node_[f->home_node]->pt.get(page)) os << " state " << to_string(static_cast<HState>(h->st[bi]));
         os << "\n";
       }
     }
@@ -321,8 +317,7 @@ uint32_t System::home_of(uint64_t page) {
 System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
   Node& nd = *node_[n];
   if (nd.last_frame && nd.last_frame->npage == page) return nd.last_frame;
-  auto it = nd.pt.find(page);
-  if (it != nd.pt.end()) return nd.last_frame = it->second;
+  if (Frame* f = nd.pt.get(page)) return nd.last_frame = f;
   if (!create) return nullptr;
   uint32_t home = home_of(page);
   if (home == UINT32_MAX) {
@@ -396,7 +391,7 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
   }
   Frame* raw = f.get();
   nd.frames[raw->frame_no - kFrameBase] = std::move(f);
-  nd.pt[page] = raw;
+  nd.pt.put(page, raw);
   return raw;
 }
 
@@ -461,9 +456,9 @@ bool System::evict_page(uint32_t n) {
 uint64_t System::round_deliveries(uint32_t node) const { return node_[node]->round_in->value; }
 
 uint64_t System::node_physical(uint32_t node, uint64_t addr) const {
-  auto it = node_[node]->pt.find(addr / nc_.page_bytes);
-  if (it == node_[node]->pt.end()) return ~0ull;
-  return it->second->frame_no * nc_.page_bytes + addr % nc_.page_bytes;
+  const Frame* f = node_[node]->pt.get(addr / nc_.page_bytes);
+  if (!f) return ~0ull;
+  return f->frame_no * nc_.page_bytes + addr % nc_.page_bytes;
 }
 
 void System::read_home(uint64_t addr, uint8_t* out, uint32_t size) {

@@ -6,6 +6,10 @@
 
 #include "models/mbcf/atomic.h"
 #include "models/mbp/protocol.h"
+#include "models/mbp/system_internal.h"
+#include "models/core/rng.h"
+#include <cstdio>
+#include <unordered_map>
 #include "models/node/cache.h"
 
 namespace mbpsim {
@@ -115,6 +119,35 @@ TEST(CacheArrays, TlbHitsMissesAndEvicts) {
   EXPECT_EQ(v, 900u);
   t.invalidate(9);
   EXPECT_FALSE(t.lookup(9, &v)) << "the most-recent-hit shortcut must not outlive an invalidation";
+}
+
+// The node page table (open addressing, backward-shift deletion) against std::unordered_map
+// under random inserts, overwrites and erases of clustered keys (seed logged).
+TEST(PageTable, MatchesAReferenceMapUnderRandomOperations) {
+  const uint64_t seed = 7;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  Rng g(seed, "pagetable");
+  mbp::PageTable<int> pt;
+  std::unordered_map<uint64_t, int*> ref;
+  std::vector<int> vals(1000);
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t page = 0x100000000ull + g.below(3000);  // clustered, as real page numbers are
+    const auto op = g.below(3);
+    if (op == 0) {
+      int* v = &vals[g.below(vals.size())];
+      pt.put(page, v);
+      ref[page] = v;
+    } else if (op == 1) {
+      pt.erase(page);
+      ref.erase(page);
+    }
+    auto it = ref.find(page);
+    ASSERT_EQ(pt.get(page), it == ref.end() ? nullptr : it->second) << "step " << i << " seed " << seed;
+  }
+  for (uint64_t p = 0x100000000ull; p < 0x100000000ull + 3000; ++p) {
+    auto it = ref.find(p);
+    ASSERT_EQ(pt.get(p), it == ref.end() ? nullptr : it->second) << "page " << p;
+  }
 }
 
 }  // namespace
