@@ -113,5 +113,26 @@ TEST(Capture, SharedAddressesRepeatFromRunToRun) {
   EXPECT_EQ(a.args, "2 512 1");
 }
 
+// The second kernel: a producer hands a buffer over with SETPAUSE/WAITPAUSE each round, and
+// every thread updates histogram buckets under an array of locks. The pause hand-offs become
+// broadcast/cwait records, the lock array 16 lock objects, and the replay honours both.
+TEST(Capture, PausesAndLockArraysAreCapturedAndReplayed) {
+  const auto d = test::temp_dir("capture_pipeline") / "trace";
+  auto r = test::run_cmd("MBPTRACE_OUT=" + d.string() + " " + PIPELINE_TRACED + " 4 1024 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("counted 3072 of 3072"), std::string::npos) << r.output;
+  trace::validate(d.string());
+  const trace::Summary s = trace::summarize(d.string());
+  EXPECT_EQ(s.by_kind[static_cast<int>(trace::Kind::Broadcast)], 3u);     // one per round
+  EXPECT_EQ(s.by_kind[static_cast<int>(trace::Kind::CondWait)], 3u * 3);  // three waiters a round
+  EXPECT_EQ(s.by_kind[static_cast<int>(trace::Kind::Acquire)], 4u + 3072);  // ids, then a lock per element
+  EXPECT_GE(s.sync_objects, 16u + 3);
+  const auto out = test::temp_dir("capture_pipeline_run");
+  r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --set trace.path=" + d.string() +
+                    " --set network.levels=1 --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(nlohmann::json::parse(test::read_text(out / "stats.json"))["summary"]["finished"].get<bool>());
+}
+
 }  // namespace
 }  // namespace mbpsim

@@ -1,0 +1,67 @@
+/* A second PARMACS kernel for the capture tool: a producer hands a buffer to the other
+ * threads through PAUSE flags (SETPAUSE / WAITPAUSE), and every thread updates a
+ * histogram whose buckets are guarded by an array of locks (ALOCK), in a loop.
+ *   usage: pipeline [P [N [ROUNDS]]] */
+MAIN_ENV
+#include <stdio.h>
+#include <stdlib.h>
+
+#define BUCKETS 16
+struct GlobalMemory {
+  LOCKDEC(idlock)
+  ALOCKDEC(hlock, BUCKETS)
+  BARDEC(start)
+  PAUSEDEC(ready)
+  long id;
+  long hist[BUCKETS];
+};
+struct GlobalMemory *Global;
+long *Buf;
+long N = 2048, P = 4, ROUNDS = 3;
+
+void worker(void) {
+  long id, r, i;
+  LOCK(Global->idlock)
+  id = Global->id++;
+  UNLOCK(Global->idlock)
+  BARRIER(Global->start, P)
+  for (r = 0; r < ROUNDS; r++) {
+    if (id == 0) {
+      for (i = 0; i < N; i++) Buf[i] = (i * 7 + r) % 101;
+      SETPAUSE(Global->ready)
+    } else {
+      WAITPAUSE(Global->ready)
+    }
+    for (i = id; i < N; i += P) {
+      long b = Buf[i] % BUCKETS;
+      ALOCK(Global->hlock, b)
+      Global->hist[b]++;
+      AULOCK(Global->hlock, b)
+    }
+    BARRIER(Global->start, P)
+    if (id == 0) CLEARPAUSE(Global->ready)
+    BARRIER(Global->start, P)
+  }
+}
+
+int main(int argc, char **argv) {
+  long i, total = 0;
+  if (argc > 1) P = atol(argv[1]);
+  if (argc > 2) N = atol(argv[2]);
+  if (argc > 3) ROUNDS = atol(argv[3]);
+  MAIN_INITENV(,)
+  Global = (struct GlobalMemory *) G_MALLOC(sizeof(struct GlobalMemory));
+  Buf = (long *) G_MALLOC(N * sizeof(long));
+  LOCKINIT(Global->idlock)
+  ALOCKINIT(Global->hlock, BUCKETS)
+  BARINIT(Global->start)
+  PAUSEINIT(Global->ready)
+  Global->id = 0;
+  for (i = 0; i < BUCKETS; i++) Global->hist[i] = 0;
+  for (i = 1; i < P; i++) CREATE(worker)
+  worker();
+  WAIT_FOR_END(P - 1)
+  for (i = 0; i < BUCKETS; i++) total += Global->hist[i];
+  printf("counted %ld of %ld\n", total, N * ROUNDS);
+  MAIN_END
+}
