@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -66,6 +67,25 @@ inline CmdResult run_cmd(const std::string& cmd) {
   const int st = ::pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+// Writes a text trace (traces/FORMAT.md) into `dir` from one string of record lines per
+// thread, adding the metadata, the stream headers and the end lines (which count the record
+// lines: not blank, not only a comment). Returns `dir`.
+inline std::string write_text_trace(const std::filesystem::path& dir, const std::vector<std::string>& threads) {
+  std::filesystem::create_directories(dir);
+  write_text(dir / "trace.meta", "mbpsim-trace 1\nprogram test\nthreads " + std::to_string(threads.size()) + "\nencoding text\n");
+  for (size_t t = 0; t < threads.size(); ++t) {
+    size_t n = 0;
+    std::istringstream is(threads[t]);
+    for (std::string l; std::getline(is, l);) {
+      l = l.substr(0, l.find('#'));
+      n += l.find_first_not_of(" \t") != std::string::npos;
+    }
+    write_text(dir / ("thread-" + std::to_string(t) + ".txt"),
+               "mbpsim-trace-stream 1 thread " + std::to_string(t) + "\n" + threads[t] + "end-of-stream " + std::to_string(n) + "\n");
+  }
+  return dir.string();
 }
 
 inline std::string mbpsim_bin() { return std::string("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ") + MBPSIM_BINARY; }

@@ -14,18 +14,8 @@
 namespace mbpsim {
 namespace {
 
-// A text trace from one string per thread (header and end line added).
 std::string make_trace(const std::string& name, const std::vector<std::string>& threads) {
-  const auto d = test::temp_dir("replay_" + name) / "t";
-  std::filesystem::create_directories(d);
-  test::write_text(d / "trace.meta", "mbpsim-trace 1\nprogram test\nthreads " + std::to_string(threads.size()) + "\nencoding text\n");
-  for (size_t t = 0; t < threads.size(); ++t) {
-    size_t n = 0;
-    for (char c : threads[t]) n += c == '\n';
-    test::write_text(d / ("thread-" + std::to_string(t) + ".txt"),
-                     "mbpsim-trace-stream 1 thread " + std::to_string(t) + "\n" + threads[t] + "end-of-stream " + std::to_string(n) + "\n");
-  }
-  return d.string();
+  return test::write_text_trace(test::temp_dir("replay_" + name) / "t", threads);
 }
 
 nlohmann::json config(const std::string& trace, uint32_t levels = 1) {

@@ -13,6 +13,7 @@
 
 #include "models/core/error.h"
 #include "models/core/rng.h"
+#include "tests/test_util.h"
 #include "workloads/trace/trace.h"
 
 namespace mbpsim::trace {
@@ -27,31 +28,9 @@ std::string fresh_dir(const std::string& name) {
   return d;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-// A text trace from one string per thread (headers and end lines added).
+// A text trace from one string per thread, in a fresh folder.
 std::string text_trace(const std::string& name, const std::vector<std::string>& threads) {
-  const std::string d = fresh_dir(name);
-  write_file(d + "/trace.meta", "mbpsim-trace 1\nprogram test\nthreads " + std::to_string(threads.size()) + "\nencoding text\n");
-  for (size_t t = 0; t < threads.size(); ++t) {
-    size_t n = 0;  // record lines: not blank, not only a comment
-    std::istringstream is(threads[t]);
-    for (std::string l; std::getline(is, l);) {
-      l = l.substr(0, l.find('#'));
-      n += l.find_first_not_of(" \t") != std::string::npos;
-    }
-    write_file(d + "/thread-" + std::to_string(t) + ".txt",
-               "mbpsim-trace-stream 1 thread " + std::to_string(t) + "\n" + threads[t] + "end-of-stream " + std::to_string(n) + "\n");
-  }
-  return d;
+  return test::write_text_trace(fresh_dir(name), threads);
 }
 
 // Expects a UserError whose message contains every one of `parts`.
@@ -140,7 +119,7 @@ TEST(TraceFormat, RoundTripThroughEveryEncodingIsLossless) {
     }
   }
   // Text back from binary is byte-identical to the original text.
-  for (uint32_t t = 0; t < 3; ++t) EXPECT_EQ(read_file(stream_path(a, t, Encoding::Text)), read_file(stream_path(d, t, Encoding::Text)));
+  for (uint32_t t = 0; t < 3; ++t) EXPECT_EQ(test::read_text(stream_path(a, t, Encoding::Text)), test::read_text(stream_path(d, t, Encoding::Text)));
   // The binary form is compact, and gzip makes it smaller still.
   const auto size = [](const std::string& p) { return fs::file_size(p); };
   EXPECT_LT(size(stream_path(b, 0, Encoding::Binary)) * 2, size(stream_path(a, 0, Encoding::Text)));
@@ -178,8 +157,8 @@ class MalformedText : public ::testing::TestWithParam<TextCase> {};
 TEST_P(MalformedText, IsRejectedWithTheFileThreadAndRecord) {
   const TextCase& c = GetParam();
   const std::string d = fresh_dir(std::string("mt_") + c.name);
-  write_file(d + "/trace.meta", "mbpsim-trace 1\nthreads 1\nencoding text\n");
-  write_file(d + "/thread-0.txt", c.body);
+  test::write_text(d + "/trace.meta", "mbpsim-trace 1\nthreads 1\nencoding text\n");
+  test::write_text(d + "/thread-0.txt", c.body);
   expect_error([&] { read_all(d, 0); }, {"thread-0.txt", "thread 0", "record", c.expect});
   expect_error([&] { validate(d); }, {"thread-0.txt", c.expect});
   expect_error([&] { convert(d, d + "_out", Encoding::Binary); }, {"thread-0.txt", c.expect});
@@ -224,7 +203,7 @@ std::vector<uint8_t> valid_binary(const std::string& dir) {
   r.kind = Kind::End;
   w->put(r);
   w->close();
-  const std::string s = read_file(stream_path(dir, 0, Encoding::Binary));
+  const std::string s = test::read_text(stream_path(dir, 0, Encoding::Binary));
   return std::vector<uint8_t>(s.begin(), s.end());
 }
 
@@ -242,7 +221,7 @@ TEST_P(MalformedBinary, IsRejectedWithTheFileThreadAndRecord) {
   auto bytes = valid_binary(d);
   ASSERT_EQ(read_all(d, 0).size(), 3u);
   c.damage(bytes);
-  write_file(stream_path(d, 0, Encoding::Binary), std::string(bytes.begin(), bytes.end()));
+  test::write_text(stream_path(d, 0, Encoding::Binary), std::string(bytes.begin(), bytes.end()));
   expect_error([&] { read_all(d, 0); }, {"thread-0.bin", "thread 0", "record", c.expect});
   expect_error([&] { summarize(d); }, {"thread-0.bin", c.expect});
 }
@@ -284,19 +263,19 @@ TEST(TraceFormat, CorruptGzipIsRejected) {
     w->put(r);
   }
   w->close();
-  std::string s = read_file(stream_path(d, 0, Encoding::BinaryGzip));
+  std::string s = test::read_text(stream_path(d, 0, Encoding::BinaryGzip));
   s[s.size() / 2] ^= 0x55;
-  write_file(stream_path(d, 0, Encoding::BinaryGzip), s);
+  test::write_text(stream_path(d, 0, Encoding::BinaryGzip), s);
   expect_error([&] { read_all(d, 0); }, {"thread-0.bin.gz"});
   s.resize(s.size() / 2);  // a truncated gzip file
-  write_file(stream_path(d, 0, Encoding::BinaryGzip), s);
+  test::write_text(stream_path(d, 0, Encoding::BinaryGzip), s);
   expect_error([&] { read_all(d, 0); }, {"thread-0.bin.gz"});
 }
 
 TEST(TraceFormat, BadMetadataIsRejectedWithTheLine) {
   auto meta = [](const std::string& name, const std::string& text) {
     const std::string d = fresh_dir(name);
-    write_file(d + "/trace.meta", text);
+    test::write_text(d + "/trace.meta", text);
     return d;
   };
   expect_error([&] { read_meta(fresh_dir("nometa")); }, {"trace.meta", "cannot open"});

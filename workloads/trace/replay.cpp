@@ -79,14 +79,13 @@ void TraceReplay::replay_error(uint32_t t, const std::string& what) const {
                  " (" + trace::name(T.rec.kind) + "): " + what);
 }
 
-bool TraceReplay::read_record(uint32_t t) {
+void TraceReplay::read_record(uint32_t t) {
   Thread& T = th_[t];
   if (!T.in->next(T.rec)) replay_error(t, "the stream ended without an 'end' record");
   T.have_rec = true;
   T.phase = 0;
   T.off = 0;
   ++records_;
-  return true;
 }
 
 void TraceReplay::sleep(uint32_t t, std::vector<uint32_t>& list) {
@@ -160,11 +159,6 @@ void set_atomic(MemOp& op, mbcf::AtomicOp kind, uint64_t addr, uint8_t width, ui
   op.atomic.compare = compare;
 }
 uint64_t word(uint64_t a) { return a & ~7ull; }
-std::string hexs(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 }  // namespace
 
 bool TraceReplay::fill(uint32_t t, MemOp& op) {
@@ -236,7 +230,6 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
         Thread& C = th_[r.thread];
         if (C.st != State::NotCreated) replay_error(t, "thread " + std::to_string(r.thread) + " was already created");
         C.last_t = std::max(T.last_t, sys_->now_ps());  // it did not exist before: not waiting
-        C.start_ps = C.last_t;
         wake(r.thread);
         no_op();
         continue;
@@ -370,7 +363,7 @@ void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64
         advance(t);
         return;
       }
-      if (old > 2 * r.seq) replay_error(t, "the lock word at " + hexs(word(r.addr)) + " is past this acquisition (" + std::to_string(old) + ")");
+      if (old > 2 * r.seq) replay_error(t, "the lock word at " + trace::hex(word(r.addr)) + " is past this acquisition (" + std::to_string(old) + ")");
       ++retries_;
       T.phase = 0;
       // Performed before the predecessor's release: if that release has completed since,
@@ -389,7 +382,7 @@ void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64
       // Only the holder of acquisition k turns 2k+1 into anything: mutual exclusion, checked
       // on the machine's own value.
       if (old != 2 * k + 1)
-        replay_error(t, "mutual exclusion broken: the lock word at " + hexs(word(r.addr)) + " held " + std::to_string(old) +
+        replay_error(t, "mutual exclusion broken: the lock word at " + trace::hex(word(r.addr)) + " held " + std::to_string(old) +
                             " at the release of acquisition " + std::to_string(k) + ", expected " + std::to_string(2 * k + 1));
       T.held.erase(h);
       L.turn = std::max(L.turn, k + 1);

@@ -50,7 +50,7 @@ class TraceReplay : public MbpWorkload {
     Role role = Role::Memory;
     // accounting (ps)
     uint64_t last_t = 0, busy = 0, sync = 0, stall[5] = {};
-    uint64_t refs = 0, start_ps = 0, end_ps = 0;
+    uint64_t refs = 0, end_ps = 0;
     uint64_t attempts = 0;  // compare&swaps of the current acquisition
     std::unordered_map<uint64_t, uint64_t> held;  // lock word -> the acquisition order it holds
   };
@@ -72,7 +72,7 @@ class TraceReplay : public MbpWorkload {
 
   bool next_op(uint32_t node, uint32_t proc, node::MemOp& op);
   bool fill(uint32_t t, node::MemOp& op);  // the thread's next operation, or false (it sleeps)
-  bool read_record(uint32_t t);
+  void read_record(uint32_t t);
   void sleep(uint32_t t, std::vector<uint32_t>& list);
   void wake_all(std::vector<uint32_t>& list);
   void wake(uint32_t t);

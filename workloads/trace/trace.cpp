@@ -129,11 +129,6 @@ class Sink {
   gzFile f_ = nullptr;
 };
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
 
 // ------------------------------------------------------------------ text
 
@@ -224,12 +219,7 @@ class TextReader : public StreamReader {
     return v;
   }
   Source src_;
-  uint64_t line_ = 0;
   bool done_ = false;
-  friend class StreamReader;
-
- public:
-  uint64_t line() const { return line_; }
 };
 
 class TextWriter : public StreamWriter {
@@ -389,6 +379,12 @@ class BinaryWriter : public StreamWriter {
 
 }  // namespace
 
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
 const char* name(Kind k) {
   const int i = static_cast<int>(k);
   return i > 0 && i < kKinds ? kNames[i] : "?";
@@ -406,7 +402,7 @@ const char* name(Encoding e) {
 
 void StreamReader::fail(const std::string& what) const {
   std::string where = file_ + ": thread " + std::to_string(thread_) + ", record " + std::to_string(index_);
-  if (auto* t = dynamic_cast<const TextReader*>(this)) where += " (line " + std::to_string(t->line()) + ")";
+  if (line_) where += " (line " + std::to_string(line_) + ")";
   throw UserError(where + ": " + what);
 }
 

@@ -69,6 +69,7 @@ struct Record {
 
 enum class Encoding : uint8_t { Text, Binary, BinaryGzip };
 const char* name(Encoding e);
+std::string hex(uint64_t v);  // "0x..." as the text encoding writes addresses
 
 struct Allocation {
   uint64_t addr = 0, size = 0;
@@ -106,6 +107,7 @@ class StreamReader {
   std::string file_;
   uint32_t thread_ = 0;
   uint64_t index_ = 0;
+  uint64_t line_ = 0;  // text streams: the line read last (0: not a text stream)
 };
 
 class StreamWriter {

@@ -11,25 +11,19 @@ namespace mbpsim::trace {
 
 namespace {
 
-std::string hexs(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 std::string describe(const Record& r) {
   std::string s = name(r.kind);
   switch (r.kind) {
     case Kind::Create:
     case Kind::Join: return s + " thread " + std::to_string(r.thread);
-    case Kind::Barrier: return s + " " + hexs(r.addr) + " episode " + std::to_string(r.seq) + " of " + std::to_string(r.count);
+    case Kind::Barrier: return s + " " + hex(r.addr) + " episode " + std::to_string(r.seq) + " of " + std::to_string(r.count);
     case Kind::Acquire:
     case Kind::Post:
     case Kind::Wait:
     case Kind::CondWait:
     case Kind::Signal:
-    case Kind::Broadcast: return s + " " + hexs(r.addr) + " #" + std::to_string(r.seq);
-    case Kind::Release: return s + " " + hexs(r.addr);
+    case Kind::Broadcast: return s + " " + hex(r.addr) + " #" + std::to_string(r.seq);
+    case Kind::Release: return s + " " + hex(r.addr);
     default: return s;
   }
 }
@@ -70,7 +64,7 @@ class Validator {
     }
     for (const auto& b : barriers_)
       if (b.second.arrived)
-        throw UserError(meta_path(dir_) + ": barrier " + hexs(b.first) + " episode " + std::to_string(b.second.episode) + " ends with " +
+        throw UserError(meta_path(dir_) + ": barrier " + hex(b.first) + " episode " + std::to_string(b.second.episode) + " ends with " +
                         std::to_string(b.second.arrived) + " of " + std::to_string(b.second.participants) + " participants");
     return res_;
   }
@@ -115,7 +109,7 @@ class Validator {
         T.began = true;
         return true;
       case Kind::End:
-        if (!T.held.empty()) fail(t, "the thread ends holding lock " + hexs(*T.held.begin()));
+        if (!T.held.empty()) fail(t, "the thread ends holding lock " + hex(*T.held.begin()));
         if (T.in_roi) fail(t, "the thread ends inside its region of interest");
         {
           Record x;
@@ -233,7 +227,7 @@ class Validator {
       } else if (r.kind == Kind::Barrier) {
         why += " (the episode never gets all its participants)";
       }
-      const_cast<Validator*>(this)->fail(t, why);
+      fail(t, why);
     }
     throw UserError(meta_path(dir_) + ": the threads deadlock");
   }
