@@ -4,8 +4,15 @@
 #include <gtest/gtest.h>
 #include <systemc>
 
+#include "tests/temp_dirs.h"
+
 int sc_main(int argc, char** argv) {
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  const int rc = RUN_ALL_TESTS();
+  if (rc == 0 && !std::getenv("MBPSIM_KEEP_TEST_DIRS")) {
+    std::error_code ec;
+    for (const auto& d : mbpsim::test::temp_dirs_made()) std::filesystem::remove_all(d, ec);
+  }
+  return rc;
 }

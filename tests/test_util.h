@@ -12,14 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/runner.h"
+#include "tests/temp_dirs.h"
 
 namespace mbpsim::test {
 
+// A fresh, empty folder for this process: $TMPDIR/mbpsim_test_NAME_PID.
 inline std::filesystem::path temp_dir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() /
            ("mbpsim_test_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
+  temp_dirs_made().push_back(d);
   return d;
 }
 

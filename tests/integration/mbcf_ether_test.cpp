@@ -14,6 +14,7 @@
 
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/ether_system.h"
+#include "tests/test_util.h"
 
 namespace mbpsim::mbcf {
 namespace {
@@ -382,7 +383,7 @@ TEST(MbcfEther, MalformedFramesFromTheWireAreCountedAndChangeNothing) {
 nlohmann::json run_points(const std::string& config, const std::string& sets) {
   // One folder per call and process: ctest -j runs these tests side by side.
   static int calls = 0;
-  const std::string out = ::testing::TempDir() + "/mbcf_val_" + std::to_string(::getpid()) + "_" + std::to_string(++calls);
+  const std::string out = (test::temp_dir("mbcf_val_" + std::to_string(++calls)) / "o").string();
   const std::string cmd = std::string(MBPSIM_BINARY) + " run " + MBPSIM_SOURCE_DIR + "/configs/" + config + " --quiet --out " + out + " " + sets + " > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream f(out + "/stats.json");
@@ -439,7 +440,7 @@ TEST(MbcfEther, UserConstructionCostsMoreThanKernelConstructionGrowingWithSize) 
 }
 
 TEST(MbcfEther, RaytraceWritesTheWholeFrameAndScales) {
-  const std::string out = ::testing::TempDir() + "/mbcf_rt_" + std::to_string(::getpid());
+  const std::string out = (test::temp_dir("mbcf_rt") / "o").string();
   auto run = [&](int calc) {
     const std::string cmd = std::string(MBPSIM_BINARY) + " run " + MBPSIM_SOURCE_DIR +
                             "/configs/mbcf-ss20-100tx.json --quiet --out " + out + " --set workload.kind=raytrace --set mbcf.nodes=" +

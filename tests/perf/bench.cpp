@@ -130,4 +130,18 @@ BENCHMARK(BM_mbp64_l1hits_private_only)->UseManualTime()->Iterations(1)->Unit(be
 BENCHMARK(BM_mbp64_l1hits_shared_0_5pct)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mbp64_l1hits_shared_1pct)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
-BENCHMARK_MAIN();
+// The benchmarks' scratch folders (results, captured traces) go when the run ends.
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::error_code ec;
+  const std::string tag = "_" + std::to_string(::getpid());
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("mbpsim_bench_", 0) == 0 && n.size() > tag.size() && n.compare(n.size() - tag.size(), tag.size(), tag) == 0)
+      std::filesystem::remove_all(e.path(), ec);
+  }
+  return 0;
+}

@@ -158,7 +158,6 @@ void set_atomic(MemOp& op, mbcf::AtomicOp kind, uint64_t addr, uint8_t width, ui
   op.atomic.operand[0] = operand;
   op.atomic.compare = compare;
 }
-uint64_t word(uint64_t a) { return a & ~7ull; }
 }  // namespace
 
 bool TraceReplay::fill(uint32_t t, MemOp& op) {
@@ -247,14 +246,14 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
         T.phase = 1;
         return true;
       case Kind::Acquire: {
-        Lock& L = locks_[word(r.addr)];
+        Lock& L = locks_[trace::sync_word(r.addr)];
         if (L.turn < r.seq) {  // spinning on a cached copy costs nothing until the release
           sleep(t, L.waiters);
           return false;
         }
         if (++T.attempts > 1000000) replay_error(t, "a million compare&swaps without the lock");
         take_gap();
-        set_atomic(op, mbcf::AtomicOp::CompSwap, word(r.addr), 8, 2 * r.seq + 1, 2 * r.seq);
+        set_atomic(op, mbcf::AtomicOp::CompSwap, trace::sync_word(r.addr), 8, 2 * r.seq + 1, 2 * r.seq);
         T.phase = 1;
         return true;
       }
@@ -266,32 +265,32 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
           return true;
         }
         {
-          auto h = T.held.find(word(r.addr));
+          auto h = T.held.find(trace::sync_word(r.addr));
           if (h == T.held.end()) replay_error(t, "release of a lock the thread does not hold");
-          set_atomic(op, mbcf::AtomicOp::Swap, word(r.addr), 8, 2 * (h->second + 1));
+          set_atomic(op, mbcf::AtomicOp::Swap, trace::sync_word(r.addr), 8, 2 * (h->second + 1));
         }
         T.phase = 3;
         return true;
       case Kind::Barrier: {
-        Barrier& B = barriers_[word(r.addr)];
+        Barrier& B = barriers_[trace::sync_word(r.addr)];
         if (T.phase == 0) {
           if (B.episode < r.seq) {  // an earlier episode is still gathering
             sleep(t, B.waiters);
             return false;
           }
           take_gap();
-          set_atomic(op, mbcf::AtomicOp::FetchAdd, word(r.addr), 8, 1);
+          set_atomic(op, mbcf::AtomicOp::FetchAdd, trace::sync_word(r.addr), 8, 1);
           T.phase = 1;
           return true;
         }
         if (T.phase == 2) {  // the last to arrive opens the episode
-          set_atomic(op, mbcf::AtomicOp::Swap, word(r.addr) + 8, 8, r.seq + 1);
+          set_atomic(op, mbcf::AtomicOp::Swap, trace::sync_word(r.addr) + 8, 8, r.seq + 1);
           T.phase = 4;
           return true;
         }
         // phase 3: read the episode word
         op.kind = OpKind::Load;
-        op.addr = word(r.addr) + 8;
+        op.addr = trace::sync_word(r.addr) + 8;
         op.size = 8;
         T.phase = 5;
         return true;
@@ -300,29 +299,29 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
       case Kind::Signal:
       case Kind::Broadcast:
         take_gap();
-        set_atomic(op, mbcf::AtomicOp::FetchAdd, word(r.addr), 8, 1);
+        set_atomic(op, mbcf::AtomicOp::FetchAdd, trace::sync_word(r.addr), 8, 1);
         T.phase = 1;
         return true;
       case Kind::Wait: {
-        Counted& S = sems_[word(r.addr)];
+        Counted& S = sems_[trace::sync_word(r.addr)];
         if (S.happened <= r.seq) {
           sleep(t, S.waiters);
           return false;
         }
         take_gap();
-        set_atomic(op, mbcf::AtomicOp::FetchAdd, word(r.addr), 8, ~0ull);  // -1
+        set_atomic(op, mbcf::AtomicOp::FetchAdd, trace::sync_word(r.addr), 8, ~0ull);  // -1
         T.phase = 1;
         return true;
       }
       case Kind::CondWait: {
-        Counted& C = conds_[word(r.addr)];
+        Counted& C = conds_[trace::sync_word(r.addr)];
         if (C.happened <= r.seq) {
           sleep(t, C.waiters);
           return false;
         }
         take_gap();
         op.kind = OpKind::Load;
-        op.addr = word(r.addr);
+        op.addr = trace::sync_word(r.addr);
         op.size = 8;
         T.phase = 1;
         return true;
@@ -356,14 +355,14 @@ void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64
       wake_all(joiners_[t]);
       return;
     case Kind::Acquire: {
-      Lock& L = locks_[word(r.addr)];
+      Lock& L = locks_[trace::sync_word(r.addr)];
       if (old == 2 * r.seq) {  // granted: the word said free at this turn
-        T.held[word(r.addr)] = r.seq;
+        T.held[trace::sync_word(r.addr)] = r.seq;
         T.attempts = 0;
         advance(t);
         return;
       }
-      if (old > 2 * r.seq) replay_error(t, "the lock word at " + trace::hex(word(r.addr)) + " is past this acquisition (" + std::to_string(old) + ")");
+      if (old > 2 * r.seq) replay_error(t, "the lock word at " + trace::hex(trace::sync_word(r.addr)) + " is past this acquisition (" + std::to_string(old) + ")");
       ++retries_;
       T.phase = 0;
       // Performed before the predecessor's release: if that release has completed since,
@@ -376,13 +375,13 @@ void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64
         T.phase = 2;
         return;
       }
-      Lock& L = locks_[word(r.addr)];
-      auto h = T.held.find(word(r.addr));
+      Lock& L = locks_[trace::sync_word(r.addr)];
+      auto h = T.held.find(trace::sync_word(r.addr));
       const uint64_t k = h->second;
       // Only the holder of acquisition k turns 2k+1 into anything: mutual exclusion, checked
       // on the machine's own value.
       if (old != 2 * k + 1)
-        replay_error(t, "mutual exclusion broken: the lock word at " + trace::hex(word(r.addr)) + " held " + std::to_string(old) +
+        replay_error(t, "mutual exclusion broken: the lock word at " + trace::hex(trace::sync_word(r.addr)) + " held " + std::to_string(old) +
                             " at the release of acquisition " + std::to_string(k) + ", expected " + std::to_string(2 * k + 1));
       T.held.erase(h);
       L.turn = std::max(L.turn, k + 1);
@@ -391,7 +390,7 @@ void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64
       return;
     }
     case Kind::Barrier: {
-      Barrier& B = barriers_[word(r.addr)];
+      Barrier& B = barriers_[trace::sync_word(r.addr)];
       if (T.phase == 1) {
         const uint64_t arrived = old + 1 - B.base;
         if (arrived > r.count) replay_error(t, "barrier counter says " + std::to_string(arrived) + " arrivals of " + std::to_string(r.count));
@@ -423,7 +422,7 @@ void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64
     case Kind::Broadcast: {
       // Posts and wake-ups of different threads may complete out of their captured order; a
       // wait needs only that many to have happened.
-      Counted& C = r.kind == Kind::Post ? sems_[word(r.addr)] : conds_[word(r.addr)];
+      Counted& C = r.kind == Kind::Post ? sems_[trace::sync_word(r.addr)] : conds_[trace::sync_word(r.addr)];
       ++C.happened;
       advance(t);
       wake_all(C.waiters);

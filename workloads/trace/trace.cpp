@@ -391,6 +391,19 @@ const char* name(Kind k) {
 }
 const char* name(RmwOp o) { return kOps[static_cast<int>(o) & 3]; }
 bool is_memory(Kind k) { return k == Kind::Load || k == Kind::Store || k == Kind::Rmw; }
+const char* sync_object(Kind k) {
+  switch (k) {
+    case Kind::Acquire:
+    case Kind::Release: return "lock";
+    case Kind::Barrier: return "barrier";
+    case Kind::Post:
+    case Kind::Wait: return "semaphore";
+    case Kind::CondWait:
+    case Kind::Signal:
+    case Kind::Broadcast: return "condition variable";
+    default: return nullptr;
+  }
+}
 const char* name(Encoding e) {
   switch (e) {
     case Encoding::Text: return "text";

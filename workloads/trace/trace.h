@@ -42,6 +42,15 @@ constexpr uint8_t kKinds = 20;  // tags 1..19; 0 ends a binary stream
 const char* name(Kind k);
 bool is_memory(Kind k);
 
+// Where a replay keeps a synchronisation object's state in simulated memory (replay.cpp): the
+// 8-byte word holding the object's address; a barrier uses that word (arrival counter) and the
+// next (episode). A program store there would corrupt the lock, barrier, semaphore or
+// condition variable, so `validate` rejects traces that make one.
+inline uint64_t sync_word(uint64_t addr) { return addr & ~7ull; }
+inline uint64_t sync_state_bytes(Kind k) { return k == Kind::Barrier ? 16 : 8; }
+// The kind of object a synchronisation record names, or nullptr for records that name none.
+const char* sync_object(Kind k);
+
 enum class RmwOp : uint8_t { Add = 0, Swap = 1, Cas = 2, Other = 3 };
 const char* name(RmwOp o);
 

@@ -1,5 +1,6 @@
 // `mbpsim trace validate`: runs the synchronisation of every thread abstractly, streaming, to
 // prove that a replay can honour it. Memory records are read (and so checked) and skipped.
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -14,6 +15,9 @@ namespace {
 std::string describe(const Record& r) {
   std::string s = name(r.kind);
   switch (r.kind) {
+    case Kind::Load:
+    case Kind::Store:
+    case Kind::Rmw: return s + " " + hex(r.addr) + " " + std::to_string(r.size);
     case Kind::Create:
     case Kind::Join: return s + " thread " + std::to_string(r.thread);
     case Kind::Barrier: return s + " " + hex(r.addr) + " episode " + std::to_string(r.seq) + " of " + std::to_string(r.count);
@@ -35,6 +39,7 @@ class Validator {
       th_.push_back(Thread{open_stream(dir, meta_, t)});
     }
     th_[0].created = true;
+    collect_sync_objects();
   }
 
   ValidateResult run() {
@@ -97,12 +102,66 @@ class Validator {
                     describe(T.rec) + "): " + what);
   }
 
+  // One object's state words (sync_word .. + sync_state_bytes) and what it is.
+  struct SyncObject {
+    uint64_t lo, hi;
+    const char* what;
+  };
+
+  // A first pass over the streams: where the replay will keep each synchronisation object's
+  // state. Two objects sharing a word, or of two kinds at one address, could not both be
+  // replayed; the second pass then rejects program stores into those words.
+  void collect_sync_objects() {
+    std::map<uint64_t, SyncObject> by_word;
+    for (uint32_t t = 0; t < meta_.threads; ++t) {
+      auto in = open_stream(dir_, meta_, t);
+      Record r;
+      while (in->next(r)) {
+        const char* what = sync_object(r.kind);
+        if (!what) continue;
+        const uint64_t w = sync_word(r.addr);
+        const SyncObject o{w, w + sync_state_bytes(r.kind), what};
+        auto it = by_word.find(w);
+        if (it == by_word.end()) {
+          by_word.emplace(w, o);
+        } else if (it->second.what != what) {
+          throw UserError(in->file() + ": thread " + std::to_string(t) + ", record " + std::to_string(in->index() - 1) + " (" +
+                          describe(r) + "): the word at " + hex(w) + " is also a " + it->second.what +
+                          "; a replay keeps one object's state per word");
+        } else {
+          it->second.hi = std::max(it->second.hi, o.hi);
+        }
+      }
+    }
+    for (const auto& [w, o] : by_word) {
+      if (!sync_.empty() && sync_.back().hi > o.lo)
+        throw UserError(meta_path(dir_) + ": the " + sync_.back().what + " at " + hex(sync_.back().lo) + " and the " + o.what + " at " +
+                        hex(o.lo) + " overlap (a barrier's state takes 16 bytes)");
+      sync_.push_back(o);
+    }
+  }
+
+  // The synchronisation object whose state words [addr, addr + size) touch, or nullptr.
+  const SyncObject* sync_state_at(uint64_t addr, uint64_t size) const {
+    auto it = std::upper_bound(sync_.begin(), sync_.end(), addr, [](uint64_t a, const SyncObject& o) { return a < o.lo; });
+    if (it != sync_.begin() && std::prev(it)->hi > addr) return &*std::prev(it);
+    if (it != sync_.end() && it->lo < addr + std::max<uint64_t>(size, 1)) return &*it;
+    return nullptr;
+  }
+
   // Runs the pending record of thread t; false if it must wait.
   bool step(uint32_t t) {
     Thread& T = th_[t];
     const Record& r = T.rec;
     if (!T.began && r.kind != Kind::Begin) fail(t, "the first record of a thread must be 'begin'");
-    if (is_memory(r.kind)) return true;
+    if (is_memory(r.kind)) {
+      if (r.kind != Kind::Load && !sync_.empty()) {
+        if (const SyncObject* o = sync_state_at(r.addr, r.size))
+          fail(t, std::string("writes into the ") + o->what + " at " + hex(o->lo) +
+                      ", whose state the replay keeps in that memory; a program may use synchronisation objects only through their records");
+      }
+      return true;
+    }
     switch (r.kind) {
       case Kind::Begin:
         if (T.began) fail(t, "a second 'begin'");
@@ -235,6 +294,7 @@ class Validator {
   std::string dir_;
   Meta meta_;
   std::vector<Thread> th_;
+  std::vector<SyncObject> sync_;  // sorted, disjoint
   std::unordered_map<uint64_t, Lock> locks_;
   std::map<uint64_t, Barrier> barriers_;
   std::unordered_map<uint64_t, Sem> sems_;
