@@ -169,9 +169,10 @@ void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
   op.free_at = now + c.flit_cycles();
   op.flits->inc();
   const uint64_t at = now + c.sa_delay + c.st_delay + c.link_latency;
-  if (op.to_node)
-    net_->schedule(at, Event{EvType::Eject, 0, 0, f.idx, op.peer, f.pkt, 0});
-  else
+  if (op.to_node) {
+    // Only the tail's arrival delivers the packet: the body flits need no event.
+    if (f.idx + 1 == f.pkt->size_flits) net_->schedule(at, Event{EvType::Eject, 0, 0, f.idx, op.peer, f.pkt, 0});
+  } else
     net_->schedule(at, Event{EvType::FlitArrive, op.peer_port, static_cast<uint8_t>(vc), f.idx,
                              op.peer, f.pkt, 0});
   ivc.pending &= ~(1u << o);
