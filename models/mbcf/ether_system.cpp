@@ -178,37 +178,46 @@ bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::
   if (!encode(p, bytes)) return false;
   uint32_t data = 0;
   for (const Command& c : p.cmds) data += static_cast<uint32_t>(c.data.size());
+  issue(node, it->second.pnode, std::move(p), data, static_cast<uint32_t>(bytes.size()), std::move(k));
+  return true;
+}
+
+void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
+  Task* t = n_[node]->ts.find(p.src_ptask);
+  for (const Command& c : p.cmds)
+    if (c.opt.emb && t) ++t->emb_requests[c.opt.emb_colour & 15];
+  if (p.cmds[0].opt.no_flow_control) {
+    p.ctrl_p |= kNoFlow;
+    nic_send(node, dst, p);
+  } else {
+    send_sequenced(node, dst, std::move(p));
+  }
+}
+
+bool EtherSystem::must_wait(uint32_t node, uint32_t dst, const Packet& p) const {
+  return !p.cmds[0].opt.no_flow_control && dst != node && n_[node]->peers[dst].unacked.size() >= c_.th2;
+}
+
+void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, std::function<void()> k) {
+  Node& N = *n_[node];
   uint64_t cost = cycles_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
   // Kernel construction copies the user's data once into the NIC-DMA buffer; user
   // construction builds the body in user space first, and the kernel copies the whole packet.
-  cost += c_.user_construction ? cycles_ps(c_.user_build_cycles) + copy_ps(data) + copy_ps(static_cast<uint32_t>(bytes.size()))
-                               : copy_ps(data);
-  const uint32_t dst = it->second.pnode;
-  const bool no_flow = p.cmds[0].opt.no_flow_control;
-  auto go = [this, node, dst, p, no_flow, k, ptask]() mutable {
-    Task* t = n_[node]->ts.find(ptask);
-    for (const Command& c : p.cmds)
-      if (c.opt.emb && t) ++t->emb_requests[c.opt.emb_colour & 15];
-    if (no_flow) {
-      p.ctrl_p |= kNoFlow;
-      nic_send(node, dst, p);
-    } else {
-      send_sequenced(node, dst, std::move(p));
-    }
+  cost += c_.user_construction ? cycles_ps(c_.user_build_cycles) + copy_ps(data) + copy_ps(wire_bytes) : copy_ps(data);
+  auto go = [this, node, dst, p, k]() mutable {
+    submit(node, dst, std::move(p));
     k();
   };
-  Peer& peer = N.peers[dst];
-  if (!no_flow && dst != node && peer.unacked.size() >= c_.th2) {
+  if (must_wait(node, dst, p)) {
     blocked_.inc();
-    peer.blocked.push_back([this, node, cost, go]() mutable {
+    N.peers[dst].blocked.push_back([this, node, cost, go]() mutable {
       n_[node]->kernel_ps += cost;
       compute(node, cost, go);
     });
-    return true;
+    return;
   }
   N.kernel_ps += cost;
   compute(node, cost, go);
-  return true;
 }
 
 // ------------------------------------------------------------------ transmit
@@ -230,19 +239,14 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   if (!encode(p, bytes)) internal_error("an MBCF packet the kernel built does not encode");
   sent_.inc();
   if (tx_hook_) tx_hook_(node, dst, p);
-  // The descriptor fetch of the next frame overlaps the DMA of the one before.
-  const uint64_t t0 = std::max(cal_.now_ps() + static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), N.tx_free);
-  const uint64_t start = std::max(t0, N.bus_free);
-  const uint64_t end = start + dma_ps(static_cast<uint32_t>(std::max<size_t>(bytes.size(), 60)));
-  N.bus_free = end;
-  N.tx_free = end;
+  const uint64_t end = tx_ready_ps(node, static_cast<uint32_t>(bytes.size()));
   const uint32_t inc = N.incarnation;
   const bool sequenced = (p.ctrl_p & kSequenced) != 0;
   cal_.at(end, [this, node, dst, b = std::move(bytes), inc, sequenced]() mutable {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
     ether_->send(node, dst, std::move(b), [this, node, dst, inc, sequenced](bool) {
       if (!n_[node]->up || n_[node]->incarnation != inc) return;
-      if (c_.tx_done_cycles > 0) interrupt(node, cycles_ps(c_.tx_done_cycles), [] {});
+      tx_done(node);
       // The acknowledgement timer runs from when a frame has left the MAC, not from the
       // request: on a slow or busy medium a frame can wait in the transmit queue for longer
       // than the timeout (64 full frames are 79 ms of 10BASE-T).
@@ -398,7 +402,39 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
     return;
   }
   ++N.ring_used;
-  const uint32_t len = static_cast<uint32_t>(frame.size());
+  const uint64_t ready = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
+  const uint32_t inc = N.incarnation;
+  cal_.at(ready, [this, node, f = std::move(frame), inc]() mutable {
+    Node& N = *n_[node];
+    if (!N.up || N.incarnation != inc) return;
+    N.ring.push_back(Rx{std::move(f)});
+    if (!N.in_isr) {
+      N.in_isr = true;
+      N.batch = 0;
+      protocol_work(node, rx_entry_ps(node), [this, node] { isr_step(node); });
+    }
+  });
+}
+
+// ------------------------------------------------------------------ the executor (MBCF/Ether)
+
+uint64_t EtherSystem::tx_ready_ps(uint32_t node, uint32_t bytes) {
+  Node& N = *n_[node];
+  // The descriptor fetch of the next frame overlaps the DMA of the one before.
+  const uint64_t t0 = std::max(cal_.now_ps() + static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), N.tx_free);
+  const uint64_t start = std::max(t0, N.bus_free);
+  const uint64_t end = start + dma_ps(std::max<uint32_t>(bytes, 60));
+  N.bus_free = end;
+  N.tx_free = end;
+  return end;
+}
+
+void EtherSystem::tx_done(uint32_t node) {
+  if (c_.tx_done_cycles > 0) interrupt(node, cycles_ps(c_.tx_done_cycles), [] {});
+}
+
+uint64_t EtherSystem::rx_ready_ps(uint32_t node, uint32_t len) {
+  Node& N = *n_[node];
   const uint64_t now = cal_.now_ps();
   uint64_t end;
   if (c_.nic_rx_cut_through) {  // DMA overlaps reception; it ends no earlier than the frame
@@ -408,28 +444,20 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
     end = std::max(now, N.bus_free) + dma_ps(len);
   }
   N.bus_free = end;
-  const uint32_t inc = N.incarnation;
-  cal_.at(end + static_cast<uint64_t>(c_.nic_rx_latency_ns * 1000), [this, node, f = std::move(frame), inc]() mutable {
-    Node& N = *n_[node];
-    if (!N.up || N.incarnation != inc) return;
-    N.ring.push_back(Rx{std::move(f)});
-    if (!N.in_isr) {
-      N.in_isr = true;
-      N.batch = 0;
-      interrupt(node, cycles_ps(c_.int_entry_cycles), [this, node] { isr_step(node); });
-    }
-  });
+  return end + static_cast<uint64_t>(c_.nic_rx_latency_ns * 1000);
 }
 
-uint64_t EtherSystem::packet_cost(const Packet& p, const ExecResult& r) const {
-  if (p.ctrl_p & kAckOnly) return cycles_ps(c_.ack_cycles);
+uint64_t EtherSystem::rx_entry_ps(uint32_t) const { return cycles_ps(c_.int_entry_cycles); }
+
+uint64_t EtherSystem::packet_cost(uint32_t node, const Packet& p, const ExecResult& r) {
+  if (p.ctrl_p & kAckOnly) return proto_ps(c_.ack_cycles);
   double cyc = c_.int_packet_cycles + (p.cmds.size() > 1 ? (p.cmds.size() - 1) * c_.int_command_cycles : 0);
-  uint64_t ps = copy_ps(r.data_bytes);
+  uint64_t ps = data_move_ps(node, p.dst_ptask, r.data_bytes);
   for (const Command& c : p.cmds)
     if (is_atomic(c.cmd)) cyc += c_.atomic_word_cycles * (c.length / 4);
   if (!r.replies.empty() || r.outcome != ExecResult::Outcome::Done) cyc += c_.reply_cycles;
   cyc += c_.reply_cycles * r.forwards.size();
-  return cycles_ps(cyc) + ps;
+  return proto_ps(cyc) + ps;
 }
 
 void EtherSystem::isr_step(uint32_t node) {
@@ -449,7 +477,7 @@ void EtherSystem::isr_step(uint32_t node) {
   Packet p;
   if (decode(f.data(), f.size(), p) != DecodeError::None || p.src_pnode >= n_.size() || p.src_pnode == node) {
     malformed_.inc();
-    interrupt(node, cycles_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }
   const uint32_t s = p.src_pnode;
@@ -469,7 +497,7 @@ void EtherSystem::isr_step(uint32_t node) {
       P.blocked.pop_front();
       fb();
     }
-    interrupt(node, cycles_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }
   collect(node, s, p.recv_p);
@@ -480,7 +508,7 @@ void EtherSystem::isr_step(uint32_t node) {
     } else if (p.ctrl_p & kAckReq) {
       send_control(node, s, 0);
     }
-    interrupt(node, cycles_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }
   if (p.ctrl_p & kSequenced) {
@@ -503,7 +531,7 @@ void EtherSystem::isr_step(uint32_t node) {
           });
         }
       }
-      interrupt(node, cycles_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+      protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
       return;
     }
     P.arrived = p.end_p;
@@ -520,7 +548,7 @@ void EtherSystem::isr_step(uint32_t node) {
   const uint64_t cost = step_cost_;
   auto out = std::move(outbox_);
   outbox_.clear();
-  interrupt(node, cost, [this, node, out = std::move(out)] {
+  protocol_work(node, cost, [this, node, out = std::move(out)] {
     for (const auto& f : out) f();
     isr_step(node);
   });
@@ -528,7 +556,7 @@ void EtherSystem::isr_step(uint32_t node) {
 
 void EtherSystem::accept(uint32_t node, const Packet& p) {
   if (p.cmds.size() == 1 && p.cmds[0].cmd == Cmd::Ack) {
-    step_cost_ += cycles_ps(c_.ack_cycles);
+    step_cost_ += proto_ps(c_.ack_cycles);
     outbox_.push_back([this, node, c = p.cmds[0]] { on_ack(node, c); });
     return;
   }
@@ -547,7 +575,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
       if (!(q.ctrl_p & kForwarded)) q.reserved = static_cast<uint8_t>(p.src_pnode);
       q.ctrl_p = kForwarded;
       q.src_pnode = node;
-      step_cost_ += cycles_ps(c_.int_packet_cycles + c_.reply_cycles);
+      step_cost_ += proto_ps(c_.int_packet_cycles + c_.reply_cycles);
       forwards_.inc();
       const uint32_t to = m->pnode;
       outbox_.push_back([this, node, to, q] {
@@ -563,7 +591,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     q.ctrl_p &= kForwarded;
     encode(q, b);
     t->saved.push_back(std::move(b));
-    step_cost_ += cycles_ps(c_.int_packet_cycles);
+    step_cost_ += proto_ps(c_.int_packet_cycles);
     return;
   }
   ExecResult r = execute(N.ts, p);
@@ -575,7 +603,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     q.ctrl_p &= kForwarded;
     encode(q, b);
     t->saved.push_front(std::move(b));
-    step_cost_ += cycles_ps(c_.int_packet_cycles);
+    step_cost_ += proto_ps(c_.int_packet_cycles);
     const uint32_t ptask = t->ptask, page = r.fault_page;
     cal_.after(static_cast<uint64_t>(c_.page_in_us * 1e6), [this, node, ptask, page] {
       Task* t = n_[node]->ts.find(ptask);
@@ -586,7 +614,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     });
     return;
   }
-  step_cost_ += packet_cost(p, r);
+  step_cost_ += packet_cost(node, p, r);
   after_exec(node, p, r);
 }
 
@@ -605,7 +633,7 @@ void EtherSystem::page_in_done(uint32_t node, uint32_t ptask) {
     deliver_to_task(node, p);
     auto out = std::move(outbox_);
     outbox_.clear();
-    interrupt(node, step_cost_, [this, node, out = std::move(out)] {
+    protocol_work(node, step_cost_, [this, node, out = std::move(out)] {
       for (const auto& f : out) f();
       run_pollers(node, cal_.now_ps());
     });

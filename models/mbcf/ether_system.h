@@ -64,6 +64,9 @@ struct Request {
 class EtherSystem {
  public:
   EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& stats, uint64_t seed);
+  virtual ~EtherSystem() = default;
+  EtherSystem(const EtherSystem&) = delete;
+  EtherSystem& operator=(const EtherSystem&) = delete;
   const EtherSysConfig& config() const { return c_; }
   uint32_t nodes() const { return static_cast<uint32_t>(n_.size()); }
   TaskSpace& space(uint32_t node) { return n_[node]->ts; }
@@ -102,7 +105,9 @@ class EtherSystem {
   void swap_out(uint32_t node, uint32_t ptask, uint32_t laddr);
 
   // --- introspection
-  uint64_t host_busy_ps(uint32_t node) const;   // kernel time (system calls + interrupts)
+  // Host CPU time spent on communication: system calls and interrupt routines (MBCF/Ether);
+  // request building and doorbells (MBP2, whose protocol runs on the NIC).
+  uint64_t host_busy_ps(uint32_t node) const;
   uint64_t delivered(uint32_t from, uint32_t to) const;  // sequenced packets accepted in order
   uint32_t unacked(uint32_t from, uint32_t to) const;
   bool quiet() const;  // nothing unacknowledged, nothing queued
@@ -113,7 +118,35 @@ class EtherSystem {
   // Observes every packet a node hands to its NIC (data, replies, acknowledgements, resends).
   void set_tx_hook(std::function<void(uint32_t from, uint32_t to, const Packet&)> h) { tx_hook_ = std::move(h); }
 
- private:
+ protected:
+  // ---- The executor: who runs the protocol and what moving bytes costs. This class is
+  // MBCF/Ether: the host kernel on the host CPU, a conventional NIC on the I/O bus. The MBP2
+  // (models/mbp2) overrides these and keeps everything else: command semantics, packets,
+  // Go-back-N, combining, page faults, migration.
+  // Protocol work, given in the SS20 kernel's cycles (the calibrated routine costs), as time
+  // on whatever runs the protocol.
+  virtual uint64_t proto_ps(double host_cycles) const { return cycles_ps(host_cycles); }
+  // Runs protocol work of `dur` on the node's protocol processor, then `fn`.
+  virtual void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) { interrupt(node, dur, std::move(fn)); }
+  // A validated request from a user task: charge the host, get the packet to the protocol
+  // (submit), continue the user (k). `data`: payload bytes; `wire_bytes`: the encoded packet.
+  virtual void issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, std::function<void()> k);
+  // A frame of `bytes` handed over for transmission now: when it is in the MAC.
+  virtual uint64_t tx_ready_ps(uint32_t node, uint32_t bytes);
+  // After a frame has left the MAC (transmit-completion handling).
+  virtual void tx_done(uint32_t node);
+  // A frame of `len` bytes has arrived at the MAC now: when the protocol may look at it.
+  virtual uint64_t rx_ready_ps(uint32_t node, uint32_t len);
+  // Entering the receive routine (an interrupt).
+  virtual uint64_t rx_entry_ps(uint32_t node) const;
+  // Moving a command's `bytes` of data between the packet and task `ptask`'s memory.
+  virtual uint64_t data_move_ps(uint32_t node, uint32_t ptask, uint32_t bytes) { (void)node, (void)ptask; return copy_ps(bytes); }
+  // The packet goes to the protocol: numbered and sent (or sent unnumbered without flow control).
+  void submit(uint32_t node, uint32_t dst, Packet p);
+  // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).
+  bool must_wait(uint32_t node, uint32_t dst, const Packet& p) const;
+  uint64_t copy_ps(uint32_t bytes) const;
+
   struct Peer {
     uint8_t sent = 0, arrived = 0;
     std::deque<Packet> unacked;  // sequenced packets not yet collected (END_P in each)
@@ -167,7 +200,6 @@ class EtherSystem {
   };
 
   uint64_t dma_ps(uint32_t bytes) const;
-  uint64_t copy_ps(uint32_t bytes) const;
   void interrupt(uint32_t node, uint64_t dur, std::function<void()> fn);
   void schedule_user_end(uint32_t node);
   void run_pollers(uint32_t node, uint64_t at);
@@ -184,7 +216,7 @@ class EtherSystem {
   // receive path
   void on_frame(uint32_t node, std::vector<uint8_t>&& frame);
   void isr_step(uint32_t node);
-  uint64_t packet_cost(const Packet& p, const ExecResult& r) const;
+  uint64_t packet_cost(uint32_t node, const Packet& p, const ExecResult& r);
   void accept(uint32_t node, const Packet& p);
   void deliver_to_task(uint32_t node, const Packet& p);
   void after_exec(uint32_t node, const Packet& p, const ExecResult& r);
