@@ -12,6 +12,7 @@
 #include <systemc>
 
 #include "models/core/error.h"
+#include "models/mbp2/mbp2_system.h"
 #include "models/core/stats.h"
 #include "models/net/network.h"
 #include "models/mbp/mbp_config.h"
@@ -41,6 +42,7 @@ const ParamSchema& schema() {
     declare_tester_params(s);
     declare_trace_params(s);
     mbcf::declare_mbcf_params(s);
+    mbp2::declare_mbp2_params(s);
     declare_mbcf_workload_params(s);
     return s;
   }();

@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "models/core/stats.h"
 #include "sim/runner.h"
 #include "tests/temp_dirs.h"
 
@@ -24,6 +26,22 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   std::filesystem::create_directories(d);
   temp_dirs_made().push_back(d);
   return d;
+}
+
+// A registered stat's value by its dotted path (Stats::counter would register it again).
+inline double stat_value(const mbpsim::Stats& st, const std::string& path) {
+  nlohmann::ordered_json j = st.dump();
+  const nlohmann::ordered_json* at = &j;
+  size_t b = 0;
+  for (;;) {
+    const size_t e = path.find('.', b);
+    const std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if (!at->contains(part)) throw std::runtime_error("no stat " + path);
+    at = &(*at)[part];
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  return at->get<double>();
 }
 
 inline std::string read_text(const std::filesystem::path& p) {

@@ -7,6 +7,7 @@
 
 #include "models/core/error.h"
 #include "models/mbcf/atomic.h"
+#include "models/mbp2/mbp2_system.h"
 
 namespace mbpsim {
 
@@ -35,7 +36,10 @@ MbcfWorkload::MbcfWorkload(const Config& c, Stats& stats, uint64_t seed) {
   cfg_ = EtherSysConfig::from(c);
   max_cycles_ = static_cast<uint64_t>(c.get_int("workload.max_cycles"));
   cal_ = std::make_unique<Calendar>("mbcf_calendar");
-  sys_ = std::make_unique<EtherSystem>(*cal_, cfg_, stats, seed);
+  if (c.get_string("mbcf.nic") == "mbp2")
+    sys_ = std::make_unique<mbp2::Mbp2System>(*cal_, cfg_, mbp2::Mbp2Config::from(c), stats, seed);
+  else
+    sys_ = std::make_unique<EtherSystem>(*cal_, cfg_, stats, seed);
   Rng keys(seed, "mbcf.keys");
   for (uint32_t n = 0; n < cfg_.nodes; ++n) {
     Task& t = sys_->create_task(n, kPtask, static_cast<uint32_t>(keys.next() | 1));

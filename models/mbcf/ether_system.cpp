@@ -178,7 +178,7 @@ bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::
   if (!encode(p, bytes)) return false;
   uint32_t data = 0;
   for (const Command& c : p.cmds) data += static_cast<uint32_t>(c.data.size());
-  issue(node, it->second.pnode, std::move(p), data, static_cast<uint32_t>(bytes.size()), std::move(k));
+  issue(node, it->second.pnode, std::move(p), data, static_cast<uint32_t>(bytes.size()), r.src_laddr, std::move(k));
   return true;
 }
 
@@ -198,7 +198,7 @@ bool EtherSystem::must_wait(uint32_t node, uint32_t dst, const Packet& p) const 
   return !p.cmds[0].opt.no_flow_control && dst != node && n_[node]->peers[dst].unacked.size() >= c_.th2;
 }
 
-void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, std::function<void()> k) {
+void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, uint32_t, std::function<void()> k) {
   Node& N = *n_[node];
   uint64_t cost = cycles_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
   // Kernel construction copies the user's data once into the NIC-DMA buffer; user
@@ -447,12 +447,12 @@ uint64_t EtherSystem::rx_ready_ps(uint32_t node, uint32_t len) {
   return end + static_cast<uint64_t>(c_.nic_rx_latency_ns * 1000);
 }
 
-uint64_t EtherSystem::rx_entry_ps(uint32_t) const { return cycles_ps(c_.int_entry_cycles); }
+uint64_t EtherSystem::rx_entry_ps(uint32_t) { return cycles_ps(c_.int_entry_cycles); }
 
 uint64_t EtherSystem::packet_cost(uint32_t node, const Packet& p, const ExecResult& r) {
   if (p.ctrl_p & kAckOnly) return proto_ps(c_.ack_cycles);
   double cyc = c_.int_packet_cycles + (p.cmds.size() > 1 ? (p.cmds.size() - 1) * c_.int_command_cycles : 0);
-  uint64_t ps = data_move_ps(node, p.dst_ptask, r.data_bytes);
+  uint64_t ps = data_move_ps(node, p, r.data_bytes);
   for (const Command& c : p.cmds)
     if (is_atomic(c.cmd)) cyc += c_.atomic_word_cycles * (c.length / 4);
   if (!r.replies.empty() || r.outcome != ExecResult::Outcome::Done) cyc += c_.reply_cycles;

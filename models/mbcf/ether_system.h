@@ -59,6 +59,8 @@ void declare_mbcf_params(ParamSchema& s);
 struct Request {
   uint32_t ltask = 0;           // target, through the requester's task-translation table
   std::vector<Command> cmds;    // one, or several for a combined packet
+  uint32_t src_laddr = kNoAddr; // where the payload lies in the requester's space (a NIC that
+                                // fetches it by DMA translates these pages; kNoAddr: unknown)
 };
 
 class EtherSystem {
@@ -75,7 +77,7 @@ class EtherSystem {
   uint64_t cycles_ps(double cycles) const;  // host CPU cycles as time
 
   // --- the OS: tasks and translation tables
-  Task& create_task(uint32_t node, uint32_t ptask, uint32_t key);
+  virtual Task& create_task(uint32_t node, uint32_t ptask, uint32_t key);
   void set_ltask(uint32_t node, uint32_t ptask, uint32_t ltask, uint32_t to_node, uint32_t to_ptask);
   // Moves a task (its pages copied) and updates every translation table that refers to it
   // (3.3.3). Packets still on their way to the old node are forwarded by it (byte 20 of a
@@ -129,8 +131,10 @@ class EtherSystem {
   // Runs protocol work of `dur` on the node's protocol processor, then `fn`.
   virtual void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) { interrupt(node, dur, std::move(fn)); }
   // A validated request from a user task: charge the host, get the packet to the protocol
-  // (submit), continue the user (k). `data`: payload bytes; `wire_bytes`: the encoded packet.
-  virtual void issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, std::function<void()> k);
+  // (submit), continue the user (k). `data`: payload bytes; `wire_bytes`: the encoded packet;
+  // `src_laddr`: where the payload lies in the requester's space (Request::src_laddr).
+  virtual void issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, uint32_t src_laddr,
+                     std::function<void()> k);
   // A frame of `bytes` handed over for transmission now: when it is in the MAC.
   virtual uint64_t tx_ready_ps(uint32_t node, uint32_t bytes);
   // After a frame has left the MAC (transmit-completion handling).
@@ -138,9 +142,9 @@ class EtherSystem {
   // A frame of `len` bytes has arrived at the MAC now: when the protocol may look at it.
   virtual uint64_t rx_ready_ps(uint32_t node, uint32_t len);
   // Entering the receive routine (an interrupt).
-  virtual uint64_t rx_entry_ps(uint32_t node) const;
-  // Moving a command's `bytes` of data between the packet and task `ptask`'s memory.
-  virtual uint64_t data_move_ps(uint32_t node, uint32_t ptask, uint32_t bytes) { (void)node, (void)ptask; return copy_ps(bytes); }
+  virtual uint64_t rx_entry_ps(uint32_t node);
+  // Moving `bytes` of the packet's data between the packet buffer and the target task's memory.
+  virtual uint64_t data_move_ps(uint32_t node, const Packet& p, uint32_t bytes) { (void)node, (void)p; return copy_ps(bytes); }
   // The packet goes to the protocol: numbered and sent (or sent unnumbered without flow control).
   void submit(uint32_t node, uint32_t dst, Packet p);
   // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).

@@ -1,0 +1,88 @@
+// Parameters of the MBP2 NIC. Defaults describe the MBP2P prototype of 8.4 (Table 8.2) in a
+// SPARCstation 20: SPARClite MB86832 PME at 100 MHz internal and 20 MHz bus, FPGA controller
+// at 40 MHz, SBus at 25 MHz with 4-byte width and 32-byte bursts, 1000BASE-SX. The origin of
+// each value is written next to it; [calibrated] marks the two values fitted to 8.5.
+#include "models/core/config.h"
+#include "models/mbp2/mbp2_system.h"
+
+namespace mbpsim::mbp2 {
+
+void declare_mbp2_params(ParamSchema& s) {
+  using T = ParamType;
+  s.add({"mbcf.nic", T::String, "conventional", "", "who runs MBCF: conventional (the host kernel, MBCF/Ether, chapter 6) | mbp2 (the MBP2 NIC, chapter 8)",
+         -1e300, 1e300, {"conventional", "mbp2"}});
+  s.add({"bus.pio_cycles", T::Double, 20.0, "cycles", "a programmed single-word write by the host across the I/O bus (a doorbell), which holds the CPU until acknowledged: the SS20's MBus-to-SBus bridge crossing, arbitration, address, data, acknowledgement (about 0.8 us; an estimate)", 1, 1e6});
+
+  s.add({"pme.clock_mhz", T::Double, 100.0, "MHz", "PME core clock (MBP2P: SPARClite MB86832, 100 MHz internal; Table 8.2)", 1, 1e5});
+  s.add({"pme.bus_mhz", T::Double, 20.0, "MHz", "PME processor bus (MBP2P: 20 MHz; Table 8.2)", 1, 1e5});
+  s.add({"pme.base_cpi", T::Double, 1.0, "", "cycles per instruction with every access hitting (scalar integer pipeline)", 0.1, 100});
+  s.add({"pme.imiss_per_instr", T::Double, 0.03, "", "instruction-cache misses per instruction: a protocol stack larger than the small I-cache (8.5)", 0, 1});
+  s.add({"pme.line_fill_bus_cycles", T::Double, 8.0, "bus cycles", "one cache-line fill from EM: 4 words on the 32-bit bus plus address and the controller's SDRAM access (no secondary cache)", 0, 1000});
+  s.add({"pme.shared_per_instr", T::Double, 0.1, "", "loads and stores per instruction to descriptor rings and headers shared with the DMAs (uncached without cache-control instructions, 8.3.4)", 0, 1});
+  s.add({"pme.shared_bus_cycles", T::Double, 16.0, "bus cycles", "one uncached EM access through the FPGA controller (address decode, clock-domain crossings, SDRAM access); with pme.shared_per_instr it sets the PME's stall on shared data (1.6 bus cycles per instruction) [calibrated on the 'more than 140 us, about three times MBCF/Ether' round trip of 8.5]", 0, 1000});
+  s.add({"pme.cache_control", T::Bool, false, "", "explicit cache-fill and write-back instructions (Casablanca, 8.3.4): the shared areas become cacheable", 0, 1});
+  s.add({"pme.store_per_instr", T::Double, 0.1, "", "stores per instruction (each written through to EM)", 0, 1});
+  s.add({"pme.wt_stall_bus_cycles", T::Double, 1.0, "bus cycles", "mean write-buffer stall per write-through store", 0, 1000});
+  s.add({"pme.register_sets", T::Bool, false, "", "zero-cost interrupt context switching with dedicated register sets (Casablanca, 8.3.5)", 0, 1});
+  s.add({"pme.interrupt_instr", T::Double, 60.0, "instructions", "conventional interrupt: trap, save and restore of a register window and the globals, return (8.3.5: 'a few us per interrupt')", 0, 1e6});
+  s.add({"pme.host_cpi", T::Double, 1.3, "", "the SS20 kernel's cycles per instruction (SuperSPARC with SuperCache): converts the host routines' calibrated cycles into instructions the PME runs", 0.1, 100});
+
+  s.add({"em.clock_mhz", T::Double, 40.0, "MHz", "card memory controller clock (MBP2P: the FPGA at 40 MHz; Table 8.2)", 1, 1e5});
+  s.add({"em.width_bytes", T::Int, 8, "bytes", "card memory data path (8.2: 'more than 64 bit wide')", 1, 1024});
+  s.add({"em.burst_bytes", T::Int, 32, "bytes", "SDRAM burst: one row access per burst", 1, 1 << 20});
+  s.add({"em.access_cycles", T::Double, 3.0, "cycles", "per burst: activate and CAS latency of the SDRAM", 0, 1000});
+
+  s.add({"mbp2.tlb_entries", T::Int, 64, "entries", "TLB entries, each tagged with a context ID", 1, 1 << 20});
+  s.add({"mbp2.tlb_refill_instr", T::Double, 40.0, "instructions", "PME TLB-miss handler: index the page table in EM, check, write the entry", 0, 1e6});
+  s.add({"mbp2.rx_desc_instr", T::Double, 40.0, "instructions", "PME: collect a receive descriptor of the LDMA and re-arm it", 0, 1e6});
+  s.add({"mbp2.tx_done_instr", T::Double, 30.0, "instructions", "PME: collect a transmit descriptor of the LDMA", 0, 1e6});
+  s.add({"mbp2.host_request_cycles", T::Double, 187.0, "cycles", "host: a user task writes its send structure (ordinary stores, user mode) [calibrated with bus.pio_cycles on 8.5's 'about 3 us' per send]", 0, 1e9});
+  s.add({"mbp2.send_struct_bytes", T::Int, 32, "bytes", "send structure the PGE fetches before the payload (command word, target, addresses, length)", 4, 4096});
+  s.add({"mbp2.pge_setup_ns", T::Double, 200.0, "ns", "PGE: from the doorbell to its first bus request (8 cycles of the 40 MHz controller)", 0, 1e9});
+  s.add({"mbp2.adma_setup_ns", T::Double, 200.0, "ns", "ADMA: descriptor fetch from EM to the first bus request", 0, 1e9});
+  s.add({"mbp2.ldma_setup_ns", T::Double, 100.0, "ns", "LDMA: descriptor fetch to the first MAC transfer", 0, 1e9});
+  s.add({"mbp2.ring_entries", T::Int, 16, "entries", "descriptor ring of each DMA engine (in EM)", 1, 1 << 20});
+}
+
+Mbp2Config Mbp2Config::from(const Config& c) {
+  Mbp2Config m;
+  m.bus.kind = c.get_string("bus.kind") == "pci" ? BusConfig::Kind::Pci : BusConfig::Kind::SBus;
+  m.bus.clock_mhz = c.get_double("bus.clock_mhz");
+  m.bus.width_bytes = static_cast<uint32_t>(c.get_double("bus.width_bytes"));
+  m.bus.max_burst = static_cast<uint32_t>(c.get_double("bus.burst_bytes"));
+  if (m.bus.kind == BusConfig::Kind::SBus && (m.bus.max_burst & (m.bus.max_burst - 1)))
+    c.fail("bus.burst_bytes", "an SBus burst is a power of two");
+  if (m.bus.max_burst < m.bus.width_bytes) c.fail("bus.burst_bytes", "must be at least bus.width_bytes");
+  m.bus.overhead_cycles = c.get_double("bus.overhead_cycles");
+  m.bus.pio_cycles = c.get_double("bus.pio_cycles");
+  m.pme.clock_mhz = c.get_double("pme.clock_mhz");
+  m.pme.bus_mhz = c.get_double("pme.bus_mhz");
+  m.pme.base_cpi = c.get_double("pme.base_cpi");
+  m.pme.imiss_per_instr = c.get_double("pme.imiss_per_instr");
+  m.pme.line_fill_bus_cycles = c.get_double("pme.line_fill_bus_cycles");
+  m.pme.shared_per_instr = c.get_double("pme.shared_per_instr");
+  m.pme.shared_bus_cycles = c.get_double("pme.shared_bus_cycles");
+  m.pme.cache_control = c.get_bool("pme.cache_control");
+  m.pme.store_per_instr = c.get_double("pme.store_per_instr");
+  m.pme.wt_stall_bus_cycles = c.get_double("pme.wt_stall_bus_cycles");
+  m.pme.register_sets = c.get_bool("pme.register_sets");
+  m.pme.interrupt_instr = c.get_double("pme.interrupt_instr");
+  m.pme.host_cpi = c.get_double("pme.host_cpi");
+  m.em.clock_mhz = c.get_double("em.clock_mhz");
+  m.em.width_bytes = static_cast<uint32_t>(c.get_int("em.width_bytes"));
+  m.em.burst_bytes = static_cast<uint32_t>(c.get_int("em.burst_bytes"));
+  m.em.access_cycles = c.get_double("em.access_cycles");
+  m.tlb_entries = static_cast<uint32_t>(c.get_int("mbp2.tlb_entries"));
+  m.tlb_refill_instr = c.get_double("mbp2.tlb_refill_instr");
+  m.rx_desc_instr = c.get_double("mbp2.rx_desc_instr");
+  m.tx_done_instr = c.get_double("mbp2.tx_done_instr");
+  m.host_request_cycles = c.get_double("mbp2.host_request_cycles");
+  m.send_struct_bytes = static_cast<uint32_t>(c.get_int("mbp2.send_struct_bytes"));
+  m.pge_setup_ns = c.get_double("mbp2.pge_setup_ns");
+  m.adma_setup_ns = c.get_double("mbp2.adma_setup_ns");
+  m.ldma_setup_ns = c.get_double("mbp2.ldma_setup_ns");
+  m.ring_entries = static_cast<uint32_t>(c.get_int("mbp2.ring_entries"));
+  return m;
+}
+
+}  // namespace mbpsim::mbp2

@@ -1,0 +1,269 @@
+#include "models/mbp2/units.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/core/error.h"
+
+namespace mbpsim::mbp2 {
+
+namespace {
+uint64_t ps_of(double cycles, double mhz) { return static_cast<uint64_t>(std::llround(cycles * 1e6 / mhz)); }
+}  // namespace
+
+// ------------------------------------------------------------------ BIU
+
+HostBus::HostBus(const BusConfig& c, Stats& st, const std::string& n)
+    : c_(c),
+      bytes_(st.counter(n + ".dma_bytes", "bytes moved by DMA over the host bus")),
+      busy_ps_(st.counter(n + ".busy_ps", "time the host bus was in use")),
+      wait_ps_(st.counter(n + ".wait_ps", "time DMA and programmed accesses waited for the bus")),
+      pios_(st.counter(n + ".pio_writes", "programmed single-word writes by the host (doorbells)")) {}
+
+uint64_t HostBus::cycles_ps(double cycles) const { return ps_of(cycles, c_.clock_mhz); }
+
+double HostBus::transfer_cycles(uint64_t addr, uint32_t bytes) const {
+  double cyc = 0;
+  const uint64_t w = c_.width_bytes;
+  if (c_.kind == BusConfig::Kind::Pci) {
+    // Any alignment: data phases cover the bytes' span of bus words.
+    uint64_t a = addr, left = bytes;
+    while (left > 0) {
+      const uint64_t n = std::min<uint64_t>(left, c_.max_burst);
+      const uint64_t phases = ((a + n + w - 1) / w) - (a / w);
+      cyc += c_.overhead_cycles + static_cast<double>(phases);
+      a += n;
+      left -= n;
+    }
+    return cyc;
+  }
+  // SBus: each burst a naturally aligned power of two of at least one word, at most max_burst.
+  uint64_t a = addr / w * w, end = (addr + bytes + w - 1) / w * w;
+  while (a < end) {
+    uint64_t n = c_.max_burst;
+    while (n > w && (a % n != 0 || a + n > end)) n /= 2;
+    cyc += c_.overhead_cycles + static_cast<double>(n / w);
+    a += n;
+  }
+  return cyc;
+}
+
+uint64_t HostBus::dma(uint64_t at, uint64_t addr, uint32_t bytes) {
+  const uint64_t start = std::max(at, free_);
+  const uint64_t dur = cycles_ps(transfer_cycles(addr, bytes));
+  free_ = start + dur;
+  bytes_.inc(bytes);
+  busy_ps_.inc(dur);
+  wait_ps_.inc(start - at);
+  return free_;
+}
+
+uint64_t HostBus::pio(uint64_t at) {
+  // Arbitration is per burst: a programmed write waits for the burst in progress, not for the
+  // whole DMA transfer, which it then delays by its own length.
+  const uint64_t burst = cycles_ps(c_.overhead_cycles + static_cast<double>(c_.max_burst) / c_.width_bytes);
+  const uint64_t start = std::max(at, std::min(free_, at + burst));
+  const uint64_t dur = cycles_ps(c_.pio_cycles);
+  free_ = std::max(free_, start) + dur;
+  pios_.inc();
+  busy_ps_.inc(dur);
+  wait_ps_.inc(start - at);
+  return start + dur;
+}
+
+// ------------------------------------------------------------------ EM
+
+const char* name(Route r) {
+  switch (r) {
+    case Route::Host: return "host";
+    case Route::Mac: return "mac";
+    case Route::Pme: return "pme";
+    case Route::Crypto: return "crypto";
+  }
+  return "?";
+}
+
+Em::Em(const EmConfig& c, Stats& st, const std::string& n) : c_(c) {
+  for (int i = 0; i < kRoutes; ++i) {
+    const std::string r = n + "." + name(static_cast<Route>(i));
+    bytes_[i] = &st.counter(r + ".bytes", "bytes through this route of the card memory");
+    busy_[i] = &st.counter(r + ".busy_ps", "time the card memory served this route");
+    wait_[i] = &st.counter(r + ".wait_ps", "time this route waited for the card memory (contention)");
+  }
+}
+
+uint64_t Em::access_ps(uint32_t bytes) const {
+  const double bursts = std::ceil(std::max<uint32_t>(bytes, 1) / static_cast<double>(c_.burst_bytes));
+  const double words = std::ceil(std::max<uint32_t>(bytes, 1) / static_cast<double>(c_.width_bytes));
+  return ps_of(bursts * c_.access_cycles + words, c_.clock_mhz);
+}
+
+uint64_t Em::access(Route r, uint64_t at, uint32_t bytes) {
+  const int i = static_cast<int>(r);
+  const uint64_t start = std::max(at, free_);
+  const uint64_t dur = access_ps(bytes);
+  free_ = start + dur;
+  bytes_[i]->inc(bytes);
+  busy_[i]->inc(dur);
+  wait_[i]->inc(start - at);
+  return free_;
+}
+
+// ------------------------------------------------------------------ TLB
+
+Tlb::Tlb(uint32_t entries, Stats& st, const std::string& n)
+    : entries_(entries),
+      hits_(st.counter(n + ".hits", "translations found in the TLB")),
+      misses_(st.counter(n + ".misses", "translations missing: the PME refills from the page tables in EM")),
+      evictions_(st.counter(n + ".evictions", "entries replaced (least recently used)")) {
+  if (entries_ == 0) internal_error("a TLB needs at least one entry");
+}
+
+bool Tlb::lookup(uint32_t ctx, uint64_t vpage, uint64_t* ppage) {
+  auto it = map_.find(key(ctx, vpage));
+  if (it == map_.end() || it->second->ctx != ctx || it->second->vpage != vpage) {
+    misses_.inc();
+    return false;
+  }
+  lru_.splice(lru_.begin(), lru_, it->second);
+  if (ppage) *ppage = it->second->ppage;
+  hits_.inc();
+  return true;
+}
+
+void Tlb::insert(uint32_t ctx, uint64_t vpage, uint64_t ppage) {
+  const uint64_t k = key(ctx, vpage);
+  auto it = map_.find(k);
+  if (it != map_.end()) {
+    it->second->ppage = ppage;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return;
+  }
+  if (lru_.size() == entries_) {
+    map_.erase(key(lru_.back().ctx, lru_.back().vpage));
+    lru_.pop_back();
+    evictions_.inc();
+  }
+  lru_.push_front(Entry{ctx, vpage, ppage});
+  map_[k] = lru_.begin();
+}
+
+void Tlb::flush_context(uint32_t ctx) {
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    if (it->ctx == ctx) {
+      map_.erase(key(it->ctx, it->vpage));
+      it = lru_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// ------------------------------------------------------------------ PME
+
+Pme::Pme(Calendar& cal, const PmeConfig& c, Stats& st, const std::string& n)
+    : cal_(cal),
+      c_(c),
+      st_(st),
+      name_(n),
+      busy_(st.counter(n + ".busy_ps", "time the PME ran firmware (interrupt entry included)")),
+      interrupts_(st.counter(n + ".interrupts", "interrupts taken by the PME")),
+      int_ps_(st.counter(n + ".interrupt_ps", "time spent entering and leaving interrupts (0 with register sets)")) {}
+
+double Pme::cpi() const {
+  const double bus = c_.clock_mhz / c_.bus_mhz;  // core cycles per processor-bus cycle
+  // With explicit fill and write-back instructions the shared areas are cacheable: one line
+  // fill replaces several uncached accesses (taken as a quarter of them).
+  const double shared = c_.shared_per_instr * (c_.cache_control ? 0.25 : 1.0);
+  return c_.base_cpi + c_.imiss_per_instr * c_.line_fill_bus_cycles * bus + shared * c_.shared_bus_cycles * bus +
+         c_.store_per_instr * c_.wt_stall_bus_cycles * bus;
+}
+
+uint64_t Pme::instr_ps(double instructions) const { return ps_of(instructions * cpi(), c_.clock_mhz); }
+
+void Pme::run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn) {
+  q_.push(Job{pr, seq_++, handler, interrupt, dur, std::move(fn)});
+  if (!running_) next();
+}
+
+void Pme::next() {
+  if (q_.empty()) {
+    running_ = false;
+    return;
+  }
+  running_ = true;
+  Job j = std::move(const_cast<Job&>(q_.top()));
+  q_.pop();
+  uint64_t dur = j.dur;
+  if (j.interrupt) {
+    interrupts_.inc();
+    const uint64_t e = interrupt_ps();
+    int_ps_.inc(e);
+    dur += e;
+  }
+  busy_.inc(dur);
+  auto it = per_handler_.find(j.handler);
+  if (it == per_handler_.end())
+    it = per_handler_.emplace(j.handler, &st_.counter(name_ + ".handler." + j.handler + "_ps", "firmware time in this handler")).first;
+  it->second->inc(dur);
+  cal_.after(dur, [this, fn = std::move(j.fn)] {
+    fn();
+    next();
+  });
+}
+
+// ------------------------------------------------------------------ ULI
+
+Uli::Uli(Stats& st, const std::string& n)
+    : rings_(st.counter(n + ".doorbells", "doorbell writes accepted")),
+      rejected_(st.counter(n + ".rejected", "doorbell writes through an alias that is not the writer's own (ignored)")) {}
+
+void Uli::assign(uint32_t alias, uint32_t ptask) { owner_[alias] = ptask; }
+void Uli::revoke(uint32_t alias) { owner_.erase(alias); }
+
+int64_t Uli::ring(uint32_t alias, uint32_t ringing_ptask) {
+  auto it = owner_.find(alias);
+  if (it == owner_.end() || it->second != ringing_ptask) {
+    rejected_.inc();
+    return -1;
+  }
+  rings_.inc();
+  return it->second;
+}
+
+int64_t Uli::alias_of(uint32_t ptask) const {
+  for (const auto& kv : owner_)
+    if (kv.second == ptask) return kv.first;
+  return -1;
+}
+
+// ------------------------------------------------------------------ DMA
+
+DmaEngine::DmaEngine(uint32_t ring, double setup_ns, Stats& st, const std::string& n)
+    : ring_(ring),
+      setup_ps_(static_cast<uint64_t>(std::llround(setup_ns * 1000))),
+      descs_(st.counter(n + ".descriptors", "descriptors served")),
+      bytes_(st.counter(n + ".bytes", "bytes moved")),
+      busy_(st.counter(n + ".busy_ps", "time the engine was transferring")),
+      ring_full_(st.counter(n + ".ring_full", "descriptors posted to a full ring (waited for the oldest)")) {
+  if (ring_ == 0) internal_error("a descriptor ring needs at least one entry");
+}
+
+uint64_t DmaEngine::post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer) {
+  while (!outstanding_.empty() && outstanding_.front() <= at) outstanding_.pop_front();
+  uint64_t start = std::max(at, free_);
+  if (outstanding_.size() >= ring_) {
+    ring_full_.inc();
+    start = std::max(start, outstanding_[outstanding_.size() - ring_]);
+  }
+  start += setup_ps_;
+  const uint64_t end = std::max(start, xfer(start));
+  busy_.inc(end - start);
+  free_ = end;
+  outstanding_.push_back(end);
+  descs_.inc();
+  bytes_.inc(bytes);
+  return end;
+}
+
+}  // namespace mbpsim::mbp2

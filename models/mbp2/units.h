@@ -1,0 +1,218 @@
+// The functional units of the MBP2 NIC (thesis 8.2) that have timing of their own: the host
+// I/O bus interface (BIU), the card-embedded memory (EM) with its four access routes, the
+// context-tagged TLB, the protocol management engine (PME) with its interrupt models, the
+// user-level interface's doorbell aliases (ULI, the Memory-based Virtual Interface of 8.3.2)
+// and the DMA engines with descriptor rings (PGE, ADMA, LDMA). Each is plain C++ with its
+// own busy-until time, statistics, and a unit test; Mbp2System (mbp2_system.h) wires them
+// into the send and receive paths of 8.3.3. Times are picoseconds.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "models/core/calendar.h"
+#include "models/core/stats.h"
+
+namespace mbpsim::mbp2 {
+
+// ------------------------------------------------------------------ BIU: the host I/O bus
+
+struct BusConfig {
+  enum class Kind { SBus, Pci } kind = Kind::SBus;
+  double clock_mhz = 25;     // SBus 25 MHz; PCI 33 or 66
+  uint32_t width_bytes = 4;  // SBus 4; PCI 4 or 8
+  uint32_t max_burst = 32;   // SBus: 32-byte maximum burst; PCI: what the latency timer allows
+  double overhead_cycles = 3;  // per burst: arbitration, address phase, acknowledgement / turnaround
+  double pio_cycles = 20;      // one programmed single-word write by the host CPU (a doorbell)
+};
+
+// The bus is one shared resource. DMA transfers of the PGE and the ADMA queue for it in
+// arrival order (whole transfers); a programmed write by the host wins the next arbitration,
+// so it waits at most for the burst in progress and delays the DMA by its own length.
+class HostBus {
+ public:
+  HostBus(const BusConfig& c, Stats& st, const std::string& name);
+  // Bus cycles to move [addr, addr + bytes) by DMA. SBus bursts are naturally aligned powers of
+  // two up to the maximum burst, so an unaligned transfer is split into more, shorter bursts;
+  // PCI bursts take any start and length (byte enables) up to the maximum burst.
+  double transfer_cycles(uint64_t addr, uint32_t bytes) const;
+  uint64_t cycles_ps(double cycles) const;
+  // Reserves the bus for a DMA transfer that may start at `at`; returns its end.
+  uint64_t dma(uint64_t at, uint64_t addr, uint32_t bytes);
+  // A programmed write by the host (a doorbell): returns when it completes.
+  uint64_t pio(uint64_t at);
+  const BusConfig& config() const { return c_; }
+
+ private:
+  BusConfig c_;
+  uint64_t free_ = 0;
+  Counter &bytes_, &busy_ps_, &wait_ps_, &pios_;
+};
+
+// ------------------------------------------------------------------ EM: card-embedded memory
+
+enum class Route : uint8_t { Host = 0, Mac = 1, Pme = 2, Crypto = 3 };
+constexpr int kRoutes = 4;
+const char* name(Route r);
+
+struct EmConfig {
+  double clock_mhz = 40;      // MBP2P: the FPGA controller's clock
+  uint32_t width_bytes = 8;   // 64-bit data path (8.2: "more than 64 bit wide")
+  uint32_t burst_bytes = 32;  // SDRAM burst: one row access per burst
+  double access_cycles = 3;   // per burst: activate and CAS latency
+};
+
+// One memory port shared by four routes: an access waits for the ones before it, so a
+// saturated route slows the others as a real SDRAM would.
+class Em {
+ public:
+  Em(const EmConfig& c, Stats& st, const std::string& name);
+  uint64_t access_ps(uint32_t bytes) const;
+  // Reserves the memory for `bytes` on `route`, starting no earlier than `at`; returns the end.
+  uint64_t access(Route r, uint64_t at, uint32_t bytes);
+  uint64_t busy_ps(Route r) const { return busy_[static_cast<int>(r)]->value; }
+  uint64_t wait_ps(Route r) const { return wait_[static_cast<int>(r)]->value; }
+
+ private:
+  EmConfig c_;
+  uint64_t free_ = 0;
+  Counter* bytes_[kRoutes];
+  Counter* busy_[kRoutes];
+  Counter* wait_[kRoutes];
+};
+
+// ------------------------------------------------------------------ TLB
+
+// Logical (context, page) to host physical page. Fully associative, least recently used
+// replacement; every entry carries its context ID, so several address spaces share it.
+class Tlb {
+ public:
+  Tlb(uint32_t entries, Stats& st, const std::string& name);
+  // True on a hit (and the entry becomes most recent).
+  bool lookup(uint32_t ctx, uint64_t vpage, uint64_t* ppage = nullptr);
+  void insert(uint32_t ctx, uint64_t vpage, uint64_t ppage);
+  void flush_context(uint32_t ctx);
+  uint32_t size() const { return static_cast<uint32_t>(lru_.size()); }
+
+ private:
+  struct Entry {
+    uint32_t ctx;
+    uint64_t vpage, ppage;
+  };
+  static uint64_t key(uint32_t ctx, uint64_t vpage) { return (static_cast<uint64_t>(ctx) << 44) ^ vpage; }
+  uint32_t entries_;
+  std::list<Entry> lru_;  // front: most recent
+  std::unordered_map<uint64_t, std::list<Entry>::iterator> map_;
+  Counter &hits_, &misses_, &evictions_;
+};
+
+// ------------------------------------------------------------------ PME
+
+// The embedded protocol processor. Its cycles per instruction come from its memory system
+// (8.5: "lack of a secondary cache, write-through policy of its cache, very small amount of
+// instruction cache"): instruction-cache misses fill a line over the processor bus, loads and
+// stores to the descriptor rings and packet headers in EM are uncached (8.3.4) unless the
+// core has explicit fill and write-back instructions, and write-through stores stall when the
+// write buffer is full.
+struct PmeConfig {
+  double clock_mhz = 100;   // MBP2P: SPARClite MB86832 internal clock
+  double bus_mhz = 20;      // SPARClite bus
+  double base_cpi = 1.0;    // scalar integer pipeline, everything hitting
+  double imiss_per_instr = 0.03;
+  double line_fill_bus_cycles = 8;
+  double shared_per_instr = 0.1;    // loads and stores to EM-resident rings and headers
+  double shared_bus_cycles = 16;    // one uncached EM access through the controller
+  bool cache_control = false;       // explicit cache-fill / write-back instructions (Casablanca)
+  double store_per_instr = 0.1;
+  double wt_stall_bus_cycles = 1;   // average write-buffer stall per store (write-through)
+  // Interrupts: conventional (trap, save and restore of a register window and globals) or
+  // zero-cost register-set switching (Casablanca, 8.3.5).
+  bool register_sets = false;
+  double interrupt_instr = 60;
+  double host_cpi = 1.3;  // the SS20 kernel's cycles per instruction, to port the host's routines
+};
+
+class Pme {
+ public:
+  enum Priority : int { kHigh = 0, kNormal = 1, kLow = 2 };
+  Pme(Calendar& cal, const PmeConfig& c, Stats& st, const std::string& name);
+  double cpi() const;
+  uint64_t instr_ps(double instructions) const;
+  // The same routine ported from the host kernel: its host cycles as PME time.
+  uint64_t host_cycles_ps(double host_cycles) const { return instr_ps(host_cycles / c_.host_cpi); }
+  uint64_t interrupt_ps() const { return c_.register_sets ? 0 : instr_ps(c_.interrupt_instr); }
+  // Runs a handler for `dur` (plus the interrupt cost if `interrupt`), then `fn`. Handlers run
+  // one at a time to completion; waiting ones are taken by priority, then arrival.
+  void run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn);
+  uint64_t busy_ps() const { return busy_.value; }
+  uint64_t interrupts() const { return interrupts_.value; }
+  bool idle() const { return !running_ && q_.empty(); }
+
+ private:
+  struct Job {
+    int pr;
+    uint64_t seq;
+    const char* handler;
+    bool interrupt;
+    uint64_t dur;
+    std::function<void()> fn;
+    bool operator>(const Job& o) const { return pr != o.pr ? pr > o.pr : seq > o.seq; }
+  };
+  void next();
+  Calendar& cal_;
+  PmeConfig c_;
+  Stats& st_;
+  std::string name_;
+  std::priority_queue<Job, std::vector<Job>, std::greater<Job>> q_;
+  bool running_ = false;
+  uint64_t seq_ = 0;
+  Counter &busy_, &interrupts_, &int_ps_;
+  std::map<std::string, Counter*> per_handler_;
+};
+
+// ------------------------------------------------------------------ ULI doorbells (MVI)
+
+// One doorbell register with a distinct alias address per user task (8.3.2). The OS assigns
+// each task one alias and tells the NIC; the NIC identifies the task from the alias used.
+class Uli {
+ public:
+  Uli(Stats& st, const std::string& name);
+  void assign(uint32_t alias, uint32_t ptask);
+  void revoke(uint32_t alias);
+  // The task ringing through `alias`: -1 (and counted) when the alias is unassigned or is not
+  // the ringing task's own.
+  int64_t ring(uint32_t alias, uint32_t ringing_ptask);
+  int64_t alias_of(uint32_t ptask) const;
+
+ private:
+  std::map<uint32_t, uint32_t> owner_;
+  Counter &rings_, &rejected_;
+};
+
+// ------------------------------------------------------------------ DMA engines
+
+// A DMA engine with a descriptor ring in EM: descriptors are served one at a time in order; at
+// most `ring` are outstanding, so a producer that gets ahead waits for the oldest to complete.
+class DmaEngine {
+ public:
+  DmaEngine(uint32_t ring, double setup_ns, Stats& st, const std::string& name);
+  // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s).
+  // Returns the end.
+  uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer);
+  uint64_t busy_ps() const { return busy_.value; }
+
+ private:
+  uint32_t ring_;
+  uint64_t setup_ps_;
+  uint64_t free_ = 0;
+  std::deque<uint64_t> outstanding_;  // completion times of posted descriptors
+  Counter &descs_, &bytes_, &busy_, &ring_full_;
+};
+
+}  // namespace mbpsim::mbp2

@@ -1,0 +1,166 @@
+// The MBP2 units on their own: bus burst timing (SBus alignment, PCI), card-memory contention
+// between routes, the context-tagged TLB, the PME's CPI and interrupt models and priorities,
+// doorbell aliases, DMA descriptor rings.
+#include <gtest/gtest.h>
+
+#include <systemc>
+#include <vector>
+
+#include "models/core/calendar.h"
+#include "models/mbp2/units.h"
+#include "tests/test_util.h"
+
+namespace mbpsim::mbp2 {
+namespace {
+
+TEST(Mbp2Bus, SBusSplitsUnalignedTransfersIntoAlignedBursts) {
+  Stats st;
+  BusConfig c;  // SBus: 25 MHz, 4 bytes, 32-byte bursts, 3 cycles per burst
+  HostBus b(c, st, "biu");
+  EXPECT_DOUBLE_EQ(b.transfer_cycles(0, 32), 3 + 8);           // one full burst
+  EXPECT_DOUBLE_EQ(b.transfer_cycles(0, 64), 2 * (3 + 8));
+  EXPECT_DOUBLE_EQ(b.transfer_cycles(4, 32), (3 + 1) + (3 + 2) + (3 + 4) + (3 + 1));  // 4 @4, 8 @8, 16 @16, 4 @32
+  EXPECT_DOUBLE_EQ(b.transfer_cycles(0, 4), 3 + 1);
+  EXPECT_GT(b.transfer_cycles(4, 32), b.transfer_cycles(0, 32));
+  EXPECT_EQ(b.cycles_ps(25), 1000000u);  // 25 cycles of 25 MHz = 1 us
+}
+
+TEST(Mbp2Bus, PciTakesAnyAlignmentAtFullSpeed) {
+  Stats st;
+  BusConfig c;
+  c.kind = BusConfig::Kind::Pci;
+  c.clock_mhz = 66;
+  c.width_bytes = 8;
+  c.max_burst = 256;
+  c.overhead_cycles = 4;
+  HostBus b(c, st, "biu");
+  EXPECT_DOUBLE_EQ(b.transfer_cycles(0, 256), 4 + 32);
+  EXPECT_DOUBLE_EQ(b.transfer_cycles(3, 256), 4 + 33);  // one more data phase, same burst
+  EXPECT_DOUBLE_EQ(b.transfer_cycles(0, 512), 2 * (4 + 32));
+}
+
+TEST(Mbp2Bus, DmaAndProgrammedWritesQueueForOneBus) {
+  Stats st;
+  BusConfig c;
+  HostBus b(c, st, "biu");
+  const uint64_t e1 = b.dma(0, 0, 64);    // 2 bursts of 11 cycles = 880 ns
+  EXPECT_EQ(e1, 880000u);
+  const uint64_t e2 = b.pio(100000);      // waits for the burst in progress only (11 cycles)
+  EXPECT_EQ(e2, 100000 + 440000 + b.cycles_ps(c.pio_cycles));
+  EXPECT_EQ(test::stat_value(st, "biu.wait_ps"), 440000);
+  const uint64_t e3 = b.dma(0, 0, 32);    // the DMA behind them was pushed back by the write
+  EXPECT_EQ(e3, e1 + b.cycles_ps(c.pio_cycles) + 440000);
+}
+
+TEST(Mbp2Em, ASaturatedRouteSlowsTheOthers) {
+  Stats st;
+  EmConfig c;  // 40 MHz, 8 bytes wide, 32-byte bursts, 3 cycles per burst
+  Em em(c, st, "em");
+  EXPECT_EQ(em.access_ps(32), static_cast<uint64_t>((3 + 4) * 25000));
+  // Alone, a 64-byte host access takes 14 cycles.
+  const uint64_t alone = em.access(Route::Host, 0, 64);
+  EXPECT_EQ(alone, 14u * 25000);
+  // The MAC route streams 1 KiB; a PME access posted meanwhile waits for it.
+  Stats st2;
+  Em em2(c, st2, "em");
+  const uint64_t mac_end = em2.access(Route::Mac, 0, 1024);
+  const uint64_t pme_end = em2.access(Route::Pme, 1000, 8);
+  EXPECT_EQ(pme_end, mac_end + em2.access_ps(8));
+  EXPECT_EQ(em2.wait_ps(Route::Pme), mac_end - 1000);
+  EXPECT_EQ(em2.wait_ps(Route::Mac), 0u);
+  EXPECT_EQ(test::stat_value(st2, "em.mac.bytes"), 1024u);
+}
+
+TEST(Mbp2Tlb, ContextTagsKeepAddressSpacesApartAndLruEvicts) {
+  Stats st;
+  Tlb t(2, st, "tlb");
+  uint64_t pp = 0;
+  EXPECT_FALSE(t.lookup(1, 5, &pp));
+  t.insert(1, 5, 100);
+  EXPECT_TRUE(t.lookup(1, 5, &pp));
+  EXPECT_EQ(pp, 100u);
+  EXPECT_FALSE(t.lookup(2, 5, &pp));  // same page, other context: a miss
+  t.insert(2, 5, 200);
+  EXPECT_TRUE(t.lookup(1, 5, &pp));   // context 1 becomes most recent
+  t.insert(3, 7, 300);                // evicts context 2's entry
+  EXPECT_FALSE(t.lookup(2, 5));
+  EXPECT_TRUE(t.lookup(1, 5));
+  t.flush_context(1);
+  EXPECT_FALSE(t.lookup(1, 5));
+  EXPECT_EQ(test::stat_value(st, "tlb.evictions"), 1u);
+  EXPECT_EQ(test::stat_value(st, "tlb.hits"), 3u);
+}
+
+TEST(Mbp2Pme, CpiComesFromTheMemorySystem) {
+  Stats st;
+  Calendar cal("cal");
+  PmeConfig c;
+  c.imiss_per_instr = 0.03;
+  c.line_fill_bus_cycles = 8;
+  c.shared_per_instr = 0.1;
+  c.shared_bus_cycles = 16;
+  c.store_per_instr = 0.1;
+  c.wt_stall_bus_cycles = 1;
+  Pme slow(cal, c, st, "a");
+  // 100 MHz core on a 20 MHz bus: 5 core cycles per bus cycle.
+  EXPECT_NEAR(slow.cpi(), 1 + 0.03 * 8 * 5 + 0.1 * 16 * 5 + 0.1 * 1 * 5, 1e-9);
+  PmeConfig cc = c;
+  cc.cache_control = true;  // Casablanca: shared areas cacheable with explicit fill/write-back
+  Pme fast(cal, cc, st, "b");
+  EXPECT_LT(fast.cpi(), slow.cpi());
+  EXPECT_EQ(slow.instr_ps(100), static_cast<uint64_t>(100 * slow.cpi() * 10000 + 0.5));
+  // The SS20 kernel routine ported: host cycles / host CPI instructions.
+  EXPECT_EQ(slow.host_cycles_ps(130), slow.instr_ps(100));
+}
+
+TEST(Mbp2Pme, RegisterSetsMakeInterruptsFreeAndPriorityOrdersWaitingHandlers) {
+  Stats st;
+  Calendar cal("cal");
+  PmeConfig c;
+  Pme conv(cal, c, st, "conv");
+  EXPECT_GT(conv.interrupt_ps(), 1000000u);  // "a few us per interrupt" (8.3.5)
+  PmeConfig z = c;
+  z.register_sets = true;
+  Pme zero(cal, z, st, "zero");
+  EXPECT_EQ(zero.interrupt_ps(), 0u);
+  std::vector<int> order;
+  std::vector<uint64_t> at;
+  conv.run("first", Pme::kLow, true, 1000, [&] { order.push_back(0); at.push_back(cal.now_ps()); });
+  conv.run("low", Pme::kLow, false, 1000, [&] { order.push_back(1); });
+  conv.run("high", Pme::kHigh, false, 1000, [&] { order.push_back(2); });
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+  EXPECT_EQ(order, (std::vector<int>{0, 2, 1}));  // the running one finishes; then by priority
+  EXPECT_EQ(at[0], 1000 + conv.interrupt_ps());
+  EXPECT_EQ(conv.interrupts(), 1u);
+  EXPECT_EQ(test::stat_value(st, "conv.handler.high_ps"), 1000u);
+  EXPECT_TRUE(conv.idle());
+}
+
+TEST(Mbp2Uli, TheAliasNamesTheTaskAndAForeignAliasIsRejected) {
+  Stats st;
+  Uli u(st, "uli");
+  u.assign(0, 7);
+  u.assign(1, 9);
+  EXPECT_EQ(u.ring(0, 7), 7);
+  EXPECT_EQ(u.ring(1, 7), -1);  // task 7 through task 9's alias
+  EXPECT_EQ(u.ring(5, 7), -1);  // unassigned alias
+  EXPECT_EQ(u.alias_of(9), 1);
+  u.revoke(1);
+  EXPECT_EQ(u.ring(1, 9), -1);
+  EXPECT_EQ(test::stat_value(st, "uli.rejected"), 3u);
+  EXPECT_EQ(test::stat_value(st, "uli.doorbells"), 1u);
+}
+
+TEST(Mbp2Dma, DescriptorsAreServedInOrderAfterTheirSetup) {
+  Stats st;
+  DmaEngine d(2, 100, st, "dma");
+  auto xfer = [](uint64_t s) { return s + 1000000; };
+  EXPECT_EQ(d.post(0, 64, xfer), 100000u + 1000000);
+  EXPECT_EQ(d.post(0, 64, xfer), 2 * (100000u + 1000000));  // waits for the first
+  EXPECT_EQ(d.post(0, 64, xfer), 3 * (100000u + 1000000));
+  EXPECT_EQ(test::stat_value(st, "dma.ring_full"), 1u);  // two outstanding when the third came
+  EXPECT_EQ(test::stat_value(st, "dma.bytes"), 192u);
+}
+
+}  // namespace
+}  // namespace mbpsim::mbp2
