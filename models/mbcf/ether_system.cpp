@@ -156,29 +156,36 @@ uint64_t EtherSystem::host_busy_ps(uint32_t node) const { return n_[node]->kerne
 
 // ------------------------------------------------------------------ system call
 
-bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k) {
-  Node& N = *n_[node];
-  Task* t = N.ts.find(ptask);
+bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const {
+  const Task* t = n_[node]->ts.find(ptask);
   if (!t || r.cmds.empty()) return false;
   auto it = t->ltt.find(r.ltask);
   if (it == t->ltt.end()) return false;
   if (r.cmds.size() > 1)
     for (const Command& c : r.cmds)
-      if (is_atomic(c.cmd) || !is_user_command(c.cmd)) return false;
-  Packet p;
+      if (is_atomic(c.cmd)) return false;
+  for (const Command& c : r.cmds)
+    if (!is_user_command(c.cmd)) return false;
+  Packet& p = b.packet;
   p.src_pnode = node;
   p.src_ptask = ptask;
   p.src_key = t->key;
   p.dst_ptask = it->second.ptask;
   p.dst_key = it->second.key;
   p.cmds = r.cmds;
-  for (const Command& c : p.cmds)
-    if (!is_user_command(c.cmd)) return false;
   std::vector<uint8_t> bytes;
   if (!encode(p, bytes)) return false;
-  uint32_t data = 0;
-  for (const Command& c : p.cmds) data += static_cast<uint32_t>(c.data.size());
-  issue(node, it->second.pnode, std::move(p), data, static_cast<uint32_t>(bytes.size()), r.src_laddr, std::move(k));
+  b.dst = it->second.pnode;
+  b.wire_bytes = static_cast<uint32_t>(bytes.size());
+  b.data = 0;
+  for (const Command& c : p.cmds) b.data += static_cast<uint32_t>(c.data.size());
+  return true;
+}
+
+bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k) {
+  Built b;
+  if (!build_request(node, ptask, r, b)) return false;
+  issue(node, b.dst, std::move(b.packet), b.data, b.wire_bytes, r.src_laddr, std::move(k));
   return true;
 }
 

@@ -145,6 +145,13 @@ class EtherSystem {
   virtual uint64_t rx_entry_ps(uint32_t node);
   // Moving `bytes` of the packet's data between the packet buffer and the target task's memory.
   virtual uint64_t data_move_ps(uint32_t node, const Packet& p, uint32_t bytes) { (void)node, (void)p; return copy_ps(bytes); }
+  // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability) and made
+  // into its packet; false if it cannot be sent.
+  struct Built {
+    Packet packet;
+    uint32_t dst = 0, data = 0, wire_bytes = 0;
+  };
+  bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
   // The packet goes to the protocol: numbered and sent (or sent unnumbered without flow control).
   void submit(uint32_t node, uint32_t dst, Packet p);
   // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).

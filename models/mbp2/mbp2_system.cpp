@@ -53,30 +53,18 @@ uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
 
 void Mbp2System::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t, uint32_t src_laddr, std::function<void()> k) {
   const uint32_t ptask = p.src_ptask;
-  host_request(node, ptask, alias_of(node, ptask), dst, std::move(p), data, src_laddr, std::move(k), nullptr);
+  host_request(node, ptask, alias_of(node, ptask), dst, std::move(p), data, src_laddr, std::move(k));
 }
 
 bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
-  // Validate and encode as a normal request, but ring through `alias`.
-  mbcf::Task* t = space(node).find(ptask);
-  if (!t) return false;
-  auto it = t->ltt.find(r.ltask);
-  if (it == t->ltt.end() || r.cmds.empty()) return false;
-  Packet p;
-  p.src_pnode = node;
-  p.src_ptask = ptask;
-  p.src_key = t->key;
-  p.dst_ptask = it->second.ptask;
-  p.dst_key = it->second.key;
-  p.cmds = r.cmds;
-  uint32_t data = 0;
-  for (const auto& c : p.cmds) data += static_cast<uint32_t>(c.data.size());
-  host_request(node, ptask, alias, it->second.pnode, std::move(p), data, r.src_laddr, std::move(k), nullptr);
+  Built b;
+  if (!build_request(node, ptask, r, b)) return false;
+  host_request(node, ptask, alias, b.dst, std::move(b.packet), b.data, r.src_laddr, std::move(k));
   return true;
 }
 
 void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, Packet p, uint32_t data,
-                              uint32_t src_laddr, std::function<void()> k, bool*) {
+                              uint32_t src_laddr, std::function<void()> k) {
   // The user task writes its send structure (ordinary stores, user mode), then the doorbell:
   // an uncached store across the host bus, which holds the CPU until it completes.
   const uint64_t build = cycles_ps(m_.host_request_cycles + (p.cmds.size() - 1) * c_.user_build_cycles);

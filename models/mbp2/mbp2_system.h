@@ -77,7 +77,7 @@ class Mbp2System : public mbcf::EtherSystem {
   // The NIC side of a request whose doorbell write completed at `at`.
   void fetch_and_send(uint32_t node, uint32_t dst, mbcf::Packet p, uint32_t data, uint32_t src_laddr);
   void host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, mbcf::Packet p, uint32_t data,
-                    uint32_t src_laddr, std::function<void()> k, bool* rejected);
+                    uint32_t src_laddr, std::function<void()> k);
 
   Mbp2Config m_;
   std::vector<std::unique_ptr<Units>> u_;
