@@ -8,7 +8,7 @@ mode=${1:-run}
 case "$mode" in run|test|bench) ;; *) echo "usage: scripts/setup.sh run|test|bench" >&2; exit 1 ;; esac
 
 pkgs=(build-essential cmake pkg-config libsystemc-dev nlohmann-json3-dev zlib1g-dev
-      libboost-program-options-dev libgtest-dev libbenchmark-dev m4 valgrind)
+      libboost-program-options-dev nettle-dev libgmp-dev libgtest-dev libbenchmark-dev m4 valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -36,7 +36,11 @@ MbcfWorkload::MbcfWorkload(const Config& c, Stats& stats, uint64_t seed) {
   cfg_ = EtherSysConfig::from(c);
   max_cycles_ = static_cast<uint64_t>(c.get_int("workload.max_cycles"));
   cal_ = std::make_unique<Calendar>("mbcf_calendar");
-  if (c.get_string("mbcf.nic") == "mbp2")
+  const bool mbp2 = c.get_string("mbcf.nic") == "mbp2";
+  if (!mbp2 && (c.get_string("crypto.cipher") != "none" || c.get_string("crypto.auth") != "none"))
+    c.fail(c.get_string("crypto.cipher") != "none" ? "crypto.cipher" : "crypto.auth",
+           "encryption is done by the MBP2's CAU or firmware: needs mbcf.nic = mbp2");
+  if (mbp2)
     sys_ = std::make_unique<mbp2::Mbp2System>(*cal_, cfg_, mbp2::Mbp2Config::from(c), stats, seed);
   else
     sys_ = std::make_unique<EtherSystem>(*cal_, cfg_, stats, seed);
@@ -60,7 +64,13 @@ ordered_json MbcfWorkload::summary() const {
   ordered_json s;
   s["finished"] = done_;
   s["points"] = points_;
+  add_nic(s);
   return s;
+}
+
+void MbcfWorkload::add_nic(ordered_json& s) const {
+  ordered_json n = sys_->nic_summary();
+  if (!n.is_null()) s["nic"] = std::move(n);
 }
 
 ordered_json MbcfWorkload::host_figures(double wall_s) const {
@@ -315,6 +325,7 @@ class PeakWorkload : public MbcfWorkload {
         const double s = (now() - t0_) / 1e12;
         const uint32_t n = sizes_[si_];
         points_.push_back(point("MBCF_WRITE", n, count_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_since_mark() / count_));
+        point_done(n);
         ++si_;
         next_point();
       });
@@ -330,7 +341,7 @@ class PeakWorkload : public MbcfWorkload {
       }
     }
     const uint32_t n = sizes_[si_];
-    Command c = cmd_of(Cmd::Write, kDst, n, pattern(n, k_));
+    Command c = write(k_, n);
     if (k_ % every_ == every_ - 1) {
       c.opt.reply = ReplyMode::Status;
       c.status_laddr = kStatus + 4 * (group() % 2);
@@ -340,9 +351,81 @@ class PeakWorkload : public MbcfWorkload {
     ++k_;
     sys_->syscall(0, kPtask, Request{1, {c}}, [this] { step(); });
   }
+
+ protected:
+  // The k-th transfer of a point of `n` bytes, and what follows a measured point.
+  virtual Command write(uint32_t k, uint32_t n) { return cmd_of(Cmd::Write, kDst, n, pattern(n, k)); }
+  virtual void point_done(uint32_t n) {}
   std::vector<uint32_t> sizes_;
   uint32_t count_, every_, si_ = 0, k_ = 0;
   uint64_t t0_ = 0;
+};
+
+// ------------------------------------------------------------------ secure (8.3.6)
+
+// The encrypted-transfer workload: the peak-rate stream of `peak`, each transfer to its own
+// place in a 64 KiB window of node 1 so that every byte is checked. With crypto on, every frame
+// is sealed by the sender's NIC and opened by the receiver's (after a key exchange when
+// crypto.keys = dh, paid by the first transfer). After each point the receiver's window is
+// compared with what was sent: with authentication, frames altered on the wire (ether.tamper)
+// are rejected and resent, and nothing corrupt reaches memory.
+class SecureWorkload : public PeakWorkload {
+ public:
+  SecureWorkload(const Config& c, Stats& st, uint64_t seed) : PeakWorkload(c, st, seed) {
+    for (uint32_t n : sizes_)
+      if (n > kWindow / 2) c.fail("workload.sizes", "secure: sizes must be at most " + std::to_string(kWindow / 2));
+    shadow_.assign(kWindow, 0);
+    TaskSpace& ts = sys_->space(1);
+    Task& t = *ts.find(kPtask);
+    ts.write(t, kDst, shadow_.data(), kWindow);
+  }
+  // One status-checked transfer first, outside the measurement: it pays for the key exchange
+  // when crypto.keys = dh.
+  void start() override {
+    Command c = cmd_of(Cmd::Write, kSrc, 4, pattern(4, 1));
+    c.opt.reply = ReplyMode::Status;
+    c.status_laddr = kStatus + 8;
+    Task& t = *sys_->space(0).find(kPtask);
+    sys_->space(0).store32(t, kStatus + 8, 0);
+    const uint64_t t0 = now();
+    sys_->syscall(0, kPtask, Request{1, {c}}, [this, t0] {
+      sys_->poll(0, [this] { return sys_->space(0).load32(*sys_->space(0).find(kPtask), kStatus + 8) != 0; }, [this, t0] {
+        first_us_ = (now() - t0) / 1e6;
+        PeakWorkload::start();
+      });
+    });
+  }
+  ordered_json summary() const override {
+    ordered_json s = MbcfWorkload::summary();
+    s["first_transfer_us"] = std::round(first_us_ * 1000) / 1000;
+    s["verified_bytes"] = verified_;
+    s["corrupted_bytes"] = corrupted_;
+    return s;
+  }
+
+ private:
+  static constexpr uint32_t kWindow = 0x10000;
+  Command write(uint32_t k, uint32_t n) override {
+    const uint32_t slots = (kWindow - n) / 4 + 1;
+    const uint32_t off = static_cast<uint32_t>((static_cast<uint64_t>(k) * 2654435761u) % slots) * 4;
+    std::vector<uint8_t> d = pattern(n, k * 7 + si_);
+    std::copy(d.begin(), d.end(), shadow_.begin() + off);
+    return cmd_of(Cmd::Write, kDst + off, n, d);
+  }
+  void point_done(uint32_t) override {
+    TaskSpace& ts = sys_->space(1);
+    Task& t = *ts.find(kPtask);
+    std::vector<uint8_t> got(kWindow);
+    ts.read(t, kDst, got.data(), kWindow);
+    uint64_t bad = 0;
+    for (uint32_t a = 0; a < kWindow; ++a) bad += got[a] != shadow_[a];
+    verified_ += kWindow;
+    corrupted_ += bad;
+    points_.back()["corrupted_bytes"] = bad;
+  }
+  std::vector<uint8_t> shadow_;
+  uint64_t verified_ = 0, corrupted_ = 0;
+  double first_us_ = 0;
 };
 
 // ------------------------------------------------------------------ raytrace (6.2.6)
@@ -382,6 +465,7 @@ class RaytraceWorkload : public MbcfWorkload {
     s["payload_bytes"] = chunk_;
     s["packets"] = chunks_;
     s["frame_correct"] = frame_ok_;
+    add_nic(s);
     return s;
   }
 
@@ -439,6 +523,7 @@ std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Conf
   if (kind == "rtt") return std::make_unique<RttWorkload>(c, stats, seed);
   if (kind == "oneway") return std::make_unique<OnewayWorkload>(c, stats, seed);
   if (kind == "peak") return std::make_unique<PeakWorkload>(c, stats, seed);
+  if (kind == "secure") return std::make_unique<SecureWorkload>(c, stats, seed);
   if (kind == "raytrace") return std::make_unique<RaytraceWorkload>(c, stats, seed);
   return nullptr;
 }

@@ -1,6 +1,6 @@
 // Workloads on MBCF/Ether (thesis 6.2, 6.3): round-trip latency (`rtt`), one-way latency of
 // high-level commands (`oneway`), peak data-transfer rate (`peak`) and the parallel ray
-// tracer (`raytrace`). Each owns an EtherSystem on its own calendar; the quad-tree network the
+// tracer (`raytrace`); the encrypted transfer of the MBP2 (`secure`, 8.3.6). Each owns an EtherSystem on its own calendar; the quad-tree network the
 // runner builds stays idle.
 #pragma once
 #include <memory>
@@ -46,6 +46,8 @@ class MbcfWorkload : public Workload {
   double timer_read_ps() const { return cfg_.timer_read_us * 1e6; }
   // The sender's host CPU time (system calls and interrupt routines) since `mark_cpu()`.
   void mark_cpu() { cpu_mark_ = sys_->host_busy_ps(0); }
+  // Adds what the NIC did (nic_summary) to a summary, when there is something.
+  void add_nic(nlohmann::ordered_json& s) const;
   double cpu_us_since_mark() const { return (sys_->host_busy_ps(0) - cpu_mark_) / 1e6; }
 
   std::unique_ptr<Calendar> cal_;

@@ -55,6 +55,7 @@ void declare_mbcf_params(ParamSchema& s) {
   s.add({"ether.switch_queue_frames", T::Int, 64, "frames", "switch output queue; tail drop beyond", 1, 1 << 20});
   s.add({"ether.loss", T::Double, 0.0, "", "injected Bernoulli loss per frame", 0, 1});
   s.add({"ether.burst_enter", T::Double, 0.0, "", "injected burst loss: probability per frame of entering a loss burst (Gilbert-Elliott)", 0, 1});
+  s.add({"ether.tamper", T::Double, 0.0, "", "injected tampering: probability per delivered frame that an attacker alters one byte after the Ethernet header (with a valid FCS)", 0, 1});
   s.add({"ether.burst_leave", T::Double, 1.0, "", "probability per frame of leaving a loss burst", 0, 1});
 }
 
@@ -115,6 +116,7 @@ EtherSysConfig EtherSysConfig::from(const Config& c) {
   e.ether.loss = c.get_double("ether.loss");
   e.ether.burst_enter = c.get_double("ether.burst_enter");
   e.ether.burst_leave = c.get_double("ether.burst_leave");
+  e.ether.tamper = c.get_double("ether.tamper");
   return e;
 }
 

@@ -175,6 +175,17 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
   p.cmds = r.cmds;
   std::vector<uint8_t> bytes;
   if (!encode(p, bytes)) return false;
+  if (frame_overhead_ > 0) {
+    // The NIC wraps every frame (a sealed frame, crypto.h): the request and the reply it asks
+    // for (REPLY: 20 bytes of parameters and the data; a status reply: 24) must still fit.
+    if (bytes.size() + frame_overhead_ > kMaxPacketBytes) return false;
+    uint32_t reply = kHeaderBytes;
+    for (const Command& c : p.cmds) {
+      if (c.cmd == Cmd::Read || is_atomic(c.cmd)) reply += 4 + 20 + c.length;
+      else if (c.opt.reply != ReplyMode::None || c.opt.emb) reply += 24;
+    }
+    if (reply + frame_overhead_ > kMaxPacketBytes) return false;
+  }
   b.dst = it->second.pnode;
   b.wire_bytes = static_cast<uint32_t>(bytes.size());
   b.data = 0;
@@ -246,10 +257,9 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   if (!encode(p, bytes)) internal_error("an MBCF packet the kernel built does not encode");
   sent_.inc();
   if (tx_hook_) tx_hook_(node, dst, p);
-  const uint64_t end = tx_ready_ps(node, static_cast<uint32_t>(bytes.size()));
   const uint32_t inc = N.incarnation;
   const bool sequenced = (p.ctrl_p & kSequenced) != 0;
-  cal_.at(end, [this, node, dst, b = std::move(bytes), inc, sequenced]() mutable {
+  nic_transmit(node, dst, std::move(bytes), [this, node, dst, inc, sequenced](std::vector<uint8_t>&& b) {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
     ether_->send(node, dst, std::move(b), [this, node, dst, inc, sequenced](bool) {
       if (!n_[node]->up || n_[node]->incarnation != inc) return;
@@ -409,12 +419,15 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
     return;
   }
   ++N.ring_used;
-  const uint64_t ready = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
   const uint32_t inc = N.incarnation;
-  cal_.at(ready, [this, node, f = std::move(frame), inc]() mutable {
+  nic_receive(node, std::move(frame), [this, node, inc](std::vector<uint8_t>* f) {
     Node& N = *n_[node];
     if (!N.up || N.incarnation != inc) return;
-    N.ring.push_back(Rx{std::move(f)});
+    if (!f) {  // the NIC consumed or rejected it
+      --N.ring_used;
+      return;
+    }
+    N.ring.push_back(Rx{std::move(*f)});
     if (!N.in_isr) {
       N.in_isr = true;
       N.batch = 0;
@@ -424,6 +437,16 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
 }
 
 // ------------------------------------------------------------------ the executor (MBCF/Ether)
+
+void EtherSystem::nic_transmit(uint32_t node, uint32_t, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>&&)> in_mac) {
+  const uint64_t end = tx_ready_ps(node, static_cast<uint32_t>(frame.size()));
+  cal_.at(end, [k = std::move(in_mac), f = std::move(frame)]() mutable { k(std::move(f)); });
+}
+
+void EtherSystem::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready) {
+  const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
+  cal_.at(t, [k = std::move(ready), f = std::move(frame)]() mutable { k(&f); });
+}
 
 uint64_t EtherSystem::tx_ready_ps(uint32_t node, uint32_t bytes) {
   Node& N = *n_[node];

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "models/core/calendar.h"
 #include "models/core/config.h"
 #include "models/core/rng.h"
@@ -114,6 +116,8 @@ class EtherSystem {
   uint32_t unacked(uint32_t from, uint32_t to) const;
   bool quiet() const;  // nothing unacknowledged, nothing queued
   std::string dump() const;
+  // What the NIC did, for a workload's summary (null for MBCF/Ether's conventional NIC).
+  virtual nlohmann::ordered_json nic_summary() const { return nullptr; }
   // Every sequenced command packet accepted, in acceptance order, per (from, to): END_P numbers
   // are mod 256, so tests check the stream of payload tags instead.
   void set_accept_hook(std::function<void(uint32_t from, uint32_t to, const Packet&)> h) { accept_hook_ = std::move(h); }
@@ -135,6 +139,14 @@ class EtherSystem {
   // `src_laddr`: where the payload lies in the requester's space (Request::src_laddr).
   virtual void issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, uint32_t src_laddr,
                      std::function<void()> k);
+  // An encoded frame for `dst` handed to the NIC now: `in_mac` gets the frame that goes on the
+  // wire when it is in the MAC. MBCF/Ether: after tx_ready_ps. A NIC may transform the frame
+  // (the MBP2 seals it when it encrypts).
+  virtual void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
+                            std::function<void(std::vector<uint8_t>&&)> in_mac);
+  // A frame from the wire: `ready` gets it when the protocol may look at it (MBCF/Ether: after
+  // rx_ready_ps), or nullptr if the NIC consumed or rejected it.
+  virtual void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready);
   // A frame of `bytes` handed over for transmission now: when it is in the MAC.
   virtual uint64_t tx_ready_ps(uint32_t node, uint32_t bytes);
   // After a frame has left the MAC (transmit-completion handling).
@@ -157,6 +169,9 @@ class EtherSystem {
   // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).
   bool must_wait(uint32_t node, uint32_t dst, const Packet& p) const;
   uint64_t copy_ps(uint32_t bytes) const;
+  // Bytes the NIC adds to every frame (0 for MBCF/Ether): requests whose frame or reply would
+  // then exceed the Ethernet MTU are refused by build_request.
+  uint32_t frame_overhead_ = 0;
 
   struct Peer {
     uint8_t sent = 0, arrived = 0;

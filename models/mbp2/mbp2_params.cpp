@@ -41,6 +41,27 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"mbp2.pge_setup_ns", T::Double, 200.0, "ns", "PGE: from the doorbell to its first bus request (8 cycles of the 40 MHz controller)", 0, 1e9});
   s.add({"mbp2.adma_setup_ns", T::Double, 200.0, "ns", "ADMA: descriptor fetch from EM to the first bus request", 0, 1e9});
   s.add({"mbp2.ldma_setup_ns", T::Double, 100.0, "ns", "LDMA: descriptor fetch to the first MAC transfer", 0, 1e9});
+  // Crypto (8.2 CAU and MEAC1024, 8.3.6). Throughputs are design targets or estimates from the
+  // algorithms' structure: the thesis gives no figures.
+  s.add({"crypto.cipher", T::String, "none", "", "none | des | 3des: payload encryption between MBP2s (CBC, random IV per frame)", -1e300, 1e300, {"none", "des", "3des"}});
+  s.add({"crypto.auth", T::String, "none", "", "none | hmac-md5 | hmac-sha1: keyed hash (96-bit ICV) authenticating every frame", -1e300, 1e300, {"none", "hmac-md5", "hmac-sha1"}});
+  s.add({"crypto.keys", T::String, "static", "", "static (from crypto.secret, per pair of nodes) | dh (a Diffie-Hellman exchange, 1024-bit MODP group, on each pair's first frame)", -1e300, 1e300, {"static", "dh"}});
+  s.add({"crypto.secret", T::String, "mbpsim", "", "pre-shared secret for crypto.keys = static", -1e300, 1e300});
+  s.add({"crypto.cau", T::Bool, true, "", "crypto in the CAU (MBP2C); false: in PME firmware (MBP2P: 'cryptographic functions are performed by the firmware programs of the PME', 8.4)", 0, 1});
+  s.add({"crypto.kx_timeout_us", T::Double, 50000.0, "us", "a key-exchange message not answered is sent again after this", 1, 1e12});
+  s.add({"cau.clock_mhz", T::Double, 100.0, "MHz", "CAU clock: the MBP2C's card-memory clock (an assumption)", 1, 1e5});
+  s.add({"cau.des_cycles_per_block", T::Double, 2.0, "cycles", "one DES pass over 8 bytes: 16 rounds on 8 unrolled round units; triple DES makes three passes (133 MB/s at 100 MHz: 8.2's 'enough calculation ability to support gigabit networks')", 0.01, 1e6});
+  s.add({"cau.hash_cycles_per_block", T::Double, 32.0, "cycles", "one 64-byte MD5/SHA-1 compression: 64 or 80 steps at two per cycle (200 MB/s at 100 MHz)", 0.01, 1e6});
+  s.add({"cau.setup_ns", T::Double, 100.0, "ns", "CAU: descriptor fetch from EM to the first read", 0, 1e9});
+  s.add({"cau.desc_instr", T::Double, 20.0, "instructions", "PME: write one CAU descriptor", 0, 1e6});
+  s.add({"crypto.fw_setup_instr", T::Double, 150.0, "instructions", "PME firmware crypto: per frame (IV, key-schedule pointers, loop set-up)", 0, 1e9});
+  s.add({"crypto.fw_des_instr_per_block", T::Double, 300.0, "instructions", "PME firmware: one DES pass over 8 bytes (table-driven: 16 rounds of about 16 instructions, plus the initial and final permutations)", 0, 1e9});
+  s.add({"crypto.fw_hash_instr_per_block", T::Double, 700.0, "instructions", "PME firmware: one 64-byte MD5/SHA-1 compression (64-80 steps of 7-9 instructions, plus the message schedule)", 0, 1e9});
+  s.add({"meac.present", T::Bool, true, "", "a MEAC1024 on the card (MBP2C, 8.2); false: modular arithmetic in PME firmware", 0, 1});
+  s.add({"meac.clock_mhz", T::Double, 50.0, "MHz", "MEAC1024 clock (an assumption; the thesis gives none)", 1, 1e5});
+  s.add({"meac.modmul_cycles", T::Double, 132.0, "cycles", "one 1024-bit modular multiplication with its reduction: 32 passes of a 1024 x 32-bit multiplier for the product and as many for the reduction, plus 4 cycles of pipeline fill (an estimate)", 1, 1e9});
+  s.add({"meac.op_instr", T::Double, 12.0, "instructions", "PME: start one MEAC operation (operand addresses in EM) and take its completion", 0, 1e6});
+  s.add({"crypto.fw_modmul_instr", T::Double, 9000.0, "instructions", "PME firmware: one 1024-bit Montgomery multiplication (2 x 32 x 32 word multiply-accumulates of about 4 instructions, plus carries)", 1, 1e12});
   s.add({"mbp2.ring_entries", T::Int, 16, "entries", "descriptor ring of each DMA engine (in EM)", 1, 1 << 20});
 }
 
@@ -82,6 +103,29 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.adma_setup_ns = c.get_double("mbp2.adma_setup_ns");
   m.ldma_setup_ns = c.get_double("mbp2.ldma_setup_ns");
   m.ring_entries = static_cast<uint32_t>(c.get_int("mbp2.ring_entries"));
+  CryptoConfig& k = m.crypto;
+  const std::string ci = c.get_string("crypto.cipher"), au = c.get_string("crypto.auth");
+  k.cipher = ci == "des" ? Cipher::Des : ci == "3des" ? Cipher::Des3 : Cipher::None;
+  k.auth = au == "hmac-md5" ? Auth::HmacMd5 : au == "hmac-sha1" ? Auth::HmacSha1 : Auth::None;
+  k.keys = c.get_string("crypto.keys") == "dh" ? CryptoConfig::Keys::Dh : CryptoConfig::Keys::Static;
+  k.secret = c.get_string("crypto.secret");
+  k.cau = c.get_bool("crypto.cau");
+  k.kx_timeout_us = c.get_double("crypto.kx_timeout_us");
+  k.cau_clock_mhz = c.get_double("cau.clock_mhz");
+  k.des_cycles_per_block = c.get_double("cau.des_cycles_per_block");
+  k.hash_cycles_per_block = c.get_double("cau.hash_cycles_per_block");
+  k.cau_setup_ns = c.get_double("cau.setup_ns");
+  k.cau_desc_instr = c.get_double("cau.desc_instr");
+  k.fw_setup_instr = c.get_double("crypto.fw_setup_instr");
+  k.fw_des_instr_per_block = c.get_double("crypto.fw_des_instr_per_block");
+  k.fw_hash_instr_per_block = c.get_double("crypto.fw_hash_instr_per_block");
+  k.meac = c.get_bool("meac.present");
+  k.meac_clock_mhz = c.get_double("meac.clock_mhz");
+  k.meac_modmul_cycles = c.get_double("meac.modmul_cycles");
+  k.meac_op_instr = c.get_double("meac.op_instr");
+  k.fw_modmul_instr = c.get_double("crypto.fw_modmul_instr");
+  if (k.keys == CryptoConfig::Keys::Dh && !k.enabled())
+    c.fail("crypto.keys", "a key exchange needs crypto.cipher or crypto.auth");
   return m;
 }
 

@@ -1,6 +1,7 @@
 #include "models/mbp2/mbp2_system.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/core/error.h"
 
@@ -19,7 +20,8 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
     : EtherSystem(cal, ec, st, seed),
       m_(c),
       rejected_requests_(st.counter("system.mbp2.rejected_requests", "requests dropped because their doorbell alias was not the task's own")),
-      host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")) {
+      host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")),
+      iv_rng_(seed, "mbp2.cau.iv") {
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
     auto u = std::make_unique<Units>();
@@ -32,7 +34,44 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
     u->adma = std::make_unique<DmaEngine>(c.ring_entries, c.adma_setup_ns, st, b + "adma");
     u->ldma_tx = std::make_unique<DmaEngine>(c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
     u->ldma_rx = std::make_unique<DmaEngine>(c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
+    u->sec.resize(ec.nodes);
+    if (c.crypto.enabled()) {
+      if (c.crypto.cau) u->cau = std::make_unique<Cau>(c.crypto, c.ring_entries, *u->em, st, b + "cau");
+      if (c.crypto.keys == CryptoConfig::Keys::Dh && c.crypto.meac) u->meac = std::make_unique<Meac>(c.crypto, st, b + "meac");
+      const std::string cb = b + "crypto.";
+      CryptoStats& x = u->cs;
+      x.sealed = &st.counter(cb + "frames_sealed", "frames encrypted and/or authenticated for the wire");
+      x.opened = &st.counter(cb + "frames_opened", "sealed frames authenticated and decrypted");
+      x.enc_bytes = &st.counter(cb + "bytes_encrypted", "bytes through the cipher, sending");
+      x.dec_bytes = &st.counter(cb + "bytes_decrypted", "bytes through the cipher, receiving");
+      x.auth_bytes = &st.counter(cb + "bytes_authenticated", "bytes through the keyed hash, both ways");
+      x.rej_auth = &st.counter(cb + "rejected_auth", "received frames whose ICV did not match (altered on the wire or forged)");
+      x.rej_format = &st.counter(cb + "rejected_format", "received sealed frames with a bad length or padding");
+      x.rej_plain = &st.counter(cb + "rejected_plain", "received MBCF frames sent in the clear to a NIC that encrypts");
+      x.rej_no_sa = &st.counter(cb + "rejected_no_sa", "received sealed frames from a peer without keys");
+      if (c.crypto.keys == CryptoConfig::Keys::Dh) {
+        x.kx_msgs = &st.counter(cb + "kx_messages", "key-exchange messages sent");
+        x.kx_retries = &st.counter(cb + "kx_retries", "key-exchange messages sent again after a timeout");
+        x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
+        x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
+        x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
+      }
+    }
     u_.push_back(std::move(u));
+  }
+  if (c.crypto.enabled()) {
+    frame_overhead_ = seal_overhead(c.crypto.cipher, c.crypto.auth);
+    if (c.crypto.keys == CryptoConfig::Keys::Static) {
+      // A pre-shared secret: every pair's keys come from it and the two Pnodes.
+      for (uint32_t a = 0; a < ec.nodes; ++a)
+        for (uint32_t b2 = 0; b2 < ec.nodes; ++b2) {
+          if (a == b2) continue;
+          std::vector<uint8_t> sec(c.crypto.secret.begin(), c.crypto.secret.end());
+          for (uint32_t v : {std::min(a, b2), std::max(a, b2)})
+            for (int i = 0; i < 4; ++i) sec.push_back(static_cast<uint8_t>(v >> (24 - 8 * i)));
+          u_[a]->sec[b2].sa = std::make_unique<SecurityAssociation>(c.crypto.cipher, c.crypto.auth, sec);
+        }
+    }
   }
 }
 
@@ -170,7 +209,9 @@ uint64_t Mbp2System::rx_ready_ps(uint32_t node, uint32_t len) {
 
 uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
   Units& u = *u_[node];
-  u.interrupt_next = true;  // the LDMA's completion interrupts the PME
+  // The LDMA's completion interrupts the PME; when the frame was sealed, that interrupt (and
+  // the CAU's) came before the decryption, and the receive routine follows it directly.
+  u.interrupt_next = !m_.crypto.enabled();
   return u.pme->instr_ps(m_.rx_desc_instr);
 }
 
@@ -190,6 +231,303 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, uint32_t bytes
     return std::max(u.bus->dma(s, pa, bytes), u.em->access(Route::Host, s, bytes));
   });
   return end - now;
+}
+
+nlohmann::ordered_json Mbp2System::nic_summary() const {
+  const double t = static_cast<double>(cal_.now_ps());
+  auto frac = [t](uint64_t busy) { return t > 0 ? std::round(busy / t * 1e4) / 1e4 : 0.0; };
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (uint32_t n = 0; n < nodes(); ++n) {
+    const Units& u = *u_[n];
+    nlohmann::ordered_json j;
+    j["node"] = n;
+    j["pme_interrupts_per_s"] = t > 0 ? std::round(u.pme->interrupts() / (t / 1e12)) : 0.0;
+    nlohmann::ordered_json b;
+    b["pme"] = frac(u.pme->busy_ps());
+    b["biu"] = frac(u.bus->busy_ps());
+    b["pge"] = frac(u.pge->busy_ps());
+    b["adma"] = frac(u.adma->busy_ps());
+    b["ldma_tx"] = frac(u.ldma_tx->busy_ps());
+    b["ldma_rx"] = frac(u.ldma_rx->busy_ps());
+    if (u.cau) b["cau"] = frac(u.cau->busy_ps());
+    uint64_t em = 0;
+    for (int r = 0; r < kRoutes; ++r) em += u.em->busy_ps(static_cast<Route>(r));
+    b["em"] = frac(em);
+    j["utilisation"] = b;
+    if (m_.crypto.enabled()) {
+      const CryptoStats& x = u.cs;
+      nlohmann::ordered_json c;
+      c["frames_sealed"] = x.sealed->value;
+      c["frames_opened"] = x.opened->value;
+      c["bytes_encrypted"] = x.enc_bytes->value;
+      c["bytes_decrypted"] = x.dec_bytes->value;
+      c["rejected"] = x.rej_auth->value + x.rej_format->value + x.rej_plain->value + x.rej_no_sa->value;
+      if (x.kx_done) c["key_exchange_us"] = x.kx_done->value ? std::round(x.kx_ps->value / x.kx_done->value / 1e3) / 1e3 : 0.0;
+      j["crypto"] = c;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ crypto (8.3.3, 8.3.6)
+
+namespace {
+uint32_t be32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
+}
+uint16_t ether_type(const std::vector<uint8_t>& f) { return f.size() < 14 ? 0 : static_cast<uint16_t>(f[12] << 8 | f[13]); }
+constexpr uint8_t kKxInit = 1, kKxResp = 2;
+constexpr uint32_t kKxBytes = 18 + Dh::kBytes;  // header, type, 3 reserved, public value
+}  // namespace
+
+void Mbp2System::crypt_work(uint32_t node, const char* what, uint32_t bytes, uint32_t cb, uint32_t hb, std::function<void()> k) {
+  Units& u = *u_[node];
+  const CryptoConfig& cc = m_.crypto;
+  if (u.cau) {
+    // The PME writes a CAU descriptor; the CAU's DMA reads the frame from EM and writes the
+    // result back; its completion interrupts the PME.
+    u.pme->run(what, Pme::kNormal, false, u.pme->instr_ps(cc.cau_desc_instr), [this, node, bytes, cb, hb, k = std::move(k)]() mutable {
+      Units& u = *u_[node];
+      const uint64_t end = u.cau->run(cal_.now_ps(), bytes, cb, hb);
+      cal_.at(end, [this, node, k = std::move(k)]() mutable {
+        Units& u = *u_[node];
+        u.pme->run("cau_done", Pme::kNormal, true, u.pme->instr_ps(m_.tx_done_instr), std::move(k));
+      });
+    });
+    return;
+  }
+  // MBP2P (8.4): no crypto circuit; the PME's firmware reads the frame from EM, transforms it
+  // and writes it back (the cipher pass), and reads it again for the hash.
+  const double instr = cc.fw_setup_instr + cb * cc.fw_des_instr_per_block + hb * cc.fw_hash_instr_per_block;
+  const double words = (bytes + 3) / 4 * ((cb ? 2.0 : 0.0) + (hb ? 1.0 : 0.0));
+  u.em->access(Route::Pme, cal_.now_ps(), static_cast<uint32_t>(words * 4));
+  u.pme->run(what, Pme::kNormal, false, u.pme->kernel_ps(instr, words), std::move(k));
+}
+
+void Mbp2System::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
+  if (!m_.crypto.enabled()) return EtherSystem::nic_transmit(node, dst, std::move(frame), std::move(in_mac));
+  PeerSec& s = u_[node]->sec[dst];
+  if (!s.sa) {  // no keys yet: the frame waits in EM for the exchange
+    s.waiting.emplace_back(std::move(frame), std::move(in_mac));
+    start_key_exchange(node, dst);
+    return;
+  }
+  seal_and_send(node, dst, std::move(frame), std::move(in_mac));
+}
+
+void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
+  Units& u = *u_[node];
+  PeerSec& s = u.sec[dst];
+  uint8_t iv[8];
+  const uint64_t r = iv_rng_.next();
+  for (int i = 0; i < 8; ++i) iv[i] = static_cast<uint8_t>(r >> (8 * i));
+  const uint32_t plain = static_cast<uint32_t>(frame.size() - 14);
+  std::vector<uint8_t> sealed = s.sa->seal(frame, node, ++s.tx_seq, iv);
+  const uint32_t body = static_cast<uint32_t>(sealed.size() - 14) - (m_.crypto.auth == Auth::None ? 0 : 12);
+  const uint32_t cb = cipher_blocks(m_.crypto.cipher, plain), hb = hash_blocks(m_.crypto.auth, body);
+  u.cs.sealed->inc();
+  if (cb) u.cs.enc_bytes->inc(plain);
+  if (hb) u.cs.auth_bytes->inc(body);
+  crypt_work(node, "encrypt", static_cast<uint32_t>(sealed.size()), cb, hb,
+             [this, node, dst, f = std::move(sealed), k = std::move(in_mac)]() mutable {
+               EtherSystem::nic_transmit(node, dst, std::move(f), std::move(k));
+             });
+}
+
+void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready) {
+  const uint16_t type = ether_type(frame);
+  if (type == kEtherTypeKeyExchange && m_.crypto.keys == CryptoConfig::Keys::Dh && m_.crypto.enabled()) {
+    ready(nullptr);  // the PME takes it; it never reaches the MBCF receive routine
+    const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
+    cal_.at(t, [this, node, f = std::move(frame)]() mutable { on_kx(node, std::move(f)); });
+    return;
+  }
+  if (!m_.crypto.enabled()) return EtherSystem::nic_receive(node, std::move(frame), std::move(ready));
+  Units& u = *u_[node];
+  if (type != kEtherTypeSealed) {  // a NIC that encrypts takes nothing in the clear
+    u.cs.rej_plain->inc();
+    ready(nullptr);
+    return;
+  }
+  const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
+  cal_.at(t, [this, node, f = std::move(frame), k = std::move(ready)]() mutable {
+    // The LDMA's completion interrupts the PME, which reads the header and starts the CAU.
+    Units& u = *u_[node];
+    u.pme->run("rx_check", Pme::kNormal, true, u.pme->instr_ps(m_.rx_desc_instr),
+               [this, node, f = std::move(f), k = std::move(k)]() mutable { open_received(node, std::move(f), std::move(k)); });
+  });
+}
+
+void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::function<void(std::vector<uint8_t>*)> ready) {
+  Units& u = *u_[node];
+  const uint32_t spi = f.size() >= 18 ? be32(f.data() + 14) : ~0u;
+  if (spi >= nodes() || spi == node || !u.sec[spi].sa) {
+    u.cs.rej_no_sa->inc();
+    ready(nullptr);
+    return;
+  }
+  // What the CAU runs over: the length the header claims, bounded by the frame.
+  const uint32_t avail = static_cast<uint32_t>(f.size() - 14);
+  const uint32_t claimed = f.size() >= 24 ? (static_cast<uint32_t>(f[22]) << 8 | f[23]) : 0;
+  const uint32_t iv = m_.crypto.cipher == Cipher::None ? 0 : 8;
+  const uint32_t body = std::min(avail, 12 + iv + claimed);
+  const uint32_t cb = m_.crypto.cipher == Cipher::None ? 0 : std::min(claimed, avail) / 8 * (m_.crypto.cipher == Cipher::Des3 ? 3 : 1);
+  const uint32_t hb = hash_blocks(m_.crypto.auth, body);
+  crypt_work(node, "decrypt", static_cast<uint32_t>(f.size()), cb, hb,
+             [this, node, spi, cb, hb, body, f = std::move(f), k = std::move(ready)]() mutable {
+               Units& u = *u_[node];
+               if (hb) u.cs.auth_bytes->inc(body);
+               const OpenError e = u.sec[spi].sa->open(f);
+               if (e == OpenError::BadIcv) {
+                 u.cs.rej_auth->inc();
+                 k(nullptr);
+                 return;
+               }
+               if (e != OpenError::None) {
+                 u.cs.rej_format->inc();
+                 k(nullptr);
+                 return;
+               }
+               u.cs.opened->inc();
+               if (cb) u.cs.dec_bytes->inc(static_cast<uint32_t>(f.size() - 14));
+               k(&f);
+             });
+}
+
+// --- key exchange: Diffie-Hellman over the 1024-bit MODP group, the exponentiations on the
+// MEAC1024 (or in PME firmware without one). The initiator sends INIT with its public value;
+// the responder answers RESP with its own; each side derives the keys from the shared secret.
+// A message not answered within crypto.kx_timeout_us is sent again; an INIT from a peer whose
+// keys are installed is answered again (our RESP was lost).
+
+void Mbp2System::modexp_work(uint32_t node, uint32_t modmuls, std::function<void()> k) {
+  Units& u = *u_[node];
+  if (u.meac) {
+    // The PME feeds the MEAC1024 one operation at a time; the two overlap.
+    const uint64_t meac_end = u.meac->run(cal_.now_ps(), modmuls);
+    u.pme->run("meac", Pme::kLow, false, u.pme->instr_ps(modmuls * m_.crypto.meac_op_instr),
+               [this, meac_end, k = std::move(k)]() mutable { cal_.at(std::max(cal_.now_ps(), meac_end), std::move(k)); });
+    return;
+  }
+  // Without one, the firmware multiplies; the operands stay in the PME's data cache.
+  u.pme->run("modexp", Pme::kLow, false, u.pme->kernel_ps(modmuls * m_.crypto.fw_modmul_instr, 0), std::move(k));
+}
+
+void Mbp2System::with_public(uint32_t node, uint32_t peer, std::function<void()> k) {
+  PeerSec& s = u_[node]->sec[peer];
+  if (!s.pub.empty()) return k();
+  s.pub_waiters.push_back(std::move(k));
+  if (s.computing) return;
+  s.computing = true;
+  Rng r(iv_rng_.next(), "mbp2.dh.node" + std::to_string(node) + ".peer" + std::to_string(peer));
+  std::vector<uint8_t> seed(Dh::kBytes);
+  for (size_t i = 0; i < seed.size(); i += 8) {
+    const uint64_t v = r.next();
+    for (size_t j = 0; j < 8; ++j) seed[i + j] = static_cast<uint8_t>(v >> (8 * j));
+  }
+  s.dh = std::make_unique<Dh>(seed);
+  modexp_work(node, s.dh->modmuls(), [this, node, peer] {
+    PeerSec& s = u_[node]->sec[peer];
+    s.pub = s.dh->public_value();
+    auto ws = std::move(s.pub_waiters);
+    s.pub_waiters.clear();
+    for (auto& w : ws) w();
+  });
+}
+
+void Mbp2System::start_key_exchange(uint32_t node, uint32_t peer) {
+  if (m_.crypto.keys != CryptoConfig::Keys::Dh || !m_.crypto.enabled())
+    internal_error("a key exchange needs crypto.keys = dh and a cipher or hash");
+  PeerSec& s = u_[node]->sec[peer];
+  if (s.started || s.sa) return;
+  s.started = true;
+  s.t0 = cal_.now_ps();
+  with_public(node, peer, [this, node, peer] {
+    send_kx(node, peer, kKxInit);
+    arm_kx_timer(node, peer);
+  });
+}
+
+void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
+  Units& u = *u_[node];
+  const PeerSec& s = u.sec[peer];
+  std::vector<uint8_t> f(kKxBytes, 0);
+  const uint64_t d = mbcf::mac_of(peer), m = mbcf::mac_of(node);
+  for (int i = 0; i < 6; ++i) {
+    f[i] = static_cast<uint8_t>(d >> (40 - 8 * i));
+    f[6 + i] = static_cast<uint8_t>(m >> (40 - 8 * i));
+  }
+  f[12] = kEtherTypeKeyExchange >> 8;
+  f[13] = kEtherTypeKeyExchange & 0xff;
+  f[14] = type;
+  std::copy(s.pub.begin(), s.pub.end(), f.begin() + 18);
+  u.cs.kx_msgs->inc();
+  // The PME builds the message in EM and hands it to the LDMA, like any frame.
+  u.pme->run("key_exchange", Pme::kLow, false, u.pme->instr_ps(m_.rx_desc_instr), [this, node, peer, f = std::move(f)]() mutable {
+    EtherSystem::nic_transmit(node, peer, std::move(f), [this, node, peer](std::vector<uint8_t>&& b) {
+      ether_->send(node, peer, std::move(b), [this, node](bool) { tx_done(node); });
+    });
+  });
+}
+
+void Mbp2System::arm_kx_timer(uint32_t node, uint32_t peer) {
+  cal_.after(static_cast<uint64_t>(m_.crypto.kx_timeout_us * 1e6), [this, node, peer] {
+    PeerSec& s = u_[node]->sec[peer];
+    if (s.sa) return;
+    u_[node]->cs.kx_retries->inc();
+    send_kx(node, peer, kKxInit);
+    arm_kx_timer(node, peer);
+  });
+}
+
+void Mbp2System::on_kx(uint32_t node, std::vector<uint8_t>&& f) {
+  Units& u = *u_[node];
+  // The LDMA's completion interrupts the PME, which reads the message.
+  u.pme->run("key_exchange", Pme::kLow, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, f = std::move(f)]() mutable {
+    Units& u = *u_[node];
+    const uint32_t peer = f.size() >= 12 ? (static_cast<uint32_t>(f[10]) << 8 | f[11]) : ~0u;
+    const bool ours = f.size() >= 12 && f[6] == 0x02 && f[7] == 0x4d && f[8] == 0x42 && f[9] == 0x00;  // mac_of()
+    if (f.size() < kKxBytes || !ours || peer >= nodes() || peer == node || (f[14] != kKxInit && f[14] != kKxResp)) {
+      u.cs.kx_bad->inc();
+      return;
+    }
+    std::vector<uint8_t> pub(f.begin() + 18, f.begin() + 18 + Dh::kBytes);
+    PeerSec& s = u.sec[peer];
+    if (!s.started && !s.sa) s.t0 = cal_.now_ps();
+    s.started = true;
+    if (f[14] == kKxResp) return derive(node, peer, std::move(pub), [] {});
+    // The responder installs its keys before it answers, so the initiator, which can send
+    // sealed frames as soon as it has the answer, never finds it without them.
+    if (s.sa) return send_kx(node, peer, kKxResp);  // our answer was lost
+    derive(node, peer, std::move(pub), [this, node, peer] { send_kx(node, peer, kKxResp); });
+  });
+}
+
+void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then) {
+  PeerSec& s = u_[node]->sec[peer];
+  if (s.sa || s.deriving) return;
+  s.deriving = true;
+  with_public(node, peer, [this, node, peer, pub = std::move(peer_pub), then = std::move(then)]() mutable {
+    PeerSec& s = u_[node]->sec[peer];
+    modexp_work(node, s.dh->modmuls(), [this, node, peer, pub = std::move(pub), then = std::move(then)] {
+      Units& u = *u_[node];
+      PeerSec& s = u.sec[peer];
+      s.deriving = false;
+      std::vector<uint8_t> secret;
+      if (!s.dh->shared(pub, secret)) {
+        u.cs.kx_bad->inc();
+        return;
+      }
+      s.sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, secret);
+      u.cs.kx_done->inc();
+      u.cs.kx_ps->inc(cal_.now_ps() - s.t0);
+      then();
+      auto w = std::move(s.waiting);
+      s.waiting.clear();
+      for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
+    });
+  });
 }
 
 }  // namespace mbpsim::mbp2

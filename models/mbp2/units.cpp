@@ -181,6 +181,13 @@ double Pme::cpi() const {
 
 uint64_t Pme::instr_ps(double instructions) const { return ps_of(instructions * cpi(), c_.clock_mhz); }
 
+uint64_t Pme::kernel_ps(double instructions, double shared_words) const {
+  const double bus = c_.clock_mhz / c_.bus_mhz;
+  const double per_word = c_.cache_control ? c_.line_fill_bus_cycles / 4 : c_.shared_bus_cycles;  // a line is 4 words
+  const double cyc = instructions * (c_.base_cpi + c_.store_per_instr * c_.wt_stall_bus_cycles * bus) + shared_words * per_word * bus;
+  return ps_of(cyc, c_.clock_mhz);
+}
+
 void Pme::run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn) {
   q_.push(Job{pr, seq_++, handler, interrupt, dur, std::move(fn)});
   if (!running_) next();
@@ -264,6 +271,39 @@ uint64_t DmaEngine::post(uint64_t at, uint32_t bytes, const std::function<uint64
   descs_.inc();
   bytes_.inc(bytes);
   return end;
+}
+
+// ------------------------------------------------------------------ CAU, MEAC1024
+
+Cau::Cau(const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& n)
+    : c_(c), em_(em), dma_(ring, c.cau_setup_ns, st, n) {}
+
+uint64_t Cau::compute_ps(uint32_t cb, uint32_t hb) const {
+  return std::max(ps_of(cb * c_.des_cycles_per_block, c_.cau_clock_mhz), ps_of(hb * c_.hash_cycles_per_block, c_.cau_clock_mhz));
+}
+
+uint64_t Cau::run(uint64_t at, uint32_t bytes, uint32_t cb, uint32_t hb) {
+  return dma_.post(at, bytes, [&](uint64_t s) {
+    // Its DMA reads the frame and writes the result over the crypto route, while it computes.
+    const uint64_t mem = em_.access(Route::Crypto, s, 2 * bytes);
+    return std::max(mem, s + compute_ps(cb, hb));
+  });
+}
+
+Meac::Meac(const CryptoConfig& c, Stats& st, const std::string& n)
+    : c_(c),
+      ops_(st.counter(n + ".modmuls", "1024-bit modular multiplications and reductions")),
+      busy_(st.counter(n + ".busy_ps", "time the MEAC1024 computed")) {}
+
+uint64_t Meac::modmul_ps() const { return ps_of(c_.meac_modmul_cycles, c_.meac_clock_mhz); }
+
+uint64_t Meac::run(uint64_t at, uint32_t n) {
+  const uint64_t start = std::max(at, free_);
+  const uint64_t dur = n * modmul_ps();
+  free_ = start + dur;
+  ops_.inc(n);
+  busy_.inc(dur);
+  return free_;
 }
 
 }  // namespace mbpsim::mbp2

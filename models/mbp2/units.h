@@ -18,6 +18,7 @@
 
 #include "models/core/calendar.h"
 #include "models/core/stats.h"
+#include "models/mbp2/crypto.h"
 
 namespace mbpsim::mbp2 {
 
@@ -48,6 +49,7 @@ class HostBus {
   // A programmed write by the host (a doorbell): returns when it completes.
   uint64_t pio(uint64_t at);
   const BusConfig& config() const { return c_; }
+  uint64_t busy_ps() const { return busy_ps_.value; }
 
  private:
   BusConfig c_;
@@ -146,6 +148,10 @@ class Pme {
   uint64_t instr_ps(double instructions) const;
   // The same routine ported from the host kernel: its host cycles as PME time.
   uint64_t host_cycles_ps(double host_cycles) const { return instr_ps(host_cycles / c_.host_cpi); }
+  // A compute kernel (firmware crypto, modular arithmetic) whose loop and tables stay in the
+  // caches: the base CPI and write-through stalls, plus `shared_words` word accesses to
+  // buffers shared with the DMAs (uncached, or filled by line with cache-control instructions).
+  uint64_t kernel_ps(double instructions, double shared_words) const;
   uint64_t interrupt_ps() const { return c_.register_sets ? 0 : instr_ps(c_.interrupt_instr); }
   // Runs a handler for `dur` (plus the interrupt cost if `interrupt`), then `fn`. Handlers run
   // one at a time to completion; waiting ones are taken by priority, then arrival.
@@ -213,6 +219,63 @@ class DmaEngine {
   uint64_t free_ = 0;
   std::deque<uint64_t> outstanding_;  // completion times of posted descriptors
   Counter &descs_, &bytes_, &busy_, &ring_full_;
+};
+
+// ------------------------------------------------------------------ crypto units (CAU, MEAC1024)
+
+struct CryptoConfig {
+  Cipher cipher = Cipher::None;
+  Auth auth = Auth::None;
+  enum class Keys { Static, Dh } keys = Keys::Static;
+  std::string secret = "mbpsim";  // pre-shared secret when keys are static
+  bool cau = true;                // CAU hardware (MBP2C); false: PME firmware (MBP2P, 8.4)
+  double cau_clock_mhz = 100;
+  double des_cycles_per_block = 2;    // one DES pass over 8 bytes
+  double hash_cycles_per_block = 32;  // one 64-byte compression
+  double cau_setup_ns = 100;
+  double cau_desc_instr = 20;         // PME: write a CAU descriptor
+  double fw_setup_instr = 150;        // firmware: per frame (IV, key schedule pointers, loop set-up)
+  double fw_des_instr_per_block = 300;
+  double fw_hash_instr_per_block = 700;
+  bool meac = true;                   // MEAC1024 on the card; false: modular arithmetic in firmware
+  double meac_clock_mhz = 50;
+  double meac_modmul_cycles = 132;    // one 1024-bit multiply and reduction
+  double meac_op_instr = 12;          // PME: start one MEAC operation, take its result
+  double fw_modmul_instr = 9000;      // firmware: one 1024-bit Montgomery multiplication
+  double kx_timeout_us = 50000;       // key-exchange message not answered: sent again
+  bool enabled() const { return cipher != Cipher::None || auth != Auth::None; }
+};
+
+// The CAU: DES or triple DES and a keyed hash with DMA engines of its own, reading a frame from
+// EM and writing the result back (8.3.3). The cipher and hash engines work on the stream side by
+// side (encrypt-then-MAC hashes the ciphertext as it leaves the cipher), so a frame takes the
+// longer of the two, plus its descriptor's set-up.
+class Cau {
+ public:
+  Cau(const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& name);
+  uint64_t compute_ps(uint32_t cipher_blocks, uint32_t hash_blocks) const;
+  // A frame of `bytes` in EM posted at `at`; returns when the result is in EM.
+  uint64_t run(uint64_t at, uint32_t bytes, uint32_t cipher_blocks, uint32_t hash_blocks);
+  uint64_t busy_ps() const { return dma_.busy_ps(); }
+
+ private:
+  CryptoConfig c_;
+  Em& em_;
+  DmaEngine dma_;
+};
+
+// The MEAC1024: 1024-bit modular multiplication and reduction (IBM), one operation at a time.
+class Meac {
+ public:
+  Meac(const CryptoConfig& c, Stats& st, const std::string& name);
+  uint64_t modmul_ps() const;
+  // `modmuls` operations submitted from `at`: returns when the last result is ready.
+  uint64_t run(uint64_t at, uint32_t modmuls);
+
+ private:
+  CryptoConfig c_;
+  uint64_t free_ = 0;
+  Counter &ops_, &busy_;
 };
 
 }  // namespace mbpsim::mbp2

@@ -26,6 +26,7 @@ EtherSegment::EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t station
       ports_(stations),
       rng_(seed, prefix + ".backoff"),
       loss_rng_(seed, prefix + ".loss"),
+      tamper_rng_(seed, prefix + ".tamper"),
       frames_(stats.counter(prefix + ".frames", "frames that left a MAC")),
       bytes_(stats.counter(prefix + ".bytes", "bytes on the wire, preamble and FCS included")),
       collisions_(stats.counter(prefix + ".collisions", "CSMA/CD collisions (hub)")),
@@ -33,6 +34,7 @@ EtherSegment::EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t station
       queue_drops_(stats.counter(prefix + ".switch_drops", "frames dropped at a full switch output queue")),
       lost_(stats.counter(prefix + ".injected_losses", "frames corrupted by the loss model")),
       fcs_errors_(stats.counter(prefix + ".fcs_errors", "frames dropped by a receiving MAC for a bad FCS")),
+      tampered_(stats.counter(prefix + ".tampered", "frames altered on the path with a valid FCS (injected)")),
       attempts_(stats.histogram(prefix + ".attempts", "transmission attempts per frame (hub)")) {}
 
 uint64_t EtherSegment::slot_ps(uint32_t bytes) const {
@@ -71,6 +73,12 @@ void EtherSegment::deliver(uint32_t dst, std::vector<uint8_t> bytes) {
   }
   if (st_[dst].deaf) return;
   bytes.resize(n);
+  if (c_.tamper > 0 && n > 14 && tamper_rng_.uniform() < c_.tamper) {
+    tampered_.inc();
+    const size_t at = 14 + tamper_rng_.below(n - 14);
+    bytes[at] ^= static_cast<uint8_t>(1 + tamper_rng_.below(255));
+  }
+  if (tap_) tap_(dst, bytes);
   if (rx_) rx_(dst, std::move(bytes));
 }
 

@@ -8,6 +8,8 @@
 //  - direct: a full-duplex cable between two stations.
 // Loss can be injected per delivered frame (Bernoulli, or Gilbert-Elliott bursts), seeded; a
 // lost frame is delivered with a corrupted FCS and dropped by the receiving MAC, as on a wire.
+// Tampering can be injected too (seeded): a frame altered with a valid FCS, as an attacker
+// would send it, which only authentication can catch.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -29,6 +31,8 @@ struct EtherConfig {
   uint32_t switch_queue_frames = 64;
   double loss = 0;               // Bernoulli loss per frame
   double burst_enter = 0, burst_leave = 1;  // Gilbert-Elliott: good->bad and bad->good per frame
+  double tamper = 0;             // per delivered frame: an attacker on the path alters one byte
+                                 // after the Ethernet header and recomputes the FCS
 };
 const char* to_string(EtherConfig::Medium m);
 
@@ -43,6 +47,8 @@ class EtherSegment {
   EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t stations, Stats& stats, const std::string& prefix,
                uint64_t seed);
   void set_rx(Rx rx) { rx_ = std::move(rx); }
+  // Observes every frame a station receives with a good FCS, before `on_rx` (a wire sniffer).
+  void set_tap(std::function<void(uint32_t, const std::vector<uint8_t>&)> tap) { tap_ = std::move(tap); }
   // Queues a frame at the MAC of `station` for station `dst`. `on_sent(ok)` runs when its last
   // bit has left (ok) or it was given up after 16 collisions (not ok).
   void send(uint32_t station, uint32_t dst, std::vector<uint8_t> frame, std::function<void(bool)> on_sent);
@@ -86,14 +92,15 @@ class EtherSegment {
   std::vector<Station> st_;
   std::vector<Port> ports_;
   Rx rx_;
-  Rng rng_, loss_rng_;
+  std::function<void(uint32_t, const std::vector<uint8_t>&)> tap_;
+  Rng rng_, loss_rng_, tamper_rng_;
   bool burst_bad_ = false;
   // hub state
   uint64_t busy_until_ = 0, window_start_ = 0, window_end_ = 0;
   std::vector<uint32_t> contenders_;
   bool window_open_ = false;
 
-  Counter &frames_, &bytes_, &collisions_, &excess_, &queue_drops_, &lost_, &fcs_errors_;
+  Counter &frames_, &bytes_, &collisions_, &excess_, &queue_drops_, &lost_, &fcs_errors_, &tampered_;
   Histogram& attempts_;
 };
 

@@ -1,0 +1,98 @@
+// The MBP2's cryptographic units (thesis 8.2, 8.3.3, 8.3.6): the Cryption Accelerator Unit
+// (CAU: DES or triple DES, and a keyed hash for authentication, with its own DMA through EM)
+// and the MEAC1024 (1024-bit modular multiply and reduce, for key exchange).
+//
+// The bytes are real: frames between two MBP2s configured to encrypt are sealed with a
+// maintained library (Nettle: DES/3DES in CBC mode, HMAC-MD5 or HMAC-SHA1 truncated to 96
+// bits) and opened at the receiver, and the Diffie-Hellman exchange is done with GMP over the
+// 1024-bit MODP group of RFC 2409 (Oakley group 2). Only the time these take is modelled, by
+// the units' throughput parameters (crypto_params in mbp2_params.cpp).
+//
+// A sealed frame, in the manner of an IPsec ESP packet (the MBP2 supports IPsec, 8.3.1):
+//    0  destination and source Ethernet addresses (12)   12  EtherType kEtherTypeSealed (2)
+//   14  SPI: the sending Pnode (4)    18  sequence number (4)    22  ciphertext length (2)
+//   24  reserved, zero (2)            26  IV (8, only with a cipher)
+//    .. ciphertext of: the original EtherType (2), the MBCF packet from byte 14, padding
+//       1, 2, 3 ... to the block, pad length (1), next header (1) = 0
+//    .. ICV (12, only with a keyed hash): HMAC over bytes 14 to the end of the ciphertext
+// Authentication is checked before decryption (encrypt-then-MAC); a frame that fails it is
+// rejected whole and counted, and Go-back-N recovers it like a lost one.
+#pragma once
+#include <gmp.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mbpsim::mbp2 {
+
+constexpr uint16_t kEtherTypeSealed = 0x88B6;       // IEEE 802 local experimental EtherType 2
+constexpr uint16_t kEtherTypeKeyExchange = 0x88B7;  // ... and 3
+
+enum class Cipher : uint8_t { None, Des, Des3 };
+enum class Auth : uint8_t { None, HmacMd5, HmacSha1 };
+const char* to_string(Cipher c);
+const char* to_string(Auth a);
+
+// The bytes a sealed frame adds at most to an MBCF packet, for a cipher and hash.
+uint32_t seal_overhead(Cipher c, Auth a);
+// Cipher blocks (8 bytes) and hash compressions (64-byte blocks, HMAC's two extra included)
+// the CAU runs over a frame of `plain` MBCF bytes (from byte 14).
+uint32_t cipher_blocks(Cipher c, uint32_t plain);
+uint32_t hash_blocks(Auth a, uint32_t sealed_body);
+
+enum class OpenError : uint8_t { None, Truncated, BadLength, BadIcv, BadPadding };
+const char* to_string(OpenError e);
+
+// A security association between two NICs: the keys, derived from a shared secret.
+class SecurityAssociation {
+ public:
+  // Derives the cipher key (parity fixed; DES weak keys re-derived) and the hash key from
+  // `secret` with SHA-256.
+  SecurityAssociation(Cipher c, Auth a, const std::vector<uint8_t>& secret);
+  ~SecurityAssociation();
+  SecurityAssociation(const SecurityAssociation&) = delete;
+  SecurityAssociation& operator=(const SecurityAssociation&) = delete;
+  Cipher cipher() const { return cipher_; }
+  Auth auth() const { return auth_; }
+  // Seals an MBCF frame (Ethernet header onward, no FCS); `iv` is used only with a cipher.
+  std::vector<uint8_t> seal(const std::vector<uint8_t>& frame, uint32_t spi, uint32_t seq, const uint8_t iv[8]) const;
+  // Opens a sealed frame in place into the MBCF frame it carried. Never reads past its end.
+  OpenError open(std::vector<uint8_t>& frame, uint32_t* spi = nullptr, uint32_t* seq = nullptr) const;
+  // Fingerprint of the keys, so tests can check two ends derived the same ones.
+  std::array<uint8_t, 8> fingerprint() const;
+
+ private:
+  void icv(const uint8_t* p, size_t n, uint8_t out[12]) const;
+  void crypt(bool enc, uint8_t* iv, uint8_t* p, size_t n) const;
+  Cipher cipher_;
+  Auth auth_;
+  std::vector<uint8_t> enc_key_, mac_key_;
+  struct Ctx;
+  std::unique_ptr<Ctx> ctx_;
+};
+
+// Diffie-Hellman over the 1024-bit MODP group of RFC 2409 (generator 2), arithmetic by GMP.
+class Dh {
+ public:
+  static constexpr uint32_t kBytes = 128;
+  // A private exponent from `seed_bytes` (reduced into [2, p-2]).
+  explicit Dh(const std::vector<uint8_t>& seed_bytes);
+  ~Dh();
+  Dh(const Dh&) = delete;
+  Dh& operator=(const Dh&) = delete;
+  std::vector<uint8_t> public_value() const;  // 2^x mod p, big-endian, kBytes
+  // The shared secret from the peer's public value; false if it is not in [2, p-2].
+  bool shared(const std::vector<uint8_t>& peer_public, std::vector<uint8_t>& out) const;
+  // Modular multiplications (squarings included) a left-to-right binary exponentiation
+  // with this private exponent performs: what the MEAC1024 or the PME firmware computes.
+  uint32_t modmuls() const;
+  static const mpz_t& prime();
+
+ private:
+  mpz_t x_;
+};
+
+}  // namespace mbpsim::mbp2
