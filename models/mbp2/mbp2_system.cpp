@@ -329,7 +329,8 @@ void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>
   u.cs.sealed->inc();
   if (cb) u.cs.enc_bytes->inc(plain);
   if (hb) u.cs.auth_bytes->inc(body);
-  crypt_work(node, "encrypt", static_cast<uint32_t>(sealed.size()), cb, hb,
+  const uint32_t len = static_cast<uint32_t>(sealed.size());  // (not in the call: the lambda takes `sealed`)
+  crypt_work(node, "encrypt", len, cb, hb,
              [this, node, dst, f = std::move(sealed), k = std::move(in_mac)]() mutable {
                EtherSystem::nic_transmit(node, dst, std::move(f), std::move(k));
              });
@@ -374,7 +375,8 @@ void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::fun
   const uint32_t body = std::min(avail, 12 + iv + claimed);
   const uint32_t cb = m_.crypto.cipher == Cipher::None ? 0 : std::min(claimed, avail) / 8 * (m_.crypto.cipher == Cipher::Des3 ? 3 : 1);
   const uint32_t hb = hash_blocks(m_.crypto.auth, body);
-  crypt_work(node, "decrypt", static_cast<uint32_t>(f.size()), cb, hb,
+  const uint32_t len = static_cast<uint32_t>(f.size());
+  crypt_work(node, "decrypt", len, cb, hb,
              [this, node, spi, cb, hb, body, f = std::move(f), k = std::move(ready)]() mutable {
                Units& u = *u_[node];
                if (hb) u.cs.auth_bytes->inc(body);

@@ -3,6 +3,7 @@
 // TLB miss interrupts the PME once per page.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -23,11 +24,11 @@ struct Rig {
   Calendar cal{"cal"};
   EtherSysConfig ec;
   std::unique_ptr<Mbp2System> sys;
-  Rig() {
+  explicit Rig(const Mbp2Config& mc = Mbp2Config{}) {
     ec.nodes = 2;
     ec.ether.medium = net::EtherConfig::Medium::Direct;
     ec.ether.rate_mbps = 1000;
-    sys = std::make_unique<Mbp2System>(cal, ec, Mbp2Config{}, stats, 1);
+    sys = std::make_unique<Mbp2System>(cal, ec, mc, stats, 1);
     for (uint32_t n = 0; n < 2; ++n) {
       Task& t = sys->create_task(n, 1, 1000 + n);
       sys->space(n).map(t, 0x10000, 16, kPermRW);
@@ -118,12 +119,172 @@ TEST(Mbp2, ATlbMissInterruptsThePmeOncePerPage) {
   EXPECT_EQ(r.byte(1, 0x10ff0 + 31), static_cast<uint8_t>(2 + 31 * 7));
 }
 
-nlohmann::json points(const std::string& config, const std::string& sets) {
+nlohmann::json stats_json(const std::string& config, const std::string& sets) {
   static int calls = 0;
   const auto d = test::temp_dir("mbp2_" + std::to_string(++calls));
   auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path(config) + " --quiet --out " + (d / "o").string() + " " + sets);
   EXPECT_EQ(r.status, 0) << r.output;
-  return nlohmann::json::parse(test::read_text(d / "o" / "stats.json"))["summary"]["points"];
+  return nlohmann::json::parse(test::read_text(d / "o" / "stats.json"));
+}
+nlohmann::json points(const std::string& config, const std::string& sets) { return stats_json(config, sets)["summary"]["points"]; }
+
+Mbp2Config crypto(Cipher c, Auth a, CryptoConfig::Keys k = CryptoConfig::Keys::Static) {
+  Mbp2Config m;
+  m.crypto.cipher = c;
+  m.crypto.auth = a;
+  m.crypto.keys = k;
+  return m;
+}
+
+// A wire sniffer: every frame node 1 receives.
+struct Sniffer {
+  std::vector<std::vector<uint8_t>> frames;
+  explicit Sniffer(Rig& r) {
+    r.sys->ether().set_tap([this](uint32_t, const std::vector<uint8_t>& f) { frames.push_back(f); });
+  }
+  bool saw(const std::vector<uint8_t>& bytes) const {
+    for (const auto& f : frames)
+      if (std::search(f.begin(), f.end(), bytes.begin(), bytes.end()) != f.end()) return true;
+    return false;
+  }
+};
+
+// One write of 1024 bytes with `c` and HMAC-SHA1 (one Rig per test: one elaboration per process).
+void encrypted_write(Cipher c) {
+  Rig r(crypto(c, Auth::HmacSha1));
+  Sniffer sn(r);
+  const Command w = write_bytes(0x10100, 1024, 5);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  r.run(5);
+  for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
+  const std::vector<uint8_t> probe(w.data.begin() + 500, w.data.begin() + 532);
+  EXPECT_EQ(sn.saw(probe), c == Cipher::None);  // authentication alone leaves the data readable
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.frames_sealed"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_opened"), 1u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.bytes_encrypted"), c == Cipher::None ? 0u : 1024u + 52 - 14);  // the packet after the Ethernet header
+  EXPECT_GT(r.counter("system.node1.mbp2.cau.busy_ps"), 0u);
+  EXPECT_GE(r.counter("system.node1.mbp2.em.crypto.bytes"), 2 * 1024u);
+  EXPECT_GE(r.sys->pme(1).interrupts(), 2u);  // the LDMA's and the CAU's completions
+}
+TEST(Mbp2Crypto, DesWritesLandDecryptedAndNeverCrossTheWireInTheClear) { encrypted_write(Cipher::Des); }
+TEST(Mbp2Crypto, TripleDesWritesLandDecryptedAndNeverCrossTheWireInTheClear) { encrypted_write(Cipher::Des3); }
+TEST(Mbp2Crypto, AuthenticatedOnlyWritesLandAndTheirDataIsReadableOnTheWire) { encrypted_write(Cipher::None); }
+
+TEST(Mbp2Crypto, AFrameAlteredOnTheWireIsRejectedAndResent) {
+  Rig r(crypto(Cipher::Des3, Auth::HmacMd5));
+  // Alter the first data frame to node 1 on its way (the attacker recomputes the FCS).
+  bool altered = false;
+  r.sys->ether().set_tap([&](uint32_t to, const std::vector<uint8_t>& f) {
+    if (to == 1 && !altered && f.size() > 200) {
+      altered = true;
+      auto& g = const_cast<std::vector<uint8_t>&>(f);
+      g[150] ^= 0x20;
+    }
+  });
+  const Command w = write_bytes(0x10100, 1024, 11);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  r.run(100);  // the Go-back-N timeout resends it
+  ASSERT_TRUE(altered);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_auth"), 1u);
+  EXPECT_GE(r.counter("system.mbcf.retransmissions"), 1u);
+  for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
+  EXPECT_TRUE(r.sys->quiet());
+}
+
+TEST(Mbp2Crypto, AnEncryptingNicTakesNothingInTheClearNorFromAPeerWithoutKeys) {
+  Rig r(crypto(Cipher::Des, Auth::HmacSha1));
+  Packet p;
+  p.src_pnode = 0;
+  p.src_ptask = 1;
+  p.src_key = 1000;
+  p.dst_ptask = 1;
+  p.dst_key = 1001;
+  p.dst_mac = mac_of(1);
+  p.src_mac = mac_of(0);
+  p.cmds.push_back(write_bytes(0x10100, 64, 77));
+  p.ctrl_p = kNoFlow;
+  std::vector<uint8_t> b;
+  ASSERT_TRUE(encode(p, b));
+  r.sys->ether().send(0, 1, b, nullptr);  // a forged frame in the clear
+  std::vector<uint8_t> forged = b;
+  forged[12] = kEtherTypeSealed >> 8;
+  forged[13] = kEtherTypeSealed & 0xff;
+  forged[17] = 7;  // SPI: a Pnode that does not exist
+  r.sys->ether().send(0, 1, forged, nullptr);
+  r.run(5);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_plain"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_no_sa"), 1u);
+  for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(r.byte(1, 0x10100 + i), 0u);
+}
+
+TEST(Mbp2Crypto, RequestsThatWouldNotFitOnceSealedAreRefused) {
+  Rig plain, sealed(crypto(Cipher::Des3, Auth::HmacSha1));
+  const uint32_t n = kMaxPacketBytes - 52 - 4;  // a WRITE that just fits a plain frame
+  EXPECT_TRUE(plain.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, n, 1)}}, [] {}));
+  EXPECT_FALSE(sealed.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, n, 1)}}, [] {}));
+  EXPECT_TRUE(sealed.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, n - seal_overhead(Cipher::Des3, Auth::HmacSha1), 1)}}, [] {}));
+  plain.run(5);
+  sealed.run(5);
+  Command rd;  // a READ whose reply would not fit
+  rd.cmd = Cmd::Read;
+  rd.laddr = 0x10000;
+  rd.length = 1440;
+  rd.data_laddr = 0x10800;
+  EXPECT_TRUE(plain.sys->syscall(0, 1, Request{1, {rd}}, [] {}));
+  EXPECT_FALSE(sealed.sys->syscall(0, 1, Request{1, {rd}}, [] {}));
+}
+
+TEST(Mbp2Crypto, TheFirstFrameStartsADiffieHellmanExchangeThatSurvivesALostMessage) {
+  Mbp2Config mc = crypto(Cipher::Des3, Auth::HmacSha1, CryptoConfig::Keys::Dh);
+  mc.crypto.kx_timeout_us = 20000;
+  Rig r(mc);
+  r.sys->ether().set_deaf(1, true);  // node 1 misses the first INIT
+  const Command w = write_bytes(0x10100, 256, 21);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  r.run(10);
+  EXPECT_EQ(r.sys->sa(0, 1), nullptr);
+  r.sys->ether().set_deaf(1, false);
+  r.run(200);
+  ASSERT_NE(r.sys->sa(0, 1), nullptr);
+  ASSERT_NE(r.sys->sa(1, 0), nullptr);
+  EXPECT_EQ(r.sys->sa(0, 1)->fingerprint(), r.sys->sa(1, 0)->fingerprint());
+  EXPECT_GE(r.counter("system.node0.mbp2.crypto.kx_retries"), 1u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_completed"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.kx_completed"), 1u);
+  // Each side: its public value and the shared secret, about 1.5 multiplications per bit each.
+  EXPECT_GT(r.counter("system.node0.mbp2.meac.modmuls"), 2 * 1000u);
+  EXPECT_LT(r.counter("system.node0.mbp2.meac.modmuls"), 2 * 2048u);
+  for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_no_sa"), 0u);
+}
+
+// The encrypted-transfer workload: with authentication, frames altered on the wire never reach
+// memory; without it (MBCF/Ether's conventional NIC), they do.
+TEST(Mbp2Crypto, TheSecureWorkloadChecksEveryByteAndAuthenticationKeepsTamperingOut) {
+  const std::string sets = "--set 'workload.sizes=[256]' --set workload.transfers=128 --set ether.tamper=0.02";
+  const auto s = stats_json("mbp2c-secure.json", sets);
+  const auto& sum = s["summary"];
+  ASSERT_TRUE(sum["finished"].get<bool>());
+  EXPECT_EQ(sum["corrupted_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(sum["verified_bytes"].get<uint64_t>(), 65536u);
+  EXPECT_GT(s["stats"]["system"]["ether"]["tampered"].get<uint64_t>(), 0u);
+  EXPECT_GT(sum["nic"][1]["crypto"]["rejected"].get<uint64_t>(), 0u);
+  EXPECT_GT(sum["nic"][0]["crypto"]["key_exchange_us"].get<double>(), 1000.0);
+  EXPECT_GT(sum["first_transfer_us"].get<double>(), sum["nic"][0]["crypto"]["key_exchange_us"].get<double>());
+  EXPECT_GT(sum["nic"][0]["pme_interrupts_per_s"].get<double>(), 0.0);
+  const auto plain = stats_json("mbcf-ss20-100tx.json", "--set workload.kind=secure " + sets);
+  EXPECT_GT(plain["summary"]["corrupted_bytes"].get<uint64_t>(), 0u);
+}
+
+// Firmware crypto on the prototype's SPARClite is two orders of magnitude slower than the
+// MBP2C's CAU (8.4: the MBP2P has no crypto circuit).
+TEST(Mbp2Crypto, FirmwareCryptoOnThePrototypeIsFarSlowerThanTheCau) {
+  const std::string sets = "--set workload.kind=secure --set 'workload.sizes=[1024]' --set workload.transfers=64 --set crypto.cipher=des --set crypto.auth=hmac-md5";
+  const auto fw = points("mbp2p-ss20.json", sets);
+  const auto hw = points("mbp2c-pci.json", sets);
+  const auto none = points("mbp2p-ss20.json", "--set workload.kind=secure --set 'workload.sizes=[1024]' --set workload.transfers=64");
+  EXPECT_LT(fw[0]["value"].get<double>() * 10, none[0]["value"].get<double>());
+  EXPECT_GT(hw[0]["value"].get<double>(), 50 * fw[0]["value"].get<double>());
 }
 
 // 8.5: about 3 us of host CPU per send whatever the payload; a round trip above 140 us, about

@@ -158,6 +158,7 @@ TEST(Mbp2Crypto, CauTimeIsTheLongerOfCipherAndHashAndItsMemoryTrafficSlowsOtherR
   EXPECT_GT(mac, mac_alone);
   EXPECT_GT(em.wait_ps(Route::Mac), 0u);
   EXPECT_EQ(test::stat_value(st, "cau.bytes"), 1024);
+  EXPECT_EQ(test::stat_value(st, "em.crypto.bytes"), 2048);
 }
 
 TEST(Mbp2Crypto, MeacOperationsQueueAndFirmwareKernelsPayForUncachedFrames) {
