@@ -306,3 +306,26 @@ TEST(Mbp2, ThePrototypeMeetsSection85) {
 
 }  // namespace
 }  // namespace mbpsim::mbp2
+
+namespace mbpsim::mbp2 {
+namespace {
+
+TEST(Mbp2Crypto, BadCryptoSettingsExitOneNamingTheKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"mbcf-ss20-100tx.json", "--set crypto.cipher=des"},             // the conventional NIC has no CAU
+      {"mbp2p-ss20.json", "--set crypto.keys=dh"},                     // a key exchange with nothing to key
+      {"mbp2p-ss20.json", "--set crypto.cipher=aes"},                  // not a cipher of the CAU
+      {"mbp2c-secure.json", "--set 'workload.sizes=[40000]'"},         // larger than the checked window
+  };
+  for (const auto& [cfg, sets] : cases) {
+    auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path(cfg) + " --quiet --out /tmp/mbpsim_never_written " + sets);
+    EXPECT_EQ(r.status, 1) << sets << ": " << r.output;
+    const std::string key = sets.substr(sets.find(' ') + 1, sets.find('=') - sets.find(' ') - 1);
+    EXPECT_NE(r.output.find(key.front() == '\'' ? key.substr(1) : key), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written"));
+}
+
+}  // namespace
+}  // namespace mbpsim::mbp2
