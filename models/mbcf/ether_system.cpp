@@ -788,21 +788,24 @@ void EtherSystem::finish_combine(uint32_t node, uint32_t origin) {
 
 void EtherSystem::run_invocation(uint32_t node, const Invocation& iv) {
   invocations_.inc();
-  Node& N = *n_[node];
   const double cyc = c_.invoke_cycles * (iv.kind == Invocation::DspByUls ? 2 : 1);
   const uint32_t pc = iv.kind == Invocation::DspByUls ? iv.dsp_pc : iv.pc;
-  auto it = N.programs.find({iv.ptask, pc});
-  auto finish = [this, node, iv] {
-    Task* t = n_[node]->ts.find(iv.ptask);
-    if (t) signal_returned(n_[node]->ts, *t, iv.signal_laddr);
-    run_pollers(node, cal_.now_ps());
-  };
-  if (it == N.programs.end()) {
-    compute(node, cycles_ps(cyc), finish);
-    return;
-  }
-  Program prog = it->second;
-  compute(node, cycles_ps(cyc), [iv, prog, finish] { prog(iv, finish); });
+  const uint64_t msg = static_cast<uint64_t>(iv.ptask) << 32 | iv.signal_laddr;
+  host_upcall(node, msg, [this, node, iv, cyc, pc] {
+    Node& N = *n_[node];
+    auto it = N.programs.find({iv.ptask, pc});
+    auto finish = [this, node, iv] {
+      Task* t = n_[node]->ts.find(iv.ptask);
+      if (t) signal_returned(n_[node]->ts, *t, iv.signal_laddr);
+      run_pollers(node, cal_.now_ps());
+    };
+    if (it == N.programs.end()) {
+      compute(node, cycles_ps(cyc), finish);
+      return;
+    }
+    Program prog = it->second;
+    compute(node, cycles_ps(cyc), [iv, prog, finish] { prog(iv, finish); });
+  });
 }
 
 // ------------------------------------------------------------------ faults
@@ -841,7 +844,9 @@ void EtherSystem::power_on(uint32_t node) {
 
 void EtherSystem::swap_out(uint32_t node, uint32_t ptask, uint32_t laddr) {
   Task* t = n_[node]->ts.find(ptask);
-  if (t) n_[node]->ts.set_present(*t, laddr, false);
+  if (!t) return;
+  n_[node]->ts.set_present(*t, laddr, false);
+  page_unmapped(node, ptask, laddr);
 }
 
 // ------------------------------------------------------------------ introspection

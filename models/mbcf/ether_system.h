@@ -155,6 +155,12 @@ class EtherSystem {
   virtual uint64_t rx_ready_ps(uint32_t node, uint32_t len);
   // Entering the receive routine (an interrupt).
   virtual uint64_t rx_entry_ps(uint32_t node);
+  // A user program is to be invoked (MBCF_SIGNAL) with the 64-bit message (Ptask, signal
+  // structure): MBCF/Ether is already in the host kernel; a NIC must interrupt the host first.
+  virtual void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) { (void)node, (void)msg; k(); }
+  // The OS has taken a page of a task out of memory (swap_out): a NIC that caches
+  // translations must drop it.
+  virtual void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) { (void)node, (void)ptask, (void)laddr; }
   // Moving `bytes` of the packet's data between the packet buffer and the target task's memory.
   virtual uint64_t data_move_ps(uint32_t node, const Packet& p, uint32_t bytes) { (void)node, (void)p; return copy_ps(bytes); }
   // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability) and made

@@ -36,6 +36,7 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"mbp2.tlb_refill_instr", T::Double, 40.0, "instructions", "PME TLB-miss handler: index the page table in EM, check, write the entry", 0, 1e6});
   s.add({"mbp2.rx_desc_instr", T::Double, 40.0, "instructions", "PME: collect a receive descriptor of the LDMA and re-arm it", 0, 1e6});
   s.add({"mbp2.tx_done_instr", T::Double, 30.0, "instructions", "PME: collect a transmit descriptor of the LDMA", 0, 1e6});
+  s.add({"mbp2.icu_instr", T::Double, 20.0, "instructions", "PME: post an ICU message to the host or take one from it", 0, 1e6});
   s.add({"mbp2.host_request_cycles", T::Double, 187.0, "cycles", "host: a user task writes its send structure (ordinary stores, user mode) [calibrated with bus.pio_cycles on 8.5's 'about 3 us' per send]", 0, 1e9});
   s.add({"mbp2.send_struct_bytes", T::Int, 32, "bytes", "send structure the PGE fetches before the payload (command word, target, addresses, length)", 4, 4096});
   s.add({"mbp2.pge_setup_ns", T::Double, 200.0, "ns", "PGE: from the doorbell to its first bus request (8 cycles of the 40 MHz controller)", 0, 1e9});
@@ -97,6 +98,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.tlb_refill_instr = c.get_double("mbp2.tlb_refill_instr");
   m.rx_desc_instr = c.get_double("mbp2.rx_desc_instr");
   m.tx_done_instr = c.get_double("mbp2.tx_done_instr");
+  m.icu_instr = c.get_double("mbp2.icu_instr");
   m.host_request_cycles = c.get_double("mbp2.host_request_cycles");
   m.send_struct_bytes = static_cast<uint32_t>(c.get_int("mbp2.send_struct_bytes"));
   m.pge_setup_ns = c.get_double("mbp2.pge_setup_ns");

@@ -22,6 +22,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
       rejected_requests_(st.counter("system.mbp2.rejected_requests", "requests dropped because their doorbell alias was not the task's own")),
       host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")),
       iv_rng_(seed, "mbp2.cau.iv") {
+  icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
     auto u = std::make_unique<Units>();
@@ -29,7 +30,9 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
     u->em = std::make_unique<Em>(c.em, st, b + "em");
     u->tlb = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
     u->pme = std::make_unique<Pme>(cal, c.pme, st, b + "pme");
-    u->uli = std::make_unique<Uli>(st, b + "uli");
+    u->kli = std::make_unique<Kli>(*u->bus, st, b + "kli");
+    u->icu = std::make_unique<Icu>(st, b + "icu");
+    u->uli = std::make_unique<Uli>(*u->kli, st, b + "uli");
     u->pge = std::make_unique<DmaEngine>(c.ring_entries, c.pge_setup_ns, st, b + "pge");
     u->adma = std::make_unique<DmaEngine>(c.ring_entries, c.adma_setup_ns, st, b + "adma");
     u->ldma_tx = std::make_unique<DmaEngine>(c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
@@ -78,7 +81,8 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
 mbcf::Task& Mbp2System::create_task(uint32_t node, uint32_t ptask, uint32_t key) {
   mbcf::Task& t = EtherSystem::create_task(node, ptask, key);
   Units& u = *u_[node];
-  u.uli->assign(u.next_alias++, ptask);  // the OS gives the task its alias page and tells the NIC
+  // The OS gives the task its alias page and tells the NIC through the KLI (at set-up).
+  u.uli->assign(u.next_alias++, ptask, cal_.now_ps());
   return t;
 }
 
@@ -183,6 +187,45 @@ void Mbp2System::fetch_and_send(uint32_t node, uint32_t dst, Packet p, uint32_t 
     u.pme->run("tlb_refill", Pme::kHigh, false, refill, std::move(pge));
   else
     pge();
+}
+
+void Mbp2System::host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) {
+  // The PME posts the 64-bit message and interrupts the host through the ICU; the host's
+  // interrupt routine reads it (two programmed words) and dispatches the invocation.
+  Units& u = *u_[node];
+  u.pme->run("icu", Pme::kNormal, false, u.pme->instr_ps(m_.icu_instr), [this, node, msg, k = std::move(k)]() mutable {
+    Units& u = *u_[node];
+    u.icu->to_host(msg);
+    const uint64_t now = cal_.now_ps();
+    const uint64_t read = u.bus->pio(u.bus->pio(now));
+    interrupt(node, cycles_ps(c_.int_entry_cycles) + (read - now), [this, node, msg, k = std::move(k)] {
+      uint64_t m = 0;
+      if (!u_[node]->icu->take_for_host(&m) || m != msg) internal_error("an ICU message to the host out of order");
+      k();
+    });
+  });
+}
+
+void Mbp2System::page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) {
+  // The kernel tells the PME through the ICU (two programmed words and an interrupt); the PME
+  // drops the translation before the frame can be reused.
+  Units& u = *u_[node];
+  const uint64_t msg = kIcuInvalidatePage | static_cast<uint64_t>(ptask & 0xffffff) << 32 | (laddr / c_.page_bytes);
+  u.icu->to_pme(msg);
+  const uint64_t now = cal_.now_ps();
+  const uint64_t wrote = u.bus->pio(u.bus->pio(now));
+  n_[node]->kernel_ps += wrote - now;
+  cal_.at(wrote, [this, node] {
+    Units& u = *u_[node];
+    u.pme->run("icu", Pme::kHigh, true, u.pme->instr_ps(m_.icu_instr), [this, node] {
+      Units& u = *u_[node];
+      uint64_t m = 0;
+      while (u.icu->take_for_pme(&m)) {
+        if ((m >> 56) == (kIcuInvalidatePage >> 56)) u.tlb->invalidate(static_cast<uint32_t>(m >> 32) & 0xffffff, m & 0xffffffffu);
+        else icu_bad_->inc();
+      }
+    });
+  });
 }
 
 void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) {

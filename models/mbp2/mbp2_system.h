@@ -26,6 +26,7 @@ struct Mbp2Config {
   double tlb_refill_instr = 40;   // PME: walk the page table in EM, write the entry
   double rx_desc_instr = 40;      // PME: collect a receive descriptor, re-arm it
   double tx_done_instr = 30;      // PME: collect a transmit descriptor
+  double icu_instr = 20;          // PME: post or take an ICU message
   double host_request_cycles = 187;  // host: write the send structure (user level) [calibrated]
   uint32_t send_struct_bytes = 32;   // the send structure the PGE fetches before the payload
   double pge_setup_ns = 200, adma_setup_ns = 200, ldma_setup_ns = 100;
@@ -49,6 +50,9 @@ class Mbp2System : public mbcf::EtherSystem {
   Tlb& tlb(uint32_t node) { return *u_[node]->tlb; }
   Em& em(uint32_t node) { return *u_[node]->em; }
   HostBus& bus(uint32_t node) { return *u_[node]->bus; }
+  Kli& kli(uint32_t node) { return *u_[node]->kli; }
+  // ICU messages from the host kernel to the PME (the top byte is the type).
+  static constexpr uint64_t kIcuInvalidatePage = 1ull << 56;  // | ctx << 32 | page
   // The security association node `node` holds for `peer` (nullptr before the key exchange).
   const SecurityAssociation* sa(uint32_t node, uint32_t peer) const { return u_[node]->sec[peer].sa.get(); }
   // Starts the Diffie-Hellman exchange with `peer` now (it also starts by itself on the first
@@ -67,6 +71,8 @@ class Mbp2System : public mbcf::EtherSystem {
   uint64_t rx_ready_ps(uint32_t node, uint32_t len) override;
   uint64_t rx_entry_ps(uint32_t node) override;
   uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, uint32_t bytes) override;
+  void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) override;
+  void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) override;
   void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
                     std::function<void(std::vector<uint8_t>&&)> in_mac) override;
   void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready) override;
@@ -94,6 +100,8 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<Em> em;
     std::unique_ptr<Tlb> tlb;
     std::unique_ptr<Pme> pme;
+    std::unique_ptr<Kli> kli;
+    std::unique_ptr<Icu> icu;
     std::unique_ptr<Uli> uli;
     std::unique_ptr<DmaEngine> pge, adma, ldma_tx, ldma_rx;
     std::unique_ptr<Cau> cau;
@@ -130,6 +138,7 @@ class Mbp2System : public mbcf::EtherSystem {
   Mbp2Config m_;
   std::vector<std::unique_ptr<Units>> u_;
   Counter &rejected_requests_, &host_requests_;
+  Counter* icu_bad_ = nullptr;
   Rng iv_rng_;  // IVs of sealed frames, Diffie-Hellman private values
 };
 

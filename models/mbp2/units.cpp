@@ -1,6 +1,7 @@
 #include "models/mbp2/units.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "models/core/error.h"
@@ -148,6 +149,14 @@ void Tlb::insert(uint32_t ctx, uint64_t vpage, uint64_t ppage) {
   map_[k] = lru_.begin();
 }
 
+bool Tlb::invalidate(uint32_t ctx, uint64_t vpage) {
+  auto it = map_.find(key(ctx, vpage));
+  if (it == map_.end()) return false;
+  lru_.erase(it->second);
+  map_.erase(it);
+  return true;
+}
+
 void Tlb::flush_context(uint32_t ctx) {
   for (auto it = lru_.begin(); it != lru_.end();) {
     if (it->ctx == ctx) {
@@ -221,26 +230,103 @@ void Pme::next() {
 
 // ------------------------------------------------------------------ ULI
 
-Uli::Uli(Stats& st, const std::string& n)
-    : rings_(st.counter(n + ".doorbells", "doorbell writes accepted")),
+Kli::Kli(HostBus& bus, Stats& st, const std::string& n)
+    : bus_(bus),
+      mem_(kBytes, 0),
+      writes_(st.counter(n + ".host_writes", "programmed word writes by the host kernel into EM")),
+      reads_(st.counter(n + ".host_reads", "programmed word reads by the host kernel from EM")) {}
+
+void Kli::check(uint32_t off, uint32_t n) const {
+  if (static_cast<uint64_t>(off) + n > mem_.size()) internal_error("a KLI access past the kernel area of EM");
+}
+
+uint64_t Kli::write(uint64_t at, uint32_t off, const uint8_t* p, uint32_t n) {
+  check(off, n);
+  std::copy(p, p + n, mem_.begin() + off);
+  for (uint32_t w = 0; w < (n + 3) / 4; ++w) {
+    at = bus_.pio(at);
+    writes_.inc();
+  }
+  return at;
+}
+
+uint64_t Kli::read(uint64_t at, uint32_t off, uint8_t* p, uint32_t n) {
+  check(off, n);
+  std::copy(mem_.begin() + off, mem_.begin() + off + n, p);
+  for (uint32_t w = 0; w < (n + 3) / 4; ++w) {
+    at = bus_.pio(at);  // a read waits for the data to come back: the same bus tenure
+    reads_.inc();
+  }
+  return at;
+}
+
+uint32_t Kli::load32(uint32_t off) const {
+  check(off, 4);
+  return static_cast<uint32_t>(mem_[off]) << 24 | static_cast<uint32_t>(mem_[off + 1]) << 16 |
+         static_cast<uint32_t>(mem_[off + 2]) << 8 | mem_[off + 3];
+}
+
+Icu::Icu(Stats& st, const std::string& n)
+    : to_host_(st.counter(n + ".to_host", "interrupts with a 64-bit message from the PME to the host")),
+      to_pme_(st.counter(n + ".to_pme", "interrupts with a 64-bit message from the host to the PME")) {}
+
+void Icu::to_host(uint64_t m) {
+  host_.push_back(m);
+  to_host_.inc();
+}
+void Icu::to_pme(uint64_t m) {
+  pme_.push_back(m);
+  to_pme_.inc();
+}
+bool Icu::take_for_host(uint64_t* m) {
+  if (host_.empty()) return false;
+  *m = host_.front();
+  host_.pop_front();
+  return true;
+}
+bool Icu::take_for_pme(uint64_t* m) {
+  if (pme_.empty()) return false;
+  *m = pme_.front();
+  pme_.pop_front();
+  return true;
+}
+
+Uli::Uli(Kli& kli, Stats& st, const std::string& n)
+    : kli_(kli),
+      rings_(st.counter(n + ".doorbells", "doorbell writes accepted")),
       rejected_(st.counter(n + ".rejected", "doorbell writes through an alias that is not the writer's own (ignored)")) {}
 
-void Uli::assign(uint32_t alias, uint32_t ptask) { owner_[alias] = ptask; }
-void Uli::revoke(uint32_t alias) { owner_.erase(alias); }
+namespace {
+std::array<uint8_t, 4> be_bytes(uint32_t v) {
+  return {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
+}
+}  // namespace
+
+uint64_t Uli::assign(uint32_t alias, uint32_t ptask, uint64_t at) {
+  if (alias >= Kli::kAliases) internal_error("doorbell alias " + std::to_string(alias) + " beyond the alias table");
+  const auto b = be_bytes(ptask + 1);
+  return kli_.write(at, Kli::kAliasTable + 4 * alias, b.data(), 4);
+}
+
+uint64_t Uli::revoke(uint32_t alias, uint64_t at) {
+  if (alias >= Kli::kAliases) return at;
+  const auto b = be_bytes(0);
+  return kli_.write(at, Kli::kAliasTable + 4 * alias, b.data(), 4);
+}
 
 int64_t Uli::ring(uint32_t alias, uint32_t ringing_ptask) {
-  auto it = owner_.find(alias);
-  if (it == owner_.end() || it->second != ringing_ptask) {
+  const uint32_t e = alias < Kli::kAliases ? kli_.load32(Kli::kAliasTable + 4 * alias) : 0;
+  if (e == 0 || e - 1 != ringing_ptask) {
     rejected_.inc();
     return -1;
   }
   rings_.inc();
-  return it->second;
+  return e - 1;
 }
 
 int64_t Uli::alias_of(uint32_t ptask) const {
-  for (const auto& kv : owner_)
-    if (kv.second == ptask) return kv.first;
+  for (uint32_t a = 0; a < Kli::kAliases; ++a)
+    if (kli_.load32(Kli::kAliasTable + 4 * a) == ptask + 1) return a;
   return -1;
 }
 

@@ -100,6 +100,8 @@ class Tlb {
   bool lookup(uint32_t ctx, uint64_t vpage, uint64_t* ppage = nullptr);
   void insert(uint32_t ctx, uint64_t vpage, uint64_t ppage);
   void flush_context(uint32_t ctx);
+  // Drops one translation; true if it was there.
+  bool invalidate(uint32_t ctx, uint64_t vpage);
   uint32_t size() const { return static_cast<uint32_t>(lru_.size()); }
 
  private:
@@ -182,22 +184,64 @@ class Pme {
   std::map<std::string, Counter*> per_handler_;
 };
 
+// ------------------------------------------------------------------ KLI, ICU
+
+// The KLI (8.2): part of EM mapped into the host's physical address space, so kernel programs
+// and the PME share variables there. The kernel area holds real bytes; the host reaches them
+// with programmed single-word accesses across the host bus, the PME directly.
+class Kli {
+ public:
+  static constexpr uint32_t kAliasTable = 0;       // ULI: one u32 per alias, ptask + 1 (0: none)
+  static constexpr uint32_t kAliases = 1024;
+  static constexpr uint32_t kBytes = 64 * 1024;    // the kernel area
+  Kli(HostBus& bus, Stats& st, const std::string& name);
+  // The host kernel writes / reads `n` bytes at `off` from time `at`: returns when done.
+  uint64_t write(uint64_t at, uint32_t off, const uint8_t* p, uint32_t n);
+  uint64_t read(uint64_t at, uint32_t off, uint8_t* p, uint32_t n);
+  // The PME's view of the same bytes (it reads EM directly).
+  uint32_t load32(uint32_t off) const;
+
+ private:
+  void check(uint32_t off, uint32_t n) const;
+  HostBus& bus_;
+  std::vector<uint8_t> mem_;
+  Counter &writes_, &reads_;
+};
+
+// The ICU (8.2): interrupts between the host CPU and the PME, each carrying a 64-bit message,
+// queued in order in each direction.
+class Icu {
+ public:
+  Icu(Stats& st, const std::string& name);
+  void to_host(uint64_t msg);
+  void to_pme(uint64_t msg);
+  // The oldest message for each side; false when none is waiting.
+  bool take_for_host(uint64_t* msg);
+  bool take_for_pme(uint64_t* msg);
+
+ private:
+  std::deque<uint64_t> host_, pme_;
+  Counter &to_host_, &to_pme_;
+};
+
 // ------------------------------------------------------------------ ULI doorbells (MVI)
 
 // One doorbell register with a distinct alias address per user task (8.3.2). The OS assigns
-// each task one alias and tells the NIC; the NIC identifies the task from the alias used.
+// each task one alias and tells the NIC by writing the alias table in EM through the KLI; at a
+// doorbell the ULI reads the table to name the task.
 class Uli {
  public:
-  Uli(Stats& st, const std::string& name);
-  void assign(uint32_t alias, uint32_t ptask);
-  void revoke(uint32_t alias);
+  Uli(Kli& kli, Stats& st, const std::string& name);
+  // The OS's writes of the table entry, from `at`: returns when they are done.
+  uint64_t assign(uint32_t alias, uint32_t ptask, uint64_t at = 0);
+  uint64_t revoke(uint32_t alias, uint64_t at = 0);
   // The task ringing through `alias`: -1 (and counted) when the alias is unassigned or is not
   // the ringing task's own.
   int64_t ring(uint32_t alias, uint32_t ringing_ptask);
   int64_t alias_of(uint32_t ptask) const;
 
  private:
-  std::map<uint32_t, uint32_t> owner_;
+  Kli& kli_;
   Counter &rings_, &rejected_;
 };
 

@@ -329,3 +329,39 @@ TEST(Mbp2Crypto, BadCryptoSettingsExitOneNamingTheKey) {
 
 }  // namespace
 }  // namespace mbpsim::mbp2
+
+namespace mbpsim::mbp2 {
+namespace {
+
+// The OS swaps a page out: it tells the PME through the ICU, which drops the translation, so
+// the next write after the page-in refills the TLB instead of using a stale frame.
+TEST(Mbp2, SwappingAPageOutInvalidatesItsTranslationThroughTheIcu) {
+  Rig r;
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 1)}}, [] {}));
+  r.run(5);
+  const uint64_t misses = r.counter("system.node1.mbp2.tlb.misses");
+  EXPECT_TRUE(r.sys->tlb(1).lookup(1, 0x10000 / r.ec.page_bytes));
+  r.sys->swap_out(1, 1, 0x10000);
+  r.run(1);
+  EXPECT_EQ(r.counter("system.node1.mbp2.icu.to_pme"), 1u);
+  EXPECT_FALSE(r.sys->tlb(1).lookup(1, 0x10000 / r.ec.page_bytes));
+  EXPECT_EQ(r.counter("system.mbp2.icu_bad_messages"), 0u);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 2)}}, [] {}));
+  r.run(50);  // the page fault, the page-in, then the saved command
+  EXPECT_EQ(r.byte(1, 0x10100), 2u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.tlb.misses"), misses + 2);  // this test's probe, and the refill
+}
+
+// MBCF_SIGNAL on the MBP2: the PME interrupts the host through the ICU with the 64-bit message
+// naming the task and the signal structure; the host pays that interrupt, then the handler.
+TEST(Mbp2, ASignalInterruptsTheHostThroughTheIcu) {
+  const auto s = stats_json("mbp2p-ss20.json", "--set workload.kind=oneway --set 'workload.commands=[\"signal\"]' --set 'workload.sizes=[4]' --set workload.iterations=4");
+  const auto& n1 = s["stats"]["system"]["node1"]["mbp2"];
+  const uint64_t inv = s["stats"]["system"]["mbcf"]["invocations"].get<uint64_t>();
+  EXPECT_GT(inv, 0u);
+  EXPECT_EQ(n1["icu"]["to_host"].get<uint64_t>() + s["stats"]["system"]["node0"]["mbp2"]["icu"]["to_host"].get<uint64_t>(), inv);
+  EXPECT_GT(n1["pme"]["handler"]["icu_ps"].get<uint64_t>(), 0u);
+}
+
+}  // namespace
+}  // namespace mbpsim::mbp2

@@ -3,6 +3,7 @@
 // doorbell aliases, DMA descriptor rings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <systemc>
 #include <vector>
 
@@ -138,9 +139,15 @@ TEST(Mbp2Pme, RegisterSetsMakeInterruptsFreeAndPriorityOrdersWaitingHandlers) {
 
 TEST(Mbp2Uli, TheAliasNamesTheTaskAndAForeignAliasIsRejected) {
   Stats st;
-  Uli u(st, "uli");
-  u.assign(0, 7);
-  u.assign(1, 9);
+  HostBus bus(BusConfig{}, st, "biu");
+  Kli kli(bus, st, "kli");
+  Uli u(kli, st, "uli");
+  // The OS writes each alias's owner into EM through the KLI: one programmed word each.
+  const uint64_t t = u.assign(0, 7);
+  EXPECT_EQ(t, bus.cycles_ps(BusConfig{}.pio_cycles));
+  u.assign(1, 9, t);
+  EXPECT_EQ(kli.load32(Kli::kAliasTable + 4), 10u);  // ptask + 1, as the NIC reads it
+  EXPECT_EQ(test::stat_value(st, "kli.host_writes"), 2u);
   EXPECT_EQ(u.ring(0, 7), 7);
   EXPECT_EQ(u.ring(1, 7), -1);  // task 7 through task 9's alias
   EXPECT_EQ(u.ring(5, 7), -1);  // unassigned alias
@@ -149,6 +156,39 @@ TEST(Mbp2Uli, TheAliasNamesTheTaskAndAForeignAliasIsRejected) {
   EXPECT_EQ(u.ring(1, 9), -1);
   EXPECT_EQ(test::stat_value(st, "uli.rejected"), 3u);
   EXPECT_EQ(test::stat_value(st, "uli.doorbells"), 1u);
+  EXPECT_EQ(u.ring(Kli::kAliases + 3, 7), -1);  // an address past the alias page
+}
+
+TEST(Mbp2Kli, TheKernelAreaHoldsRealBytesReachedByProgrammedWords) {
+  Stats st;
+  HostBus bus(BusConfig{}, st, "biu");
+  Kli kli(bus, st, "kli");
+  const uint8_t in[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const uint64_t w = kli.write(0, 0x100, in, 10);  // three words
+  EXPECT_EQ(w, 3 * bus.cycles_ps(BusConfig{}.pio_cycles));
+  uint8_t out[10] = {};
+  kli.read(w, 0x100, out, 10);
+  EXPECT_TRUE(std::equal(in, in + 10, out));
+  EXPECT_EQ(kli.load32(0x104), 0x05060708u);
+  EXPECT_EQ(test::stat_value(st, "kli.host_reads"), 3u);
+}
+
+TEST(Mbp2Icu, MessagesTravelInOrderEachWay) {
+  Stats st;
+  Icu icu(st, "icu");
+  uint64_t m = 0;
+  EXPECT_FALSE(icu.take_for_host(&m));
+  icu.to_host(0x1122334455667788ull);
+  icu.to_host(2);
+  icu.to_pme(3);
+  ASSERT_TRUE(icu.take_for_host(&m));
+  EXPECT_EQ(m, 0x1122334455667788ull);
+  ASSERT_TRUE(icu.take_for_host(&m));
+  EXPECT_EQ(m, 2u);
+  EXPECT_FALSE(icu.take_for_host(&m));
+  ASSERT_TRUE(icu.take_for_pme(&m));
+  EXPECT_EQ(m, 3u);
+  EXPECT_EQ(test::stat_value(st, "icu.to_host"), 2u);
 }
 
 TEST(Mbp2Dma, DescriptorsAreServedInOrderAfterTheirSetup) {
