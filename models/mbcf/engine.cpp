@@ -403,19 +403,14 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
 // 4.4: one target per packet is implied by the format; the rest is checked here.
 bool combination_ok(const TaskSpace& ts, const Task& t, const Packet& p) {
   if (p.cmds.size() <= 1) return true;
-  uint32_t data_replies = 0, reply_bytes = kHeaderBytes;
+  uint32_t data_replies = 0;
   bool any_mc = false, any_plain = false;
   uint32_t pattern = 0;
   bool have_pattern = false;
   for (const Command& c : p.cmds) {
     if (is_atomic(c.cmd)) return false;
     if (c.cmd == Cmd::Reply || c.cmd == Cmd::Violation) continue;
-    if (replies_with_data(c.cmd)) {
-      ++data_replies;
-      reply_bytes += 20 + c.length + 4;
-    } else if (c.opt.reply != ReplyMode::None || c.opt.emb) {
-      reply_bytes += 24;
-    }
+    if (replies_with_data(c.cmd)) ++data_replies;
     if (is_multicast(c.cmd)) {
       any_mc = true;
       auto it = t.pages.find(ts.page_of(c.laddr));
@@ -428,7 +423,7 @@ bool combination_ok(const TaskSpace& ts, const Task& t, const Packet& p) {
     }
   }
   if (any_mc && any_plain) return false;
-  return data_replies <= 1 && reply_bytes <= kMaxPacketBytes;
+  return data_replies <= 1 && reply_packet_bytes(p.cmds) <= kMaxPacketBytes;
 }
 
 }  // namespace
@@ -549,6 +544,16 @@ void init_signal(TaskSpace& ts, Task& t, uint32_t s, SigInvoke inv, SigStore st,
   ts.store32(t, s + 20, buffer);
   ts.store32(t, s + 24, buffer_bytes);
   ts.store32(t, s + 28, fifo);
+}
+
+uint32_t reply_packet_bytes(const std::vector<Command>& cmds) {
+  uint32_t bytes = kHeaderBytes;
+  for (const Command& c : cmds) {
+    if (c.cmd == Cmd::Reply || c.cmd == Cmd::Violation) continue;
+    if (replies_with_data(c.cmd)) bytes += 4 + 20 + c.length;  // command word, parameters, data
+    else if (c.opt.reply != ReplyMode::None || c.opt.emb) bytes += 24;
+  }
+  return bytes;
 }
 
 }  // namespace mbpsim::mbcf

@@ -48,6 +48,10 @@ struct ExecResult {
 // Runs a packet on `ts`. Reply and Violation packets update the requester's memory (and its
 // elastic-memory-barrier counters); Ack packets are for the caller and are not passed here.
 ExecResult execute(TaskSpace& ts, const Packet& p);
+// Bytes of the one reply packet the commands ask for (a REPLY with data for a READ or an
+// atomic, a status reply otherwise when asked): the 4.4 rule that replies fit one packet, and
+// the sender's check that they fit a frame.
+uint32_t reply_packet_bytes(const std::vector<Command>& cmds);
 
 // Light-weight system calls (4.1, 4.3).
 // Takes the oldest entry of the FIFO whose structure is at `fifo`; nullopt when empty.

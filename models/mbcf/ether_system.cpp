@@ -177,14 +177,9 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
   if (!encode(p, bytes)) return false;
   if (frame_overhead_ > 0) {
     // The NIC wraps every frame (a sealed frame, crypto.h): the request and the reply it asks
-    // for (REPLY: 20 bytes of parameters and the data; a status reply: 24) must still fit.
+    // for must still fit.
     if (bytes.size() + frame_overhead_ > kMaxPacketBytes) return false;
-    uint32_t reply = kHeaderBytes;
-    for (const Command& c : p.cmds) {
-      if (c.cmd == Cmd::Read || is_atomic(c.cmd)) reply += 4 + 20 + c.length;
-      else if (c.opt.reply != ReplyMode::None || c.opt.emb) reply += 24;
-    }
-    if (reply + frame_overhead_ > kMaxPacketBytes) return false;
+    if (reply_packet_bytes(p.cmds) + frame_overhead_ > kMaxPacketBytes) return false;
   }
   b.dst = it->second.pnode;
   b.wire_bytes = static_cast<uint32_t>(bytes.size());

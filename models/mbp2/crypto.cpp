@@ -99,10 +99,11 @@ uint32_t seal_overhead(Cipher c, Auth a) {
   return kSealHeader + iv_of(c) + 2 + (block_of(c) - 1) + 2 + icv_of(a);
 }
 
-uint32_t cipher_blocks(Cipher c, uint32_t plain) {
-  if (c == Cipher::None) return 0;
-  return padded(c, plain) / 8 * (c == Cipher::Des3 ? 3 : 1);
+uint32_t cipher_blocks_of_body(Cipher c, uint32_t body) {
+  return c == Cipher::None ? 0 : body / 8 * (c == Cipher::Des3 ? 3 : 1);
 }
+
+uint32_t cipher_blocks(Cipher c, uint32_t plain) { return cipher_blocks_of_body(c, padded(c, plain)); }
 
 uint32_t hash_blocks(Auth a, uint32_t body) {
   if (a == Auth::None) return 0;

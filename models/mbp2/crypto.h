@@ -41,6 +41,8 @@ uint32_t seal_overhead(Cipher c, Auth a);
 // Cipher blocks (8 bytes) and hash compressions (64-byte blocks, HMAC's two extra included)
 // the CAU runs over a frame of `plain` MBCF bytes (from byte 14).
 uint32_t cipher_blocks(Cipher c, uint32_t plain);
+// The same from a sealed frame's ciphertext length (what the receiver's CAU runs over).
+uint32_t cipher_blocks_of_body(Cipher c, uint32_t body);
 uint32_t hash_blocks(Auth a, uint32_t sealed_body);
 
 enum class OpenError : uint8_t { None, Truncated, BadLength, BadIcv, BadPadding };

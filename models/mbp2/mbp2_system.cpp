@@ -416,7 +416,7 @@ void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::fun
   const uint32_t claimed = f.size() >= 24 ? (static_cast<uint32_t>(f[22]) << 8 | f[23]) : 0;
   const uint32_t iv = m_.crypto.cipher == Cipher::None ? 0 : 8;
   const uint32_t body = std::min(avail, 12 + iv + claimed);
-  const uint32_t cb = m_.crypto.cipher == Cipher::None ? 0 : std::min(claimed, avail) / 8 * (m_.crypto.cipher == Cipher::Des3 ? 3 : 1);
+  const uint32_t cb = cipher_blocks_of_body(m_.crypto.cipher, std::min(claimed, avail));
   const uint32_t hb = hash_blocks(m_.crypto.auth, body);
   const uint32_t len = static_cast<uint32_t>(f.size());
   crypt_work(node, "decrypt", len, cb, hb,
@@ -463,8 +463,7 @@ void Mbp2System::with_public(uint32_t node, uint32_t peer, std::function<void()>
   PeerSec& s = u_[node]->sec[peer];
   if (!s.pub.empty()) return k();
   s.pub_waiters.push_back(std::move(k));
-  if (s.computing) return;
-  s.computing = true;
+  if (s.dh) return;  // being computed
   Rng r(iv_rng_.next(), "mbp2.dh.node" + std::to_string(node) + ".peer" + std::to_string(peer));
   std::vector<uint8_t> seed(Dh::kBytes);
   for (size_t i = 0; i < seed.size(); i += 8) {

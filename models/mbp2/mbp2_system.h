@@ -86,7 +86,7 @@ class Mbp2System : public mbcf::EtherSystem {
     uint32_t tx_seq = 0;
     std::unique_ptr<Dh> dh;
     std::vector<uint8_t> pub;  // our public value, once computed
-    bool computing = false, started = false, deriving = false;
+    bool started = false, deriving = false;
     std::vector<std::function<void()>> pub_waiters;
     std::deque<std::pair<std::vector<uint8_t>, InMac>> waiting;  // frames held for the keys
     uint64_t t0 = 0;
