@@ -63,6 +63,15 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"meac.modmul_cycles", T::Double, 132.0, "cycles", "one 1024-bit modular multiplication with its reduction: 32 passes of a 1024 x 32-bit multiplier for the product and as many for the reduction, plus 4 cycles of pipeline fill (an estimate)", 1, 1e9});
   s.add({"meac.op_instr", T::Double, 12.0, "instructions", "PME: start one MEAC operation (operand addresses in EM) and take its completion", 0, 1e6});
   s.add({"crypto.fw_modmul_instr", T::Double, 9000.0, "instructions", "PME firmware: one 1024-bit Montgomery multiplication (2 x 32 x 32 word multiply-accumulates of about 4 instructions, plus carries)", 1, 1e12});
+  // Message passing (TCP/IP, UDP/IP; 8.2 CSU and OCU, 8.3.3 steering).
+  s.add({"mbp2.csu", T::Bool, true, "", "a checksum unit (CSU-T/CSU-R) sums TCP/UDP data as it streams into EM; false: the PME's firmware sums the words (MBP2P has one: 'the same features as the MBP2C' but crypto, 8.4)", 0, 1});
+  s.add({"mbp2.ocu", T::Bool, true, "", "an order-checking unit compares each TCP segment's sequence number with its connection's register; false: the firmware compares", 0, 1});
+  s.add({"mbp2.ocu_registers", T::Int, 64, "registers", "OCU connection registers; connections beyond them are checked by firmware (an assumption: the thesis gives no size)", 1, 1 << 16});
+  s.add({"mbp2.ip_header_instr", T::Double, 80.0, "instructions", "PME: look up the connection, write the 14-byte Ethernet, 20-byte IP and 8/20-byte UDP/TCP headers (about 12 words), the IP header checksum (5 words) and the pseudo-header's sum, advance TCP's sequence (an estimate from the work)", 0, 1e6});
+  s.add({"mbp2.ip_steer_instr", T::Double, 100.0, "instructions", "PME: check the IP header and its checksum, find the port or connection in the table in EM (a hashed probe), take the CSU/OCU results, write the PGE's descriptor (an estimate from the work)", 0, 1e6});
+  s.add({"mbp2.fw_csum_instr_per_word", T::Double, 2.5, "instructions", "PME firmware checksum per 32-bit word: a load and an add-with-carry, unrolled (loop overhead 0.5)", 0, 1e6});
+  s.add({"mbp2.fw_order_instr", T::Double, 15.0, "instructions", "PME firmware order check: load the expected sequence from EM, compare, branch, store the next", 0, 1e6});
+  s.add({"mbp2.kernel_ring_slots", T::Int, 64, "frames", "the kernel's receive structure for frames to no bound port (written by the PGE in bypass mode)", 1, 1 << 20});
   s.add({"mbp2.ring_entries", T::Int, 16, "entries", "descriptor ring of each DMA engine (in EM)", 1, 1 << 20});
 }
 
@@ -105,6 +114,14 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.adma_setup_ns = c.get_double("mbp2.adma_setup_ns");
   m.ldma_setup_ns = c.get_double("mbp2.ldma_setup_ns");
   m.ring_entries = static_cast<uint32_t>(c.get_int("mbp2.ring_entries"));
+  m.csu = c.get_bool("mbp2.csu");
+  m.ocu = c.get_bool("mbp2.ocu");
+  m.ocu_registers = static_cast<uint32_t>(c.get_int("mbp2.ocu_registers"));
+  m.ip_header_instr = c.get_double("mbp2.ip_header_instr");
+  m.ip_steer_instr = c.get_double("mbp2.ip_steer_instr");
+  m.fw_csum_instr_per_word = c.get_double("mbp2.fw_csum_instr_per_word");
+  m.fw_order_instr = c.get_double("mbp2.fw_order_instr");
+  m.kernel_ring_slots = static_cast<uint32_t>(c.get_int("mbp2.kernel_ring_slots"));
   CryptoConfig& k = m.crypto;
   const std::string ci = c.get_string("crypto.cipher"), au = c.get_string("crypto.auth");
   k.cipher = ci == "des" ? Cipher::Des : ci == "3des" ? Cipher::Des3 : Cipher::None;

@@ -11,11 +11,6 @@ using mbcf::Cmd;
 using mbcf::kNoAddr;
 using mbcf::Packet;
 
-namespace {
-// The send structure lives in a page the OS gives each task next to its doorbell alias.
-constexpr uint32_t kSendStructLaddr = 0xfffff000u;
-}  // namespace
-
 Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed)
     : EtherSystem(cal, ec, st, seed),
       m_(c),
@@ -38,6 +33,26 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
     u->ldma_tx = std::make_unique<DmaEngine>(c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
     u->ldma_rx = std::make_unique<DmaEngine>(c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
     u->sec.resize(ec.nodes);
+    if (c.csu) u->csu = std::make_unique<Csu>(st, b + "csu");
+    if (c.ocu) u->ocu = std::make_unique<Ocu>(c.ocu_registers, st, b + "ocu");
+    {
+      const std::string ib = b + "ip.";
+      IpStats& x = u->ip;
+      x.tx = &st.counter(ib + "tx_datagrams", "UDP/TCP datagrams sent by user tasks through their doorbells");
+      x.tx_bytes = &st.counter(ib + "tx_bytes", "payload bytes of those datagrams");
+      x.tx_rejected = &st.counter(ib + "tx_rejected", "send structures the PGE refused (payload not readable, bypass asked by a task, connection closed)");
+      x.tx_bypass_rejected = &st.counter(ib + "tx_bypass_rejected", "send structures of user tasks asking for untranslated (bypass) addresses");
+      x.rx = &st.counter(ib + "rx_delivered", "datagrams written by the PGE into a task's receive structure");
+      x.rx_bytes = &st.counter(ib + "rx_bytes", "payload bytes of those datagrams");
+      x.rx_kernel = &st.counter(ib + "rx_kernel", "frames for no bound port, written into the kernel's receive structure");
+      x.rx_kernel_dropped = &st.counter(ib + "rx_kernel_dropped", "frames for no bound port dropped: the kernel's receive structure was full");
+      x.rx_ring_full = &st.counter(ib + "rx_ring_full", "datagrams dropped because the task's receive ring was full");
+      x.rx_bad_ring = &st.counter(ib + "rx_bad_ring", "datagrams dropped because the receive ring was unmapped, malformed or its slots too small");
+      x.rx_malformed = &st.counter(ib + "rx_malformed", "IP frames rejected: truncated, bad header or header checksum, fragment, unknown protocol, bad length");
+      x.rx_bad_checksum = &st.counter(ib + "rx_bad_checksum", "UDP/TCP frames whose checksum failed (CSU-R or firmware)");
+      x.rx_not_ours = &st.counter(ib + "rx_not_ours", "IP frames addressed to another node");
+      x.rx_out_of_order = &st.counter(ib + "rx_out_of_order", "TCP segments dropped as duplicates or beyond a gap (OCU or firmware)");
+    }
     if (c.crypto.enabled()) {
       if (c.crypto.cau) u->cau = std::make_unique<Cau>(c.crypto, c.ring_entries, *u->em, st, b + "cau");
       if (c.crypto.keys == CryptoConfig::Keys::Dh && c.crypto.meac) u->meac = std::make_unique<Meac>(c.crypto, st, b + "meac");
@@ -96,33 +111,40 @@ uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
 
 void Mbp2System::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t, uint32_t src_laddr, std::function<void()> k) {
   const uint32_t ptask = p.src_ptask;
-  host_request(node, ptask, alias_of(node, ptask), dst, std::move(p), data, src_laddr, std::move(k));
+  send_packet(node, ptask, alias_of(node, ptask), dst, std::move(p), data, src_laddr, std::move(k));
 }
 
 bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
   Built b;
   if (!build_request(node, ptask, r, b)) return false;
-  host_request(node, ptask, alias, b.dst, std::move(b.packet), b.data, r.src_laddr, std::move(k));
+  send_packet(node, ptask, alias, b.dst, std::move(b.packet), b.data, r.src_laddr, std::move(k));
   return true;
 }
 
-void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, Packet p, uint32_t data,
-                              uint32_t src_laddr, std::function<void()> k) {
+void Mbp2System::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, Packet p, uint32_t data,
+                             uint32_t src_laddr, std::function<void()> k) {
+  const uint64_t build = cycles_ps(m_.host_request_cycles + (p.cmds.size() - 1) * c_.user_build_cycles);
+  host_request(node, ptask, alias, build, [this, node, dst, p = std::move(p), data, src_laddr]() mutable {
+    fetch_and_send(node, dst, std::move(p), data, src_laddr);
+  }, std::move(k));
+}
+
+void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic,
+                              std::function<void()> k) {
   // The user task writes its send structure (ordinary stores, user mode), then the doorbell:
   // an uncached store across the host bus, which holds the CPU until it completes.
-  const uint64_t build = cycles_ps(m_.host_request_cycles + (p.cmds.size() - 1) * c_.user_build_cycles);
-  compute(node, build, [this, node, ptask, alias, dst, p = std::move(p), data, src_laddr, k = std::move(k), build]() mutable {
+  compute(node, build, [this, node, ptask, alias, nic = std::move(nic), k = std::move(k), build]() mutable {
     const uint64_t now = cal_.now_ps();
     const uint64_t done = u_[node]->bus->pio(now);
     n_[node]->kernel_ps += build + (done - now);
     host_requests_.inc();
     compute(node, done - now, std::move(k));
-    cal_.at(done, [this, node, ptask, alias, dst, p = std::move(p), data, src_laddr]() mutable {
+    cal_.at(done, [this, node, ptask, alias, nic = std::move(nic)]() mutable {
       if (u_[node]->uli->ring(alias, ptask) < 0) {
         rejected_requests_.inc();
         return;
       }
-      fetch_and_send(node, dst, std::move(p), data, src_laddr);
+      nic();
     });
   });
 }
@@ -162,13 +184,7 @@ void Mbp2System::fetch_and_send(uint32_t node, uint32_t dst, Packet p, uint32_t 
   if (data > 0 && src_laddr != kNoAddr) refill += translate(node, ptask, src_laddr, data, &pa_data);
   else pa_data = pa_struct + m_.send_struct_bytes;  // the payload follows the structure
   auto pge = [this, node, dst, p = std::move(p), data, pa_struct, pa_data]() mutable {
-    Units& u = *u_[node];
-    const uint32_t total = m_.send_struct_bytes + data;
-    const uint64_t end = u.pge->post(cal_.now_ps(), total, [&](uint64_t s) {
-      uint64_t b = u.bus->dma(s, pa_struct, m_.send_struct_bytes);
-      if (data > 0) b = u.bus->dma(b, pa_data, data);
-      return std::max(b, u.em->access(Route::Host, s, total));
-    });
+    const uint64_t end = pge_fetch(node, pa_struct, pa_data, data);
     // The PGE's completion interrupts the PME, which builds the header from the image and runs
     // the protocol: the SS20 kernel's request routine, ported.
     const uint64_t hdr = proto_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
@@ -183,10 +199,34 @@ void Mbp2System::fetch_and_send(uint32_t node, uint32_t dst, Packet p, uint32_t 
       });
     });
   };
-  if (refill > 0)
-    u.pme->run("tlb_refill", Pme::kHigh, false, refill, std::move(pge));
-  else
-    pge();
+  pge_submit(node, refill, std::move(pge));
+}
+
+void Mbp2System::pge_submit(uint32_t node, uint64_t refill, std::function<void()> post) {
+  Units& u = *u_[node];
+  u.pge_wait.emplace_back(refill, std::move(post));
+  if (!u.pge_stalled) pge_next(node);
+}
+
+void Mbp2System::pge_next(uint32_t node) {
+  Units& u = *u_[node];
+  while (!u.pge_wait.empty()) {
+    auto [refill, post] = std::move(u.pge_wait.front());
+    u.pge_wait.pop_front();
+    if (refill == 0) {
+      post();
+      continue;
+    }
+    // A TLB miss interrupts the PME, and the PGE waits for the entry: requests behind this one
+    // wait too (they never overtake it).
+    u.pge_stalled = true;
+    u.pme->run("tlb_refill", Pme::kHigh, false, refill, [this, node, post = std::move(post)] {
+      post();
+      u_[node]->pge_stalled = false;
+      pge_next(node);
+    });
+    return;
+  }
 }
 
 void Mbp2System::host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) {
@@ -387,7 +427,13 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::f
     cal_.at(t, [this, node, f = std::move(frame)]() mutable { on_kx(node, std::move(f)); });
     return;
   }
-  if (!m_.crypto.enabled()) return EtherSystem::nic_receive(node, std::move(frame), std::move(ready));
+  if (!m_.crypto.enabled()) {
+    if (is_ip(frame)) {  // UDP/TCP: the PME steers it; it never reaches the MBCF receive routine
+      ready(nullptr);
+      return ip_arrive(node, std::move(frame));
+    }
+    return EtherSystem::nic_receive(node, std::move(frame), std::move(ready));
+  }
   Units& u = *u_[node];
   if (type != kEtherTypeSealed) {  // a NIC that encrypts takes nothing in the clear
     u.cs.rej_plain->inc();
@@ -398,8 +444,16 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::f
   cal_.at(t, [this, node, f = std::move(frame), k = std::move(ready)]() mutable {
     // The LDMA's completion interrupts the PME, which reads the header and starts the CAU.
     Units& u = *u_[node];
-    u.pme->run("rx_check", Pme::kNormal, true, u.pme->instr_ps(m_.rx_desc_instr),
-               [this, node, f = std::move(f), k = std::move(k)]() mutable { open_received(node, std::move(f), std::move(k)); });
+    u.pme->run("rx_check", Pme::kNormal, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, f = std::move(f), k = std::move(k)]() mutable {
+      open_received(node, std::move(f), [this, node, k = std::move(k)](std::vector<uint8_t>* g) {
+        if (g && is_ip(*g)) {  // an IPsec datagram, opened: steered like one in the clear
+          std::vector<uint8_t> h = std::move(*g);
+          k(nullptr);
+          return ip_steer(node, std::move(h), false);
+        }
+        k(g);
+      });
+    });
   });
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "models/mbcf/ether_system.h"
+#include "models/mbp2/inet.h"
 #include "models/mbp2/units.h"
 
 namespace mbpsim::mbp2 {
@@ -31,6 +32,14 @@ struct Mbp2Config {
   uint32_t send_struct_bytes = 32;   // the send structure the PGE fetches before the payload
   double pge_setup_ns = 200, adma_setup_ns = 200, ldma_setup_ns = 100;
   uint32_t ring_entries = 16;
+  // message passing (TCP/IP, UDP/IP): the CSU and OCU, and the PME's routines
+  bool csu = true, ocu = true;      // MBP2P has both in its FPGA ("the same features as the MBP2C", 8.4)
+  uint32_t ocu_registers = 64;
+  double ip_header_instr = 80;      // PME: build the IP and UDP/TCP headers of a datagram
+  double ip_steer_instr = 100;      // PME: check the IP header, find the port or connection, post to the PGE
+  double fw_csum_instr_per_word = 2.5;  // PME firmware checksum without the CSU
+  double fw_order_instr = 15;       // PME firmware order check without an OCU register
+  uint32_t kernel_ring_slots = 64;  // the kernel's receive structure
   CryptoConfig crypto;
   static Mbp2Config from(const Config& c);
 };
@@ -58,6 +67,44 @@ class Mbp2System : public mbcf::EtherSystem {
   // Starts the Diffie-Hellman exchange with `peer` now (it also starts by itself on the first
   // frame for a peer without keys when crypto.keys = dh).
   void start_key_exchange(uint32_t node, uint32_t peer);
+  // ---- Message passing (8.3.3): UDP/IP and TCP/IP datagrams sent by a user task through its
+  // doorbell and steered by the receiving NIC into the receive structure of the task bound to
+  // the port (UDP) or connection (TCP), or into the kernel's when none is. No system call and
+  // no copy by the host CPU at either end.
+  //
+  // A receive structure (ring) in the task's memory, little-endian words like the FIFO's:
+  //   +0 slots, +4 slot bytes, +8 head (written by the NIC), +12 tail (written by the task);
+  //   slot i at +16 + (i % slots) * slot bytes: +0 payload length, +4 source Pnode,
+  //   +8 source port << 16 | destination port, +12 TCP sequence, +16 the payload.
+  static constexpr uint32_t kRingHeader = 16, kSlotHeader = 16;
+  struct DatagramRequest {
+    uint8_t proto = kIpProtoUdp;
+    uint32_t dst_node = 0;
+    uint16_t src_port = 0, dst_port = 0;
+    uint32_t laddr = 0, len = 0;  // the payload in the sender's space
+    bool bypass = false;          // untranslated addresses: kernel requests only (the PGE rejects a task's)
+  };
+  struct RxInfo {
+    uint32_t src_node = 0, seq = 0;
+    uint16_t src_port = 0, dst_port = 0;
+  };
+  // The user library: lays out an empty ring (the task's own stores).
+  void init_ring(uint32_t node, uint32_t ptask, uint32_t ring_laddr, uint32_t slots, uint32_t slot_bytes);
+  // The OS binds a port, or a TCP connection with its initial sequence numbers, to a ring of
+  // `ptask` by writing the connection table in EM through the KLI. False (an error for the
+  // caller) when the table is full, the key is taken or the ring is not the task's.
+  bool bind_udp(uint32_t node, uint32_t ptask, uint16_t port, uint32_t ring_laddr);
+  bool connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port, uint32_t remote_node, uint16_t remote_port,
+                   uint32_t ring_laddr, uint32_t send_iss, uint32_t recv_irs);
+  // A user task sends a datagram; `k` runs when the doorbell write returns. False (nothing
+  // done) when it cannot be a datagram: too long for one frame, no such task or peer, or a TCP
+  // connection the task does not own.
+  bool send_datagram(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::function<void()> k);
+  // The task takes the oldest datagram of its ring (loads, and a store of the tail): false if
+  // the ring is empty.
+  bool take(uint32_t node, uint32_t ptask, uint32_t ring_laddr, std::vector<uint8_t>* payload, RxInfo* info = nullptr);
+  // Frames for no bound port, in the kernel's receive structure, oldest first.
+  const std::deque<std::vector<uint8_t>>& kernel_received(uint32_t node) const { return u_[node]->kernel_rx; }
   // Per node: PME interrupts per second and utilisation, each unit's busy fraction, crypto.
   nlohmann::ordered_json nic_summary() const override;
 
@@ -95,6 +142,10 @@ class Mbp2System : public mbcf::EtherSystem {
     Counter *sealed, *opened, *enc_bytes, *dec_bytes, *auth_bytes, *rej_auth, *rej_format, *rej_plain, *rej_no_sa;
     Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad;
   };
+  struct IpStats {
+    Counter *tx, *tx_bytes, *tx_rejected, *tx_bypass_rejected, *rx, *rx_bytes, *rx_kernel, *rx_kernel_dropped, *rx_ring_full, *rx_bad_ring,
+        *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order;
+  };
   struct Units {
     std::unique_ptr<HostBus> bus;
     std::unique_ptr<Em> em;
@@ -106,6 +157,14 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<DmaEngine> pge, adma, ldma_tx, ldma_rx;
     std::unique_ptr<Cau> cau;
     std::unique_ptr<Meac> meac;
+    std::unique_ptr<Csu> csu;
+    std::unique_ptr<Ocu> ocu;
+    std::deque<std::vector<uint8_t>> kernel_rx;
+    IpStats ip{};
+    uint32_t ocu_used = 0;
+    std::deque<std::pair<uint64_t, std::function<void()>>> pge_wait;  // requests behind a TLB miss
+    bool pge_stalled = false;
+    uint16_t ip_id = 0;
     std::vector<PeerSec> sec;
     CryptoStats cs{};
     bool interrupt_next = false;  // the next protocol work starts with an interrupt (a receive)
@@ -117,8 +176,41 @@ class Mbp2System : public mbcf::EtherSystem {
   uint64_t translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64_t* pa);
   // The NIC side of a request whose doorbell write completed at `at`.
   void fetch_and_send(uint32_t node, uint32_t dst, mbcf::Packet p, uint32_t data, uint32_t src_laddr);
-  void host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, mbcf::Packet p, uint32_t data,
-                    uint32_t src_laddr, std::function<void()> k);
+  // The user task writes a send structure (`build` host time) and rings `alias`; `nic` runs
+  // when the ULI accepts the doorbell.
+  void host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic,
+                    std::function<void()> k);
+  void send_packet(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, mbcf::Packet p, uint32_t data,
+                   uint32_t src_laddr, std::function<void()> k);
+
+  // message passing
+  // The connection table in EM's kernel area (KLI), 32-byte big-endian entries:
+  //   +0 protocol << 24 | local port (0: free)   +4 remote Pnode << 16 | remote port (TCP)
+  //   +8 ptask + 1                               +12 ring address in the task
+  //   +16 TCP next sequence to send              +20 OCU register + 1 (0: order checked by firmware)
+  //   +24 TCP next sequence expected (firmware)  +28 the NIC's producer index of the ring
+  static constexpr uint32_t kConnTable = 4096, kConns = 128, kConnBytes = 32;
+  int64_t find_conn(uint32_t node, uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const;
+  bool add_conn(uint32_t node, const std::vector<uint32_t>& words);
+  void datagram_fetch(uint32_t node, uint32_t ptask, DatagramRequest r);
+  void datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload);
+  // A received IP frame in EM: checked, steered and delivered; `interrupt`: the PME is entered
+  // by the LDMA's completion (false when it already runs the receive, after a decryption).
+  void ip_steer(uint32_t node, std::vector<uint8_t>&& frame, bool interrupt);
+  // The PGE writes the payload into the next slot of the connection's ring; false (counted)
+  // when the ring is full, unmapped, malformed or its slots too small.
+  bool pge_deliver(uint32_t node, int64_t conn, std::vector<uint8_t>&& frame, const Parsed& p);
+  void kernel_deliver(uint32_t node, std::vector<uint8_t>&& frame);
+  void ip_arrive(uint32_t node, std::vector<uint8_t>&& frame);
+  static bool is_ip(const std::vector<uint8_t>& frame);
+  // A PGE request whose translations cost `refill` of PME time (0: all hits): `post` starts
+  // its DMA once the PME has refilled the TLB; requests are served in order.
+  void pge_submit(uint32_t node, uint64_t refill, std::function<void()> post);
+  void pge_next(uint32_t node);
+  // The PGE fetches a send structure and `data` payload bytes into EM: returns the end.
+  uint64_t pge_fetch(uint32_t node, uint64_t pa_struct, uint64_t pa_data, uint32_t data);
+  // The send structure lives in a page the OS gives each task next to its doorbell alias.
+  static constexpr uint32_t kSendStructLaddr = 0xfffff000u;
 
   // crypto (crypto.h): the CAU's work (or the firmware's) over a frame in EM, then `k`.
   void crypt_work(uint32_t node, const char* what, uint32_t bytes, uint32_t cblocks, uint32_t hblocks, std::function<void()> k);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/core/error.h"
+#include "models/mbp2/inet.h"
 
 namespace mbpsim::mbp2 {
 
@@ -266,6 +267,11 @@ uint32_t Kli::load32(uint32_t off) const {
          static_cast<uint32_t>(mem_[off + 2]) << 8 | mem_[off + 3];
 }
 
+void Kli::store32(uint32_t off, uint32_t v) {
+  check(off, 4);
+  for (int i = 0; i < 4; ++i) mem_[off + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+}
+
 Icu::Icu(Stats& st, const std::string& n)
     : to_host_(st.counter(n + ".to_host", "interrupts with a 64-bit message from the PME to the host")),
       to_pme_(st.counter(n + ".to_pme", "interrupts with a 64-bit message from the host to the PME")) {}
@@ -390,6 +396,50 @@ uint64_t Meac::run(uint64_t at, uint32_t n) {
   ops_.inc(n);
   busy_.inc(dur);
   return free_;
+}
+
+// ------------------------------------------------------------------ CSU, OCU
+
+Csu::Csu(Stats& st, const std::string& name)
+    : tx_(st.counter(name + ".tx", "checksums computed on packet images written by the PGE (CSU-T)")),
+      rx_(st.counter(name + ".rx", "checksums verified on frames written by the LDMA (CSU-R)")),
+      bad_(st.counter(name + ".bad", "received frames whose TCP/UDP checksum failed")),
+      bytes_(st.counter(name + ".bytes", "bytes summed, both parts")) {}
+
+uint16_t Csu::transmit(const std::vector<uint8_t>& f) {
+  tx_.inc();
+  bytes_.inc(f.size());
+  return l4_checksum(f);
+}
+
+bool Csu::receive(const std::vector<uint8_t>& f) {
+  rx_.inc();
+  bytes_.inc(f.size());
+  const bool ok = l4_verifies(f);
+  if (!ok) bad_.inc();
+  return ok;
+}
+
+Ocu::Ocu(uint32_t registers, Stats& st, const std::string& name)
+    : next_(registers, 0),
+      in_order_(st.counter(name + ".in_order", "segments found in order")),
+      dups_(st.counter(name + ".duplicates", "segments found entirely before the expected sequence number")),
+      gaps_(st.counter(name + ".gaps", "segments found beyond the expected sequence number (one before them is missing)")) {}
+
+void Ocu::arm(uint32_t reg, uint32_t next) { next_.at(reg) = next; }
+
+Ocu::Order Ocu::check(uint32_t reg, uint32_t seq) {
+  const int32_t d = static_cast<int32_t>(seq - next_.at(reg));
+  if (d == 0) {
+    in_order_.inc();
+    return Order::InOrder;
+  }
+  if (d < 0) {
+    dups_.inc();
+    return Order::Duplicate;
+  }
+  gaps_.inc();
+  return Order::Gap;
 }
 
 }  // namespace mbpsim::mbp2

@@ -192,7 +192,7 @@ class Pme {
 class Kli {
  public:
   static constexpr uint32_t kAliasTable = 0;       // ULI: one u32 per alias, ptask + 1 (0: none)
-  static constexpr uint32_t kAliases = 1024;
+  static constexpr uint32_t kAliases = 1024;       // (4 KiB; the MBP2's connection table follows)
   static constexpr uint32_t kBytes = 64 * 1024;    // the kernel area
   Kli(HostBus& bus, Stats& st, const std::string& name);
   // The host kernel writes / reads `n` bytes at `off` from time `at`: returns when done.
@@ -200,6 +200,7 @@ class Kli {
   uint64_t read(uint64_t at, uint32_t off, uint8_t* p, uint32_t n);
   // The PME's view of the same bytes (it reads EM directly).
   uint32_t load32(uint32_t off) const;
+  void store32(uint32_t off, uint32_t v);
 
  private:
   void check(uint32_t off, uint32_t n) const;
@@ -263,6 +264,43 @@ class DmaEngine {
   uint64_t free_ = 0;
   std::deque<uint64_t> outstanding_;  // completion times of posted descriptors
   Counter &descs_, &bytes_, &busy_, &ring_full_;
+};
+
+// ------------------------------------------------------------------ CSU, OCU
+
+// The CSU (8.2): TCP and UDP checksums computed on the data as it streams into EM, by CSU-T on
+// the PGE's writes of a packet image and by CSU-R on the LDMA's writes of a received frame. It
+// adds no time (it runs beside the stream); the PME reads its result from the descriptor and
+// adds the pseudo-header. Without one, the PME's firmware sums the frame's words itself.
+class Csu {
+ public:
+  Csu(Stats& st, const std::string& name);
+  // CSU-T: the checksum of an image whose checksum field is zero.
+  uint16_t transmit(const std::vector<uint8_t>& frame);
+  // CSU-R: true when the frame's checksum verifies.
+  bool receive(const std::vector<uint8_t>& frame);
+
+ private:
+  Counter &tx_, &rx_, &bad_, &bytes_;
+};
+
+// The OCU (8.2): checks packet order for TCP (and MBCF) as frames arrive. It holds, per
+// connection register, the next sequence number expected; a segment is in order, a duplicate
+// (entirely before it) or beyond a gap. The PME advances the register when it delivers.
+class Ocu {
+ public:
+  enum class Order : uint8_t { InOrder, Duplicate, Gap };
+  Ocu(uint32_t registers, Stats& st, const std::string& name);
+  uint32_t registers() const { return static_cast<uint32_t>(next_.size()); }
+  void arm(uint32_t reg, uint32_t next);
+  // Sequence numbers compare in a 32-bit space (RFC 793): `seq` before `next` is a duplicate.
+  Order check(uint32_t reg, uint32_t seq);
+  void advance(uint32_t reg, uint32_t next) { next_.at(reg) = next; }
+  uint32_t expected(uint32_t reg) const { return next_.at(reg); }
+
+ private:
+  std::vector<uint32_t> next_;
+  Counter &in_order_, &dups_, &gaps_;
 };
 
 // ------------------------------------------------------------------ crypto units (CAU, MEAC1024)

@@ -363,5 +363,235 @@ TEST(Mbp2, ASignalInterruptsTheHostThroughTheIcu) {
   EXPECT_GT(n1["pme"]["handler"]["icu_ps"].get<uint64_t>(), 0u);
 }
 
+
+// ------------------------------------------------------------------ message passing (UDP/TCP)
+
+constexpr uint32_t kRing = 0x18000, kSrcBuf = 0x11000;
+
+// Writes `n` tagged bytes into node 0's task 1 at kSrcBuf + off; returns them.
+std::vector<uint8_t> put_payload(Rig& r, uint32_t off, uint32_t n, uint8_t tag) {
+  std::vector<uint8_t> p(n);
+  for (uint32_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(tag * 31 + i);
+  if (n) r.sys->space(0).write(r.task(0), kSrcBuf + off, p.data(), n);
+  return p;
+}
+
+// Sends the requests one after another from node 0's task 1 (the user program continues when
+// each doorbell write returns); every one must be accepted.
+void send_all(Rig& r, std::vector<Mbp2System::DatagramRequest> q, size_t i = 0) {
+  if (i == q.size()) return;
+  const Mbp2System::DatagramRequest d = q[i];
+  ASSERT_TRUE(r.sys->send_datagram(0, 1, d, [&r, q = std::move(q), i]() mutable { send_all(r, std::move(q), i + 1); }));
+}
+
+Mbp2System::DatagramRequest udp_to(uint32_t port, uint32_t off, uint32_t n) {
+  Mbp2System::DatagramRequest d;
+  d.dst_node = 1;
+  d.src_port = 4000;
+  d.dst_port = static_cast<uint16_t>(port);
+  d.laddr = kSrcBuf + off;
+  d.len = n;
+  return d;
+}
+
+TEST(Mbp2Msg, AUdpDatagramIsSteeredIntoTheBoundTasksRingWithNoWorkForEitherKernel) {
+  Rig r;
+  r.sys->init_ring(1, 1, kRing, 4, 2048);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kRing));
+  EXPECT_FALSE(r.sys->bind_udp(1, 2, 7, 0x10000));  // the port is taken
+  const auto p = put_payload(r, 0, 1000, 1);
+  bool returned = false;
+  ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_to(7, 0, 1000), [&] { returned = true; }));
+  r.run(5);
+  EXPECT_TRUE(returned);
+  std::vector<uint8_t> got;
+  Mbp2System::RxInfo info;
+  ASSERT_TRUE(r.sys->take(1, 1, kRing, &got, &info));
+  EXPECT_EQ(got, p);
+  EXPECT_EQ(info.src_node, 0u);
+  EXPECT_EQ(info.src_port, 4000);
+  EXPECT_EQ(info.dst_port, 7);
+  EXPECT_FALSE(r.sys->take(1, 1, kRing, &got));  // one datagram, taken
+  EXPECT_EQ(r.sys->host_busy_ps(1), 0u);          // no interrupt, no copy at the receiver
+  EXPECT_NEAR(r.sys->host_busy_ps(0) / 1e6, 3.0, 0.3);  // the sender: structure and doorbell
+  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_datagrams"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_bytes"), 1000u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.csu.tx"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.csu.rx"), 1u);
+  EXPECT_GE(r.counter("system.node0.mbp2.pge.bytes"), 1000u + 32);
+  EXPECT_GE(r.counter("system.node1.mbp2.pge.bytes"), 1000u + 32);  // the PGE delivers, not the ADMA
+  EXPECT_EQ(r.counter("system.node1.mbp2.adma.bytes"), 0u);
+  EXPECT_GT(r.counter("system.node0.mbp2.pme.handler.ip_header_ps"), 0u);
+  EXPECT_GT(r.counter("system.node1.mbp2.pme.handler.ip_steer_ps"), 0u);
+  EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);  // not MBCF
+}
+
+TEST(Mbp2Msg, AFullRingDropsAndCountsAndTheRingRefillsInOrder) {
+  Rig r;
+  r.sys->init_ring(1, 1, kRing, 2, 256);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 9, kRing));
+  std::vector<std::vector<uint8_t>> sent;
+  for (uint32_t i = 0; i < 5; ++i) {
+    sent.push_back(put_payload(r, 256 * i, 100, static_cast<uint8_t>(i + 1)));
+    r.sys->cal().at(static_cast<uint64_t>(i) * 20'000'000, [&r, i] { ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_to(9, 256 * i, 100), [] {})); });
+  }
+  r.run(5);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 2u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_ring_full"), 3u);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
+  EXPECT_EQ(got, sent[0]);
+  ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
+  EXPECT_EQ(got, sent[1]);
+  // A payload larger than a slot is refused by the PGE, counted, and does not use a slot.
+  put_payload(r, 0, 300, 9);
+  send_all(r, {udp_to(9, 0, 300), udp_to(9, 256 * 4, 100)});
+  r.run(5);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_bad_ring"), 1u);
+  ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
+  EXPECT_EQ(got, sent[4]);
+}
+
+TEST(Mbp2Msg, AFrameForNoBoundPortGoesToTheKernelWithAnIcuInterrupt) {
+  Rig r;
+  put_payload(r, 0, 64, 3);
+  ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_to(53, 0, 64), [] {}));
+  r.run(5);
+  ASSERT_EQ(r.sys->kernel_received(1).size(), 1u);
+  Parsed p;
+  ASSERT_EQ(parse_inet(r.sys->kernel_received(1)[0], p), InetError::None);
+  EXPECT_EQ(p.d.dst_port, 53);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_kernel"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.icu.to_host"), 1u);
+  EXPECT_GT(r.sys->host_busy_ps(1), 0u);  // the kernel took the interrupt
+}
+
+TEST(Mbp2Msg, TcpSegmentsAreNumberedInOrderAndTheOcuDropsDuplicatesAndGaps) {
+  Rig r;
+  r.sys->init_ring(1, 1, kRing, 8, 512);
+  r.sys->init_ring(1, 2, 0x10000, 4, 512);
+  ASSERT_TRUE(r.sys->connect_tcp(0, 1, 4000, 1, 80, kRing, 1000, 0));
+  ASSERT_TRUE(r.sys->connect_tcp(1, 1, 80, 0, 4000, kRing, 0, 1000));
+  // A second connection to node 1 whose receiver expects a later sequence: every segment is
+  // a duplicate to it (its OCU register says so).
+  ASSERT_TRUE(r.sys->connect_tcp(0, 1, 4001, 1, 81, kRing, 5000, 0));
+  ASSERT_TRUE(r.sys->connect_tcp(1, 2, 81, 0, 4001, 0x10000, 0, 6000));
+  auto seg = [](uint16_t sp, uint16_t dp, uint32_t off, uint32_t n) {
+    Mbp2System::DatagramRequest d = udp_to(dp, off, n);
+    d.proto = kIpProtoTcp;
+    d.src_port = sp;
+    return d;
+  };
+  std::vector<std::vector<uint8_t>> sent;
+  for (uint32_t i = 0; i < 3; ++i) {
+    sent.push_back(put_payload(r, 512 * i, 200 + i, static_cast<uint8_t>(i + 4)));
+    r.sys->cal().at(static_cast<uint64_t>(i) * 50'000'000, [&r, i, seg] { ASSERT_TRUE(r.sys->send_datagram(0, 1, seg(4000, 80, 512 * i, 200 + i), [] {})); });
+  }
+  r.sys->cal().at(200'000'000, [&r, seg] { ASSERT_TRUE(r.sys->send_datagram(0, 1, seg(4001, 81, 0, 10), [] {})); });
+  EXPECT_FALSE(r.sys->send_datagram(0, 2, seg(4000, 80, 0, 10), [] {}));  // not task 2's connection
+  EXPECT_FALSE(r.sys->send_datagram(0, 1, seg(4002, 80, 0, 10), [] {}));  // no such connection
+  r.run(5);
+  uint32_t seq = 1000;
+  for (uint32_t i = 0; i < 3; ++i) {
+    std::vector<uint8_t> got;
+    Mbp2System::RxInfo info;
+    ASSERT_TRUE(r.sys->take(1, 1, kRing, &got, &info)) << i;
+    EXPECT_EQ(got, sent[i]);
+    EXPECT_EQ(info.seq, seq);
+    seq += 200 + i;
+  }
+  EXPECT_FALSE(r.sys->take(1, 2, 0x10000, nullptr));
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_out_of_order"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ocu.in_order"), 3u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ocu.duplicates"), 1u);
+}
+
+TEST(Mbp2Msg, WithoutCsuAndOcuTheFirmwareChecksAtAPrice) {
+  Mbp2Config m;
+  m.csu = false;
+  m.ocu = false;
+  Rig r(m);
+  r.sys->init_ring(1, 1, kRing, 8, 2048);
+  ASSERT_TRUE(r.sys->connect_tcp(0, 1, 4000, 1, 80, kRing, 0, 0));
+  ASSERT_TRUE(r.sys->connect_tcp(1, 1, 80, 0, 4000, kRing, 0, 0));
+  const auto p = put_payload(r, 0, 1024, 2);
+  Mbp2System::DatagramRequest d = udp_to(80, 0, 1024);
+  d.proto = kIpProtoTcp;
+  ASSERT_TRUE(r.sys->send_datagram(0, 1, d, [] {}));
+  r.run(5);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
+  EXPECT_EQ(got, p);
+  // The steering handler paid the firmware's sum over every word and its order check.
+  const Mbp2Config& c = r.sys->mbp2_config();
+  const uint32_t words = (20 + 20 + 1024) / 4;
+  Pme& pme = r.sys->pme(1);
+  const uint64_t want = pme.instr_ps(c.ip_steer_instr + c.rx_desc_instr) + pme.kernel_ps(c.fw_csum_instr_per_word * words, words) +
+                        pme.instr_ps(c.fw_order_instr) + pme.interrupt_ps();
+  EXPECT_EQ(r.counter("system.node1.mbp2.pme.handler.ip_steer_ps"), want);
+  EXPECT_GT(want, 2 * (pme.instr_ps(c.ip_steer_instr + c.rx_desc_instr) + pme.interrupt_ps()));
+}
+
+TEST(Mbp2Msg, AlteredDatagramsAreRejectedByTheChecksumsAndNeverDelivered) {
+  Rig r;
+  r.sys->init_ring(1, 1, kRing, 16, 512);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kRing));
+  uint32_t altered = 0;
+  r.sys->ether().set_tap([&](uint32_t to, const std::vector<uint8_t>& f) {
+    if (to != 1) return;
+    auto& g = const_cast<std::vector<uint8_t>&>(f);
+    g[14 + (altered * 37) % (f.size() - 14)] ^= static_cast<uint8_t>(1 + altered);  // header or payload
+    ++altered;
+  });
+  for (uint32_t i = 0; i < 12; ++i) {
+    put_payload(r, 400 * i, 300, static_cast<uint8_t>(i));
+    r.sys->cal().at(static_cast<uint64_t>(i) * 20'000'000, [&r, i] { ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_to(7, 400 * i, 300), [] {})); });
+  }
+  r.run(5);
+  EXPECT_EQ(altered, 12u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_malformed") + r.counter("system.node1.mbp2.ip.rx_bad_checksum"), 12u);
+  EXPECT_GT(r.counter("system.node1.mbp2.csu.bad"), 0u);
+  EXPECT_TRUE(r.sys->kernel_received(1).empty());
+}
+
+TEST(Mbp2Msg, TheSenderRefusesBypassUnreadablePayloadsAndOversizedDatagrams) {
+  Rig r;
+  r.sys->init_ring(1, 1, kRing, 4, 2048);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kRing));
+  Mbp2System::DatagramRequest d = udp_to(7, 0, 100);
+  d.bypass = true;  // a user task asking for untranslated addresses
+  Mbp2System::DatagramRequest far = udp_to(7, 0, 100);
+  far.laddr = 0x40000;  // not mapped in the task
+  EXPECT_FALSE(r.sys->send_datagram(0, 1, udp_to(7, 0, 1473), [] {}));  // 1472 is UDP's most in one frame
+  Mbp2System::DatagramRequest self = udp_to(7, 0, 4);
+  self.dst_node = 0;
+  EXPECT_FALSE(r.sys->send_datagram(0, 1, self, [] {}));
+  send_all(r, {d, far, udp_to(7, 0, 1)});  // the last, a 1-byte datagram in a padded frame, goes
+  r.run(5);
+  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_bypass_rejected"), 1u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_rejected"), 2u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 1u);  // the 1-byte one
+}
+
+TEST(Mbp2Msg, DatagramsBetweenEncryptingNicsAreSealedLikeIpsec) {
+  Rig r(crypto(Cipher::Des3, Auth::HmacSha1));
+  Sniffer sn(r);
+  r.sys->init_ring(1, 1, kRing, 4, 2048);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kRing));
+  const auto p = put_payload(r, 0, 1000, 6);
+  ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_to(7, 0, 1000), [] {}));
+  // What fits in the clear does not fit sealed.
+  EXPECT_FALSE(r.sys->send_datagram(0, 1, udp_to(7, 0, 1472), [] {}));
+  r.run(5);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
+  EXPECT_EQ(got, p);
+  EXPECT_FALSE(sn.saw(std::vector<uint8_t>(p.begin() + 300, p.begin() + 332)));
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.frames_sealed"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_opened"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 1u);
+}
 }  // namespace
 }  // namespace mbpsim::mbp2

@@ -1,0 +1,364 @@
+// Message passing on the MBP2 (thesis 8.3.1, 8.3.3): UDP/IP and TCP/IP datagrams. A user task
+// writes a send structure and rings its doorbell; the PGE fetches the structure and payload
+// through the TLB into EM while the CSU-T sums it; the PME builds the IP and UDP/TCP headers
+// and hands the frame to the LDMA (sealed by the CAU first when the NIC encrypts: IPsec).
+// Receiving, the LDMA writes the frame into EM while the CSU-R sums it and the OCU checks a TCP
+// segment's order; the PME finds the port or connection in the connection table (EM's kernel
+// area, written by the OS through the KLI) and starts the PGE, which walks the task's receive
+// structure and writes the payload into its next slot. Frames for no bound port go to the
+// kernel's receive structure (the PGE in bypass mode) with an ICU interrupt to the host.
+//
+// Not modelled: IP fragmentation (a datagram fits one frame) and TCP's reliability (ACKs,
+// retransmission, windows, congestion control): a segment the OCU finds out of order is
+// dropped and counted.
+#include <algorithm>
+
+#include "models/core/error.h"
+#include "models/mbp2/mbp2_system.h"
+
+namespace mbpsim::mbp2 {
+
+using mbcf::kPermRead;
+using mbcf::kPermRW;
+using mbcf::Task;
+using mbcf::TaskSpace;
+using mbcf::ViolationCode;
+
+namespace {
+constexpr uint64_t kIcuKernelRx = 2ull << 56;  // | frame length: a frame in the kernel's receive structure
+uint16_t ether_type_of(const std::vector<uint8_t>& f) { return f.size() < 14 ? 0 : static_cast<uint16_t>(f[12] << 8 | f[13]); }
+
+bool usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint64_t n, uint8_t perm) {
+  if (laddr + n > 0x100000000ull) return false;
+  bool present = true;
+  return ts.check(t, static_cast<uint32_t>(laddr), static_cast<uint32_t>(n), perm, &present) == ViolationCode::None && present;
+}
+}  // namespace
+
+// ------------------------------------------------------------------ the OS and the user library
+
+void Mbp2System::init_ring(uint32_t node, uint32_t ptask, uint32_t ring, uint32_t slots, uint32_t slot_bytes) {
+  TaskSpace& ts = space(node);
+  Task* t = ts.find(ptask);
+  const uint64_t bytes = kRingHeader + static_cast<uint64_t>(slots) * slot_bytes;
+  if (!t || slots == 0 || slot_bytes < kSlotHeader || !usable(ts, *t, ring, bytes, kPermRW))
+    internal_error("init_ring: the ring of task " + std::to_string(ptask) + " on node " + std::to_string(node) +
+                   " is not mapped writable, or has no slots");
+  ts.store32(*t, ring, slots);
+  ts.store32(*t, ring + 4, slot_bytes);
+  ts.store32(*t, ring + 8, 0);
+  ts.store32(*t, ring + 12, 0);
+}
+
+int64_t Mbp2System::find_conn(uint32_t node, uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
+  const Kli& k = *u_[node]->kli;
+  const uint32_t key = static_cast<uint32_t>(proto) << 24 | local_port;
+  const uint32_t remote = (remote_node & 0xffff) << 16 | remote_port;
+  for (uint32_t i = 0; i < kConns; ++i) {
+    const uint32_t off = kConnTable + i * kConnBytes;
+    if (k.load32(off) != key || k.load32(off + 8) == 0) continue;
+    if (proto == kIpProtoTcp && k.load32(off + 4) != remote) continue;
+    return i;
+  }
+  return -1;
+}
+
+bool Mbp2System::add_conn(uint32_t node, const std::vector<uint32_t>& words) {
+  Kli& k = *u_[node]->kli;
+  for (uint32_t i = 0; i < kConns; ++i) {
+    const uint32_t off = kConnTable + i * kConnBytes;
+    if (k.load32(off + 8) != 0) continue;
+    std::vector<uint8_t> b(kConnBytes, 0);
+    for (size_t w = 0; w < words.size() && w < kConnBytes / 4; ++w)
+      for (int j = 0; j < 4; ++j) b[4 * w + j] = static_cast<uint8_t>(words[w] >> (24 - 8 * j));
+    k.write(cal_.now_ps(), off, b.data(), kConnBytes);  // the OS's programmed writes (at set-up)
+    return true;
+  }
+  return false;
+}
+
+bool Mbp2System::bind_udp(uint32_t node, uint32_t ptask, uint16_t port, uint32_t ring) {
+  TaskSpace& ts = space(node);
+  const Task* t = ts.find(ptask);
+  if (!t || port == 0 || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
+  if (find_conn(node, kIpProtoUdp, port, 0, 0) >= 0) return false;
+  return add_conn(node, {static_cast<uint32_t>(kIpProtoUdp) << 24 | port, 0, ptask + 1, ring, 0, 0, 0, 0});
+}
+
+bool Mbp2System::connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port, uint32_t remote_node, uint16_t remote_port,
+                             uint32_t ring, uint32_t send_iss, uint32_t recv_irs) {
+  TaskSpace& ts = space(node);
+  const Task* t = ts.find(ptask);
+  if (!t || local_port == 0 || remote_node >= nodes() || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
+  if (find_conn(node, kIpProtoTcp, local_port, remote_node, remote_port) >= 0) return false;
+  Units& u = *u_[node];
+  uint32_t reg = 0;  // an OCU register while there are some; beyond, the firmware checks order
+  if (u.ocu && u.ocu_used < u.ocu->registers()) {
+    reg = ++u.ocu_used;
+    u.ocu->arm(reg - 1, recv_irs);
+  }
+  return add_conn(node, {static_cast<uint32_t>(kIpProtoTcp) << 24 | local_port, (remote_node & 0xffff) << 16 | remote_port,
+                         ptask + 1, ring, send_iss, reg, recv_irs, 0});
+}
+
+bool Mbp2System::take(uint32_t node, uint32_t ptask, uint32_t ring, std::vector<uint8_t>* payload, RxInfo* info) {
+  TaskSpace& ts = space(node);
+  Task* t = ts.find(ptask);
+  if (!t || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
+  const uint32_t slots = ts.load32(*t, ring), sb = ts.load32(*t, ring + 4);
+  const uint32_t head = ts.load32(*t, ring + 8), tail = ts.load32(*t, ring + 12);
+  if (head == tail || slots == 0 || sb < kSlotHeader) return false;
+  const uint64_t slot = ring + kRingHeader + static_cast<uint64_t>(tail % slots) * sb;
+  if (!usable(ts, *t, slot, sb, kPermRead)) return false;
+  const uint32_t s = static_cast<uint32_t>(slot);
+  const uint32_t len = std::min(ts.load32(*t, s), sb - kSlotHeader);
+  if (info) {
+    info->src_node = ts.load32(*t, s + 4);
+    const uint32_t ports = ts.load32(*t, s + 8);
+    info->src_port = static_cast<uint16_t>(ports >> 16);
+    info->dst_port = static_cast<uint16_t>(ports);
+    info->seq = ts.load32(*t, s + 12);
+  }
+  if (payload) {
+    payload->resize(len);
+    if (len) ts.read(*t, s + kSlotHeader, payload->data(), len);
+  }
+  ts.store32(*t, ring + 12, tail + 1);
+  return true;
+}
+
+// ------------------------------------------------------------------ send
+
+bool Mbp2System::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::function<void()> k) {
+  if (node >= nodes() || !space(node).find(ptask)) return false;
+  if (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) return false;
+  if (r.dst_node >= nodes() || r.dst_node == node) return false;
+  const uint32_t l4h = r.proto == kIpProtoTcp ? kTcpHeader : kUdpHeader;
+  if (static_cast<uint64_t>(r.len) + kIpHeader + l4h + frame_overhead_ > 1500) return false;
+  if (r.proto == kIpProtoTcp) {
+    const int64_t c = find_conn(node, kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
+    if (c < 0 || u_[node]->kli->load32(kConnTable + static_cast<uint32_t>(c) * kConnBytes + 8) != ptask + 1) return false;
+  }
+  host_request(node, ptask, alias_of(node, ptask), cycles_ps(m_.host_request_cycles),
+               [this, node, ptask, r] { datagram_fetch(node, ptask, r); }, std::move(k));
+  return true;
+}
+
+uint64_t Mbp2System::pge_fetch(uint32_t node, uint64_t pa_struct, uint64_t pa_data, uint32_t data) {
+  Units& u = *u_[node];
+  const uint32_t total = m_.send_struct_bytes + data;
+  return u.pge->post(cal_.now_ps(), total, [&](uint64_t s) {
+    uint64_t b = u.bus->dma(s, pa_struct, m_.send_struct_bytes);
+    if (data > 0) b = u.bus->dma(b, pa_data, data);
+    return std::max(b, u.em->access(Route::Host, s, total));
+  });
+}
+
+void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, DatagramRequest r) {
+  Units& u = *u_[node];
+  TaskSpace& ts = space(node);
+  const Task* t = ts.find(ptask);
+  // The PGE reads the structure: untranslated (bypass) addresses are for the kernel only, and
+  // the payload must be readable in the task's space (the NIC cannot fault a page in).
+  if (r.bypass) u.ip.tx_bypass_rejected->inc();
+  if (r.bypass || !t || !usable(ts, *t, r.laddr, r.len, kPermRead)) {
+    u.ip.tx_rejected->inc();
+    return;
+  }
+  std::vector<uint8_t> payload(r.len);
+  if (r.len) ts.read(*t, r.laddr, payload.data(), r.len);
+  uint64_t pa_struct = 0, pa_data = 0;
+  uint64_t refill = translate(node, ptask, kSendStructLaddr, m_.send_struct_bytes, &pa_struct);
+  if (r.len) refill += translate(node, ptask, r.laddr, r.len, &pa_data);
+  else pa_data = pa_struct + m_.send_struct_bytes;
+  auto pge = [this, node, ptask, r, payload = std::move(payload), pa_struct, pa_data]() mutable {
+    const uint64_t end = pge_fetch(node, pa_struct, pa_data, r.len);
+      cal_.at(end, [this, node, ptask, r, payload = std::move(payload)]() mutable { datagram_send(node, ptask, r, std::move(payload)); });
+  };
+  pge_submit(node, refill, std::move(pge));
+}
+
+void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload) {
+  Units& u = *u_[node];
+  // The PGE's completion interrupts the PME, which writes the headers in front of the image
+  // (the CSU-T's sum plus the pseudo-header; without a CSU the firmware sums the words).
+  const uint32_t words = (inet_header_bytes(r.proto) - 14 + r.len + 3) / 4;
+  uint64_t dur = u.pme->instr_ps(m_.ip_header_instr);
+  if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
+  u.pme->run("ip_header", Pme::kNormal, true, dur, [this, node, ptask, r, payload = std::move(payload)]() mutable {
+    Units& u = *u_[node];
+    Datagram d;
+    d.proto = r.proto;
+    d.src_node = node;
+    d.dst_node = r.dst_node;
+    d.src_port = r.src_port;
+    d.dst_port = r.dst_port;
+    d.ip_id = ++u.ip_id;
+    if (r.proto == kIpProtoTcp) {
+      const int64_t c = find_conn(node, kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
+      const uint32_t off = kConnTable + static_cast<uint32_t>(c) * kConnBytes;
+      if (c < 0 || u.kli->load32(off + 8) != ptask + 1) {  // closed meanwhile
+        u.ip.tx_rejected->inc();
+        return;
+      }
+      d.seq = u.kli->load32(off + 16);
+      u.kli->store32(off + 16, d.seq + r.len);
+    }
+    std::vector<uint8_t> f = build_inet(d, payload.data(), r.len);
+      if (u.csu) u.csu->transmit(f);
+    u.ip.tx->inc();
+    u.ip.tx_bytes->inc(r.len);
+    const uint32_t dst = r.dst_node;
+    nic_transmit(node, dst, std::move(f), [this, node, dst](std::vector<uint8_t>&& b) {
+      ether_->send(node, dst, std::move(b), [this, node](bool) { tx_done(node); });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ receive
+
+void Mbp2System::ip_steer(uint32_t node, std::vector<uint8_t>&& f, bool interrupt) {
+  Units& u = *u_[node];
+  // What the PME will find: the parse is functional, its cost is the handler's.
+  Parsed p;
+  const InetError e = parse_inet(f, p, !u.csu);  // without a CSU the firmware checks the sum
+  int64_t conn = -1;
+  uint32_t reg = 0;
+  if (e == InetError::None) {
+    conn = find_conn(node, p.d.proto, p.d.dst_port, p.d.src_node, p.d.src_port);
+    if (conn >= 0 && p.d.proto == kIpProtoTcp) reg = u.kli->load32(kConnTable + static_cast<uint32_t>(conn) * kConnBytes + 20);
+  }
+  const uint32_t words = static_cast<uint32_t>((f.size() - 14 + 3) / 4);
+  uint64_t dur = u.pme->instr_ps(m_.ip_steer_instr + (interrupt ? m_.rx_desc_instr : 0));
+  if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
+  if (conn >= 0 && p.d.proto == kIpProtoTcp && reg == 0) dur += u.pme->instr_ps(m_.fw_order_instr);
+  u.pme->run("ip_steer", Pme::kNormal, interrupt, dur, [this, node, f = std::move(f), p, e, conn, reg]() mutable {
+    Units& u = *u_[node];
+    if (e == InetError::BadChecksum) {
+      u.ip.rx_bad_checksum->inc();
+      return;
+    }
+    if (e != InetError::None) {
+      u.ip.rx_malformed->inc();
+      return;
+    }
+    if (u.csu && !u.csu->receive(f)) {
+      u.ip.rx_bad_checksum->inc();
+      return;
+    }
+    if (p.d.dst_node != node) {
+      u.ip.rx_not_ours->inc();
+      return;
+    }
+    if (conn < 0) return kernel_deliver(node, std::move(f));
+    uint32_t next = 0;
+    if (p.d.proto == kIpProtoTcp) {
+      const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
+      const uint32_t expected = reg ? u.ocu->expected(reg - 1) : u.kli->load32(off + 24);
+      const bool in_order = reg ? u.ocu->check(reg - 1, p.d.seq) == Ocu::Order::InOrder : p.d.seq == expected;
+      if (!in_order) {
+        u.ip.rx_out_of_order->inc();
+        return;
+      }
+      next = p.d.seq + p.payload_len;
+    }
+    if (!pge_deliver(node, conn, std::move(f), p)) return;
+    if (p.d.proto == kIpProtoTcp) {
+      const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
+      u.kli->store32(off + 24, next);
+      if (reg) u.ocu->advance(reg - 1, next);
+    }
+  });
+}
+
+bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, std::vector<uint8_t>&& f, const Parsed& p) {
+  Units& u = *u_[node];
+  TaskSpace& ts = space(node);
+  const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
+  const uint32_t ptask = u.kli->load32(off + 8) - 1, ring = u.kli->load32(off + 12);
+  const Task* t = ts.find(ptask);
+  // The PGE walks the receive structure: the ring header, then the slot at the NIC's index.
+  if (!t || !usable(ts, *t, ring, kRingHeader, kPermRW)) {
+    u.ip.rx_bad_ring->inc();
+    return false;
+  }
+  const uint32_t slots = ts.load32(*t, ring), sb = ts.load32(*t, ring + 4), tail = ts.load32(*t, ring + 12);
+  const uint32_t head = u.kli->load32(off + 28);
+  const uint32_t len = p.payload_len;
+  const uint64_t slot = ring + static_cast<uint64_t>(kRingHeader) + static_cast<uint64_t>(slots ? head % slots : 0) * sb;
+  if (slots == 0 || sb < kSlotHeader + len || !usable(ts, *t, slot, kSlotHeader + len, kPermRW)) {
+    u.ip.rx_bad_ring->inc();
+    return false;
+  }
+  if (head - tail >= slots) {
+    u.ip.rx_ring_full->inc();
+    return false;
+  }
+  u.kli->store32(off + 28, head + 1);
+  uint64_t pa_ring = 0, pa_slot = 0;
+  const uint64_t refill = translate(node, ptask, ring, kRingHeader, &pa_ring) +
+                          translate(node, ptask, static_cast<uint32_t>(slot), kSlotHeader + len, &pa_slot);
+  auto dma = [this, node, ptask, ring, slot, head, len, pa_ring, pa_slot, p, f = std::move(f)]() mutable {
+    Units& u = *u_[node];
+    const uint64_t end = u.pge->post(cal_.now_ps(), kRingHeader + len + kSlotHeader + 4, [&](uint64_t s) {
+      uint64_t b = u.bus->dma(s, pa_ring, kRingHeader);  // read the ring header
+      if (len) b = u.bus->dma(b, pa_slot + kSlotHeader, len);
+      b = u.bus->dma(b, pa_slot, kSlotHeader);
+      b = u.bus->dma(b, pa_ring + 8, 4);                   // publish the head
+      return std::max(b, u.em->access(Route::Host, s, len + kSlotHeader));
+    });
+    cal_.at(end, [this, node, ptask, ring, slot, head, len, p, f = std::move(f)] {
+      Units& u = *u_[node];
+      TaskSpace& ts = space(node);
+      Task* t = ts.find(ptask);
+      if (!t || !usable(ts, *t, slot, kSlotHeader + len, kPermRW)) {  // unmapped meanwhile
+        u.ip.rx_bad_ring->inc();
+        return;
+      }
+      const uint32_t s = static_cast<uint32_t>(slot);
+      if (len) ts.write(*t, s + kSlotHeader, f.data() + p.payload_off, len);
+      ts.store32(*t, s, len);
+      ts.store32(*t, s + 4, p.d.src_node);
+      ts.store32(*t, s + 8, static_cast<uint32_t>(p.d.src_port) << 16 | p.d.dst_port);
+      ts.store32(*t, s + 12, p.d.seq);
+      ts.store32(*t, ring + 8, head + 1);
+      u.ip.rx->inc();
+      u.ip.rx_bytes->inc(len);
+      run_pollers(node, cal_.now_ps());
+      // The PGE's completion: the PME collects its descriptor.
+      u.pme->run("pge_done", Pme::kLow, true, u.pme->instr_ps(m_.tx_done_instr), [] {});
+    });
+  };
+  pge_submit(node, refill, std::move(dma));
+  return true;
+}
+
+void Mbp2System::kernel_deliver(uint32_t node, std::vector<uint8_t>&& f) {
+  Units& u = *u_[node];
+  if (u.kernel_rx.size() >= m_.kernel_ring_slots) {
+    u.ip.rx_kernel_dropped->inc();
+    return;
+  }
+  // The PGE writes the whole frame into the kernel's receive structure with physical
+  // addresses (bypass mode: a kernel request, no TLB), then the PME interrupts the host.
+  const uint32_t len = static_cast<uint32_t>(f.size());
+  const uint64_t end = u.pge->post(cal_.now_ps(), len, [&](uint64_t s) {
+    return std::max(u.bus->dma(s, 0, len), u.em->access(Route::Host, s, len));
+  });
+  cal_.at(end, [this, node, len, f = std::move(f)]() mutable {
+    Units& u = *u_[node];
+    u.kernel_rx.push_back(std::move(f));
+    u.ip.rx_kernel->inc();
+    host_upcall(node, kIcuKernelRx | len, [] {});
+  });
+}
+
+// Called by nic_receive for an IP frame in the clear (the NIC does not encrypt).
+void Mbp2System::ip_arrive(uint32_t node, std::vector<uint8_t>&& f) {
+  const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(f.size()));
+  cal_.at(t, [this, node, f = std::move(f)]() mutable { ip_steer(node, std::move(f), true); });
+}
+
+bool Mbp2System::is_ip(const std::vector<uint8_t>& f) { return ether_type_of(f) == kEtherTypeIpv4; }
+
+}  // namespace mbpsim::mbp2
