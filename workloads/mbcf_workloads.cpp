@@ -22,6 +22,7 @@ void declare_mbcf_workload_params(ParamSchema& s) {
   s.add({"workload.iterations", T::Int, 20, "", "rtt, oneway: measured repetitions per point (after 2 unmeasured ones)", 1, 1e9});
   s.add({"workload.transfers", T::Int, 1024, "", "peak: MBCF_WRITEs per size", 16, 1e9});
   s.add({"workload.ack_every", T::Int, 16, "", "peak: a status check every N transmissions (6.2.3)", 1, 1e6});
+  s.add({"workload.protocol", T::String, "udp", "", "datagram: udp | tcp (MBP2 message passing)", -1e300, 1e300, {"udp", "tcp"}});
   s.add({"workload.calc_nodes", T::Int, 1, "nodes", "raytrace: calculator nodes (node 0 displays)", 1, 253});
   s.add({"workload.payload_bytes", T::Int, 64, "pixels", "raytrace: pixels (1 byte each) per MBCF_WRITE; the unit of cyclic distribution", 1, 1408});
   s.add({"workload.width", T::Int, 576, "pixels", "raytrace: picture width (6.2.6)", 1, 1e5});
@@ -519,11 +520,151 @@ class RaytraceWorkload : public MbcfWorkload {
 
 }  // namespace
 
+// ------------------------------------------------------------------ datagram (8.3.1, 8.3.3)
+
+// Message passing on the MBP2: UDP/IP or TCP/IP datagrams between user tasks, with no system
+// call and no copy by either host. Per size: the round trip of an echo (node 1's task polls
+// its receive ring and sends each datagram back), then the peak rate of a stream of
+// `workload.transfers` datagrams that node 1's task takes from its ring as they come; every
+// payload is compared with what was sent. The sender's host CPU per datagram is reported.
+class DatagramWorkload : public MbcfWorkload {
+ public:
+  DatagramWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
+    mbp2_ = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
+    if (!mbp2_) c.fail("workload.kind", "datagram: UDP/TCP steering is the MBP2's; needs mbcf.nic = mbp2");
+    if (cfg_.nodes < 2) c.fail("mbcf.nodes", "datagram: needs two nodes");
+    proto_ = c.get_string("workload.protocol") == "tcp" ? mbp2::kIpProtoTcp : mbp2::kIpProtoUdp;
+    sizes_ = sizes(c, 1);
+    const uint32_t room = 1500 - mbp2::kIpHeader - (proto_ == mbp2::kIpProtoTcp ? mbp2::kTcpHeader : mbp2::kUdpHeader);
+    for (uint32_t n : sizes_)
+      if (n > room - (mbp2_->mbp2_config().crypto.enabled() ? mbp2::seal_overhead(mbp2_->mbp2_config().crypto.cipher, mbp2_->mbp2_config().crypto.auth) : 0))
+        c.fail("workload.sizes", "datagram: a size does not fit one frame (" + std::to_string(room) + " bytes at most, less when sealed)");
+    iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
+    count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
+    for (uint32_t n = 0; n < 2; ++n) {
+      mbp2_->init_ring(n, kPtask, kDst, kSlots, kSlotBytes);
+      const bool ok = proto_ == mbp2::kIpProtoUdp
+                          ? mbp2_->bind_udp(n, kPtask, kPort, kDst)
+                          : mbp2_->connect_tcp(n, kPtask, kPort, 1 - n, kPort, kDst, 1000 * (n + 1), 1000 * (2 - n));
+      if (!ok) internal_error("datagram: binding the port failed");
+    }
+  }
+  void start() override { next_size(); }
+  ordered_json summary() const override {
+    ordered_json s = MbcfWorkload::summary();
+    s["protocol"] = proto_ == mbp2::kIpProtoTcp ? "tcp" : "udp";
+    s["checked_bytes"] = checked_;
+    s["mismatched_datagrams"] = mismatched_;
+    return s;
+  }
+
+ private:
+  static constexpr uint32_t kSlots = 32, kSlotBytes = 1536;
+  static constexpr uint16_t kPort = 7;
+  const char* name() const { return proto_ == mbp2::kIpProtoTcp ? "TCP" : "UDP"; }
+  // The user's send buffers: a task may not reuse one until the PGE has fetched it, so the
+  // stream cycles through kBuffers of them.
+  static constexpr uint32_t kBuffers = 32, kBufferBytes = 2048;
+  static uint32_t buffer(uint32_t k) { return kSrc + (k % kBuffers) * kBufferBytes; }
+  mbp2::Mbp2System::DatagramRequest req(uint32_t from, uint32_t n, uint32_t k) const {
+    mbp2::Mbp2System::DatagramRequest d;
+    d.proto = proto_;
+    d.dst_node = 1 - from;
+    d.src_port = d.dst_port = kPort;
+    d.laddr = buffer(k);
+    d.len = n;
+    return d;
+  }
+  bool ready(uint32_t node) {
+    TaskSpace& ts = sys_->space(node);
+    const Task& t = *ts.find(kPtask);
+    return ts.load32(t, kDst + 8) != ts.load32(t, kDst + 12);
+  }
+  // Takes the next datagram on `node` and checks it against the pattern it was sent with.
+  void take_check(uint32_t node, uint32_t n, uint32_t salt) {
+    std::vector<uint8_t> got;
+    if (!mbp2_->take(node, kPtask, kDst, &got)) internal_error("datagram: the ring was ready but empty");
+    if (got != pattern(n, salt)) ++mismatched_;
+    checked_ += got.size();
+  }
+  // Writes the datagram of `salt` into send buffer `buf` and sends it from there.
+  void send(uint32_t from, uint32_t n, uint32_t salt, uint32_t buf, std::function<void()> k) {
+    const auto p = pattern(n, salt);
+    sys_->space(from).write(*sys_->space(from).find(kPtask), buffer(buf), p.data(), n);
+    if (!mbp2_->send_datagram(from, kPtask, req(from, n, buf), std::move(k))) internal_error("datagram: a send was refused");
+  }
+  void next_size() {
+    if (si_ == sizes_.size()) return finish();
+    i_ = 0;
+    sum_ = 0;
+    mark_cpu();
+    echo();
+  }
+  // --- round trip: node 0 sends, node 1 takes it and sends it back, node 0 takes the echo
+  void echo() {
+    const uint32_t n = sizes_[si_];
+    if (i_ == 2) mark_cpu();
+    const uint64_t t0 = now();
+    const uint32_t salt = i_;
+    send(0, n, salt, 0, [this, n, t0, salt] {  // one buffer: the echo has one datagram out
+      sys_->poll(0, [this] { return ready(0); }, [this, n, t0, salt] {
+        take_check(0, n, salt);
+        if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
+        if (++i_ < iters_ + 2) return echo();
+        // The sender's CPU per datagram: it sent one and took one per round trip.
+        points_.push_back(point(std::string(name()) + "_ECHO", n, sum_ / iters_ / 1e6, "us", cpu_us_since_mark() / iters_ / 2));
+        stream();
+      });
+    });
+    sys_->poll(1, [this] { return ready(1); }, [this, n, salt] {
+      take_check(1, n, salt);
+      send(1, n, salt, 0, [] {});
+    });
+  }
+  // --- peak rate: node 0 streams, node 1's task takes what arrives
+  void stream() {
+    const uint32_t n = sizes_[si_];
+    k_ = taken_ = 0;
+    const uint64_t dropped = drops();
+    mark_cpu();
+    t0_ = now();
+    receive_next(n, dropped);
+    send_next(n);
+  }
+  uint64_t drops() const { return mbp2_->datagrams_dropped(1); }
+  void send_next(uint32_t n) {
+    if (k_ == count_) return;
+    const uint32_t salt = 1000 + k_;
+    ++k_;
+    send(0, n, salt, k_, [this, n] { send_next(n); });
+  }
+  void receive_next(uint32_t n, uint64_t dropped_before) {
+    sys_->poll(1, [this] { return ready(1); }, [this, n, dropped_before] {
+      take_check(1, n, 1000 + taken_);
+      if (++taken_ < count_) return receive_next(n, dropped_before);
+      const double s = (now() - t0_) / 1e12;
+      ordered_json p = point(std::string(name()) + "_STREAM", n, count_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_since_mark() / count_);
+      p["dropped"] = drops() - dropped_before;
+      points_.push_back(p);
+      ++si_;
+      next_size();
+    });
+  }
+
+  mbp2::Mbp2System* mbp2_ = nullptr;
+  uint8_t proto_ = mbp2::kIpProtoUdp;
+  std::vector<uint32_t> sizes_;
+  uint32_t iters_ = 0, count_ = 0, si_ = 0, i_ = 0, k_ = 0, taken_ = 0;
+  double sum_ = 0;
+  uint64_t t0_ = 0, checked_ = 0, mismatched_ = 0;
+};
+
 std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed) {
   if (kind == "rtt") return std::make_unique<RttWorkload>(c, stats, seed);
   if (kind == "oneway") return std::make_unique<OnewayWorkload>(c, stats, seed);
   if (kind == "peak") return std::make_unique<PeakWorkload>(c, stats, seed);
   if (kind == "secure") return std::make_unique<SecureWorkload>(c, stats, seed);
+  if (kind == "datagram") return std::make_unique<DatagramWorkload>(c, stats, seed);
   if (kind == "raytrace") return std::make_unique<RaytraceWorkload>(c, stats, seed);
   return nullptr;
 }

@@ -147,7 +147,7 @@ bool Mbp2System::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequ
 uint64_t Mbp2System::pge_fetch(uint32_t node, uint64_t pa_struct, uint64_t pa_data, uint32_t data) {
   Units& u = *u_[node];
   const uint32_t total = m_.send_struct_bytes + data;
-  return u.pge->post(cal_.now_ps(), total, [&](uint64_t s) {
+  return u.pge->post(cal_.now_ps(), pa_struct, 0, total, [&](uint64_t s) {
     uint64_t b = u.bus->dma(s, pa_struct, m_.send_struct_bytes);
     if (data > 0) b = u.bus->dma(b, pa_data, data);
     return std::max(b, u.em->access(Route::Host, s, total));
@@ -300,7 +300,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, std::vector<uint8_t>&&
                           translate(node, ptask, static_cast<uint32_t>(slot), kSlotHeader + len, &pa_slot);
   auto dma = [this, node, ptask, ring, slot, head, len, pa_ring, pa_slot, p, f = std::move(f)]() mutable {
     Units& u = *u_[node];
-    const uint64_t end = u.pge->post(cal_.now_ps(), kRingHeader + len + kSlotHeader + 4, [&](uint64_t s) {
+    const uint64_t end = u.pge->post(cal_.now_ps(), 0, pa_slot, kRingHeader + len + kSlotHeader + 4, [&](uint64_t s) {
       uint64_t b = u.bus->dma(s, pa_ring, kRingHeader);  // read the ring header
       if (len) b = u.bus->dma(b, pa_slot + kSlotHeader, len);
       b = u.bus->dma(b, pa_slot, kSlotHeader);

@@ -11,6 +11,66 @@ using mbcf::Cmd;
 using mbcf::kNoAddr;
 using mbcf::Packet;
 
+// One node's NIC: a SystemC module whose units are its children (mbp2_node3.pme, ...).
+Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Config& c, uint32_t nodes, Stats& st,
+                         const std::string& b)
+    : sc_core::sc_module(nm) {
+  bus = std::make_unique<HostBus>(c.bus, st, b + "biu");
+  em = std::make_unique<Em>(c.em, st, b + "em");
+  tlb = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
+  pme = std::make_unique<Pme>(cal, c.pme, st, b + "pme");
+  kli = std::make_unique<Kli>(*bus, st, b + "kli");
+  icu = std::make_unique<Icu>(st, b + "icu");
+  uli = std::make_unique<Uli>(*kli, st, b + "uli");
+  pge = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.pge_setup_ns, st, b + "pge");
+  adma = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.adma_setup_ns, st, b + "adma");
+  ldma_tx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
+  ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
+  sec.resize(nodes);
+  if (c.csu) csu = std::make_unique<Csu>(st, b + "csu");
+  if (c.ocu) ocu = std::make_unique<Ocu>(c.ocu_registers, st, b + "ocu");
+  {
+    const std::string ib = b + "ip.";
+    IpStats& x = ip;
+    x.tx = &st.counter(ib + "tx_datagrams", "UDP/TCP datagrams sent by user tasks through their doorbells");
+    x.tx_bytes = &st.counter(ib + "tx_bytes", "payload bytes of those datagrams");
+    x.tx_rejected = &st.counter(ib + "tx_rejected", "send structures the PGE refused (payload not readable, bypass asked by a task, connection closed)");
+    x.tx_bypass_rejected = &st.counter(ib + "tx_bypass_rejected", "send structures of user tasks asking for untranslated (bypass) addresses");
+    x.rx = &st.counter(ib + "rx_delivered", "datagrams written by the PGE into a task's receive structure");
+    x.rx_bytes = &st.counter(ib + "rx_bytes", "payload bytes of those datagrams");
+    x.rx_kernel = &st.counter(ib + "rx_kernel", "frames for no bound port, written into the kernel's receive structure");
+    x.rx_kernel_dropped = &st.counter(ib + "rx_kernel_dropped", "frames for no bound port dropped: the kernel's receive structure was full");
+    x.rx_ring_full = &st.counter(ib + "rx_ring_full", "datagrams dropped because the task's receive ring was full");
+    x.rx_bad_ring = &st.counter(ib + "rx_bad_ring", "datagrams dropped because the receive ring was unmapped, malformed or its slots too small");
+    x.rx_malformed = &st.counter(ib + "rx_malformed", "IP frames rejected: truncated, bad header or header checksum, fragment, unknown protocol, bad length");
+    x.rx_bad_checksum = &st.counter(ib + "rx_bad_checksum", "UDP/TCP frames whose checksum failed (CSU-R or firmware)");
+    x.rx_not_ours = &st.counter(ib + "rx_not_ours", "IP frames addressed to another node");
+    x.rx_out_of_order = &st.counter(ib + "rx_out_of_order", "TCP segments dropped as duplicates or beyond a gap (OCU or firmware)");
+  }
+  if (c.crypto.enabled()) {
+    if (c.crypto.cau) cau = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, *em, st, b + "cau");
+    if (c.crypto.keys == CryptoConfig::Keys::Dh && c.crypto.meac) meac = std::make_unique<Meac>(c.crypto, st, b + "meac");
+    const std::string cb = b + "crypto.";
+    CryptoStats& x = cs;
+    x.sealed = &st.counter(cb + "frames_sealed", "frames encrypted and/or authenticated for the wire");
+    x.opened = &st.counter(cb + "frames_opened", "sealed frames authenticated and decrypted");
+    x.enc_bytes = &st.counter(cb + "bytes_encrypted", "bytes through the cipher, sending");
+    x.dec_bytes = &st.counter(cb + "bytes_decrypted", "bytes through the cipher, receiving");
+    x.auth_bytes = &st.counter(cb + "bytes_authenticated", "bytes through the keyed hash, both ways");
+    x.rej_auth = &st.counter(cb + "rejected_auth", "received frames whose ICV did not match (altered on the wire or forged)");
+    x.rej_format = &st.counter(cb + "rejected_format", "received sealed frames with a bad length or padding");
+    x.rej_plain = &st.counter(cb + "rejected_plain", "received MBCF frames sent in the clear to a NIC that encrypts");
+    x.rej_no_sa = &st.counter(cb + "rejected_no_sa", "received sealed frames from a peer without keys");
+    if (c.crypto.keys == CryptoConfig::Keys::Dh) {
+      x.kx_msgs = &st.counter(cb + "kx_messages", "key-exchange messages sent");
+      x.kx_retries = &st.counter(cb + "kx_retries", "key-exchange messages sent again after a timeout");
+      x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
+      x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
+      x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
+    }
+  }
+}
+
 Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed)
     : EtherSystem(cal, ec, st, seed),
       m_(c),
@@ -20,62 +80,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
   icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
-    auto u = std::make_unique<Units>();
-    u->bus = std::make_unique<HostBus>(c.bus, st, b + "biu");
-    u->em = std::make_unique<Em>(c.em, st, b + "em");
-    u->tlb = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
-    u->pme = std::make_unique<Pme>(cal, c.pme, st, b + "pme");
-    u->kli = std::make_unique<Kli>(*u->bus, st, b + "kli");
-    u->icu = std::make_unique<Icu>(st, b + "icu");
-    u->uli = std::make_unique<Uli>(*u->kli, st, b + "uli");
-    u->pge = std::make_unique<DmaEngine>(c.ring_entries, c.pge_setup_ns, st, b + "pge");
-    u->adma = std::make_unique<DmaEngine>(c.ring_entries, c.adma_setup_ns, st, b + "adma");
-    u->ldma_tx = std::make_unique<DmaEngine>(c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
-    u->ldma_rx = std::make_unique<DmaEngine>(c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
-    u->sec.resize(ec.nodes);
-    if (c.csu) u->csu = std::make_unique<Csu>(st, b + "csu");
-    if (c.ocu) u->ocu = std::make_unique<Ocu>(c.ocu_registers, st, b + "ocu");
-    {
-      const std::string ib = b + "ip.";
-      IpStats& x = u->ip;
-      x.tx = &st.counter(ib + "tx_datagrams", "UDP/TCP datagrams sent by user tasks through their doorbells");
-      x.tx_bytes = &st.counter(ib + "tx_bytes", "payload bytes of those datagrams");
-      x.tx_rejected = &st.counter(ib + "tx_rejected", "send structures the PGE refused (payload not readable, bypass asked by a task, connection closed)");
-      x.tx_bypass_rejected = &st.counter(ib + "tx_bypass_rejected", "send structures of user tasks asking for untranslated (bypass) addresses");
-      x.rx = &st.counter(ib + "rx_delivered", "datagrams written by the PGE into a task's receive structure");
-      x.rx_bytes = &st.counter(ib + "rx_bytes", "payload bytes of those datagrams");
-      x.rx_kernel = &st.counter(ib + "rx_kernel", "frames for no bound port, written into the kernel's receive structure");
-      x.rx_kernel_dropped = &st.counter(ib + "rx_kernel_dropped", "frames for no bound port dropped: the kernel's receive structure was full");
-      x.rx_ring_full = &st.counter(ib + "rx_ring_full", "datagrams dropped because the task's receive ring was full");
-      x.rx_bad_ring = &st.counter(ib + "rx_bad_ring", "datagrams dropped because the receive ring was unmapped, malformed or its slots too small");
-      x.rx_malformed = &st.counter(ib + "rx_malformed", "IP frames rejected: truncated, bad header or header checksum, fragment, unknown protocol, bad length");
-      x.rx_bad_checksum = &st.counter(ib + "rx_bad_checksum", "UDP/TCP frames whose checksum failed (CSU-R or firmware)");
-      x.rx_not_ours = &st.counter(ib + "rx_not_ours", "IP frames addressed to another node");
-      x.rx_out_of_order = &st.counter(ib + "rx_out_of_order", "TCP segments dropped as duplicates or beyond a gap (OCU or firmware)");
-    }
-    if (c.crypto.enabled()) {
-      if (c.crypto.cau) u->cau = std::make_unique<Cau>(c.crypto, c.ring_entries, *u->em, st, b + "cau");
-      if (c.crypto.keys == CryptoConfig::Keys::Dh && c.crypto.meac) u->meac = std::make_unique<Meac>(c.crypto, st, b + "meac");
-      const std::string cb = b + "crypto.";
-      CryptoStats& x = u->cs;
-      x.sealed = &st.counter(cb + "frames_sealed", "frames encrypted and/or authenticated for the wire");
-      x.opened = &st.counter(cb + "frames_opened", "sealed frames authenticated and decrypted");
-      x.enc_bytes = &st.counter(cb + "bytes_encrypted", "bytes through the cipher, sending");
-      x.dec_bytes = &st.counter(cb + "bytes_decrypted", "bytes through the cipher, receiving");
-      x.auth_bytes = &st.counter(cb + "bytes_authenticated", "bytes through the keyed hash, both ways");
-      x.rej_auth = &st.counter(cb + "rejected_auth", "received frames whose ICV did not match (altered on the wire or forged)");
-      x.rej_format = &st.counter(cb + "rejected_format", "received sealed frames with a bad length or padding");
-      x.rej_plain = &st.counter(cb + "rejected_plain", "received MBCF frames sent in the clear to a NIC that encrypts");
-      x.rej_no_sa = &st.counter(cb + "rejected_no_sa", "received sealed frames from a peer without keys");
-      if (c.crypto.keys == CryptoConfig::Keys::Dh) {
-        x.kx_msgs = &st.counter(cb + "kx_messages", "key-exchange messages sent");
-        x.kx_retries = &st.counter(cb + "kx_retries", "key-exchange messages sent again after a timeout");
-        x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
-        x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
-        x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
-      }
-    }
-    u_.push_back(std::move(u));
+    u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, c, ec.nodes, st, b));
   }
   if (c.crypto.enabled()) {
     frame_overhead_ = seal_overhead(c.crypto.cipher, c.crypto.auth);
@@ -177,7 +182,6 @@ uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint
 }
 
 void Mbp2System::fetch_and_send(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t src_laddr) {
-  Units& u = *u_[node];
   const uint32_t ptask = p.src_ptask;
   uint64_t pa_struct = 0, pa_data = 0;
   uint64_t refill = translate(node, ptask, kSendStructLaddr, m_.send_struct_bytes, &pa_struct);
@@ -310,7 +314,7 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, uint32_t bytes
   const uint64_t refill = translate(node, p.dst_ptask, laddr, bytes, &pa);
   // The PME starts the ADMA and waits for it before answering (a status reply must follow the
   // data into the host's memory).
-  const uint64_t end = u.adma->post(now + refill, bytes, [&](uint64_t s) {
+  const uint64_t end = u.adma->post(now + refill, 0, pa, bytes, [&](uint64_t s) {
     return std::max(u.bus->dma(s, pa, bytes), u.em->access(Route::Host, s, bytes));
   });
   return end - now;

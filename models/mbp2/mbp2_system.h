@@ -60,6 +60,8 @@ class Mbp2System : public mbcf::EtherSystem {
   Em& em(uint32_t node) { return *u_[node]->em; }
   HostBus& bus(uint32_t node) { return *u_[node]->bus; }
   Kli& kli(uint32_t node) { return *u_[node]->kli; }
+  DmaEngine& pge(uint32_t node) { return *u_[node]->pge; }
+  DmaEngine& adma(uint32_t node) { return *u_[node]->adma; }
   // ICU messages from the host kernel to the PME (the top byte is the type).
   static constexpr uint64_t kIcuInvalidatePage = 1ull << 56;  // | ctx << 32 | page
   // The security association node `node` holds for `peer` (nullptr before the key exchange).
@@ -103,6 +105,12 @@ class Mbp2System : public mbcf::EtherSystem {
   // The task takes the oldest datagram of its ring (loads, and a store of the tail): false if
   // the ring is empty.
   bool take(uint32_t node, uint32_t ptask, uint32_t ring_laddr, std::vector<uint8_t>* payload, RxInfo* info = nullptr);
+  // Datagrams for a bound port that a node's NIC could not deliver (ring full or unusable, TCP
+  // out of order, bad checksum or header).
+  uint64_t datagrams_dropped(uint32_t node) const {
+    const IpStats& x = u_[node]->ip;
+    return x.rx_ring_full->value + x.rx_bad_ring->value + x.rx_out_of_order->value + x.rx_bad_checksum->value + x.rx_malformed->value;
+  }
   // Frames for no bound port, in the kernel's receive structure, oldest first.
   const std::deque<std::vector<uint8_t>>& kernel_received(uint32_t node) const { return u_[node]->kernel_rx; }
   // Per node: PME interrupts per second and utilisation, each unit's busy fraction, crypto.
@@ -146,7 +154,8 @@ class Mbp2System : public mbcf::EtherSystem {
     Counter *tx, *tx_bytes, *tx_rejected, *tx_bypass_rejected, *rx, *rx_bytes, *rx_kernel, *rx_kernel_dropped, *rx_ring_full, *rx_bad_ring,
         *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order;
   };
-  struct Units {
+  struct Units : public sc_core::sc_module {
+    Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Config& c, uint32_t nodes, Stats& st, const std::string& stat_prefix);
     std::unique_ptr<HostBus> bus;
     std::unique_ptr<Em> em;
     std::unique_ptr<Tlb> tlb;

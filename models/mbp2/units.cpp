@@ -9,6 +9,9 @@
 
 namespace mbpsim::mbp2 {
 
+Unit::Unit(const std::string& stat_name, const char* module)
+    : sc_core::sc_module(sc_core::sc_module_name(module ? module : stat_name.substr(stat_name.rfind('.') + 1).c_str())) {}
+
 namespace {
 uint64_t ps_of(double cycles, double mhz) { return static_cast<uint64_t>(std::llround(cycles * 1e6 / mhz)); }
 }  // namespace
@@ -16,7 +19,8 @@ uint64_t ps_of(double cycles, double mhz) { return static_cast<uint64_t>(std::ll
 // ------------------------------------------------------------------ BIU
 
 HostBus::HostBus(const BusConfig& c, Stats& st, const std::string& n)
-    : c_(c),
+    : Unit(n),
+      c_(c),
       bytes_(st.counter(n + ".dma_bytes", "bytes moved by DMA over the host bus")),
       busy_ps_(st.counter(n + ".busy_ps", "time the host bus was in use")),
       wait_ps_(st.counter(n + ".wait_ps", "time DMA and programmed accesses waited for the bus")),
@@ -85,13 +89,30 @@ const char* name(Route r) {
   return "?";
 }
 
-Em::Em(const EmConfig& c, Stats& st, const std::string& n) : c_(c) {
+Em::Em(const EmConfig& c, Stats& st, const std::string& n) : Unit(n), c_(c) {
   for (int i = 0; i < kRoutes; ++i) {
-    const std::string r = n + "." + name(static_cast<Route>(i));
+    const std::string r = n + "." + mbp2::name(static_cast<Route>(i));
     bytes_[i] = &st.counter(r + ".bytes", "bytes through this route of the card memory");
     busy_[i] = &st.counter(r + ".busy_ps", "time the card memory served this route");
     wait_[i] = &st.counter(r + ".wait_ps", "time this route waited for the card memory (contention)");
   }
+}
+
+uint32_t Em::carve(uint32_t bytes) {
+  const uint32_t off = static_cast<uint32_t>(mem_.size());
+  mem_.resize(off + (bytes + 3) / 4 * 4, 0);
+  return off;
+}
+
+uint32_t Em::load32(uint32_t off) const {
+  if (static_cast<uint64_t>(off) + 4 > mem_.size()) internal_error("an EM load past the carved memory");
+  return static_cast<uint32_t>(mem_[off]) << 24 | static_cast<uint32_t>(mem_[off + 1]) << 16 |
+         static_cast<uint32_t>(mem_[off + 2]) << 8 | mem_[off + 3];
+}
+
+void Em::store32(uint32_t off, uint32_t v) {
+  if (static_cast<uint64_t>(off) + 4 > mem_.size()) internal_error("an EM store past the carved memory");
+  for (int i = 0; i < 4; ++i) mem_[off + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
 }
 
 uint64_t Em::access_ps(uint32_t bytes) const {
@@ -114,7 +135,8 @@ uint64_t Em::access(Route r, uint64_t at, uint32_t bytes) {
 // ------------------------------------------------------------------ TLB
 
 Tlb::Tlb(uint32_t entries, Stats& st, const std::string& n)
-    : entries_(entries),
+    : Unit(n),
+      entries_(entries),
       hits_(st.counter(n + ".hits", "translations found in the TLB")),
       misses_(st.counter(n + ".misses", "translations missing: the PME refills from the page tables in EM")),
       evictions_(st.counter(n + ".evictions", "entries replaced (least recently used)")) {
@@ -172,7 +194,8 @@ void Tlb::flush_context(uint32_t ctx) {
 // ------------------------------------------------------------------ PME
 
 Pme::Pme(Calendar& cal, const PmeConfig& c, Stats& st, const std::string& n)
-    : cal_(cal),
+    : Unit(n),
+      cal_(cal),
       c_(c),
       st_(st),
       name_(n),
@@ -232,7 +255,8 @@ void Pme::next() {
 // ------------------------------------------------------------------ ULI
 
 Kli::Kli(HostBus& bus, Stats& st, const std::string& n)
-    : bus_(bus),
+    : Unit(n),
+      bus_(bus),
       mem_(kBytes, 0),
       writes_(st.counter(n + ".host_writes", "programmed word writes by the host kernel into EM")),
       reads_(st.counter(n + ".host_reads", "programmed word reads by the host kernel from EM")) {}
@@ -273,7 +297,8 @@ void Kli::store32(uint32_t off, uint32_t v) {
 }
 
 Icu::Icu(Stats& st, const std::string& n)
-    : to_host_(st.counter(n + ".to_host", "interrupts with a 64-bit message from the PME to the host")),
+    : Unit(n),
+      to_host_(st.counter(n + ".to_host", "interrupts with a 64-bit message from the PME to the host")),
       to_pme_(st.counter(n + ".to_pme", "interrupts with a 64-bit message from the host to the PME")) {}
 
 void Icu::to_host(uint64_t m) {
@@ -298,7 +323,8 @@ bool Icu::take_for_pme(uint64_t* m) {
 }
 
 Uli::Uli(Kli& kli, Stats& st, const std::string& n)
-    : kli_(kli),
+    : Unit(n),
+      kli_(kli),
       rings_(st.counter(n + ".doorbells", "doorbell writes accepted")),
       rejected_(st.counter(n + ".rejected", "doorbell writes through an alias that is not the writer's own (ignored)")) {}
 
@@ -338,37 +364,60 @@ int64_t Uli::alias_of(uint32_t ptask) const {
 
 // ------------------------------------------------------------------ DMA
 
-DmaEngine::DmaEngine(uint32_t ring, double setup_ns, Stats& st, const std::string& n)
-    : ring_(ring),
+DmaEngine::DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stats& st, const std::string& n, const char* module)
+    : Unit(n, module),
+      cal_(cal),
+      em_(em),
+      ring_(ring),
+      ring_off_(0),
       setup_ps_(static_cast<uint64_t>(std::llround(setup_ns * 1000))),
       descs_(st.counter(n + ".descriptors", "descriptors served")),
       bytes_(st.counter(n + ".bytes", "bytes moved")),
       busy_(st.counter(n + ".busy_ps", "time the engine was transferring")),
       ring_full_(st.counter(n + ".ring_full", "descriptors posted to a full ring (waited for the oldest)")) {
   if (ring_ == 0) internal_error("a descriptor ring needs at least one entry");
+  ring_off_ = em_.carve(ring_ * kDescBytes);
+  slot_end_.assign(ring_, 0);
 }
 
-uint64_t DmaEngine::post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer) {
-  while (!outstanding_.empty() && outstanding_.front() <= at) outstanding_.pop_front();
-  uint64_t start = std::max(at, free_);
-  if (outstanding_.size() >= ring_) {
+void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number) {
+  const uint32_t d = ring_off_ + slot * kDescBytes;
+  em_.store32(d, static_cast<uint32_t>(src));
+  em_.store32(d + 4, static_cast<uint32_t>(dst));
+  em_.store32(d + 8, bytes);
+  em_.store32(d + 12, kOwn | (number & 0xffffff));
+}
+
+uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer) {
+  const uint32_t number = posted_++;
+  const uint32_t slot = number % ring_;
+  uint64_t write = at;
+  if (slot_end_[slot] > at) {  // the slot's previous descriptor is still the engine's
     ring_full_.inc();
-    start = std::max(start, outstanding_[outstanding_.size() - ring_]);
+    write = slot_end_[slot];
   }
-  start += setup_ps_;
+  // The producer writes the descriptor when its slot is free (after the previous one's done).
+  if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, number);
+  else cal_.at(write, [this, slot, src, dst, bytes, number] { write_desc(slot, src, dst, bytes, number); });
+  const uint64_t start = std::max(write, free_) + setup_ps_;
   const uint64_t end = std::max(start, xfer(start));
   busy_.inc(end - start);
   free_ = end;
-  outstanding_.push_back(end);
+  slot_end_[slot] = end;
   descs_.inc();
   bytes_.inc(bytes);
+  // Completion: the engine hands the descriptor back.
+  cal_.at(end, [this, slot, number] {
+    const uint32_t d = ring_off_ + slot * kDescBytes;
+    if ((em_.load32(d + 12) & 0xffffff) == (number & 0xffffff)) em_.store32(d + 12, kDone | (number & 0xffffff));
+  });
   return end;
 }
 
 // ------------------------------------------------------------------ CAU, MEAC1024
 
-Cau::Cau(const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& n)
-    : c_(c), em_(em), dma_(ring, c.cau_setup_ns, st, n) {}
+Cau::Cau(Calendar& cal, const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& n)
+    : Unit(n), c_(c), em_(em), dma_(cal, em, ring, c.cau_setup_ns, st, n, "cau_dma") {}
 
 uint64_t Cau::compute_ps(uint32_t cb, uint32_t hb) const {
   return std::max(ps_of(cb * c_.des_cycles_per_block, c_.cau_clock_mhz), ps_of(hb * c_.hash_cycles_per_block, c_.cau_clock_mhz));
@@ -383,7 +432,8 @@ uint64_t Cau::run(uint64_t at, uint32_t bytes, uint32_t cb, uint32_t hb) {
 }
 
 Meac::Meac(const CryptoConfig& c, Stats& st, const std::string& n)
-    : c_(c),
+    : Unit(n),
+      c_(c),
       ops_(st.counter(n + ".modmuls", "1024-bit modular multiplications and reductions")),
       busy_(st.counter(n + ".busy_ps", "time the MEAC1024 computed")) {}
 
@@ -401,7 +451,8 @@ uint64_t Meac::run(uint64_t at, uint32_t n) {
 // ------------------------------------------------------------------ CSU, OCU
 
 Csu::Csu(Stats& st, const std::string& name)
-    : tx_(st.counter(name + ".tx", "checksums computed on packet images written by the PGE (CSU-T)")),
+    : Unit(name),
+      tx_(st.counter(name + ".tx", "checksums computed on packet images written by the PGE (CSU-T)")),
       rx_(st.counter(name + ".rx", "checksums verified on frames written by the LDMA (CSU-R)")),
       bad_(st.counter(name + ".bad", "received frames whose TCP/UDP checksum failed")),
       bytes_(st.counter(name + ".bytes", "bytes summed, both parts")) {}
@@ -421,7 +472,8 @@ bool Csu::receive(const std::vector<uint8_t>& f) {
 }
 
 Ocu::Ocu(uint32_t registers, Stats& st, const std::string& name)
-    : next_(registers, 0),
+    : Unit(name),
+      next_(registers, 0),
       in_order_(st.counter(name + ".in_order", "segments found in order")),
       dups_(st.counter(name + ".duplicates", "segments found entirely before the expected sequence number")),
       gaps_(st.counter(name + ".gaps", "segments found beyond the expected sequence number (one before them is missing)")) {}

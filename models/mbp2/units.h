@@ -16,11 +16,21 @@
 #include <unordered_map>
 #include <vector>
 
+#include <systemc>
+
 #include "models/core/calendar.h"
 #include "models/core/stats.h"
 #include "models/mbp2/crypto.h"
 
 namespace mbpsim::mbp2 {
+
+// Every unit is a SystemC module, a child of its NIC's module (mbp2_node3.pme): its name is the
+// last part of its statistics name unless given. Units keep busy-until times and schedule what
+// they do on the shared Calendar: event-driven, nothing ticks while idle.
+class Unit : public sc_core::sc_module {
+ protected:
+  explicit Unit(const std::string& stat_name, const char* module = nullptr);
+};
 
 // ------------------------------------------------------------------ BIU: the host I/O bus
 
@@ -36,7 +46,7 @@ struct BusConfig {
 // The bus is one shared resource. DMA transfers of the PGE and the ADMA queue for it in
 // arrival order (whole transfers); a programmed write by the host wins the next arbitration,
 // so it waits at most for the burst in progress and delays the DMA by its own length.
-class HostBus {
+class HostBus : public Unit {
  public:
   HostBus(const BusConfig& c, Stats& st, const std::string& name);
   // Bus cycles to move [addr, addr + bytes) by DMA. SBus bursts are naturally aligned powers of
@@ -72,7 +82,7 @@ struct EmConfig {
 
 // One memory port shared by four routes: an access waits for the ones before it, so a
 // saturated route slows the others as a real SDRAM would.
-class Em {
+class Em : public Unit {
  public:
   Em(const EmConfig& c, Stats& st, const std::string& name);
   uint64_t access_ps(uint32_t bytes) const;
@@ -80,9 +90,17 @@ class Em {
   uint64_t access(Route r, uint64_t at, uint32_t bytes);
   uint64_t busy_ps(Route r) const { return busy_[static_cast<int>(r)]->value; }
   uint64_t wait_ps(Route r) const { return wait_[static_cast<int>(r)]->value; }
+  // The memory's contents where units keep shared structures (descriptor rings): `carve`
+  // reserves `bytes` (word aligned) and returns their offset; words are big-endian (the PME is
+  // a SPARC).
+  uint32_t carve(uint32_t bytes);
+  uint32_t load32(uint32_t off) const;
+  void store32(uint32_t off, uint32_t v);
+  uint32_t size() const { return static_cast<uint32_t>(mem_.size()); }
 
  private:
   EmConfig c_;
+  std::vector<uint8_t> mem_;
   uint64_t free_ = 0;
   Counter* bytes_[kRoutes];
   Counter* busy_[kRoutes];
@@ -93,7 +111,7 @@ class Em {
 
 // Logical (context, page) to host physical page. Fully associative, least recently used
 // replacement; every entry carries its context ID, so several address spaces share it.
-class Tlb {
+class Tlb : public Unit {
  public:
   Tlb(uint32_t entries, Stats& st, const std::string& name);
   // True on a hit (and the entry becomes most recent).
@@ -142,7 +160,7 @@ struct PmeConfig {
   double host_cpi = 1.3;  // the SS20 kernel's cycles per instruction, to port the host's routines
 };
 
-class Pme {
+class Pme : public Unit {
  public:
   enum Priority : int { kHigh = 0, kNormal = 1, kLow = 2 };
   Pme(Calendar& cal, const PmeConfig& c, Stats& st, const std::string& name);
@@ -189,7 +207,7 @@ class Pme {
 // The KLI (8.2): part of EM mapped into the host's physical address space, so kernel programs
 // and the PME share variables there. The kernel area holds real bytes; the host reaches them
 // with programmed single-word accesses across the host bus, the PME directly.
-class Kli {
+class Kli : public Unit {
  public:
   static constexpr uint32_t kAliasTable = 0;       // ULI: one u32 per alias, ptask + 1 (0: none)
   static constexpr uint32_t kAliases = 1024;       // (4 KiB; the MBP2's connection table follows)
@@ -211,7 +229,7 @@ class Kli {
 
 // The ICU (8.2): interrupts between the host CPU and the PME, each carrying a 64-bit message,
 // queued in order in each direction.
-class Icu {
+class Icu : public Unit {
  public:
   Icu(Stats& st, const std::string& name);
   void to_host(uint64_t msg);
@@ -230,7 +248,7 @@ class Icu {
 // One doorbell register with a distinct alias address per user task (8.3.2). The OS assigns
 // each task one alias and tells the NIC by writing the alias table in EM through the KLI; at a
 // doorbell the ULI reads the table to name the task.
-class Uli {
+class Uli : public Unit {
  public:
   Uli(Kli& kli, Stats& st, const std::string& name);
   // The OS's writes of the table entry, from `at`: returns when they are done.
@@ -248,21 +266,40 @@ class Uli {
 
 // ------------------------------------------------------------------ DMA engines
 
-// A DMA engine with a descriptor ring in EM: descriptors are served one at a time in order; at
-// most `ring` are outstanding, so a producer that gets ahead waits for the oldest to complete.
-class DmaEngine {
+// A DMA engine with a descriptor ring in EM (8.3.4): posting writes a 16-byte descriptor into
+// the next slot, big-endian: +0 source address, +4 destination address, +8 length, +12 status
+// (bit 31: owned by the engine, bit 30: done, bits 0-23: the descriptor's number). The engine
+// serves descriptors one at a time in order and, when one completes, clears its owner bit and
+// sets done, which is how the PME learns of it. At most `ring` are outstanding: a descriptor for
+// a slot whose previous one is still owned by the engine waits until it completes.
+// Addresses are host physical for the host side; EM-side buffers are written as 0 (frames
+// travel with their events, not in EM's bytes).
+class DmaEngine : public Unit {
  public:
-  DmaEngine(uint32_t ring, double setup_ns, Stats& st, const std::string& name);
+  static constexpr uint32_t kDescBytes = 16;
+  static constexpr uint32_t kOwn = 1u << 31, kDone = 1u << 30;
+  DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stats& st, const std::string& name,
+            const char* module = nullptr);
   // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s).
   // Returns the end.
-  uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer);
+  uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer) {
+    return post(at, 0, 0, bytes, xfer);
+  }
+  uint64_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer);
   uint64_t busy_ps() const { return busy_.value; }
+  uint32_t ring_offset() const { return ring_off_; }  // where the ring lies in EM
+  uint32_t ring() const { return ring_; }
 
  private:
+  void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number);
+  Calendar& cal_;
+  Em& em_;
   uint32_t ring_;
+  uint32_t ring_off_;
   uint64_t setup_ps_;
   uint64_t free_ = 0;
-  std::deque<uint64_t> outstanding_;  // completion times of posted descriptors
+  uint32_t posted_ = 0;
+  std::vector<uint64_t> slot_end_;  // when each slot's descriptor completes
   Counter &descs_, &bytes_, &busy_, &ring_full_;
 };
 
@@ -272,7 +309,7 @@ class DmaEngine {
 // the PGE's writes of a packet image and by CSU-R on the LDMA's writes of a received frame. It
 // adds no time (it runs beside the stream); the PME reads its result from the descriptor and
 // adds the pseudo-header. Without one, the PME's firmware sums the frame's words itself.
-class Csu {
+class Csu : public Unit {
  public:
   Csu(Stats& st, const std::string& name);
   // CSU-T: the checksum of an image whose checksum field is zero.
@@ -287,7 +324,7 @@ class Csu {
 // The OCU (8.2): checks packet order for TCP (and MBCF) as frames arrive. It holds, per
 // connection register, the next sequence number expected; a segment is in order, a duplicate
 // (entirely before it) or beyond a gap. The PME advances the register when it delivers.
-class Ocu {
+class Ocu : public Unit {
  public:
   enum class Order : uint8_t { InOrder, Duplicate, Gap };
   Ocu(uint32_t registers, Stats& st, const std::string& name);
@@ -332,9 +369,9 @@ struct CryptoConfig {
 // EM and writing the result back (8.3.3). The cipher and hash engines work on the stream side by
 // side (encrypt-then-MAC hashes the ciphertext as it leaves the cipher), so a frame takes the
 // longer of the two, plus its descriptor's set-up.
-class Cau {
+class Cau : public Unit {
  public:
-  Cau(const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& name);
+  Cau(Calendar& cal, const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& name);
   uint64_t compute_ps(uint32_t cipher_blocks, uint32_t hash_blocks) const;
   // A frame of `bytes` in EM posted at `at`; returns when the result is in EM.
   uint64_t run(uint64_t at, uint32_t bytes, uint32_t cipher_blocks, uint32_t hash_blocks);
@@ -347,7 +384,7 @@ class Cau {
 };
 
 // The MEAC1024: 1024-bit modular multiplication and reduction (IBM), one operation at a time.
-class Meac {
+class Meac : public Unit {
  public:
   Meac(const CryptoConfig& c, Stats& st, const std::string& name);
   uint64_t modmul_ps() const;

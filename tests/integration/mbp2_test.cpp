@@ -593,5 +593,56 @@ TEST(Mbp2Msg, DatagramsBetweenEncryptingNicsAreSealedLikeIpsec) {
   EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_opened"), 1u);
   EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 1u);
 }
+
+// Every unit is a SystemC module under its node's NIC module, and the DMA engines' descriptor
+// rings are real bytes in that node's EM, handed back done after the traffic.
+TEST(Mbp2, UnitsAreSystemCModulesAndTheirDescriptorRingsLiveInEm) {
+  Rig r(crypto(Cipher::Des, Auth::HmacMd5));
+  for (uint32_t n = 0; n < 2; ++n) {
+    const std::string nic = "mbp2_node" + std::to_string(n);
+    sc_core::sc_object* top = sc_core::sc_find_object(nic.c_str());
+    ASSERT_NE(top, nullptr) << nic;
+    EXPECT_STREQ(top->kind(), "sc_module");
+    std::vector<std::string> kids;
+    for (const sc_core::sc_object* o : top->get_child_objects()) kids.push_back(o->basename());
+    for (const char* u : {"biu", "em", "tlb", "pme", "kli", "icu", "uli", "pge", "adma", "ldma_tx", "ldma_rx", "csu", "ocu", "cau", "cau_dma"})
+      EXPECT_NE(std::find(kids.begin(), kids.end(), u), kids.end()) << nic << "." << u;
+  }
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 1024, 3)}, 0x10000}, [] {}));
+  r.run(5);
+  // Node 1's ADMA wrote the data: its first descriptor names the host address and length, done.
+  const Em& em = r.sys->em(1);
+  const DmaEngine& adma = r.sys->adma(1);
+  const uint32_t d = adma.ring_offset();
+  EXPECT_EQ(em.load32(d + 8), 1024u);
+  EXPECT_EQ(em.load32(d + 4) % r.ec.page_bytes, 0x100u);  // the page offset of 0x10100
+  EXPECT_EQ(em.load32(d + 12), DmaEngine::kDone | 0u);
+  EXPECT_EQ(r.sys->em(0).load32(r.sys->pge(0).ring_offset() + 12) & DmaEngine::kDone, DmaEngine::kDone);  // the sender's PGE
+}
+
+// The datagram workload: UDP and TCP echo and stream between user tasks on both MBP2 configs,
+// every payload checked; on MBCF/Ether's conventional NIC it is a config error.
+TEST(Mbp2Msg, TheDatagramWorkloadChecksEveryPayloadOnBothConfigs) {
+  for (const char* cfg : {"mbp2p-ss20.json", "mbp2c-pci.json"})
+    for (const char* proto : {"udp", "tcp"}) {
+      const auto s = stats_json(cfg, std::string("--set workload.kind=datagram --set workload.protocol=") + proto +
+                                         " --set 'workload.sizes=[4,1024]' --set workload.transfers=64 --set workload.iterations=4");
+      const auto& sum = s["summary"];
+      ASSERT_TRUE(sum["finished"].get<bool>()) << cfg << " " << proto;
+      EXPECT_EQ(sum["mismatched_datagrams"].get<uint64_t>(), 0u);
+      EXPECT_EQ(sum["checked_bytes"].get<uint64_t>(), 2u * (4 + 1024) * (4 + 2) + 64u * (4 + 1024));
+      ASSERT_EQ(sum["points"].size(), 4u);
+      EXPECT_EQ(sum["points"][1]["dropped"].get<uint64_t>(), 0u);
+      // The sender's host pays a structure and a doorbell per datagram, whatever the size.
+      EXPECT_EQ(sum["points"][0]["host_cpu_us_per_op"], sum["points"][2]["host_cpu_us_per_op"]);
+      EXPECT_EQ(s["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_delivered"].get<uint64_t>(), 2u * (6 + 64));  // per size: 6 echoes, 64 streamed
+    }
+  const auto d = test::temp_dir("mbp2_datagram_conventional");
+  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ss20-100tx.json") + " --quiet --out " +
+                         (d / "o").string() + " --set workload.kind=datagram");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("workload.kind"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("mbcf.nic = mbp2"), std::string::npos) << r.output;
+}
 }  // namespace
 }  // namespace mbpsim::mbp2

@@ -144,8 +144,9 @@ TEST(Mbp2Crypto, TheGroupIsRfc2409sSafePrimeAndBothEndsAgree) {
 TEST(Mbp2Crypto, CauTimeIsTheLongerOfCipherAndHashAndItsMemoryTrafficSlowsOtherRoutes) {
   Stats st;
   CryptoConfig c;  // 100 MHz, 2 cycles per DES pass, 32 per hash block
+  Calendar cal("cal");
   Em em(EmConfig{}, st, "em");
-  Cau cau(c, 4, em, st, "cau");
+  Cau cau(cal, c, 4, em, st, "cau");
   // 1024 bytes of 3DES: 129 blocks x 3 passes x 2 cycles = 7.74 us; the hash is shorter.
   EXPECT_EQ(cipher_blocks(Cipher::Des3, 1024), 387u);
   EXPECT_EQ(cau.compute_ps(387, hash_blocks(Auth::HmacSha1, 1060)), 7740000u);

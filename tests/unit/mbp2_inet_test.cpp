@@ -60,7 +60,9 @@ TEST(Inet, UdpAndTcpFramesRoundTripWithVerifyingChecksums) {
       EXPECT_EQ(out.d.src_port, 5000);
       EXPECT_EQ(out.d.dst_port, 7);
       EXPECT_EQ(out.d.ip_id, 99);
-      if (proto == kIpProtoTcp) EXPECT_EQ(out.d.seq, 0xfffffff0u);
+      if (proto == kIpProtoTcp) {
+        EXPECT_EQ(out.d.seq, 0xfffffff0u);
+      }
       ASSERT_EQ(out.payload_len, n);
       EXPECT_TRUE(std::equal(p.begin(), p.end(), f.begin() + out.payload_off));
       // Ethernet pads short frames: the IP length, not the frame's, bounds the datagram.

@@ -63,13 +63,13 @@ TEST(Mbp2Em, ASaturatedRouteSlowsTheOthers) {
   EXPECT_EQ(alone, 14u * 25000);
   // The MAC route streams 1 KiB; a PME access posted meanwhile waits for it.
   Stats st2;
-  Em em2(c, st2, "em");
+  Em em2(c, st2, "em2");
   const uint64_t mac_end = em2.access(Route::Mac, 0, 1024);
   const uint64_t pme_end = em2.access(Route::Pme, 1000, 8);
   EXPECT_EQ(pme_end, mac_end + em2.access_ps(8));
   EXPECT_EQ(em2.wait_ps(Route::Pme), mac_end - 1000);
   EXPECT_EQ(em2.wait_ps(Route::Mac), 0u);
-  EXPECT_EQ(test::stat_value(st2, "em.mac.bytes"), 1024u);
+  EXPECT_EQ(test::stat_value(st2, "em2.mac.bytes"), 1024u);
 }
 
 TEST(Mbp2Tlb, ContextTagsKeepAddressSpacesApartAndLruEvicts) {
@@ -193,13 +193,48 @@ TEST(Mbp2Icu, MessagesTravelInOrderEachWay) {
 
 TEST(Mbp2Dma, DescriptorsAreServedInOrderAfterTheirSetup) {
   Stats st;
-  DmaEngine d(2, 100, st, "dma");
+  Calendar cal("cal");
+  Em em(EmConfig{}, st, "em");
+  DmaEngine d(cal, em, 2, 100, st, "dma");
   auto xfer = [](uint64_t s) { return s + 1000000; };
   EXPECT_EQ(d.post(0, 64, xfer), 100000u + 1000000);
   EXPECT_EQ(d.post(0, 64, xfer), 2 * (100000u + 1000000));  // waits for the first
   EXPECT_EQ(d.post(0, 64, xfer), 3 * (100000u + 1000000));
   EXPECT_EQ(test::stat_value(st, "dma.ring_full"), 1u);  // two outstanding when the third came
   EXPECT_EQ(test::stat_value(st, "dma.bytes"), 192u);
+}
+
+// The ring is real bytes in EM: a posted descriptor holds its addresses and length with the
+// engine's owner bit; at completion the engine hands it back marked done; a third descriptor
+// on a two-entry ring is written only when the first's slot is free.
+TEST(Mbp2Dma, TheDescriptorRingLivesInEmAndCompletionsAreWrittenBack) {
+  Stats st;
+  Calendar cal("cal");
+  Em em(EmConfig{}, st, "em");
+  em.carve(100);  // something else's structure first: rings go where EM has room
+  DmaEngine d(cal, em, 2, 0, st, "dma");
+  EXPECT_EQ(d.ring_offset(), 100u);
+  EXPECT_EQ(em.size(), 100u + 2 * DmaEngine::kDescBytes);
+  auto xfer = [](uint64_t s) { return s + 1000000; };  // 1 us each
+  const uint32_t r = d.ring_offset();
+  d.post(0, 0x12345678, 0x40, 256, xfer);
+  d.post(0, 0x9000, 0x80, 512, xfer);
+  EXPECT_EQ(em.load32(r), 0x12345678u);
+  EXPECT_EQ(em.load32(r + 4), 0x40u);
+  EXPECT_EQ(em.load32(r + 8), 256u);
+  EXPECT_EQ(em.load32(r + 12), DmaEngine::kOwn | 0u);
+  EXPECT_EQ(em.load32(r + 16 + 8), 512u);
+  EXPECT_EQ(em.load32(r + 16 + 12), DmaEngine::kOwn | 1u);
+  d.post(0, 0xa000, 0xc0, 64, xfer);                      // slot 0 again: waits for descriptor 0
+  EXPECT_EQ(em.load32(r + 8), 256u);                     // not yet overwritten
+  sc_core::sc_start(sc_core::sc_time(1500, sc_core::SC_NS));  // descriptor 0 done, 2 written
+  EXPECT_EQ(em.load32(r), 0xa000u);
+  EXPECT_EQ(em.load32(r + 8), 64u);
+  EXPECT_EQ(em.load32(r + 12), DmaEngine::kOwn | 2u);
+  EXPECT_EQ(em.load32(r + 16 + 12), DmaEngine::kOwn | 1u);  // descriptor 1 runs until 2 us
+  sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_US));
+  EXPECT_EQ(em.load32(r + 12), DmaEngine::kDone | 2u);
+  EXPECT_EQ(em.load32(r + 16 + 12), DmaEngine::kDone | 1u);
 }
 
 }  // namespace
