@@ -21,6 +21,8 @@ uint32_t get32(const uint8_t* p) { return get16(p) << 16 | get16(p + 2); }
 constexpr uint32_t kEth = 14;
 }  // namespace
 
+uint16_t ether_type(const std::vector<uint8_t>& f) { return f.size() < kEth ? 0 : static_cast<uint16_t>(get16(&f[12])); }
+
 uint32_t ip_of(uint32_t pnode) { return 10u << 24 | (pnode & 0xffff); }
 
 uint32_t ones_sum(const uint8_t* p, uint32_t n, uint32_t sum) {
@@ -120,7 +122,7 @@ bool l4_verifies(const std::vector<uint8_t>& f) {
 
 InetError parse_inet(const std::vector<uint8_t>& f, Parsed& out, bool check_l4) {
   if (f.size() < kEth + kIpHeader) return InetError::Truncated;
-  if (get16(&f[12]) != kEtherTypeIpv4) return InetError::BadIpHeader;
+  if (ether_type(f) != kEtherTypeIpv4) return InetError::BadIpHeader;
   const uint8_t* ip = &f[kEth];
   if (ip[0] != 0x45) return InetError::BadIpHeader;
   const uint32_t ip_len = get16(ip + 2);

@@ -23,6 +23,8 @@ constexpr uint8_t kIpProtoUdp = 17, kIpProtoTcp = 6;
 constexpr uint32_t kIpHeader = 20, kUdpHeader = 8, kTcpHeader = 20;
 
 uint32_t ip_of(uint32_t pnode);  // 10.0.h.l
+// A frame's EtherType (0 when shorter than an Ethernet header).
+uint16_t ether_type(const std::vector<uint8_t>& frame);
 
 // RFC 1071: the one's-complement sum of 16-bit big-endian words (an odd last byte padded with
 // zero), folded to 16 bits; `sum` carries a partial sum in.

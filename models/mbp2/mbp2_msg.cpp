@@ -26,7 +26,6 @@ using mbcf::ViolationCode;
 
 namespace {
 constexpr uint64_t kIcuKernelRx = 2ull << 56;  // | frame length: a frame in the kernel's receive structure
-uint16_t ether_type_of(const std::vector<uint8_t>& f) { return f.size() < 14 ? 0 : static_cast<uint16_t>(f[12] << 8 | f[13]); }
 
 bool usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint64_t n, uint8_t perm) {
   if (laddr + n > 0x100000000ull) return false;
@@ -359,6 +358,6 @@ void Mbp2System::ip_arrive(uint32_t node, std::vector<uint8_t>&& f) {
   cal_.at(t, [this, node, f = std::move(f)]() mutable { ip_steer(node, std::move(f), true); });
 }
 
-bool Mbp2System::is_ip(const std::vector<uint8_t>& f) { return ether_type_of(f) == kEtherTypeIpv4; }
+bool Mbp2System::is_ip(const std::vector<uint8_t>& f) { return ether_type(f) == kEtherTypeIpv4; }
 
 }  // namespace mbpsim::mbp2

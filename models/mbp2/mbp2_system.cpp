@@ -363,7 +363,6 @@ namespace {
 uint32_t be32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
 }
-uint16_t ether_type(const std::vector<uint8_t>& f) { return f.size() < 14 ? 0 : static_cast<uint16_t>(f[12] << 8 | f[13]); }
 constexpr uint8_t kKxInit = 1, kKxResp = 2;
 constexpr uint32_t kKxBytes = 18 + Dh::kBytes;  // header, type, 3 reserved, public value
 }  // namespace
