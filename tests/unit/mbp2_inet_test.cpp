@@ -150,3 +150,34 @@ TEST(Mbp2Ocu, ComparesSequenceNumbersInTheirWrappingSpace) {
 
 }  // namespace
 }  // namespace mbpsim::mbp2
+
+namespace mbpsim::mbp2 {
+namespace {
+
+// The frame fuzzer's seed corpus (tests/fuzz/corpus/inet) holds a UDP and a TCP frame of a few
+// sizes that parse, so the fuzzer starts past the header checks. MBPSIM_REGEN_CORPUS=1 rewrites it.
+TEST(Inet, FuzzCorpusFramesParse) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(MBPSIM_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "inet";
+  if (std::getenv("MBPSIM_REGEN_CORPUS")) {
+    fs::create_directories(dir);
+    for (uint8_t proto : {kIpProtoUdp, kIpProtoTcp})
+      for (uint32_t n : {0u, 1u, 64u, 1000u}) {
+        const auto p = payload(n, 7);
+        const auto f = build_inet(dg(proto), p.data(), n);
+        test::write_text(dir / ((proto == kIpProtoUdp ? "udp-" : "tcp-") + std::to_string(n) + ".bin"),
+                         std::string(f.begin(), f.end()));
+      }
+  }
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string s = test::read_text(e.path());
+    Parsed p;
+    EXPECT_EQ(parse_inet(std::vector<uint8_t>(s.begin(), s.end()), p, true), InetError::None) << e.path();
+    ++n;
+  }
+  EXPECT_EQ(n, 8u);
+}
+
+}  // namespace
+}  // namespace mbpsim::mbp2

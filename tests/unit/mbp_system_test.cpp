@@ -198,7 +198,7 @@ TEST(MbpSystem, L3ReplacementWritesBackExclusiveBlocks) {
 
 // An undefined transition is a hard error naming the controller, address, state and event.
 TEST(MbpSystem, UndefinedTransitionStopsTheRunWithItsName) {
-  json steps = {step(2, 0, 0, "load", 0x1000)};  // node 2 gets a shared copy of page 1 (home 1)
+  json steps = json::array({step(2, 0, 0, "load", 0x1000)});  // node 2 gets a shared copy of page 1 (home 1)
   MbpHarness h(script_config(2, steps));
   h.run();
   ASSERT_TRUE(h.workload().done());
