@@ -1,5 +1,7 @@
 #include "models/mbcf/engine.h"
 
+#include "models/core/mutant.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -436,7 +438,7 @@ ExecResult execute(TaskSpace& ts, const Packet& p) {
     r.violation = ViolationCode::NoSuchTask;
     return r;
   }
-  if (t->key != p.dst_key) {
+  if (t->key != p.dst_key && !(mutant::on(mutant::Id::CombinedNoKeyCheck) && p.cmds.size() > 1)) {
     r.outcome = ExecResult::Outcome::BadKey;
     r.violation = ViolationCode::BadKey;
     return r;

@@ -19,7 +19,8 @@ void declare_mbcf_params(ParamSchema& s) {
   s.add({"mbcf.rx_ring", T::Int, 64, "buffers", "receive ring of the NIC; a frame arriving to a full ring is lost", 1, 1 << 20});
   s.add({"mbcf.ack_timeout_us", T::Double, 20000.0, "us", "no acknowledgement progress for this long: resend the oldest, handshaked (two ticks of the 100 Hz kernel clock)", 1, 1e9});
   s.add({"mbcf.resend_timeout_us", T::Double, 20000.0, "us", "a resend request unanswered for this long may be sent again", 1, 1e9});
-  s.add({"mbcf.max_timeouts", T::Int, 32, "", "timeouts in a row after which a peer is taken as down and its buffers reclaimed", 1, 1e6});
+  s.add({"mbcf.max_timeouts", T::Int, 32, "", "timeouts in a row after which a silent peer is probed with exponential back-off (its packets are kept)", 1, 1e6});
+  s.add({"mbcf.max_backoff_us", T::Double, 1e6, "us", "longest probe interval for a silent peer (1 s, TCP's minimum retransmission timeout, RFC 6298)", 1, 1e9});
   s.add({"mbcf.page_in_us", T::Double, 10000.0, "us", "time to page a swapped-out page back in (a disk access)", 0, 1e9});
 
   s.add({"host.cpu_mhz", T::Double, 85.0, "MHz", "host processor clock (SuperSPARC of the SS20: 85 MHz)", 1, 1e5});
@@ -77,6 +78,8 @@ EtherSysConfig EtherSysConfig::from(const Config& c) {
   e.ack_timeout_us = c.get_double("mbcf.ack_timeout_us");
   e.resend_timeout_us = c.get_double("mbcf.resend_timeout_us");
   e.max_timeouts = static_cast<uint32_t>(c.get_int("mbcf.max_timeouts"));
+  e.max_backoff_us = c.get_double("mbcf.max_backoff_us");
+  if (e.max_backoff_us < e.ack_timeout_us) c.fail("mbcf.max_backoff_us", "must be at least mbcf.ack_timeout_us");
   e.page_in_us = c.get_double("mbcf.page_in_us");
   e.cpu_mhz = c.get_double("host.cpu_mhz");
   e.syscall_cycles = c.get_double("host.syscall_cycles");

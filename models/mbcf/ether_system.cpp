@@ -1,5 +1,7 @@
 #include "models/mbcf/ether_system.h"
 
+#include "models/core/mutant.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +37,9 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
       invocations_(st.counter("system.mbcf.invocations", "user programs invoked by MBCF_SIGNAL")),
       wakeups_(st.counter("system.mbcf.wakeups", "blocked tasks woken by the scheduling option")),
       blocked_(st.counter("system.mbcf.blocked_syscalls", "system calls that waited for room (TH2)")),
-      peer_resets_(st.counter("system.mbcf.peer_resets", "sequence resets after a peer restarted or was given up")),
+      peer_resets_(st.counter("system.mbcf.peer_resets", "sequence resets after a peer restarted (its Hello)")),
+      peers_unresponsive_(st.counter("system.mbcf.peers_unresponsive", "times a peer missed mbcf.max_timeouts timeouts in a row (then probed with back-off)")),
+      abandoned_(st.counter("system.mbcf.packets_abandoned", "unacknowledged packets dropped because their peer restarted")),
       nic_drops_down_(st.counter("system.mbcf.dropped_while_down", "frames that reached a powered-off node")),
       isr_batch_(st.histogram("system.mbcf.isr_batch", "packets handled per receive interrupt")) {
   for (uint32_t i = 0; i < c.nodes; ++i) {
@@ -208,8 +212,12 @@ void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
 }
 
 bool EtherSystem::must_wait(uint32_t node, uint32_t dst, const Packet& p) const {
-  return !p.cmds[0].opt.no_flow_control && dst != node && n_[node]->peers[dst].unacked.size() >= c_.th2;
+  return !p.cmds[0].opt.no_flow_control && dst != node && n_[node]->peers[dst].unacked.size() >= window();
 }
+
+// TH2 bounds a peer's outstanding packets below half the 8-bit sequence space, so the receiver
+// can tell a retransmission (behind it) from a packet after a gap (ahead of it).
+uint32_t EtherSystem::window() const { return mutant::on(mutant::Id::GbnWindowIsSeqSpace) ? 256 : c_.th2; }
 
 void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, uint32_t, std::function<void()> k) {
   Node& N = *n_[node];
@@ -283,6 +291,11 @@ void EtherSystem::send_sequenced(uint32_t node, uint32_t peer, Packet p) {
     P.ack_req_seq = p.end_p;
   }
   P.unacked.push_back(p);
+  // Outstanding packets never exceed what an 8-bit sequence number tells apart (TH2 <= 127).
+  if (P.unacked.size() > kMaxOutstanding)
+    internal_error("Go-back-N invariant: node " + std::to_string(node) + " has " + std::to_string(P.unacked.size()) +
+                   " packets outstanding to node " + std::to_string(peer) + ", beyond the " +
+                   std::to_string(kMaxOutstanding) + " an 8-bit sequence number can tell apart");
   ++N.tx_buffers_used;
   if (N.tx_buffers_used * 4 > c_.tx_buffers * 3) {
     // A hint of a lack of buffers: lower TH1 and withdraw uncollected buffers (6.1.4).
@@ -316,24 +329,18 @@ void EtherSystem::arm_timer(uint32_t node, uint32_t peer) {
   Peer& P = n_[node]->peers[peer];
   const uint64_t gen = ++P.timer_gen;
   const uint32_t inc = n_[node]->incarnation;
-  cal_.after(static_cast<uint64_t>(c_.ack_timeout_us * 1e6), [this, node, peer, gen, inc] {
+  // A peer silent for max_timeouts timeouts in a row is probed ever more rarely (doubling up
+  // to max_backoff_us), never given up: giving up on a live peer cut off for a while (a long
+  // loss burst) lost packets and left the two ends' sequence numbers out of step. A restarted
+  // peer announces itself (Hello), and only then is what it never acknowledged abandoned.
+  double us = c_.ack_timeout_us;
+  if (P.timeouts >= c_.max_timeouts)
+    us = std::min(c_.max_backoff_us, us * std::ldexp(1.0, static_cast<int>(std::min<uint32_t>(P.timeouts + 1 - c_.max_timeouts, 40))));
+  cal_.after(static_cast<uint64_t>(us * 1e6), [this, node, peer, gen, inc] {
     Node& N = *n_[node];
     Peer& P = N.peers[peer];
     if (gen != P.timer_gen || !N.up || N.incarnation != inc || P.unacked.empty()) return;
-    if (++P.timeouts > c_.max_timeouts) {  // the peer is gone: reclaim, reset, release callers
-      peer_resets_.inc();
-      N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
-      P.unacked.clear();
-      P.resending = false;
-      P.timeouts = 0;
-      P.sent = P.arrived = P.wire_sent = P.resend_end = 0;
-      while (!P.blocked.empty()) {
-        auto f = std::move(P.blocked.front());
-        P.blocked.pop_front();
-        f();
-      }
-      return;
-    }
+    if (++P.timeouts == c_.max_timeouts) peers_unresponsive_.inc();
     if (!P.ack_pending && !P.resending && !P.resend_requested) {
       // Nothing was asked of the peer: these buffers are only uncollected (the tail of a
       // stream, below TH1). Ask for an acknowledgement rather than resend data.
@@ -394,7 +401,7 @@ void EtherSystem::collect(uint32_t node, uint32_t peer, uint8_t recv_p) {
   if (P.resending) resend_next(node, peer);
   else if (!P.unacked.empty()) arm_timer(node, peer);
   else ++P.timer_gen;
-  while (!P.blocked.empty() && P.unacked.size() < c_.th2) {
+  while (!P.blocked.empty() && P.unacked.size() < window()) {
     auto f = std::move(P.blocked.front());
     P.blocked.pop_front();
     f();
@@ -511,6 +518,7 @@ void EtherSystem::isr_step(uint32_t node) {
   if (p.ctrl_p & kHello) {
     Peer& P = N.peers[s];
     peer_resets_.inc();
+    abandoned_.inc(P.unacked.size());  // the peer restarted: it will never acknowledge these
     N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
     P.unacked.clear();
     P.sent = P.arrived = P.wire_sent = P.resend_end = 0;
@@ -539,9 +547,11 @@ void EtherSystem::isr_step(uint32_t node) {
   if (p.ctrl_p & kSequenced) {
     const uint8_t d = static_cast<uint8_t>(p.end_p - P.arrived);
     if (d != 1) {
-      if (d == 0 || d >= 128) {
+      const bool behind = mutant::on(mutant::Id::GbnWindowIsSeqSpace) ? d == 0 : (d == 0 || d >= 128);
+      if (behind) {
         dup_.inc();
-        send_control(node, s, 0);  // the ack may have been lost: say again where we are
+        // The ack may have been lost: say again where we are.
+        if (!mutant::on(mutant::Id::DupDroppedSilently)) send_control(node, s, 0);
       } else {
         gap_.inc();
         if (!P.resend_requested) {

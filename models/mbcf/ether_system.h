@@ -51,7 +51,8 @@ struct EtherSysConfig {
   // Go-back-N
   uint32_t th1 = 16, th2 = 64, th1_min = 2, tx_buffers = 256;
   double ack_timeout_us = 20000, resend_timeout_us = 20000;
-  uint32_t max_timeouts = 32;  // then the peer is declared down and its buffers reclaimed
+  uint32_t max_timeouts = 32;  // then the peer is probed with exponential back-off
+  double max_backoff_us = 1e6;
   net::EtherConfig ether;
   static EtherSysConfig from(const Config& c);
 };
@@ -173,6 +174,8 @@ class EtherSystem {
   // The packet goes to the protocol: numbered and sent (or sent unnumbered without flow control).
   void submit(uint32_t node, uint32_t dst, Packet p);
   // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).
+  static constexpr size_t kMaxOutstanding = 127;  // half the 8-bit END_P/RECV_P space, less one
+  uint32_t window() const;
   bool must_wait(uint32_t node, uint32_t dst, const Packet& p) const;
   uint64_t copy_ps(uint32_t bytes) const;
   // Bytes the NIC adds to every frame (0 for MBCF/Ether): requests whose frame or reply would
@@ -274,7 +277,7 @@ class EtherSystem {
   std::function<void(uint32_t, uint32_t, const Packet&)> accept_hook_;
   std::function<void(uint32_t, uint32_t, const Packet&)> tx_hook_;
   Counter &sent_, &received_, &malformed_, &violations_, &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_,
-      &ring_drops_, &timeouts_, &ack_polls_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_,
+      &ring_drops_, &timeouts_, &ack_polls_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_, &peers_unresponsive_, &abandoned_,
       &nic_drops_down_;
   Histogram& isr_batch_;
 };

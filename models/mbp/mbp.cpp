@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "models/core/error.h"
+#include "models/core/mutant.h"
 #include "models/mbp/system.h"
 #include "models/mbp/system_internal.h"
 
@@ -128,16 +129,32 @@ void System::on_packet(uint32_t n, net::Packet& p, uint64_t) {
 
 void System::on_ack(uint32_t, const net::Packet& ack, uint64_t) {
   auto it = rounds_.find(ack.txn);
-  if (it == rounds_.end()) internal_error("acknowledgement for an unknown round");
+  if (it == rounds_.end()) {
+    if (mutant::on(mutant::Id::GrantBeforeAllAcks)) return;  // the late acknowledgement of a round done early
+    internal_error("acknowledgement for an unknown round");
+  }
   Round* r = it->second;
   st_.combined_acks->inc();
   r->got += ack.ack_count;
   r->held += ack.ack_held;
-  if (r->got == r->expected) round_done(r);
+  if (round_complete(r)) round_done(r);
+}
+
+bool System::round_complete(const Round* r) const {
+  if (mutant::on(mutant::Id::GrantBeforeAllAcks) && r->expected > 1) return r->got + 1 >= r->expected;
+  return r->got == r->expected;
 }
 
 void System::ack_round(uint32_t n, Msg* m, const net::Packet* mcast, bool held) {
   (held ? st_.acks_held : st_.deliveries_no_copy)->inc();
+  if (mc_.check_invariants) {  // the truth the combined acknowledgements must add up to
+    auto it = rounds_.find(m->round);
+    if (it != rounds_.end()) {
+      ++it->second->delivered;
+      it->second->held_really += held;
+    }
+  }
+  if (mutant::on(mutant::Id::AckWithoutHeldFlag)) held = false;
   if (mcast) {
     st_.proto_msgs[static_cast<int>(m->proto)]->inc();  // an acknowledgement is a message too
     net_.send_ack(n, *mcast, held);
@@ -176,12 +193,15 @@ void System::handle_msg(uint32_t n, Msg* m, const net::Packet* mcast) {
     }
     case MsgType::RoundAck: {
       auto it = rounds_.find(m->round);
-      if (it == rounds_.end()) internal_error("unicast acknowledgement for an unknown round");
+      if (it == rounds_.end()) {
+        if (mutant::on(mutant::Id::GrantBeforeAllAcks)) break;
+        internal_error("unicast acknowledgement for an unknown round");
+      }
       Round* r = it->second;
       st_.unicast_acks->inc();
       ++r->got;
       r->held += m->held;
-      if (r->got == r->expected) round_done(r);
+      if (round_complete(r)) round_done(r);
       break;
     }
     case MsgType::Inv: case MsgType::Upd: {
@@ -533,6 +553,13 @@ bool System::start_round(Frame* f, uint32_t bi, MsgType kind, Msg* req) {
   r->bi = r->page ? 0 : bi;
   r->kind = kind;
   r->expected = plan.targets;
+  if (mutant::on(mutant::Id::CoarsenDuringRound) && kind == MsgType::Inv) {
+    // The sharer set gains the next node after the multicast was planned, and the round
+    // counts its acknowledgements on the coarser set.
+    auto coarse = d.sharers;
+    dirfmt_.add(coarse, f->node, (f->node + 1 + static_cast<uint32_t>(r->id % (nodes_ - 1))) % nodes_);
+    r->expected = std::max(plan.targets, dirfmt_.plan(coarse, f->node, skip).targets);
+  }
   r->start_ps = now_ps();
   rounds_[r->id] = r;
   ++d.rounds;
@@ -576,6 +603,7 @@ bool System::start_round(Frame* f, uint32_t bi, MsgType kind, Msg* req) {
 
 void System::round_done(Round* r) {
   rounds_.erase(r->id);
+  if (mc_.check_invariants) check_round_acks(*r);
   Frame* f = r->f;
   DirPage& d = *f->dir;
   st_.round_latency->sample(now_ps() - r->start_ps);
@@ -884,6 +912,20 @@ void System::check_value(uint64_t nblk, uint32_t off, uint32_t size, const uint8
 void System::golden_write(uint64_t nblk, uint32_t off, uint32_t size, const uint8_t* bytes) {
   auto it = golden_.find(nblk);
   if (it != golden_.end()) std::memcpy(&it->second[off], bytes, size);
+}
+
+// Combined acknowledgements (2.5): when a round completes, the acknowledgements that reached
+// the home must account for exactly the nodes the round was delivered to, and their "held a
+// copy" flags for exactly the nodes that held one (counted where each node acknowledged).
+void System::check_round_acks(const Round& r) {
+  st_.checks_round_acks->inc();
+  if (r.got == r.delivered && r.delivered == r.expected && r.held == r.held_really) return;
+  std::ostringstream os;
+  os << "acknowledgement invariant: round " << r.id << " (" << (r.page ? "page invalidation" : r.kind == MsgType::Upd ? "update" : "invalidation")
+     << ") of block 0x" << std::hex << (r.f->npage * blocks_per_page_ + r.bi) * nc_.block_bytes << std::dec << " at home node "
+     << r.f->node << " completed with " << r.got << " acknowledgements for " << r.expected << " targets, " << r.delivered
+     << " of them delivered; " << r.held << " acknowledgements say they held a copy, " << r.held_really << " did";
+  fail(os.str());
 }
 
 void System::check_update_copies(Frame* home, uint32_t bi) {

@@ -132,6 +132,7 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   st_.checks_swmr = &stats.counter(g + "checkers.swmr_checks");
   st_.checks_value = &stats.counter(g + "checkers.value_checks");
   st_.checks_update = &stats.counter(g + "checkers.update_copy_checks");
+  st_.checks_round_acks = &stats.counter(g + "checkers.round_ack_checks");
   st_.fanout = &stats.histogram(g + "rounds.fanout");
   st_.op_latency_remote = &stats.histogram(g + "ops.latency_via_mbp_ps");
   st_.round_latency = &stats.histogram(g + "rounds.latency_ps");

@@ -193,6 +193,8 @@ class System : public sc_core::sc_module, public net::NetClient {
   void check_value(uint64_t nblk, uint32_t off, uint32_t size, const uint8_t* got, const char* where);
   void golden_write(uint64_t nblk, uint32_t off, uint32_t size, const uint8_t* bytes);
   void check_update_copies(Frame* home, uint32_t bi);
+  void check_round_acks(const Round& r);
+  bool round_complete(const Round* r) const;
   void fail(const std::string& what);
   [[noreturn]] void undefined(const char* ctrl, uint32_t node, uint64_t nblk, const char* state, const char* event);
 
@@ -239,7 +241,7 @@ class System : public sc_core::sc_module, public net::NetClient {
     Counter *remote_trans[kNumRStates][kNumREvents];
     Counter *rounds_mc, *rounds_uc, *deliveries, *deliveries_no_copy, *acks_held, *combined_acks, *unicast_acks;
     Counter *protocol_switches, *pointer_overflows, *coarsen_deferred, *nacks, *use_once_fills;
-    Counter *page_invalidations, *recalls, *checks_swmr, *checks_value, *checks_update, *stale_writebacks;
+    Counter *page_invalidations, *recalls, *checks_swmr, *checks_value, *checks_update, *checks_round_acks, *stale_writebacks;
     Histogram *fanout, *op_latency_remote, *round_latency;
   } st_;
 };

@@ -55,6 +55,9 @@ struct System::Round {
   bool page = false;
   MsgType kind = MsgType::Inv;
   uint32_t expected = 0, got = 0, held = 0;
+  // What the receivers really did, counted where they acknowledge (checked against the
+  // combined acknowledgements when the round completes, with mbp.check_invariants).
+  uint32_t delivered = 0, held_really = 0;
   Msg* payload = nullptr;  // multicast: shared by every receiver, freed when done
   uint64_t start_ps = 0;
 };

@@ -6,6 +6,7 @@
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/engine.h"
 #include "models/mbcf/packet.h"
+#include "tests/test_util.h"
 
 namespace mbpsim::mbcf {
 namespace {
@@ -300,6 +301,28 @@ TEST_F(Fixture, ForgedKeyOutOfWindowAndPageCrossingChangeNothing) {
   EXPECT_EQ(execute(ts, pkt({cmd(Cmd::Write, 0x40000, {1})})).violation, ViolationCode::Protection);
 }
 
+// Adversarial: a combined packet is refused whole when its key is forged, whatever its
+// commands, and the task's memory is byte-identical afterwards (every sub-command shares the
+// packet's destination key, 4.4, so one check guards them all; the mutation test
+// combined_no_key_check removes it for combined packets).
+TEST_F(Fixture, CombinedPacketWithAForgedKeyChangesNothing) {
+  auto snapshot = [&] {
+    std::vector<uint32_t> m;
+    for (uint32_t a = 0x10000; a < 0x10000 + 4 * kPage; a += 4) m.push_back(ts.load32(*t, a));
+    return m;
+  };
+  const auto before = snapshot();
+  for (uint32_t key : {0u, 0xC0FFEFu, 0xFFFFFFFFu, 0x00C0FFEEu ^ 0x80000000u}) {
+    auto r = execute(ts, pkt({cmd(Cmd::Write, 0x10000, {1, 2, 3, 4}), cmd(Cmd::Write, 0x10008, {5}),
+                              cmd(Cmd::Write, 0x11000, {6, 6}, ReplyMode::Status)},
+                             key));
+    EXPECT_EQ(r.outcome, ExecResult::Outcome::BadKey) << std::hex << key;
+    EXPECT_EQ(r.violation, ViolationCode::BadKey);
+    EXPECT_TRUE(r.replies.empty());
+  }
+  EXPECT_EQ(snapshot(), before);
+}
+
 TEST_F(Fixture, CombinedPacketIsOneAtomicLumpUnderThe44Rules) {
   // The second command faults: the first one's write is rolled back.
   auto r = execute(ts, pkt({cmd(Cmd::Write, 0x10000, {7, 7, 7, 7}), cmd(Cmd::Write, 0x90000, {1})}));
@@ -499,6 +522,41 @@ TEST(Codec, MalformedPacketsAreRejectedWithoutOverreading) {
   auto padded = good;
   padded.resize(good.size() + 10, 0);
   EXPECT_EQ(decode(padded.data(), padded.size(), q), DecodeError::None);
+}
+
+}  // namespace
+}  // namespace mbpsim::mbcf
+
+namespace mbpsim::mbcf {
+namespace {
+
+// The packet fuzzer's seed corpus (tests/fuzz/corpus/mbcf_packet) holds the encoding of every
+// command, alone with each reply mode and combined, so every decoder path starts covered.
+// MBPSIM_REGEN_CORPUS=1 rewrites the files after a deliberate format change.
+TEST(Codec, FuzzCorpusHoldsEveryCommandsEncoding) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(MBPSIM_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "mbcf_packet";
+  std::vector<std::pair<std::string, Packet>> want;
+  for (const Command& c : one_of_each()) {
+    Packet p = header();
+    p.cmds = {c};
+    want.emplace_back(std::string(to_string(c.cmd)) + "-reply" + std::to_string(static_cast<int>(c.opt.reply)), p);
+  }
+  Packet comb = header();
+  for (const Command& c : one_of_each())
+    if (c.cmd == Cmd::Write || c.cmd == Cmd::Fifo || c.cmd == Cmd::Signal) comb.cmds.push_back(c);
+  want.emplace_back("combined", comb);
+  const bool regen = std::getenv("MBPSIM_REGEN_CORPUS") != nullptr;
+  if (regen) fs::create_directories(dir);
+  for (const auto& [name, p] : want) {
+    std::vector<uint8_t> b;
+    ASSERT_TRUE(encode(p, b)) << name;
+    const fs::path f = dir / (name + ".bin");
+    if (regen) test::write_text(f, std::string(b.begin(), b.end()));
+    ASSERT_TRUE(fs::exists(f)) << f << " missing: MBPSIM_REGEN_CORPUS=1 rewrites the corpus";
+    const std::string got = test::read_text(f);
+    EXPECT_EQ(got, std::string(b.begin(), b.end())) << f << " is stale: MBPSIM_REGEN_CORPUS=1 rewrites it";
+  }
 }
 
 }  // namespace

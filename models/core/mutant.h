@@ -1,0 +1,50 @@
+// Seeded bugs for mutation testing (docs/CORRECTNESS.md, "Mutation tests"). The environment
+// variable MBPSIM_MUTANT names at most one mutant; the code at that mutant's site then behaves
+// wrongly on purpose, and the test suite must notice (tests/mutation/). Unset, every site is a
+// never-taken branch on a value read once per process. Built only with -DMBPSIM_MUTANTS=ON
+// (the default, so CI can check the kill rate); OFF compiles every site away.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace mbpsim::mutant {
+
+enum class Id : unsigned char {
+  None,
+  GrantBeforeAllAcks,     // mbp: a round completes one acknowledgement early (late ones ignored)
+  AckWithoutHeldFlag,     // mbp: an acknowledgement never says that the node held a copy
+  CoarsenDuringRound,     // mbp: a round counts its acks on a sharer set coarsened after it was planned
+  GbnWindowIsSeqSpace,    // mbcf/ether: 256 outstanding packets on an 8-bit sequence number
+  DupDroppedSilently,     // mbcf/ether: a duplicate is dropped without re-acknowledging
+  CombinedNoKeyCheck,     // mbcf: a combined packet's access key is not checked
+};
+
+struct Entry {
+  Id id;
+  const char* name;
+};
+inline constexpr Entry kAll[] = {
+    {Id::GrantBeforeAllAcks, "grant_before_all_acks"}, {Id::AckWithoutHeldFlag, "ack_without_held_flag"},
+    {Id::CoarsenDuringRound, "coarsen_during_round"},  {Id::GbnWindowIsSeqSpace, "gbn_window_is_seq_space"},
+    {Id::DupDroppedSilently, "dup_dropped_silently"},  {Id::CombinedNoKeyCheck, "combined_no_key_check"},
+};
+
+#ifdef MBPSIM_MUTANTS
+inline Id from_env() {
+  const char* v = std::getenv("MBPSIM_MUTANT");
+  if (!v || !*v) return Id::None;
+  for (const Entry& e : kAll)
+    if (std::strcmp(v, e.name) == 0) return e.id;
+  std::fprintf(stderr, "MBPSIM_MUTANT=%s: no such mutant (models/core/mutant.h lists them)\n", v);
+  std::exit(1);
+}
+inline bool on(Id m) {
+  static const Id active = from_env();
+  return active == m;
+}
+#else
+constexpr bool on(Id) { return false; }
+#endif
+
+}  // namespace mbpsim::mutant
