@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian bookworm machine: installs the Debian packages that are
 # missing, configures and builds, then runs the default experiment (run), the whole test
-# suite (test) or the benchmarks (bench).
+# suite (test: unit, integration, golden, fuzz-corpus replay, mutation and model-checking
+# tests), the benchmarks (bench), or the sanitizer suite and a short fuzzing run that CI adds
+# (sanitize: clang-14, ASan+UBSan+LSan, 30 s per fuzzer; docs/CORRECTNESS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-run}
-case "$mode" in run|test|bench) ;; *) echo "usage: scripts/setup.sh run|test|bench" >&2; exit 1 ;; esac
+case "$mode" in run|test|bench|sanitize) ;; *) echo "usage: scripts/setup.sh run|test|bench|sanitize" >&2; exit 1 ;; esac
 
 pkgs=(build-essential cmake pkg-config libsystemc-dev nlohmann-json3-dev zlib1g-dev
-      libboost-program-options-dev nettle-dev libgmp-dev libgtest-dev libbenchmark-dev m4 valgrind)
+      libboost-program-options-dev nettle-dev libgmp-dev libgtest-dev libbenchmark-dev m4 valgrind
+      spin rumur bc)
+[ "$mode" = sanitize ] && pkgs+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,4 +33,5 @@ case "$mode" in
   run) build/bin/mbpsim run configs/default.json --out out/default ;;
   test) ctest --test-dir build --output-on-failure -j"$jobs" ;;
   bench) build/bin/bench_mbpsim --benchmark_counters_tabular=true ;;
+  sanitize) scripts/sanitize.sh test && scripts/sanitize.sh fuzz 30 ;;
 esac
