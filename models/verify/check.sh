@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one model check (README.md here) in a scratch folder and reports states and time.
-#   check.sh gbn [NAME=VALUE...]          SPIN on gbn.pml (NAME=VALUE become -DNAME=VALUE)
+#   check.sh gbn|fifoe [NAME=VALUE...]    SPIN on gbn.pml or fifoe.pml (NAME=VALUE become -DNAME=VALUE)
 #   check.sh directory [NAME=VALUE...]    Rumur on directory.m (NAME=VALUE replace its constants)
 # With EXPECT=fail in the environment the check must find an error (a mutant), else none.
 # Exit 0 when the verdict is the expected one.
@@ -13,10 +13,10 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 start=$(date +%s.%N)
 case "$model" in
-  gbn)
+  gbn|fifoe)
     defs=()
     for a in "$@"; do defs+=("-D$a"); done
-    spin "${defs[@]}" -a "$here/gbn.pml" >spin.txt 2>&1 || { cat spin.txt; exit 1; }
+    spin "${defs[@]}" -a "$here/$model.pml" >spin.txt 2>&1 || { cat spin.txt; exit 1; }
     cc -O2 -DSAFETY -o pan pan.c || exit 1
     ./pan -m1000000 >out.txt 2>&1
     errors=$(grep -Eo 'errors: [0-9]+' out.txt | grep -Eo '[0-9]+')
@@ -38,7 +38,7 @@ case "$model" in
     states=$(grep -Eo '[0-9]+ states, [0-9]+ rules fired' out.txt | grep -Eo '^[0-9]+')
     what=$(sed -n '/error trace for the error/,/End of the error trace/p' out.txt | grep -m1 -E 'failed|deadlock|undefined|Assertion|liveness|error' || true)
     ;;
-  *) echo "usage: check.sh gbn|directory [NAME=VALUE...]"; exit 1 ;;
+  *) echo "usage: check.sh gbn|fifoe|directory [NAME=VALUE...]"; exit 1 ;;
 esac
 secs=$(echo "$(date +%s.%N) - $start" | bc)
 echo "$model $*: ${states:-?} states, ${errors:-?} errors, ${secs%.*}.${secs#*.} s ${what:+($what)}" | sed 's/\(\.[0-9][0-9]\)[0-9]* s/\1 s/'
