@@ -36,7 +36,7 @@ case "$model" in
     errors=$(grep -Eo '[0-9]+ error\(s\) found' out.txt | grep -Eo '^[0-9]+')
     [ -z "$errors" ] && grep -q 'No error found' out.txt && errors=0
     states=$(grep -Eo '[0-9]+ states, [0-9]+ rules fired' out.txt | grep -Eo '^[0-9]+')
-    what=$(sed -n '/error trace for the error/,/End of the error trace/p' out.txt | grep -m1 -E 'failed|deadlock|undefined|Assertion|liveness|error' || true)
+    what=$(sed -n '/error trace for the error/,/End of the error trace/p' out.txt | grep -v 'error trace' | grep -m1 -E 'failed|deadlock|undefined|Assertion|liveness|error' || true)
     ;;
   *) echo "usage: check.sh gbn|fifoe|directory [NAME=VALUE...]"; exit 1 ;;
 esac
