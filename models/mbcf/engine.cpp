@@ -57,6 +57,34 @@ class Lump {
   TaskSpace& ts() { return ts_; }
   Task& task() { return t_; }
 
+  // FIFOe stopped state per sender (Task::fifoe_stopped): changes wait for the lump to
+  // complete (a failed lump leaves none), and later commands of the lump see them.
+  using StopKey = std::tuple<uint32_t, uint32_t, uint32_t>;
+  bool stopped(const StopKey& k) const {
+    for (auto it = stop_changes_.rbegin(); it != stop_changes_.rend(); ++it)
+      if (it->first == k) return it->second;
+    return t_.fifoe_stopped.count(k) != 0;
+  }
+  bool any_stopped(uint32_t fifo) const {
+    for (const auto& k : t_.fifoe_stopped)
+      if (std::get<0>(k) == fifo && stopped(k)) return true;
+    for (const auto& c : stop_changes_)
+      if (std::get<0>(c.first) == fifo && stopped(c.first)) return true;
+    return false;
+  }
+  void set_stopped(const StopKey& k, bool v) { stop_changes_.emplace_back(k, v); }
+  void clear_stopped(uint32_t fifo) {
+    for (const auto& k : t_.fifoe_stopped)
+      if (std::get<0>(k) == fifo && stopped(k)) set_stopped(k, false);
+  }
+  void commit() {
+    for (const auto& [k, v] : stop_changes_) {
+      if (v) t_.fifoe_stopped.insert(k);
+      else t_.fifoe_stopped.erase(k);
+    }
+    stop_changes_.clear();
+  }
+
   ViolationCode violation = ViolationCode::None;
   bool fault = false;
   uint32_t fault_page = 0;
@@ -69,6 +97,7 @@ class Lump {
   TaskSpace& ts_;
   Task& t_;
   std::vector<Undo> undo_;
+  std::vector<std::pair<StopKey, bool>> stop_changes_;
 };
 
 struct FifoHdr {
@@ -233,20 +262,28 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
     case Cmd::FifoeRetry: {
       FifoHdr h;
       if (!fifo_read(L, c.laddr, h)) return false;
-      const bool stopped = h.flags & 1;
+      // FIFOe: the stopped state is this sender's (4.1, "for the commands from a given
+      // requestor"); the structure's flag bit 0 tells the owner that some sender is stopped.
+      const Lump::StopKey who{c.laddr, p.src_pnode, p.src_ptask};
+      if (c.cmd != Cmd::Fifo && !(h.flags & 1)) L.clear_stopped(c.laddr);  // the owner reset it
+      const bool stopped = c.cmd != Cmd::Fifo && L.stopped(who);
       if (c.cmd == Cmd::FifoeNormal && stopped) {
         st = Status::FifoeStopped;
         break;
       }
       if (fifo_push(L, c.laddr, h, {{c.data.data(), c.length}})) {
-        if (c.cmd == Cmd::FifoeRetry && stopped) L.store32(c.laddr + 16, h.flags & ~1u);
+        if (c.cmd == Cmd::FifoeRetry && stopped) {
+          L.set_stopped(who, false);
+          if (!L.any_stopped(c.laddr)) L.store32(c.laddr + 16, L.load32(c.laddr + 16) & ~1u);
+        }
         r.data_bytes += c.length;
       } else if (c.cmd == Cmd::Fifo) {
         st = Status::FifoFull;
       } else if (stopped) {
         st = Status::FifoeStopped;  // a RETRY that still finds no room: stays stopped
       } else {
-        L.store32(c.laddr + 16, h.flags | 1u);
+        L.set_stopped(who, true);
+        L.store32(c.laddr + 16, L.load32(c.laddr + 16) | 1u);
         st = Status::FifoeStoppedNow;
       }
       break;
@@ -466,6 +503,7 @@ ExecResult execute(TaskSpace& ts, const Packet& p) {
       return bad;
     }
   }
+  L.commit();
   if (schedule && t->blocked) {
     t->blocked = false;
     ++t->wakeups;

@@ -9,6 +9,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -51,6 +53,12 @@ struct Task {
   // 3.4.2: a command that faulted, and later ones for this task, wait here in order.
   bool waiting_page = false;
   std::deque<std::vector<uint8_t>> saved;
+  // MBCF_FIFOe (4.1): the senders whose entries a FIFO of this task is cancelling, as
+  // (FIFO structure laddr, sender Pnode, sender Ptask). Kept per sender, so that one sender's
+  // RETRY restarts the FIFO for that sender only: another sender's entries already on their
+  // way cannot overtake its own cancelled ones (models/verify/fifoe.pml). Kernel state: it
+  // moves with the task.
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t>> fifoe_stopped;
   // Elastic memory barrier (4.2): request and reply counters per colour.
   uint64_t emb_requests[16] = {}, emb_replies[16] = {};
 };

@@ -1,17 +1,18 @@
 /* MBCF_FIFOe (thesis 4.1, Figures 4.3-4.6): per-sender order under overflow and RETRY, with
  * the "return-to-sender" resend of cancelled entries, checked with SPIN.
  * The receiver's side follows the FIFOe case of models/mbcf/engine.cpp: an entry goes in if
- * there is room; a NORMAL that finds no room stops the FIFO (status StoppedNow); every NORMAL
- * is cancelled while the FIFO is stopped (Stopped); a RETRY that finds room restarts it.
+ * there is room; a NORMAL that finds no room stops the FIFO for its sender (StoppedNow);
+ * every NORMAL from a stopped sender is cancelled (Stopped); that sender's RETRY, finding
+ * room, restarts it (Task::fifoe_stopped keeps the stopped senders).
  * Senders keep copies and follow 4.1: the entry whose status says StoppedNow is resent with
  * RETRY, every other cancelled one with NORMAL, in their original order, behind the RETRY.
  * Transport is the in-order, loss-free delivery Go-back-N gives (one channel per sender).
  * Checked: each sender's entries enter the FIFO exactly once and in its order; every entry
  * eventually enters (the senders end); no invalid end state.
  *   -DSENDERS=n      number of senders (1 or 2)
- *   -DPER_SENDER=1   the stopped state is kept per sender (each sender's first cancellation
- *                    is its StoppedNow and only its RETRY lets its entries in again), instead
- *                    of one flag for the FIFO as the engine keeps today.
+ *   -DPER_SENDER=0   one stopped flag for the whole FIFO, as the engine had until SPIN
+ *                    found that with two senders one sender's RETRY lets the other's newer
+ *                    entry overtake its cancelled one (default 1: per sender, the engine).
  */
 #ifndef SENDERS
 #define SENDERS 1
@@ -26,7 +27,7 @@
 #define W 3          /* entries a sender may have outstanding */
 #endif
 #ifndef PER_SENDER
-#define PER_SENDER 0
+#define PER_SENDER 1
 #endif
 
 mtype = { NORMAL, RETRY, OK, STOPPED_NOW, STOPPED };

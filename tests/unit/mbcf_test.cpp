@@ -301,6 +301,45 @@ TEST_F(Fixture, ForgedKeyOutOfWindowAndPageCrossingChangeNothing) {
   EXPECT_EQ(execute(ts, pkt({cmd(Cmd::Write, 0x40000, {1})})).violation, ViolationCode::Protection);
 }
 
+// FIFOe keeps each sender's order when several senders overflow one FIFO: the stopped state
+// is per sender, so A's RETRY does not let B's newer entry in ahead of B's cancelled one (the
+// counterexample SPIN found with one stopped flag per FIFO: models/verify/fifoe.pml).
+TEST_F(Fixture, FifoeStoppedStateIsPerSender) {
+  init_fifo(ts, *t, 0x10000, 0x10100, 48);
+  auto from = [&](uint32_t ptask, Cmd k, uint8_t tag) {
+    Packet q = pkt({cmd(k, 0x10000, std::vector<uint8_t>(12, tag))});
+    q.src_ptask = ptask;
+    return execute(ts, q).statuses[0];
+  };
+  std::vector<uint8_t> order, want;  // what the owner takes, and the order it must be in
+  auto take_all = [&] {
+    while (auto e = fifo_pop(ts, *t, 0x10000)) order.push_back((*e)[0]);
+  };
+  uint8_t a = 0xA0;
+  while (from(3, Cmd::FifoeNormal, a) == Status::Succeeded) want.push_back(a++);
+  ASSERT_GE(want.size(), 1u);                                           // A's entry `a` stopped A
+  EXPECT_EQ(from(4, Cmd::FifoeNormal, 0xB0), Status::FifoeStoppedNow);  // B's first cancellation
+  EXPECT_EQ(ts.load32(*t, 0x10010) & 1, 1u);                           // the owner sees a stop
+  take_all();
+  EXPECT_EQ(from(3, Cmd::FifoeRetry, a), Status::Succeeded);  // A runs again
+  want.push_back(a);
+  EXPECT_EQ(from(4, Cmd::FifoeNormal, 0xB1), Status::FifoeStopped);  // B's newer entry still waits
+  EXPECT_EQ(ts.load32(*t, 0x10010) & 1, 1u);
+  take_all();
+  EXPECT_EQ(from(4, Cmd::FifoeRetry, 0xB0), Status::Succeeded);  // B's RETRY restarts B
+  EXPECT_EQ(ts.load32(*t, 0x10010) & 1, 0u);
+  take_all();
+  EXPECT_EQ(from(4, Cmd::FifoeNormal, 0xB1), Status::Succeeded);
+  take_all();
+  want.push_back(0xB0);
+  want.push_back(0xB1);
+  EXPECT_EQ(order, want);
+  // The owner clearing the flag (re-initialising the FIFO) lifts every sender's stop.
+  init_fifo(ts, *t, 0x10000, 0x10100, 48);
+  EXPECT_EQ(from(3, Cmd::FifoeNormal, 1), Status::Succeeded);
+  EXPECT_EQ(from(4, Cmd::FifoeNormal, 2), Status::Succeeded);
+}
+
 // Adversarial: a combined packet is refused whole when its key is forged, whatever its
 // commands, and the task's memory is byte-identical afterwards (every sub-command shares the
 // packet's destination key, 4.4, so one check guards them all; the mutation test
