@@ -2,6 +2,8 @@
 // the page-fault save area, task migration, and the calibrated figures of the thesis.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -492,6 +494,65 @@ TEST(MbcfEther, RaytraceWritesTheWholeFrameAndScales) {
   EXPECT_GT(one["exec_time_s"].get<double>(), 576 * 450 * 70e-6);  // at least the computation
   EXPECT_LT(four["exec_time_s"].get<double>(), one["exec_time_s"].get<double>() / 3);
 }
+
+}  // namespace
+}  // namespace mbpsim::mbcf
+
+namespace mbpsim::mbcf {
+namespace {
+
+// The MBCF random tester's fetch&add check: P user tasks on P nodes each apply k
+// MBCF_FETCH_ADD(+1) to one word at node 0, through a lossy hub, one at a time (the status
+// reply says when the old value has arrived). The old values must be a permutation of
+// 0..Pk-1 and the word must end at Pk: nothing lost, nothing applied twice (a retransmitted
+// request is a duplicate and must not be executed again).
+class MbcfTester : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(MbcfTester, FetchAddFromEveryNodeIsAPermutation) {
+  const uint64_t seed = GetParam();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  EtherSysConfig c;
+  c.nodes = 5;
+  c.ether.loss = 0.05;
+  c.ack_timeout_us = 2000;
+  Rig r(c, seed);
+  constexpr uint32_t kCounter = 0x10100, kOld = 0x10200, kStatus = 0x10000, kPerNode = 25;
+  std::vector<uint32_t> seen;
+  std::vector<uint32_t> left(c.nodes, kPerNode);
+  std::vector<std::function<void()>> next(c.nodes);
+  for (uint32_t n = 1; n < c.nodes; ++n) {
+    next[n] = [&, n] {
+      if (left[n] == 0) return;
+      --left[n];
+      r.sys->space(n).store32(r.task(n), kStatus, 0);
+      Command f;
+      f.cmd = Cmd::FetchAdd;
+      f.laddr = kCounter;
+      f.length = 4;
+      f.data = {1, 0, 0, 0};
+      f.data_laddr = kOld;
+      f.opt.reply = ReplyMode::Status;
+      f.status_laddr = kStatus;
+      ASSERT_TRUE(r.sys->syscall(n, 1, Request{0, {f}}, [&, n] {
+        r.sys->poll(n, [&, n] { return r.word(n, kStatus) != 0; }, [&, n] {
+          EXPECT_EQ(r.word(n, kStatus), static_cast<uint32_t>(Status::Succeeded)) << "seed " << seed;
+          seen.push_back(r.word(n, kOld));
+          next[n]();
+        });
+      }));
+    };
+  }
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  for (uint32_t n = 1; n < c.nodes; ++n) next[n]();
+  const uint32_t total = (c.nodes - 1) * kPerNode;
+  for (int i = 0; i < 2000 && !(seen.size() == total && r.sys->quiet()); ++i) r.run(5);
+  ASSERT_EQ(seen.size(), total) << "seed " << seed << "\n" << r.sys->dump();
+  std::sort(seen.begin(), seen.end());
+  for (uint32_t i = 0; i < total; ++i) ASSERT_EQ(seen[i], i) << "seed " << seed;
+  EXPECT_EQ(r.word(0, kCounter), total) << "seed " << seed;
+  EXPECT_GT(r.stats.dump()["system"]["mbcf"]["retransmissions"].get<uint64_t>(), 0u);  // loss was repaired
+}
+INSTANTIATE_TEST_SUITE_P(Seeds, MbcfTester, ::testing::Values(1, 2, 3));
 
 }  // namespace
 }  // namespace mbpsim::mbcf
