@@ -58,6 +58,9 @@ void declare_mbcf_params(ParamSchema& s) {
   s.add({"ether.burst_enter", T::Double, 0.0, "", "injected burst loss: probability per frame of entering a loss burst (Gilbert-Elliott)", 0, 1});
   s.add({"ether.tamper", T::Double, 0.0, "", "injected tampering: probability per delivered frame that an attacker alters one byte after the Ethernet header (with a valid FCS)", 0, 1});
   s.add({"ether.burst_leave", T::Double, 1.0, "", "probability per frame of leaving a loss burst", 0, 1});
+  s.add({"ether.duplicate", T::Double, 0.0, "", "injected fault: probability per delivered frame that a second copy arrives up to ether.reorder_max_ns later", 0, 1});
+  s.add({"ether.reorder", T::Double, 0.0, "", "injected fault: probability per delivered frame that it is held back up to ether.reorder_max_ns, so later frames overtake it", 0, 1});
+  s.add({"ether.reorder_max_ns", T::Double, 100000.0, "ns", "longest extra delay of a duplicated or reordered frame (the path's bounded lifetime)", 1, 1e9});
 }
 
 EtherSysConfig EtherSysConfig::from(const Config& c) {
@@ -120,6 +123,9 @@ EtherSysConfig EtherSysConfig::from(const Config& c) {
   e.ether.burst_enter = c.get_double("ether.burst_enter");
   e.ether.burst_leave = c.get_double("ether.burst_leave");
   e.ether.tamper = c.get_double("ether.tamper");
+  e.ether.duplicate = c.get_double("ether.duplicate");
+  e.ether.reorder = c.get_double("ether.reorder");
+  e.ether.reorder_max_ns = c.get_double("ether.reorder_max_ns");
   return e;
 }
 

@@ -27,6 +27,7 @@ EtherSegment::EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t station
       rng_(seed, prefix + ".backoff"),
       loss_rng_(seed, prefix + ".loss"),
       tamper_rng_(seed, prefix + ".tamper"),
+      fault_rng_(seed, prefix + ".faults"),
       frames_(stats.counter(prefix + ".frames", "frames that left a MAC")),
       bytes_(stats.counter(prefix + ".bytes", "bytes on the wire, preamble and FCS included")),
       collisions_(stats.counter(prefix + ".collisions", "CSMA/CD collisions (hub)")),
@@ -35,6 +36,8 @@ EtherSegment::EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t station
       lost_(stats.counter(prefix + ".injected_losses", "frames corrupted by the loss model")),
       fcs_errors_(stats.counter(prefix + ".fcs_errors", "frames dropped by a receiving MAC for a bad FCS")),
       tampered_(stats.counter(prefix + ".tampered", "frames altered on the path with a valid FCS (injected)")),
+      duplicated_(stats.counter(prefix + ".injected_duplicates", "frames delivered twice (injected)")),
+      reordered_(stats.counter(prefix + ".injected_reorders", "frames held back so that later ones overtake them (injected)")),
       attempts_(stats.histogram(prefix + ".attempts", "transmission attempts per frame (hub)")) {}
 
 uint64_t EtherSegment::slot_ps(uint32_t bytes) const {
@@ -71,8 +74,27 @@ void EtherSegment::deliver(uint32_t dst, std::vector<uint8_t> bytes) {
     fcs_errors_.inc();
     return;
   }
-  if (st_[dst].deaf) return;
   bytes.resize(n);
+  if (c_.duplicate > 0 || c_.reorder > 0) {
+    const auto later = [this] {
+      return static_cast<uint64_t>(fault_rng_.uniform() * c_.reorder_max_ns * 1000) + 1;
+    };
+    if (c_.duplicate > 0 && fault_rng_.uniform() < c_.duplicate) {
+      duplicated_.inc();
+      cal_.after(later(), [this, dst, b = bytes]() mutable { hand_over(dst, std::move(b)); });
+    }
+    if (c_.reorder > 0 && fault_rng_.uniform() < c_.reorder) {
+      reordered_.inc();
+      cal_.after(later(), [this, dst, b = std::move(bytes)]() mutable { hand_over(dst, std::move(b)); });
+      return;
+    }
+  }
+  hand_over(dst, std::move(bytes));
+}
+
+void EtherSegment::hand_over(uint32_t dst, std::vector<uint8_t> bytes) {
+  if (st_[dst].deaf) return;
+  const size_t n = bytes.size();
   if (c_.tamper > 0 && n > 14 && tamper_rng_.uniform() < c_.tamper) {
     tampered_.inc();
     const size_t at = 14 + tamper_rng_.below(n - 14);

@@ -9,7 +9,8 @@
 // Loss can be injected per delivered frame (Bernoulli, or Gilbert-Elliott bursts), seeded; a
 // lost frame is delivered with a corrupted FCS and dropped by the receiving MAC, as on a wire.
 // Tampering can be injected too (seeded): a frame altered with a valid FCS, as an attacker
-// would send it, which only authentication can catch.
+// would send it, which only authentication can catch. For protocol testing, frames can be
+// duplicated or held back (so later ones overtake them) for up to a bounded time, seeded.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -33,6 +34,11 @@ struct EtherConfig {
   double burst_enter = 0, burst_leave = 1;  // Gilbert-Elliott: good->bad and bad->good per frame
   double tamper = 0;             // per delivered frame: an attacker on the path alters one byte
                                  // after the Ethernet header and recomputes the FCS
+  // Fault injection for protocol testing (not Ethernet behaviour): per delivered frame, a
+  // second copy arrives up to reorder_max_ns later, or the frame itself is held back that
+  // long so that later frames overtake it (a bounded lifetime on the path).
+  double duplicate = 0, reorder = 0;
+  double reorder_max_ns = 100000;
 };
 const char* to_string(EtherConfig::Medium m);
 
@@ -85,6 +91,7 @@ class EtherSegment {
   void hub_try(uint32_t s);
   void hub_resolve();
   bool lose();
+  void hand_over(uint32_t dst, std::vector<uint8_t> bytes);  // to the station's MAC (FCS stripped)
 
   Calendar& cal_;
   EtherConfig c_;
@@ -93,14 +100,14 @@ class EtherSegment {
   std::vector<Port> ports_;
   Rx rx_;
   std::function<void(uint32_t, const std::vector<uint8_t>&)> tap_;
-  Rng rng_, loss_rng_, tamper_rng_;
+  Rng rng_, loss_rng_, tamper_rng_, fault_rng_;
   bool burst_bad_ = false;
   // hub state
   uint64_t busy_until_ = 0, window_start_ = 0, window_end_ = 0;
   std::vector<uint32_t> contenders_;
   bool window_open_ = false;
 
-  Counter &frames_, &bytes_, &collisions_, &excess_, &queue_drops_, &lost_, &fcs_errors_, &tampered_;
+  Counter &frames_, &bytes_, &collisions_, &excess_, &queue_drops_, &lost_, &fcs_errors_, &tampered_, &duplicated_, &reordered_;
   Histogram& attempts_;
 };
 

@@ -125,6 +125,18 @@ TEST_P(GoBackNSeeded, BurstLossAndSmallRingOnASwitch) {
   c.ack_timeout_us = 2000;
   exactly_once_in_order(c, GetParam(), 400);
 }
+// Frames duplicated and overtaken on the path (bounded to 200 us), with some loss: the
+// receiver drops what is behind it, asks for what is missing, and delivers each once in order.
+TEST_P(GoBackNSeeded, DuplicationAndReorderingAreAbsorbed) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.ether.duplicate = 0.05;
+  c.ether.reorder = 0.05;
+  c.ether.reorder_max_ns = 200000;
+  c.ether.loss = 0.01;
+  c.ack_timeout_us = 2000;
+  exactly_once_in_order(c, GetParam(), 400);
+}
 INSTANTIATE_TEST_SUITE_P(Seeds, GoBackNSeeded, ::testing::Values(1, 2, 3, 4, 5));
 
 // Long loss bursts (20 frames on average) swallow data and acknowledgements alike while the
@@ -508,13 +520,8 @@ namespace {
 // request is a duplicate and must not be executed again).
 class MbcfTester : public ::testing::TestWithParam<uint64_t> {};
 
-TEST_P(MbcfTester, FetchAddFromEveryNodeIsAPermutation) {
-  const uint64_t seed = GetParam();
+void fetch_add_permutation(EtherSysConfig c, uint64_t seed) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  EtherSysConfig c;
-  c.nodes = 5;
-  c.ether.loss = 0.05;
-  c.ack_timeout_us = 2000;
   Rig r(c, seed);
   constexpr uint32_t kCounter = 0x10100, kOld = 0x10200, kStatus = 0x10000, kPerNode = 25;
   std::vector<uint32_t> seen;
@@ -550,7 +557,34 @@ TEST_P(MbcfTester, FetchAddFromEveryNodeIsAPermutation) {
   std::sort(seen.begin(), seen.end());
   for (uint32_t i = 0; i < total; ++i) ASSERT_EQ(seen[i], i) << "seed " << seed;
   EXPECT_EQ(r.word(0, kCounter), total) << "seed " << seed;
-  EXPECT_GT(r.stats.dump()["system"]["mbcf"]["retransmissions"].get<uint64_t>(), 0u);  // loss was repaired
+  const auto st = r.stats.dump()["system"];
+  EXPECT_GT(st["mbcf"]["retransmissions"].get<uint64_t>(), 0u);  // loss was repaired
+  if (c.ether.duplicate > 0) {  // the faults really happened, and duplicates reached the receiver
+    EXPECT_GT(st["ether"]["injected_duplicates"].get<uint64_t>(), 0u);
+    EXPECT_GT(st["ether"]["injected_reorders"].get<uint64_t>(), 0u);
+    EXPECT_GT(st["mbcf"]["duplicates"].get<uint64_t>(), 0u);
+  }
+}
+
+TEST_P(MbcfTester, FetchAddFromEveryNodeIsAPermutation) {
+  EtherSysConfig c;
+  c.nodes = 5;
+  c.ether.loss = 0.05;
+  c.ack_timeout_us = 2000;
+  fetch_add_permutation(c, GetParam());
+}
+
+// Duplicated and reordered frames on a switch: a duplicate request must not be executed twice.
+TEST_P(MbcfTester, FetchAddSurvivesDuplicationAndReordering) {
+  EtherSysConfig c;
+  c.nodes = 5;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.ether.loss = 0.02;
+  c.ether.duplicate = 0.1;
+  c.ether.reorder = 0.1;
+  c.ether.reorder_max_ns = 200000;
+  c.ack_timeout_us = 2000;
+  fetch_add_permutation(c, GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Seeds, MbcfTester, ::testing::Values(1, 2, 3));
 
