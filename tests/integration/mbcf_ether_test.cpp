@@ -586,6 +586,80 @@ TEST_P(MbcfTester, FetchAddSurvivesDuplicationAndReordering) {
   c.ack_timeout_us = 2000;
   fetch_add_permutation(c, GetParam());
 }
+// Compare&swap takes a lock word at node 0 (0 -> the taker's id), READ and WRITE increment a
+// counter beside it, and SWAP releases the lock (it must find the releaser's id: mutual
+// exclusion). Four nodes, ten increments each, through a lossy hub: the counter ends at 40,
+// and every acquisition and release was exclusive.
+TEST_P(MbcfTester, CompareAndSwapLockProtectsACounter) {
+  const uint64_t seed = GetParam();
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  EtherSysConfig c;
+  c.nodes = 5;
+  c.ether.loss = 0.05;
+  c.ack_timeout_us = 2000;
+  Rig r(c, seed);
+  constexpr uint32_t kLock = 0x10100, kCounter = 0x10104, kData = 0x10200, kStatus = 0x10000, kEach = 10;
+  // One command with a status reply; `k` gets the status once it has arrived.
+  auto call = [&](uint32_t n, Command cmd, std::function<void(Status)> k) {
+    r.sys->space(n).store32(r.task(n), kStatus, 0);
+    cmd.opt.reply = ReplyMode::Status;
+    cmd.status_laddr = kStatus;
+    ASSERT_TRUE(r.sys->syscall(n, 1, Request{0, {cmd}}, [&, n, k] {
+      r.sys->poll(n, [&, n] { return r.word(n, kStatus) != 0; }, [&, n, k] { k(static_cast<Status>(r.word(n, kStatus))); });
+    }));
+  };
+  auto word_cmd = [](Cmd k, uint32_t laddr, uint32_t v) {
+    Command x;
+    x.cmd = k;
+    x.laddr = laddr;
+    x.length = 4;
+    x.data.resize(4);
+    store_le(x.data.data(), 4, v);
+    x.data_laddr = kData;
+    return x;
+  };
+  std::vector<uint32_t> left(c.nodes, kEach);
+  uint32_t holders = 0, failed_cas = 0;
+  std::vector<std::function<void()>> round(c.nodes);
+  for (uint32_t n = 1; n < c.nodes; ++n) {
+    round[n] = [&, n] {
+      if (left[n] == 0) return;
+      Command cas = word_cmd(Cmd::CompSwap, kLock, n);
+      cas.flag_laddr = kLock;
+      cas.flag_value = 0;
+      call(n, cas, [&, n](Status st) {
+        if (st == Status::CompareFailed) {
+          ++failed_cas;
+          round[n]();
+          return;
+        }
+        ASSERT_EQ(st, Status::Succeeded) << "seed " << seed;
+        EXPECT_EQ(++holders, 1u) << "two holders, seed " << seed;
+        Command rd = word_cmd(Cmd::Read, kCounter, 0);
+        rd.data.clear();
+        call(n, rd, [&, n](Status) {
+          const uint32_t v = r.word(n, kData);
+          call(n, word_cmd(Cmd::Write, kCounter, v + 1), [&, n](Status) {
+            --holders;
+            call(n, word_cmd(Cmd::Swap, kLock, 0), [&, n](Status) {
+              EXPECT_EQ(r.word(n, kData), n) << "released a lock it did not hold, seed " << seed;
+              --left[n];
+              round[n]();
+            });
+          });
+        });
+      });
+    };
+  }
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  for (uint32_t n = 1; n < c.nodes; ++n) round[n]();
+  auto done = [&] { return std::all_of(left.begin() + 1, left.end(), [](uint32_t x) { return x == 0; }); };
+  for (int i = 0; i < 4000 && !(done() && r.sys->quiet()); ++i) r.run(5);
+  ASSERT_TRUE(done()) << "seed " << seed << "\n" << r.sys->dump();
+  EXPECT_EQ(r.word(0, kCounter), (c.nodes - 1) * kEach) << "seed " << seed;
+  EXPECT_EQ(r.word(0, kLock), 0u);
+  EXPECT_GT(failed_cas, 0u);  // the lock really was contended
+}
 INSTANTIATE_TEST_SUITE_P(Seeds, MbcfTester, ::testing::Values(1, 2, 3));
 
 }  // namespace
