@@ -40,6 +40,8 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
       peer_resets_(st.counter("system.mbcf.peer_resets", "sequence resets after a peer restarted (its Hello)")),
       peers_unresponsive_(st.counter("system.mbcf.peers_unresponsive", "times a peer missed mbcf.max_timeouts timeouts in a row (then probed with back-off)")),
       abandoned_(st.counter("system.mbcf.packets_abandoned", "unacknowledged packets dropped because their peer restarted")),
+      hellos_(st.counter("system.mbcf.hellos", "Hellos sent by restarted nodes, repeats included")),
+      stale_(st.counter("system.mbcf.stale_frames", "frames from a peer dropped while our restart Hello was unanswered")),
       nic_drops_down_(st.counter("system.mbcf.dropped_while_down", "frames that reached a powered-off node")),
       isr_batch_(st.histogram("system.mbcf.isr_batch", "packets handled per receive interrupt")) {
   for (uint32_t i = 0; i < c.nodes; ++i) {
@@ -309,10 +311,33 @@ void EtherSystem::send_sequenced(uint32_t node, uint32_t peer, Packet p) {
     }
   }
   if (P.unacked.size() == 1) P.last_progress = cal_.now_ps();
-  if (!P.resending) {
+  if (!P.resending && !P.hello_pending) {
     P.wire_sent = p.end_p;
     nic_send(node, peer, p);
   }
+}
+
+// A restarted node's Hello (kAckReq: please answer) carries its incarnation in END_P; it is
+// repeated, with the usual back-off, until the peer's HelloAck comes back, so a lost Hello
+// cannot leave the pair out of step. Meanwhile sequenced packets to the peer wait.
+void EtherSystem::send_hello(uint32_t node, uint32_t peer) {
+  Node& N = *n_[node];
+  Peer& P = N.peers[peer];
+  Packet h;
+  h.src_pnode = node;
+  h.ctrl_p = kAckOnly | kHello | kNoFlow | kAckReq;
+  h.end_p = static_cast<uint8_t>(N.incarnation);
+  hellos_.inc();
+  nic_send(node, peer, h);
+  double us = c_.ack_timeout_us;
+  if (P.hello_tries >= c_.max_timeouts)
+    us = std::min(c_.max_backoff_us, us * std::ldexp(1.0, static_cast<int>(std::min<uint32_t>(P.hello_tries + 1 - c_.max_timeouts, 40))));
+  ++P.hello_tries;
+  const uint32_t inc = N.incarnation;
+  cal_.after(static_cast<uint64_t>(us * 1e6), [this, node, peer, inc] {
+    Node& N = *n_[node];
+    if (N.up && N.incarnation == inc && N.peers[peer].hello_pending) send_hello(node, peer);
+  });
 }
 
 void EtherSystem::send_control(uint32_t node, uint32_t peer, uint8_t flags) {
@@ -515,8 +540,31 @@ void EtherSystem::isr_step(uint32_t node) {
   const uint32_t s = p.src_pnode;
   // Work is done now; its cost delays the next step (and what it sends).
   step_cost_ = 0;
+  if ((p.ctrl_p & kHello) && !(p.ctrl_p & kAckReq)) {  // HelloAck: the peer has reset for us
+    Peer& P = N.peers[s];
+    if (P.hello_pending && p.end_p == static_cast<uint8_t>(N.incarnation)) {
+      P.hello_pending = false;
+      P.hello_tries = 0;
+      for (const Packet& q : P.unacked) {  // what waited for the handshake goes out now
+        P.wire_sent = q.end_p;
+        nic_send(node, s, q);
+      }
+    }
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
+  }
   if (p.ctrl_p & kHello) {
     Peer& P = N.peers[s];
+    Packet a;  // HelloAck, every time (the last one may have been lost)
+    a.src_pnode = node;
+    a.ctrl_p = kAckOnly | kHello | kNoFlow;
+    a.end_p = p.end_p;
+    nic_send(node, s, a);
+    if (P.hello_seen == p.end_p) {  // a repeat of a Hello already obeyed
+      protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+      return;
+    }
+    P.hello_seen = p.end_p;
     peer_resets_.inc();
     abandoned_.inc(P.unacked.size());  // the peer restarted: it will never acknowledge these
     N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
@@ -530,6 +578,11 @@ void EtherSystem::isr_step(uint32_t node) {
       P.blocked.pop_front();
       fb();
     }
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
+  }
+  if (N.peers[s].hello_pending) {  // from before our restart, or ahead of the peer's HelloAck
+    stale_.inc();
     protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }
@@ -840,10 +893,10 @@ void EtherSystem::power_on(uint32_t node) {
   }
   for (uint32_t q = 0; q < n_.size(); ++q)
     if (q != node) {
-      Packet h;
-      h.src_pnode = node;
-      h.ctrl_p = kAckOnly | kHello | kNoFlow;
-      nic_send(node, q, h);
+      N.peers[q].hello_pending = true;
+      N.peers[q].hello_tries = 0;
+      N.peers[q].hello_seen = -1;
+      send_hello(node, q);
     }
 }
 

@@ -176,6 +176,7 @@ class EtherSystem {
   // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).
   static constexpr size_t kMaxOutstanding = 127;  // half the 8-bit END_P/RECV_P space, less one
   uint32_t window() const;
+  void send_hello(uint32_t node, uint32_t peer);
   bool must_wait(uint32_t node, uint32_t dst, const Packet& p) const;
   uint64_t copy_ps(uint32_t bytes) const;
   // Bytes the NIC adds to every frame (0 for MBCF/Ether): requests whose frame or reply would
@@ -197,6 +198,9 @@ class EtherSystem {
     uint64_t timer_gen = 0;
     uint64_t delivered = 0;
     uint32_t incarnation = 0;     // of the peer, as last heard
+    bool hello_pending = false;   // we restarted and the peer has not answered our Hello yet
+    uint32_t hello_tries = 0;
+    int hello_seen = -1;          // the peer's incarnation (END_P of its Hello) last obeyed
     std::deque<std::function<void()>> blocked;  // system calls waiting for room (TH2)
   };
   struct Combine {
@@ -277,7 +281,7 @@ class EtherSystem {
   std::function<void(uint32_t, uint32_t, const Packet&)> accept_hook_;
   std::function<void(uint32_t, uint32_t, const Packet&)> tx_hook_;
   Counter &sent_, &received_, &malformed_, &violations_, &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_,
-      &ring_drops_, &timeouts_, &ack_polls_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_, &peers_unresponsive_, &abandoned_,
+      &ring_drops_, &timeouts_, &ack_polls_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_, &peers_unresponsive_, &abandoned_, &hellos_, &stale_,
       &nic_drops_down_;
   Histogram& isr_batch_;
 };
