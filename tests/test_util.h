@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -108,6 +109,13 @@ inline std::string write_text_trace(const std::filesystem::path& dir, const std:
   }
   return dir.string();
 }
+
+// A fuzz harness's seed corpus (tests/fuzz/corpus/NAME), and whether the tests that check it
+// should rewrite it first (MBPSIM_REGEN_CORPUS=1, after a deliberate format change).
+inline std::filesystem::path fuzz_corpus(const std::string& name) {
+  return std::filesystem::path(MBPSIM_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / name;
+}
+inline bool regen_corpus() { return std::getenv("MBPSIM_REGEN_CORPUS") != nullptr; }
 
 inline std::string mbpsim_bin() { return std::string("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ") + MBPSIM_BINARY; }
 inline std::string config_path(const std::string& name) {

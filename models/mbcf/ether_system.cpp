@@ -329,10 +329,7 @@ void EtherSystem::send_hello(uint32_t node, uint32_t peer) {
   h.end_p = static_cast<uint8_t>(N.incarnation);
   hellos_.inc();
   nic_send(node, peer, h);
-  double us = c_.ack_timeout_us;
-  if (P.hello_tries >= c_.max_timeouts)
-    us = std::min(c_.max_backoff_us, us * std::ldexp(1.0, static_cast<int>(std::min<uint32_t>(P.hello_tries + 1 - c_.max_timeouts, 40))));
-  ++P.hello_tries;
+  const double us = retry_us(P.hello_tries++);
   const uint32_t inc = N.incarnation;
   cal_.after(static_cast<uint64_t>(us * 1e6), [this, node, peer, inc] {
     Node& N = *n_[node];
@@ -350,6 +347,24 @@ void EtherSystem::send_control(uint32_t node, uint32_t peer, uint8_t flags) {
   nic_send(node, peer, p);
 }
 
+// The wait before retry number `tries` (0, 1, ...): the ack timeout, doubling from the
+// max_timeouts-th retry on, up to max_backoff_us.
+double EtherSystem::retry_us(uint32_t tries) const {
+  if (tries < c_.max_timeouts) return c_.ack_timeout_us;
+  const int doublings = static_cast<int>(std::min<uint32_t>(tries + 1 - c_.max_timeouts, 40));
+  return std::min(c_.max_backoff_us, c_.ack_timeout_us * std::ldexp(1.0, doublings));
+}
+
+// Hands the NIC every unacknowledged packet that has not been on the wire yet.
+void EtherSystem::send_unsent(uint32_t node, uint32_t peer) {
+  Peer& P = n_[node]->peers[peer];
+  for (const Packet& q : P.unacked) {
+    if (seq_ge(P.wire_sent, q.end_p)) continue;
+    P.wire_sent = q.end_p;
+    nic_send(node, peer, q);
+  }
+}
+
 void EtherSystem::arm_timer(uint32_t node, uint32_t peer) {
   Peer& P = n_[node]->peers[peer];
   const uint64_t gen = ++P.timer_gen;
@@ -358,9 +373,7 @@ void EtherSystem::arm_timer(uint32_t node, uint32_t peer) {
   // to max_backoff_us), never given up: giving up on a live peer cut off for a while (a long
   // loss burst) lost packets and left the two ends' sequence numbers out of step. A restarted
   // peer announces itself (Hello), and only then is what it never acknowledged abandoned.
-  double us = c_.ack_timeout_us;
-  if (P.timeouts >= c_.max_timeouts)
-    us = std::min(c_.max_backoff_us, us * std::ldexp(1.0, static_cast<int>(std::min<uint32_t>(P.timeouts + 1 - c_.max_timeouts, 40))));
+  const double us = retry_us(P.timeouts);
   cal_.after(static_cast<uint64_t>(us * 1e6), [this, node, peer, gen, inc] {
     Node& N = *n_[node];
     Peer& P = N.peers[peer];
@@ -395,11 +408,7 @@ void EtherSystem::resend_next(uint32_t node, uint32_t peer) {
   Peer& P = n_[node]->peers[peer];
   if (P.unacked.empty() || !seq_ge(P.resend_end, P.unacked.front().end_p)) {
     P.resending = false;
-    for (const Packet& q : P.unacked) {
-      if (seq_ge(P.wire_sent, q.end_p)) continue;
-      P.wire_sent = q.end_p;
-      nic_send(node, peer, q);
-    }
+    send_unsent(node, peer);
     return;
   }
   Packet p = P.unacked.front();
@@ -545,10 +554,7 @@ void EtherSystem::isr_step(uint32_t node) {
     if (P.hello_pending && p.end_p == static_cast<uint8_t>(N.incarnation)) {
       P.hello_pending = false;
       P.hello_tries = 0;
-      for (const Packet& q : P.unacked) {  // what waited for the handshake goes out now
-        P.wire_sent = q.end_p;
-        nic_send(node, s, q);
-      }
+      send_unsent(node, s);  // what waited for the handshake goes out now
     }
     protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;

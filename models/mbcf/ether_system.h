@@ -177,6 +177,8 @@ class EtherSystem {
   static constexpr size_t kMaxOutstanding = 127;  // half the 8-bit END_P/RECV_P space, less one
   uint32_t window() const;
   void send_hello(uint32_t node, uint32_t peer);
+  double retry_us(uint32_t tries) const;
+  void send_unsent(uint32_t node, uint32_t peer);
   bool must_wait(uint32_t node, uint32_t dst, const Packet& p) const;
   uint64_t copy_ps(uint32_t bytes) const;
   // Bytes the NIC adds to every frame (0 for MBCF/Ether): requests whose frame or reply would

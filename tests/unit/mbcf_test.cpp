@@ -574,7 +574,7 @@ namespace {
 // MBPSIM_REGEN_CORPUS=1 rewrites the files after a deliberate format change.
 TEST(Codec, FuzzCorpusHoldsEveryCommandsEncoding) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(MBPSIM_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "mbcf_packet";
+  const fs::path dir = test::fuzz_corpus("mbcf_packet");
   std::vector<std::pair<std::string, Packet>> want;
   for (const Command& c : one_of_each()) {
     Packet p = header();
@@ -585,7 +585,7 @@ TEST(Codec, FuzzCorpusHoldsEveryCommandsEncoding) {
   for (const Command& c : one_of_each())
     if (c.cmd == Cmd::Write || c.cmd == Cmd::Fifo || c.cmd == Cmd::Signal) comb.cmds.push_back(c);
   want.emplace_back("combined", comb);
-  const bool regen = std::getenv("MBPSIM_REGEN_CORPUS") != nullptr;
+  const bool regen = test::regen_corpus();
   if (regen) fs::create_directories(dir);
   for (const auto& [name, p] : want) {
     std::vector<uint8_t> b;

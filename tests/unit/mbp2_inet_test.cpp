@@ -158,8 +158,8 @@ namespace {
 // sizes that parse, so the fuzzer starts past the header checks. MBPSIM_REGEN_CORPUS=1 rewrites it.
 TEST(Inet, FuzzCorpusFramesParse) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(MBPSIM_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "inet";
-  if (std::getenv("MBPSIM_REGEN_CORPUS")) {
+  const fs::path dir = test::fuzz_corpus("inet");
+  if (test::regen_corpus()) {
     fs::create_directories(dir);
     for (uint8_t proto : {kIpProtoUdp, kIpProtoTcp})
       for (uint32_t n : {0u, 1u, 64u, 1000u}) {
