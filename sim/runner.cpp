@@ -22,6 +22,7 @@
 #include "workloads/mbcf_workloads.h"
 #include "workloads/mbp_workload.h"
 #include "workloads/testers/coherence_tester.h"
+#include "workloads/testers/litmus_tester.h"
 #include "workloads/workload.h"
 
 namespace mbpsim {
@@ -40,6 +41,7 @@ const ParamSchema& schema() {
     declare_workload_params(s);
     declare_mbp_workload_params(s);
     declare_tester_params(s);
+    declare_litmus_params(s);
     declare_trace_params(s);
     mbcf::declare_mbcf_params(s);
     mbp2::declare_mbp2_params(s);
@@ -182,9 +184,17 @@ int run_experiment(const RunOptions& o) {
   std::printf("mbpsim: %s: %llu cycles simulated in %.2f s (seed %llu)\n", o.config_path.c_str(),
               static_cast<unsigned long long>(sim_cycles), wall,
               static_cast<unsigned long long>(seed));
-  for (auto it = st["summary"].begin(); it != st["summary"].end(); ++it)
-    std::printf("  %-34s %s\n", it.key().c_str(), it.value().dump().c_str());
+  for (auto it = st["summary"].begin(); it != st["summary"].end(); ++it) {
+    const std::string v = it.value().dump();
+    std::printf("  %-34s %s\n", it.key().c_str(), v.size() <= 160 ? v.c_str() : "(in stats.json)");
+  }
   std::printf("  results in %s/stats.json\n", o.out_dir.c_str());
+  const std::string bad = wl->check_failed();
+  if (!bad.empty()) {
+    std::fprintf(stderr, "mbpsim: check failed: %s\nseed %llu, config %s\n", bad.c_str(),
+                 static_cast<unsigned long long>(seed), o.config_path.c_str());
+    return 2;
+  }
   return 0;
 }
 

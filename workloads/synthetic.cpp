@@ -8,6 +8,7 @@
 #include "models/core/error.h"
 #include "workloads/mbp_workload.h"
 #include "workloads/testers/coherence_tester.h"
+#include "workloads/testers/litmus_tester.h"
 
 namespace mbpsim {
 
@@ -279,6 +280,7 @@ std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, Stat
   if (auto w = make_mbcf_workload(kind, c, stats, seed)) return w;
   if (kind == "script") return std::make_unique<ScriptTraffic>(c, net);
   if (kind == "mbp_tester") return std::make_unique<CoherenceTester>(c, net, stats, seed);
+  if (kind == "litmus") return std::make_unique<LitmusTester>(c, net, stats, seed);
   if (kind == "mbp_sharing") return std::make_unique<SharingWorkload>(c, net, stats, seed);
   if (kind == "mbp_script") return std::make_unique<MbpScript>(c, net, stats, seed);
   if (kind == "trace") return std::make_unique<TraceReplay>(c, net, stats, seed);

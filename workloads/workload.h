@@ -32,6 +32,9 @@ class Workload : public net::NetClient {
   // Non-empty when the system has gone quiet (nothing scheduled, nothing in flight) before the
   // workload finished: nothing can happen any more, so the run ends as a failure saying why.
   virtual std::string stalled() const { return ""; }
+  // Non-empty when a checking workload (a tester) found the simulated system wrong: the run
+  // still writes its stats (the evidence), then mbpsim exits 2 with this line and the seed.
+  virtual std::string check_failed() const { return ""; }
   // Extra text for a simulated-system failure (exit 2): the oldest outstanding work.
   virtual std::string failure_dump() const { return ""; }
   // Non-empty when the workload's own input turned out bad during the run (a trace read on the

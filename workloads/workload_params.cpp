@@ -5,7 +5,7 @@ namespace mbpsim {
 
 void declare_workload_params(ParamSchema& s) {
   using T = ParamType;
-  s.add({"workload.kind", T::String, "synthetic", "", "what drives the system: network-only synthetic traffic or packet script, or the MBP machine driven by the coherence tester, a synthetic sharing pattern, a processor script or a trace replay (trace); or MBCF/Ether measured as in the thesis (rtt, oneway, peak, raytrace), or the MBP2's encrypted transfer (secure) and UDP/TCP message passing (datagram)", -1e300, 1e300, {"synthetic", "script", "mbp_tester", "mbp_sharing", "mbp_script", "trace", "rtt", "oneway", "peak", "raytrace", "secure", "datagram"}});
+  s.add({"workload.kind", T::String, "synthetic", "", "what drives the system: network-only synthetic traffic or packet script, or the MBP machine driven by the coherence tester, the memory-model litmus tester, a synthetic sharing pattern, a processor script or a trace replay (trace); or MBCF/Ether measured as in the thesis (rtt, oneway, peak, raytrace), or the MBP2's encrypted transfer (secure) and UDP/TCP message passing (datagram)", -1e300, 1e300, {"synthetic", "script", "mbp_tester", "litmus", "mbp_sharing", "mbp_script", "trace", "rtt", "oneway", "peak", "raytrace", "secure", "datagram"}});
   s.add({"workload.pattern", T::String, "uniform", "", "synthetic destination pattern", -1e300, 1e300, {"uniform", "hotspot", "bitcomp", "multicast"}});
   s.add({"workload.injection_rate", T::Double, 0.01, "flits/node/cycle", "offered load; packets are created by a Bernoulli process per node", 0, 1});
   s.add({"workload.packet_flits", T::Int, 1, "flits", "size of a synthetic packet", 1, 1024});

@@ -18,6 +18,7 @@ enum class Id : unsigned char {
   GbnWindowIsSeqSpace,    // mbcf/ether: 256 outstanding packets on an 8-bit sequence number
   DupDroppedSilently,     // mbcf/ether: a duplicate is dropped without re-acknowledging
   CombinedNoKeyCheck,     // mbcf: a combined packet's access key is not checked
+  FenceIgnoresWriteBuffer,  // mbp: a fence completes without waiting for buffered stores
 };
 
 struct Entry {
@@ -28,6 +29,7 @@ inline constexpr Entry kAll[] = {
     {Id::GrantBeforeAllAcks, "grant_before_all_acks"}, {Id::AckWithoutHeldFlag, "ack_without_held_flag"},
     {Id::CoarsenDuringRound, "coarsen_during_round"},  {Id::GbnWindowIsSeqSpace, "gbn_window_is_seq_space"},
     {Id::DupDroppedSilently, "dup_dropped_silently"},  {Id::CombinedNoKeyCheck, "combined_no_key_check"},
+    {Id::FenceIgnoresWriteBuffer, "fence_ignores_write_buffer"},
 };
 
 #ifdef MBPSIM_MUTANTS

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "models/core/error.h"
+#include "models/core/mutant.h"
 #include "models/mbp/system_internal.h"
 
 namespace mbpsim::mbp {
@@ -682,7 +683,7 @@ System::Outcome System::execute(Proc& p, uint64_t& t, uint64_t now) {
     case OpKind::Load: return exec_load(p, t, now);
     case OpKind::Store: return exec_store(p, t, now);
     case OpKind::Fence:
-      if (!p.wb.empty()) {
+      if (!p.wb.empty() && !mutant::on(mutant::Id::FenceIgnoresWriteBuffer)) {
         block_proc(p, now, "fence: write buffer draining");
         p.waiting = WaitKind::WriteBuffer;
         return Outcome::Wait;

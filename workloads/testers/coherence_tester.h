@@ -22,6 +22,9 @@ class CoherenceTester : public MbpWorkload {
   void start() override;
   bool done() const override { return completed_ == checks_ && switches_in_flight_ == 0; }
   nlohmann::ordered_json summary() const override;
+  std::string check_failed() const override {
+    return failures_ ? std::to_string(failures_) + " coherence checks failed (the first ones are printed above)" : "";
+  }
   bool next(uint32_t node, uint32_t proc, node::MemOp& op) override;
   void complete(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps) override;
 
