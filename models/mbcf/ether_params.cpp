@@ -60,6 +60,8 @@ void declare_mbcf_params(ParamSchema& s) {
   s.add({"ether.burst_leave", T::Double, 1.0, "", "probability per frame of leaving a loss burst", 0, 1});
   s.add({"ether.duplicate", T::Double, 0.0, "", "injected fault: probability per delivered frame that a second copy arrives up to ether.reorder_max_ns later", 0, 1});
   s.add({"ether.reorder", T::Double, 0.0, "", "injected fault: probability per delivered frame that it is held back up to ether.reorder_max_ns, so later frames overtake it", 0, 1});
+  s.add({"ether.blackhole_every_us", T::Double, 0.0, "us", "injected fault: mean gap between blackhole periods of each station (exponential, seeded per station; 0: never)", 0, 1e12});
+  s.add({"ether.blackhole_us", T::Double, 1000.0, "us", "length of a blackhole period: every frame to the station is lost", 0, 1e12});
   s.add({"ether.reorder_max_ns", T::Double, 100000.0, "ns", "longest extra delay of a duplicated or reordered frame (the path's bounded lifetime)", 1, 1e9});
 }
 
@@ -126,6 +128,8 @@ EtherSysConfig EtherSysConfig::from(const Config& c) {
   e.ether.duplicate = c.get_double("ether.duplicate");
   e.ether.reorder = c.get_double("ether.reorder");
   e.ether.reorder_max_ns = c.get_double("ether.reorder_max_ns");
+  e.ether.blackhole_every_us = c.get_double("ether.blackhole_every_us");
+  e.ether.blackhole_us = c.get_double("ether.blackhole_us");
   return e;
 }
 

@@ -38,7 +38,27 @@ EtherSegment::EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t station
       tampered_(stats.counter(prefix + ".tampered", "frames altered on the path with a valid FCS (injected)")),
       duplicated_(stats.counter(prefix + ".injected_duplicates", "frames delivered twice (injected)")),
       reordered_(stats.counter(prefix + ".injected_reorders", "frames held back so that later ones overtake them (injected)")),
-      attempts_(stats.histogram(prefix + ".attempts", "transmission attempts per frame (hub)")) {}
+      blackholed_(stats.counter(prefix + ".injected_blackhole_losses", "frames lost because their station was in a blackhole period (injected)")),
+      attempts_(stats.histogram(prefix + ".attempts", "transmission attempts per frame (hub)")) {
+  if (c.blackhole_every_us > 0)
+    for (uint32_t i = 0; i < stations; ++i) {
+      bh_.push_back(Blackhole{Rng(seed, prefix + ".blackhole." + std::to_string(i))});
+      Blackhole& b = bh_.back();
+      b.start_ps = static_cast<uint64_t>(-std::log1p(-b.rng.uniform()) * c.blackhole_every_us * 1e6);
+      b.end_ps = b.start_ps + static_cast<uint64_t>(c.blackhole_us * 1e6);
+    }
+}
+
+bool EtherSegment::blackholed(uint32_t dst) {
+  if (bh_.empty()) return false;
+  Blackhole& b = bh_[dst];
+  const uint64_t now = cal_.now_ps();
+  while (now >= b.end_ps) {  // the next period starts an exponential gap after this one ends
+    b.start_ps = b.end_ps + static_cast<uint64_t>(-std::log1p(-b.rng.uniform()) * c_.blackhole_every_us * 1e6);
+    b.end_ps = b.start_ps + static_cast<uint64_t>(c_.blackhole_us * 1e6);
+  }
+  return now >= b.start_ps;
+}
 
 uint64_t EtherSegment::slot_ps(uint32_t bytes) const {
   return frame_ps(std::max<uint32_t>(bytes + kFcs, kMinFrame)) + kIfg * 8 * bit_ps_;
@@ -62,7 +82,10 @@ bool EtherSegment::lose() {
 }
 
 void EtherSegment::deliver(uint32_t dst, std::vector<uint8_t> bytes) {
-  if (lose()) {
+  if (blackholed(dst)) {
+    blackholed_.inc();
+    bytes[bytes.size() / 2] ^= 0x5a;
+  } else if (lose()) {
     lost_.inc();
     bytes[bytes.size() / 2] ^= 0x5a;  // what the receiving MAC sees: a frame with a bad FCS
   }

@@ -10,7 +10,8 @@
 // lost frame is delivered with a corrupted FCS and dropped by the receiving MAC, as on a wire.
 // Tampering can be injected too (seeded): a frame altered with a valid FCS, as an attacker
 // would send it, which only authentication can catch. For protocol testing, frames can be
-// duplicated or held back (so later ones overtake them) for up to a bounded time, seeded.
+// duplicated or held back (so later ones overtake them) for up to a bounded time, and a
+// station can be cut off for blackhole periods, seeded.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -39,6 +40,10 @@ struct EtherConfig {
   // long so that later frames overtake it (a bounded lifetime on the path).
   double duplicate = 0, reorder = 0;
   double reorder_max_ns = 100000;
+  // Blackhole periods per receiving station (a pulled cable, a rebooting switch port): every
+  // frame to the station is lost for blackhole_us; the gaps between periods are exponential
+  // with mean blackhole_every_us (0: never), each station on its own seeded schedule.
+  double blackhole_every_us = 0, blackhole_us = 1000;
 };
 const char* to_string(EtherConfig::Medium m);
 
@@ -101,13 +106,20 @@ class EtherSegment {
   Rx rx_;
   std::function<void(uint32_t, const std::vector<uint8_t>&)> tap_;
   Rng rng_, loss_rng_, tamper_rng_, fault_rng_;
+  // Whether station `dst` is in a blackhole period now (drawing its schedule as time passes).
+  bool blackholed(uint32_t dst);
+  struct Blackhole {
+    Rng rng;
+    uint64_t start_ps = 0, end_ps = 0;
+  };
+  std::vector<Blackhole> bh_;
   bool burst_bad_ = false;
   // hub state
   uint64_t busy_until_ = 0, window_start_ = 0, window_end_ = 0;
   std::vector<uint32_t> contenders_;
   bool window_open_ = false;
 
-  Counter &frames_, &bytes_, &collisions_, &excess_, &queue_drops_, &lost_, &fcs_errors_, &tampered_, &duplicated_, &reordered_;
+  Counter &frames_, &bytes_, &collisions_, &excess_, &queue_drops_, &lost_, &fcs_errors_, &tampered_, &duplicated_, &reordered_, &blackholed_;
   Histogram& attempts_;
 };
 
