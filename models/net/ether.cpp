@@ -40,20 +40,17 @@ EtherSegment::EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t station
       reordered_(stats.counter(prefix + ".injected_reorders", "frames held back so that later ones overtake them (injected)")),
       blackholed_(stats.counter(prefix + ".injected_blackhole_losses", "frames lost because their station was in a blackhole period (injected)")),
       attempts_(stats.histogram(prefix + ".attempts", "transmission attempts per frame (hub)")) {
+  // Each schedule starts with an empty period at time 0, so the first real one is drawn the
+  // first time the station receives.
   if (c.blackhole_every_us > 0)
-    for (uint32_t i = 0; i < stations; ++i) {
-      bh_.push_back(Blackhole{Rng(seed, prefix + ".blackhole." + std::to_string(i))});
-      Blackhole& b = bh_.back();
-      b.start_ps = static_cast<uint64_t>(-std::log1p(-b.rng.uniform()) * c.blackhole_every_us * 1e6);
-      b.end_ps = b.start_ps + static_cast<uint64_t>(c.blackhole_us * 1e6);
-    }
+    for (uint32_t i = 0; i < stations; ++i) bh_.push_back(Blackhole{Rng(seed, prefix + ".blackhole." + std::to_string(i))});
 }
 
 bool EtherSegment::blackholed(uint32_t dst) {
   if (bh_.empty()) return false;
   Blackhole& b = bh_[dst];
   const uint64_t now = cal_.now_ps();
-  while (now >= b.end_ps) {  // the next period starts an exponential gap after this one ends
+  while (now >= b.end_ps) {  // the next period starts an exponential gap after the last one ends
     b.start_ps = b.end_ps + static_cast<uint64_t>(-std::log1p(-b.rng.uniform()) * c_.blackhole_every_us * 1e6);
     b.end_ps = b.start_ps + static_cast<uint64_t>(c_.blackhole_us * 1e6);
   }

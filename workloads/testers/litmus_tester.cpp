@@ -16,7 +16,13 @@ using node::Protocol;
 namespace {
 // A tag: the run (so a late completion of another run is caught), the phase and a register.
 uint64_t tag_of(uint64_t run, int phase, uint32_t reg) { return run << 16 | static_cast<uint64_t>(phase) << 8 | reg; }
+// Indices 0-2 are node::Protocol values; kMixed draws one per location and run.
 const char* kProtoNames[] = {"invalidate", "update", "noncacheable", "mixed"};
+constexpr int kMixed = 3;
+int proto_index(const std::string& name) {
+  const auto it = std::find(std::begin(kProtoNames), std::end(kProtoNames), name);
+  return it == std::end(kProtoNames) ? -1 : static_cast<int>(it - std::begin(kProtoNames));
+}
 constexpr uint64_t kNoiseTag = ~0ull;
 
 json all_test_names() {
@@ -62,24 +68,23 @@ LitmusTester::LitmusTester(const Config& c, net::Network& net, Stats& stats, uin
                                  std::to_string(nodes_ * procs_));
     ts.push_back(t);
   }
-  std::vector<std::string> ps;
+  std::vector<int> ps;
   for (size_t i = 0; i < protos.size(); ++i) {
-    const std::string p = protos[i].is_string() ? protos[i].get<std::string>() : "";
-    if (std::find(std::begin(kProtoNames), std::end(kProtoNames), p) == std::end(kProtoNames))
+    const int p = protos[i].is_string() ? proto_index(protos[i].get<std::string>()) : -1;
+    if (p < 0)
       c.fail_at("litmus.protocols", "litmus.protocols[" + std::to_string(i) + "]", "unknown protocol " + protos[i].dump() +
                                                                        " (invalidate, update, noncacheable or mixed)");
     ps.push_back(p);
   }
   if (pages_ * (page_bytes_ / block_) < 2) c.fail("litmus.pages", "needs at least two blocks per protocol");
   for (const auto* t : ts)
-    for (const auto& p : ps) {
+    for (int p : ps) {
       Cell cell;
       cell.test = t;
       cell.proto = p;
-      if (p != "mixed") {
-        const auto proto = static_cast<Protocol>(std::find(std::begin(kProtoNames), std::end(kProtoNames), p) - std::begin(kProtoNames));
+      if (p != kMixed) {
         const auto sc = litmus::sc_outcomes(*t);
-        for (const auto& o : allowed(*t, std::vector<Protocol>(t->locs, proto)))
+        for (const auto& o : allowed(*t, std::vector<Protocol>(t->locs, static_cast<Protocol>(p))))
           if (!sc.count(o)) cell.relaxed.insert(o);
       }
       cells_.push_back(std::move(cell));
@@ -146,8 +151,7 @@ void LitmusTester::begin_run() {
   protos_.assign(t.locs, Protocol::Invalidate);
   addr_.clear();
   for (uint32_t l = 0; l < t.locs; ++l) {
-    if (cell_->proto == "mixed") protos_[l] = static_cast<Protocol>(rng_.below(3));
-    else protos_[l] = static_cast<Protocol>(std::find(std::begin(kProtoNames), std::end(kProtoNames), cell_->proto) - std::begin(kProtoNames));
+    protos_[l] = static_cast<Protocol>(cell_->proto == kMixed ? static_cast<int>(rng_.below(3)) : cell_->proto);
     uint64_t a;
     do a = block_addr(protos_[l]);
     while (std::find(addr_.begin(), addr_.end(), a) != addr_.end());
@@ -276,8 +280,9 @@ void LitmusTester::complete(uint32_t, uint32_t, const MemOp& op, uint64_t now_ps
         const uint64_t v = mbcf::load_le(op.data, 8), base = (run_ + 1) * 4;
         // A value no store of this run wrote (a stale copy of an earlier run) is recorded as 9,
         // which no test allows.
-        if (v < base || v > base + 2) ++unknown_values_;
-        regs_[reg] = v < base || v > base + 2 ? 9 : static_cast<uint8_t>(v - base);
+        const bool ours = v >= base && v <= base + 2;
+        unknown_values_ += !ours;
+        regs_[reg] = ours ? static_cast<uint8_t>(v - base) : 9;
         if (phase_ == Phase::Threads) return;
       }
       if (phase_ == Phase::Threads && !(op.kind == OpKind::Fence && reg == 0xff)) return;  // only a thread's end counts
@@ -340,7 +345,7 @@ ordered_json LitmusTester::summary() const {
     ordered_json hist = ordered_json::object();
     for (const auto& [out, n] : c.seen) hist[litmus::format(*c.test, out)] = n;
     o["outcomes"] = hist;
-    if (c.proto != "mixed") {
+    if (c.proto != kMixed) {
       ordered_json seen = json::array(), unseen = json::array();
       for (const auto& r : c.relaxed) {
         (c.seen.count(r) ? seen : unseen).push_back(litmus::format(*c.test, r));
@@ -350,7 +355,7 @@ ordered_json LitmusTester::summary() const {
       o["relaxed_observed"] = seen;
       o["relaxed_unobserved"] = unseen;
     }
-    tests[c.test->name][c.proto] = o;
+    tests[c.test->name][kProtoNames[c.proto]] = o;
   }
   s["relaxed_allowed"] = relaxed_total;
   s["relaxed_observed"] = relaxed_seen;

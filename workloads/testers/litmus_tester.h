@@ -34,7 +34,7 @@ class LitmusTester : public MbpWorkload {
   enum class Phase { Setup, Init, Warm, Threads, Finals };
   struct Cell {  // one test on one protocol setting
     const litmus::Test* test;
-    std::string proto;  // invalidate, update, noncacheable or mixed
+    int proto;  // a node::Protocol, or mixed (a protocol drawn per location and run)
     uint64_t runs = 0, forbidden = 0;
     std::map<litmus::Outcome, uint64_t> seen;
     std::set<litmus::Outcome> relaxed;  // allowed and not SC (fixed protocols only)
