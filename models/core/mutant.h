@@ -19,6 +19,9 @@ enum class Id : unsigned char {
   DupDroppedSilently,     // mbcf/ether: a duplicate is dropped without re-acknowledging
   CombinedNoKeyCheck,     // mbcf: a combined packet's access key is not checked
   FenceIgnoresWriteBuffer,  // mbp: a fence completes without waiting for buffered stores
+  CheckFirstPageOnly,     // mbcf: an access is checked on its first page only
+  ReplySizeUnchecked,     // mbcf: the target trusts the sender to have checked that the reply fits a frame
+  ReplayWindowOff,        // mbp2: the anti-replay window accepts every authenticated frame
 };
 
 struct Entry {
@@ -29,7 +32,8 @@ inline constexpr Entry kAll[] = {
     {Id::GrantBeforeAllAcks, "grant_before_all_acks"}, {Id::AckWithoutHeldFlag, "ack_without_held_flag"},
     {Id::CoarsenDuringRound, "coarsen_during_round"},  {Id::GbnWindowIsSeqSpace, "gbn_window_is_seq_space"},
     {Id::DupDroppedSilently, "dup_dropped_silently"},  {Id::CombinedNoKeyCheck, "combined_no_key_check"},
-    {Id::FenceIgnoresWriteBuffer, "fence_ignores_write_buffer"},
+    {Id::FenceIgnoresWriteBuffer, "fence_ignores_write_buffer"}, {Id::CheckFirstPageOnly, "check_first_page_only"},
+    {Id::ReplySizeUnchecked, "reply_size_unchecked"},             {Id::ReplayWindowOff, "replay_window_off"},
 };
 
 #ifdef MBPSIM_MUTANTS

@@ -467,7 +467,7 @@ bool combination_ok(const TaskSpace& ts, const Task& t, const Packet& p) {
 
 }  // namespace
 
-ExecResult execute(TaskSpace& ts, const Packet& p) {
+ExecResult execute(TaskSpace& ts, const Packet& p, uint32_t max_reply_bytes) {
   ExecResult r;
   Task* t = ts.find(p.dst_ptask);
   if (!t) {
@@ -483,6 +483,14 @@ ExecResult execute(TaskSpace& ts, const Packet& p) {
   if (!combination_ok(ts, *t, p)) {
     r.outcome = ExecResult::Outcome::Violation;
     r.violation = ViolationCode::BadCombination;
+    return r;
+  }
+  // The reply must fit one packet (4.4). A well-behaved sender checks this before it sends;
+  // the target does not rely on it (a READ of more than a frame would otherwise leave it with
+  // a reply it cannot send).
+  if (reply_packet_bytes(p.cmds) > max_reply_bytes && !mutant::on(mutant::Id::ReplySizeUnchecked)) {
+    r.outcome = ExecResult::Outcome::Violation;
+    r.violation = ViolationCode::BadLength;
     return r;
   }
   bool schedule = false;

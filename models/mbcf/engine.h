@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/mbcf/command.h"
+#include "models/mbcf/packet.h"
 #include "models/mbcf/task.h"
 
 namespace mbpsim::mbcf {
@@ -47,7 +48,9 @@ struct ExecResult {
 
 // Runs a packet on `ts`. Reply and Violation packets update the requester's memory (and its
 // elastic-memory-barrier counters); Ack packets are for the caller and are not passed here.
-ExecResult execute(TaskSpace& ts, const Packet& p);
+// A packet whose reply would exceed `max_reply_bytes` (a frame, less what the NIC adds) is
+// refused whole with BadLength.
+ExecResult execute(TaskSpace& ts, const Packet& p, uint32_t max_reply_bytes = kMaxPacketBytes);
 // Bytes of the one reply packet the commands ask for (a REPLY with data for a READ or an
 // atomic, a status reply otherwise when asked): the 4.4 rule that replies fit one packet, and
 // the sender's check that they fit a frame.

@@ -43,6 +43,8 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
       hellos_(st.counter("system.mbcf.hellos", "Hellos sent by restarted nodes, repeats included")),
       stale_(st.counter("system.mbcf.stale_frames", "frames from a peer dropped while our restart Hello was unanswered")),
       nic_drops_down_(st.counter("system.mbcf.dropped_while_down", "frames that reached a powered-off node")),
+      refused_(st.counter("system.mbcf.requests_refused",
+                          "requests refused before anything was sent: an Ltask not in the task's table, a command users may not send, a 4.4 rule the sender can see, or a packet or reply that would not fit a frame")),
       isr_batch_(st.histogram("system.mbcf.isr_batch", "packets handled per receive interrupt")) {
   for (uint32_t i = 0; i < c.nodes; ++i) {
     n_.push_back(std::make_unique<Node>(i, c.page_bytes));
@@ -181,12 +183,10 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
   p.cmds = r.cmds;
   std::vector<uint8_t> bytes;
   if (!encode(p, bytes)) return false;
-  if (frame_overhead_ > 0) {
-    // The NIC wraps every frame (a sealed frame, crypto.h): the request and the reply it asks
-    // for must still fit.
-    if (bytes.size() + frame_overhead_ > kMaxPacketBytes) return false;
-    if (reply_packet_bytes(p.cmds) + frame_overhead_ > kMaxPacketBytes) return false;
-  }
+  // The request and the reply it asks for must fit a frame (4.4), with what the NIC adds to
+  // every frame (a sealed frame, crypto.h).
+  if (bytes.size() + frame_overhead_ > kMaxPacketBytes) return false;
+  if (reply_packet_bytes(p.cmds) + frame_overhead_ > kMaxPacketBytes) return false;
   b.dst = it->second.pnode;
   b.wire_bytes = static_cast<uint32_t>(bytes.size());
   b.data = 0;
@@ -196,7 +196,10 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
 
 bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k) {
   Built b;
-  if (!build_request(node, ptask, r, b)) return false;
+  if (!build_request(node, ptask, r, b)) {
+    refused_.inc();
+    return false;
+  }
   issue(node, b.dst, std::move(b.packet), b.data, b.wire_bytes, r.src_laddr, std::move(k));
   return true;
 }
@@ -688,7 +691,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     step_cost_ += proto_ps(c_.int_packet_cycles);
     return;
   }
-  ExecResult r = execute(N.ts, p);
+  ExecResult r = execute(N.ts, p, kMaxPacketBytes - frame_overhead_);
   if (r.outcome == ExecResult::Outcome::PageFault) {
     faults_.inc();
     t->waiting_page = true;
@@ -877,6 +880,7 @@ void EtherSystem::run_invocation(uint32_t node, const Invocation& iv) {
 void EtherSystem::power_off(uint32_t node) {
   Node& N = *n_[node];
   N.up = false;
+  nic_power_off(node);
   ether_->set_deaf(node, true);
   N.ring.clear();
   N.ring_used = 0;

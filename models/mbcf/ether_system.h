@@ -162,6 +162,8 @@ class EtherSystem {
   // The OS has taken a page of a task out of memory (swap_out): a NIC that caches
   // translations must drop it.
   virtual void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) { (void)node, (void)ptask, (void)laddr; }
+  // The node loses its power: a NIC drops what it keeps in volatile memory.
+  virtual void nic_power_off(uint32_t node) { (void)node; }
   // Moving `bytes` of the packet's data between the packet buffer and the target task's memory.
   virtual uint64_t data_move_ps(uint32_t node, const Packet& p, uint32_t bytes) { (void)node, (void)p; return copy_ps(bytes); }
   // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability) and made
@@ -284,7 +286,7 @@ class EtherSystem {
   std::function<void(uint32_t, uint32_t, const Packet&)> tx_hook_;
   Counter &sent_, &received_, &malformed_, &violations_, &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_,
       &ring_drops_, &timeouts_, &ack_polls_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_, &peers_unresponsive_, &abandoned_, &hellos_, &stale_,
-      &nic_drops_down_;
+      &nic_drops_down_, &refused_;
   Histogram& isr_batch_;
 };
 

@@ -1,5 +1,7 @@
 #include "models/mbcf/task.h"
 
+#include "models/core/mutant.h"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -79,7 +81,7 @@ ViolationCode TaskSpace::check(const Task& t, uint32_t laddr, uint32_t n, uint8_
   if (present_ok) *present_ok = true;
   if (n == 0) return ViolationCode::None;
   if (static_cast<uint64_t>(laddr) + n > 0x100000000ull) return ViolationCode::Unmapped;
-  const uint32_t first = page_of(laddr), last = page_of(laddr + n - 1);
+  const uint32_t first = page_of(laddr), last = mutant::on(mutant::Id::CheckFirstPageOnly) ? first : page_of(laddr + n - 1);
   for (uint32_t pg = first; pg <= last; ++pg) {
     auto it = t.pages.find(pg);
     if (it == t.pages.end()) return ViolationCode::Unmapped;

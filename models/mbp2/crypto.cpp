@@ -299,4 +299,19 @@ uint32_t Dh::modmuls() const {
   return static_cast<uint32_t>(bits - 1 + mpz_popcount(x_) - 1);
 }
 
+bool ReplayWindow::accept(uint32_t seq) {
+  if (seq == 0) return false;  // a sender's first frame is number 1
+  if (seq > top_) {
+    const uint32_t shift = seq - top_;
+    seen_ = shift >= kWidth ? 0 : seen_ << shift;
+    seen_ |= 1;
+    top_ = seq;
+    return true;
+  }
+  const uint32_t back = top_ - seq;
+  if (back >= kWidth || (seen_ >> back & 1)) return false;
+  seen_ |= 1ull << back;
+  return true;
+}
+
 }  // namespace mbpsim::mbp2

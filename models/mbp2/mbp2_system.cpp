@@ -1,5 +1,7 @@
 #include "models/mbp2/mbp2_system.h"
 
+#include "models/core/mutant.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -61,12 +63,15 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     x.rej_format = &st.counter(cb + "rejected_format", "received sealed frames with a bad length or padding");
     x.rej_plain = &st.counter(cb + "rejected_plain", "received MBCF frames sent in the clear to a NIC that encrypts");
     x.rej_no_sa = &st.counter(cb + "rejected_no_sa", "received sealed frames from a peer without keys");
+    x.rej_replay = &st.counter(cb + "rejected_replay",
+                               "authenticated frames whose sequence number was already accepted or is 64 or more behind the highest (RFC 4303 anti-replay)");
     if (c.crypto.keys == CryptoConfig::Keys::Dh) {
       x.kx_msgs = &st.counter(cb + "kx_messages", "key-exchange messages sent");
       x.kx_retries = &st.counter(cb + "kx_retries", "key-exchange messages sent again after a timeout");
       x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
       x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
       x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
+      x.rekeys = &st.counter(cb + "rekeys", "key exchanges started by a peer that already had keys with us and a new public value (it restarted)");
     }
   }
 }
@@ -121,7 +126,10 @@ void Mbp2System::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uin
 
 bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
   Built b;
-  if (!build_request(node, ptask, r, b)) return false;
+  if (!build_request(node, ptask, r, b)) {
+    refused_.inc();
+    return false;
+  }
   send_packet(node, ptask, alias, b.dst, std::move(b.packet), b.data, r.src_laddr, std::move(k));
   return true;
 }
@@ -480,7 +488,13 @@ void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::fun
              [this, node, spi, cb, hb, body, f = std::move(f), k = std::move(ready)]() mutable {
                Units& u = *u_[node];
                if (hb) u.cs.auth_bytes->inc(body);
-               const OpenError e = u.sec[spi].sa->open(f);
+               if (!u.sec[spi].sa) {  // the keys went (a power cycle, a rekey) while the CAU ran
+                 u.cs.rej_no_sa->inc();
+                 k(nullptr);
+                 return;
+               }
+               uint32_t seq = 0;
+               const OpenError e = u.sec[spi].sa->open(f, nullptr, &seq);
                if (e == OpenError::BadIcv) {
                  u.cs.rej_auth->inc();
                  k(nullptr);
@@ -488,6 +502,13 @@ void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::fun
                }
                if (e != OpenError::None) {
                  u.cs.rej_format->inc();
+                 k(nullptr);
+                 return;
+               }
+               // Anti-replay only for authenticated frames: an unauthenticated sequence number
+               // proves nothing, and letting it move the window would let a forger stop traffic.
+               if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !u.sec[spi].rx_window.accept(seq)) {
+                 u.cs.rej_replay->inc();
                  k(nullptr);
                  return;
                }
@@ -528,8 +549,9 @@ void Mbp2System::with_public(uint32_t node, uint32_t peer, std::function<void()>
     for (size_t j = 0; j < 8; ++j) seed[i + j] = static_cast<uint8_t>(v >> (8 * j));
   }
   s.dh = std::make_unique<Dh>(seed);
-  modexp_work(node, s.dh->modmuls(), [this, node, peer] {
+  modexp_work(node, s.dh->modmuls(), [this, node, peer, gen = s.gen] {
     PeerSec& s = u_[node]->sec[peer];
+    if (s.gen != gen) return;  // dropped meanwhile (power cycle, rekey)
     s.pub = s.dh->public_value();
     auto ws = std::move(s.pub_waiters);
     s.pub_waiters.clear();
@@ -573,9 +595,9 @@ void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
 }
 
 void Mbp2System::arm_kx_timer(uint32_t node, uint32_t peer) {
-  cal_.after(static_cast<uint64_t>(m_.crypto.kx_timeout_us * 1e6), [this, node, peer] {
+  cal_.after(static_cast<uint64_t>(m_.crypto.kx_timeout_us * 1e6), [this, node, peer, gen = u_[node]->sec[peer].gen] {
     PeerSec& s = u_[node]->sec[peer];
-    if (s.sa) return;
+    if (s.sa || s.gen != gen) return;
     u_[node]->cs.kx_retries->inc();
     send_kx(node, peer, kKxInit);
     arm_kx_timer(node, peer);
@@ -587,6 +609,7 @@ void Mbp2System::on_kx(uint32_t node, std::vector<uint8_t>&& f) {
   // The LDMA's completion interrupts the PME, which reads the message.
   u.pme->run("key_exchange", Pme::kLow, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, f = std::move(f)]() mutable {
     Units& u = *u_[node];
+    if (!n_[node]->up) return;
     const uint32_t peer = f.size() >= 12 ? (static_cast<uint32_t>(f[10]) << 8 | f[11]) : ~0u;
     const bool ours = f.size() >= 12 && f[6] == 0x02 && f[7] == 0x4d && f[8] == 0x42 && f[9] == 0x00;  // mac_of()
     if (f.size() < kKxBytes || !ours || peer >= nodes() || peer == node || (f[14] != kKxInit && f[14] != kKxResp)) {
@@ -600,7 +623,17 @@ void Mbp2System::on_kx(uint32_t node, std::vector<uint8_t>&& f) {
     if (f[14] == kKxResp) return derive(node, peer, std::move(pub), [] {});
     // The responder installs its keys before it answers, so the initiator, which can send
     // sealed frames as soon as it has the answer, never finds it without them.
-    if (s.sa) return send_kx(node, peer, kKxResp);  // our answer was lost
+    if (s.sa && pub == s.peer_pub) return send_kx(node, peer, kKxResp);  // our answer was lost
+    if (s.sa) {
+      // A new public value from a peer we have keys with: it restarted and lost them. Both
+      // ends make new keys (and this end a new private value); frames sealed under the old
+      // ones, replayed or late, no longer authenticate.
+      u.cs.rekeys->inc();
+      drop_keys(node, peer);
+      PeerSec& s2 = u.sec[peer];
+      s2.started = true;
+      s2.t0 = cal_.now_ps();
+    }
     derive(node, peer, std::move(pub), [this, node, peer] { send_kx(node, peer, kKxResp); });
   });
 }
@@ -611,9 +644,10 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
   s.deriving = true;
   with_public(node, peer, [this, node, peer, pub = std::move(peer_pub), then = std::move(then)]() mutable {
     PeerSec& s = u_[node]->sec[peer];
-    modexp_work(node, s.dh->modmuls(), [this, node, peer, pub = std::move(pub), then = std::move(then)] {
+    modexp_work(node, s.dh->modmuls(), [this, node, peer, pub = std::move(pub), then = std::move(then), gen = s.gen] {
       Units& u = *u_[node];
       PeerSec& s = u.sec[peer];
+      if (s.gen != gen) return;
       s.deriving = false;
       std::vector<uint8_t> secret;
       if (!s.dh->shared(pub, secret)) {
@@ -621,6 +655,7 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
         return;
       }
       s.sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, secret);
+      s.peer_pub = pub;
       u.cs.kx_done->inc();
       u.cs.kx_ps->inc(cal_.now_ps() - s.t0);
       then();
@@ -629,6 +664,19 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
       for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
     });
   });
+}
+
+void Mbp2System::drop_keys(uint32_t node, uint32_t peer) {
+  PeerSec& s = u_[node]->sec[peer];
+  PeerSec fresh;
+  fresh.gen = s.gen + 1;
+  s = std::move(fresh);
+}
+
+void Mbp2System::nic_power_off(uint32_t node) {
+  if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;
+  for (uint32_t q = 0; q < nodes(); ++q)
+    if (q != node) drop_keys(node, q);
 }
 
 }  // namespace mbpsim::mbp2

@@ -131,6 +131,9 @@ class Mbp2System : public mbcf::EtherSystem {
   void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
                     std::function<void(std::vector<uint8_t>&&)> in_mac) override;
   void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready) override;
+  // EM is volatile: keys made by a key exchange are lost with the power (static keys and their
+  // sequence counters are kept, as RFC 4303 3.3.3 asks of manual keying).
+  void nic_power_off(uint32_t node) override;
 
  private:
   using InMac = std::function<void(std::vector<uint8_t>&&)>;
@@ -139,6 +142,9 @@ class Mbp2System : public mbcf::EtherSystem {
   struct PeerSec {
     std::unique_ptr<SecurityAssociation> sa;
     uint32_t tx_seq = 0;
+    ReplayWindow rx_window;  // anti-replay for the peer's frames under this SA
+    std::vector<uint8_t> peer_pub;  // the public value the SA was derived from (dh keys)
+    uint64_t gen = 0;               // bumped when the state is dropped: late callbacks see it
     std::unique_ptr<Dh> dh;
     std::vector<uint8_t> pub;  // our public value, once computed
     bool started = false, deriving = false;
@@ -147,7 +153,8 @@ class Mbp2System : public mbcf::EtherSystem {
     uint64_t t0 = 0;
   };
   struct CryptoStats {
-    Counter *sealed, *opened, *enc_bytes, *dec_bytes, *auth_bytes, *rej_auth, *rej_format, *rej_plain, *rej_no_sa;
+    Counter *sealed, *opened, *enc_bytes, *dec_bytes, *auth_bytes, *rej_auth, *rej_format, *rej_plain, *rej_no_sa, *rej_replay;
+    Counter *rekeys = nullptr;
     Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad;
   };
   struct IpStats {
@@ -235,6 +242,9 @@ class Mbp2System : public mbcf::EtherSystem {
   // Computes the shared secret and installs the keys, then `then`, then sends the frames that
   // waited for them.
   void derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then);
+  // Forgets what node keeps for peer's key exchange and SA (a power cycle, or a rekey).
+  void drop_keys(uint32_t node, uint32_t peer);
+
 
   Mbp2Config m_;
   std::vector<std::unique_ptr<Units>> u_;

@@ -385,6 +385,22 @@ TEST_F(Fixture, CombinedPacketIsOneAtomicLumpUnderThe44Rules) {
   EXPECT_EQ(word(0x10000) & 0xFF, 1u);
 }
 
+// 4.4: a reply fits one packet. The target checks it itself (a sender that did not, or a
+// station that forged the packet, would otherwise leave it holding a reply it cannot send).
+TEST_F(Fixture, AReadWhoseReplyCannotFitAFrameIsRefusedWhole) {
+  Command rd = cmd(Cmd::Read, 0x10000, {}, ReplyMode::Status);
+  rd.length = 2000;
+  rd.data_laddr = 0x600;
+  auto r = execute(ts, pkt({rd}));
+  EXPECT_EQ(r.outcome, ExecResult::Outcome::Violation);
+  EXPECT_EQ(r.violation, ViolationCode::BadLength);
+  EXPECT_TRUE(r.replies.empty());
+  // What fits a bare frame may not fit once a NIC adds its own bytes.
+  rd.length = 1400;
+  EXPECT_EQ(execute(ts, pkt({rd})).outcome, ExecResult::Outcome::Done);
+  EXPECT_EQ(execute(ts, pkt({rd}), kMaxPacketBytes - 100).violation, ViolationCode::BadLength);
+}
+
 TEST_F(Fixture, DummyTaskAliasesOnlyTheWorkingArea) {
   // Fig. 3.6/3.7: the server's working page is aliased into a dummy task with its own key.
   Task& dummy = ts.create_task(6, 0xD00D);

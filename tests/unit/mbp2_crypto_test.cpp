@@ -102,6 +102,33 @@ TEST(Mbp2Crypto, MalformedSealedFramesAreRejectedWithoutReadingPastTheirEnd) {
   EXPECT_EQ(sa.open(t), OpenError::BadLength);
 }
 
+// RFC 4303 3.4.3: every number once, reordering within 64 frames tolerated, older refused.
+TEST(Mbp2Crypto, TheReplayWindowTakesEachNumberOnceAndNothingTooOld) {
+  ReplayWindow w;
+  EXPECT_FALSE(w.accept(0));  // numbering starts at 1
+  EXPECT_TRUE(w.accept(1));
+  EXPECT_FALSE(w.accept(1));
+  EXPECT_TRUE(w.accept(5));   // a gap: 2-4 may still come
+  EXPECT_TRUE(w.accept(3));
+  EXPECT_FALSE(w.accept(3));
+  EXPECT_TRUE(w.accept(2));
+  EXPECT_TRUE(w.accept(4));
+  EXPECT_FALSE(w.accept(4));
+  EXPECT_EQ(w.top(), 5u);
+  EXPECT_TRUE(w.accept(5 + 63));  // 5 is now 63 behind: the oldest the window holds
+  EXPECT_FALSE(w.accept(5));
+  EXPECT_TRUE(w.accept(6));
+  EXPECT_TRUE(w.accept(5 + 64));  // 5 falls out, 6 stays
+  EXPECT_FALSE(w.accept(5));      // 64 behind: too old
+  EXPECT_FALSE(w.accept(6));
+  EXPECT_TRUE(w.accept(7));
+  EXPECT_TRUE(w.accept(1000));    // a jump wider than the window forgets everything below
+  EXPECT_FALSE(w.accept(1000 - 64));
+  EXPECT_TRUE(w.accept(1000 - 63));
+  EXPECT_TRUE(w.accept(0xFFFFFFFFu));
+  EXPECT_FALSE(w.accept(0xFFFFFFFFu));
+}
+
 TEST(Mbp2Crypto, TheGroupIsRfc2409sSafePrimeAndBothEndsAgree) {
   const mpz_t& p = Dh::prime();
   EXPECT_EQ(mpz_sizeinbase(p, 2), 1024u);
