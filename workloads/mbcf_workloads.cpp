@@ -8,6 +8,7 @@
 #include "models/core/error.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbp2/mbp2_system.h"
+#include "workloads/testers/protection_tester.h"
 
 namespace mbpsim {
 
@@ -115,7 +116,7 @@ std::vector<std::string> commands(const Config& c, std::vector<std::string> dflt
   std::vector<std::string> out;
   for (size_t i = 0; i < j.size(); ++i) {
     if (!j[i].is_string() || std::find(allowed.begin(), allowed.end(), j[i].get<std::string>()) == allowed.end())
-      c.fail_at("workload.commands", "[" + std::to_string(i) + "]", "must be one of the commands this workload measures");
+      c.fail_at("workload.commands", "workload.commands[" + std::to_string(i) + "]", "must be one of the commands this workload measures");
     out.push_back(j[i].get<std::string>());
   }
   return out;
@@ -126,7 +127,7 @@ std::vector<uint32_t> sizes(const Config& c, uint32_t min) {
   const auto v = c.get_int_list("workload.sizes");
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] < static_cast<int64_t>(min) || v[i] > 1024 * 64)
-      c.fail_at("workload.sizes", "[" + std::to_string(i) + "]", "must be at least " + std::to_string(min));
+      c.fail_at("workload.sizes", "workload.sizes[" + std::to_string(i) + "]", "must be at least " + std::to_string(min));
     s.push_back(static_cast<uint32_t>(v[i]));
   }
   return s;
@@ -666,6 +667,7 @@ std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Conf
   if (kind == "secure") return std::make_unique<SecureWorkload>(c, stats, seed);
   if (kind == "datagram") return std::make_unique<DatagramWorkload>(c, stats, seed);
   if (kind == "raytrace") return std::make_unique<RaytraceWorkload>(c, stats, seed);
+  if (kind == "protection") return std::make_unique<ProtectionTester>(c, stats, seed);
   return nullptr;
 }
 

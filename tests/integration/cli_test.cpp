@@ -44,6 +44,20 @@ TEST(Cli, BadSetAndBadArguments) {
   EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written"));
 }
 
+// A bad element of a list names the key and the index (it used to say only "[1]").
+TEST(Cli, BadListElementsNameTheKeyAndIndex) {
+  const std::string cfg = test::config_path("mbcf-ss20-100tx.json");
+  for (const auto& [set, where] : std::vector<std::pair<std::string, std::string>>{
+           {"--set workload.kind=rtt --set 'workload.commands=[\"write\",\"fifo\"]'", "workload.commands[1]"},
+           {"--set workload.kind=rtt --set 'workload.sizes=[16,2]'", "workload.sizes[1]"}}) {
+    auto r = run_cmd(test::mbpsim_bin() + " run " + cfg + " " + set + " --out /tmp/mbpsim_never_written_list");
+    EXPECT_EQ(r.status, 1) << set << ": " << r.output;
+    EXPECT_NE(r.output.find(where + ": "), std::string::npos) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written_list"));
+}
+
 // A receiver that never acknowledges leaves the multicast open: the watchdog stops the run
 // with exit status 2, the seed and the oldest open transaction (T3 holds the other three acks,
 // so none of the five receivers reached through the bitmap is acknowledged at the source).
