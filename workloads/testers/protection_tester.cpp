@@ -8,12 +8,14 @@
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/packet.h"
 #include "models/mbp2/mbp2_system.h"
+#include "workloads/trace/trace.h"
 
 namespace mbpsim {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
 using namespace mbpsim::mbcf;
+using trace::hex;  // "0x..."
 
 void declare_protection_params(ParamSchema& s) {
   using T = ParamType;
@@ -47,12 +49,6 @@ void sum_counters(const json& j, const std::string& path, std::map<std::string, 
 std::vector<uint8_t> le32(uint32_t v) {
   std::vector<uint8_t> b(4);
   store_le(b.data(), 4, v);
-  return b;
-}
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
   return b;
 }
 
