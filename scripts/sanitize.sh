@@ -8,8 +8,12 @@
 #                                          SECONDS (default 60) from its seed corpus; new inputs
 #                                          go to build-san/findings/NAME, never into the
 #                                          checked-in corpus. A crash leaves crash-* there and
-#                                          exits 1; reproduce it with build-san/bin/fuzz_NAME FILE
-# CI (.ci/run) runs both, the fuzzers for 30 s each.
+#                                          exits 1; reproduce it with build-san/bin/fuzz_NAME FILE.
+#                                          FUZZ_SEED=N fixes libFuzzer's random seed (default: a
+#                                          fresh one, printed); the run with the same seed and
+#                                          corpus explores the same inputs in the same order.
+# CI (.ci/run) runs both, the fuzzers for 30 s each with FUZZ_SEED=1, so that CI is
+# reproducible; exploration with fresh seeds is for longer runs by hand (tests/fuzz/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-test}
@@ -40,11 +44,13 @@ case "$mode" in
     # No SystemC threads in the fuzzers: LeakSanitizer scans stacks as usual.
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=use_stacks=1
     rc=0
+    seed=${FUZZ_SEED:-$(( (RANDOM << 15 | RANDOM) + 1 ))}
+    echo "fuzz seed $seed (replay this run with FUZZ_SEED=$seed)"
     for n in "${names[@]}"; do
       work=build-san/findings/$n
       rm -rf "$work" && mkdir -p "$work/corpus"
       log=$work/log.txt
-      if build-san/bin/fuzz_$n -max_total_time="$secs" -rss_limit_mb=4096 -timeout=10 -max_len=8192 \
+      if build-san/bin/fuzz_$n -seed="$seed" -max_total_time="$secs" -rss_limit_mb=4096 -timeout=10 -max_len=8192 \
            -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "tests/fuzz/corpus/$n" >"$log" 2>&1; then
         execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
         cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1)

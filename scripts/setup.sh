@@ -33,5 +33,5 @@ case "$mode" in
   run) build/bin/mbpsim run configs/default.json --out out/default ;;
   test) ctest --test-dir build --output-on-failure -j"$jobs" ;;
   bench) build/bin/bench_mbpsim --benchmark_counters_tabular=true ;;
-  sanitize) scripts/sanitize.sh test && scripts/sanitize.sh fuzz 30 ;;
+  sanitize) scripts/sanitize.sh test && FUZZ_SEED=1 scripts/sanitize.sh fuzz 30 ;;
 esac

@@ -178,6 +178,25 @@ Config Config::load_file(const ParamSchema& schema, const std::string& path) {
     if (pos != std::string::npos) what = what.substr(pos);
     throw UserError(path + ":" + std::to_string(line) + ":" + std::to_string(col) +
                     ": malformed JSON: " + what);
+  } catch (const json::exception& e) {
+    // The parser raises out_of_range (406) for a number too large for a double, e.g.
+    // 32E768, and gives no byte offset: find the token it names to report the place.
+    std::string what = e.what();
+    std::string where;
+    const auto q1 = what.find('\'');
+    const auto q2 = q1 == std::string::npos ? q1 : what.find('\'', q1 + 1);
+    if (q2 != std::string::npos) {
+      const auto at = text.find(what.substr(q1 + 1, q2 - q1 - 1));
+      if (at != std::string::npos) {
+        size_t line = 1 + std::count(text.begin(), text.begin() + at, '\n');
+        size_t nl = at ? text.rfind('\n', at - 1) : std::string::npos;
+        size_t col = nl == std::string::npos ? at + 1 : at - nl;
+        where = ":" + std::to_string(line) + ":" + std::to_string(col);
+      }
+    }
+    auto pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    throw UserError(path + where + ": malformed JSON: " + what);
   }
   return from_json(schema, j, path);
 }
@@ -193,6 +212,12 @@ void Config::apply_set(const std::string& a) {
     v = json::parse(text);
   } catch (const json::parse_error&) {
     v = text;  // not JSON: a plain string
+  } catch (const json::exception& e) {
+    // e.g. out_of_range 406: a number too large for a double (1E999)
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    throw UserError("--set " + a + ": " + what);
   }
   set(key, v, "--set");
 }

@@ -73,6 +73,18 @@ TEST(Config, MalformedJsonReportsLineAndColumn) {
   EXPECT_NE(e.find("cannot open"), std::string::npos) << e;
 }
 
+// Found by fuzz_config in CI: a number too large for a double makes the JSON library throw
+// out_of_range (406), not parse_error, which escaped as an uncaught exception.
+TEST(Config, NumberTooLargeForADoubleIsAOneLineErrorWithItsPlace) {
+  auto d = test::temp_dir("bignum");
+  test::write_text(d / "c.json", "{\n  \"network\": {\"radix\": 32E768}\n}\n");
+  auto e = error_of([&] { Config::load_file(schema(), (d / "c.json").string()); });
+  EXPECT_NE(e.find("c.json:2:24: malformed JSON: number overflow parsing '32E768'"), std::string::npos) << e;
+  Config c(schema());
+  e = error_of([&] { c.apply_set("network.radix=1E999"); });
+  EXPECT_NE(e.find("--set network.radix=1E999: number overflow parsing '1E999'"), std::string::npos) << e;
+}
+
 TEST(Config, InconsistentValuesAreCaughtByComponents) {
   // bitcomp needs a power-of-two node count: 3^2 = 9 nodes is rejected with the key named.
   Config c = Config::from_json(
