@@ -22,6 +22,9 @@ enum class Id : unsigned char {
   CheckFirstPageOnly,     // mbcf: an access is checked on its first page only
   ReplySizeUnchecked,     // mbcf: the target trusts the sender to have checked that the reply fits a frame
   ReplayWindowOff,        // mbp2: the anti-replay window accepts every authenticated frame
+  EmbCountedLate,         // mbp2: a barrier colour's request counter moves when the header is built, not at the doorbell
+  FirstOnlyInvokesAgain,  // mbcf: FIRST_ONLY_NONBLK invokes its program again while the running flag is set
+  LocalRepliesHeld,       // mbcf: what a request to one's own node sends back waits for some other packet
 };
 
 struct Entry {
@@ -34,6 +37,8 @@ inline constexpr Entry kAll[] = {
     {Id::DupDroppedSilently, "dup_dropped_silently"},  {Id::CombinedNoKeyCheck, "combined_no_key_check"},
     {Id::FenceIgnoresWriteBuffer, "fence_ignores_write_buffer"}, {Id::CheckFirstPageOnly, "check_first_page_only"},
     {Id::ReplySizeUnchecked, "reply_size_unchecked"},             {Id::ReplayWindowOff, "replay_window_off"},
+    {Id::EmbCountedLate, "emb_counted_late"},                     {Id::FirstOnlyInvokesAgain, "first_only_invokes_again"},
+    {Id::LocalRepliesHeld, "local_replies_held"},
 };
 
 #ifdef MBPSIM_MUTANTS

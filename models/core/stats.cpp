@@ -59,6 +59,11 @@ Counter& Stats::counter(const std::string& path, const std::string& desc) {
   add(path, Kind::Counter, counters_.size() - 1);
   return counters_.back();
 }
+std::optional<uint64_t> Stats::counter_value(const std::string& path) const {
+  for (const Entry& e : entries_)
+    if (e.kind == Kind::Counter && e.path == path) return counters_[e.idx].value;
+  return std::nullopt;
+}
 Average& Stats::average(const std::string& path, const std::string& desc) {
   averages_.emplace_back();
   add(path, Kind::Average, averages_.size() - 1);

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -62,6 +63,8 @@ class Stats {
   Average& average(const std::string& path, const std::string& desc = "");
   Histogram& histogram(const std::string& path, const std::string& desc = "");
   void formula(const std::string& path, std::function<double()> f, const std::string& desc = "");
+  // A registered counter's value, for testers and oracles; nullopt when no counter has the path.
+  std::optional<uint64_t> counter_value(const std::string& path) const;
   void reset();
   // Nested JSON of every stat (descriptions stay at the registration sites, so the stats file
   // stays compact).

@@ -344,7 +344,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
       if (st != Status::Succeeded) break;
       r.data_bytes += c.length;
       if (I == SigInvoke::Polling) break;
-      if (C == SigCond::FirstOnlyNonblk && running > 0) break;  // stored; no second invocation
+      if (C == SigCond::FirstOnlyNonblk && running > 0 && !mutant::on(mutant::Id::FirstOnlyInvokesAgain)) break;  // stored; no second invocation
       L.store32(s + 12, running + 1);
       Invocation iv;
       iv.ptask = t.ptask;

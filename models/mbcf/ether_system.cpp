@@ -117,13 +117,24 @@ void EtherSystem::schedule_user_end(uint32_t node) {
     if (ver != N.user_ver) return;
     N.user_active = false;
     auto k = std::move(N.user_k);
+    if (!N.preempted.empty()) {  // the preempted work goes on from where it stopped
+      auto [left, pk] = std::move(N.preempted.back());
+      N.preempted.pop_back();
+      N.user_active = true;
+      N.user_end = std::max(cal_.now_ps(), N.int_free) + left;
+      N.user_k = std::move(pk);
+      schedule_user_end(node);
+    }
     k();
   });
 }
 
 void EtherSystem::compute(uint32_t node, uint64_t ps, std::function<void()> k) {
   Node& N = *n_[node];
-  if (N.user_active) internal_error("compute: the user program of node " + std::to_string(node) + " is already busy");
+  if (N.user_active) {  // preempt: keep what the current work still needs
+    const uint64_t at = std::max(cal_.now_ps(), N.int_free);
+    N.preempted.emplace_back(N.user_end > at ? N.user_end - at : 0, std::move(N.user_k));
+  }
   N.user_active = true;
   N.user_end = std::max(cal_.now_ps(), N.int_free) + ps;
   N.user_k = std::move(k);
@@ -204,10 +215,13 @@ bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::
   return true;
 }
 
-void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
+void EtherSystem::count_emb_requests(uint32_t node, const Packet& p) {
   Task* t = n_[node]->ts.find(p.src_ptask);
   for (const Command& c : p.cmds)
     if (c.opt.emb && t) ++t->emb_requests[c.opt.emb_colour & 15];
+}
+
+void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
   if (p.cmds[0].opt.no_flow_control) {
     p.ctrl_p |= kNoFlow;
     nic_send(node, dst, p);
@@ -230,6 +244,9 @@ void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, ui
   // Kernel construction copies the user's data once into the NIC-DMA buffer; user
   // construction builds the body in user space first, and the kernel copies the whole packet.
   cost += c_.user_construction ? cycles_ps(c_.user_build_cycles) + copy_ps(data) + copy_ps(wire_bytes) : copy_ps(data);
+  // The request counts for its barrier colour once issued, whenever it leaves (the user is
+  // held in the system call until then anyway).
+  count_emb_requests(node, p);
   auto go = [this, node, dst, p, k]() mutable {
     submit(node, dst, std::move(p));
     k();
@@ -253,7 +270,22 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   if (!N.up) return;
   if (dst == node) {  // to oneself: the kernel short-cuts the wire
     Packet q = p0;
-    cal_.after(0, [this, node, q] { if (n_[node]->up) deliver_to_task(node, q); });
+    cal_.after(0, [this, node, q] {
+      if (!n_[node]->up) return;
+      // Processed as an arrived packet is, with its cost; what it sends back (a status reply,
+      // multicast copies, an invocation) goes out when that work is done.
+      step_cost_ = 0;
+      reply_peer_ = node;
+      replied_ = false;
+      accept(node, q);
+      if (mutant::on(mutant::Id::LocalRepliesHeld)) return;
+      auto out = std::move(outbox_);
+      outbox_.clear();
+      protocol_work(node, step_cost_, [this, node, out = std::move(out)] {
+        for (const auto& f : out) f();
+        run_pollers(node, cal_.now_ps());
+      });
+    });
     return;
   }
   Packet p = p0;

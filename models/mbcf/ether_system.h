@@ -88,7 +88,10 @@ class EtherSystem {
   void migrate(uint32_t node, uint32_t ptask, uint32_t to_node, uint32_t new_ptask);
 
   // --- user side (one program per node, on the host CPU)
-  // Computes for `ps`, then calls `k`. Interrupts arriving meanwhile delay it.
+  // Computes for `ps`, then calls `k`. Interrupts arriving meanwhile delay it. One CPU: work
+  // started while other user work runs (a program invoked by MBCF_SIGNAL, which runs on top of
+  // the interrupted code like a Unix signal handler, or its light-weight system calls) preempts
+  // it, and the preempted work resumes, with the time it still needed, when the new one ends.
   void compute(uint32_t node, uint64_t ps, std::function<void()> k);
   // The MBCF-requesting system call: builds the packet (kernel or user construction),
   // numbers it, hands it to the NIC; `k` runs when the call returns to the user. It blocks
@@ -175,6 +178,8 @@ class EtherSystem {
   bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
   // The packet goes to the protocol: numbered and sent (or sent unnumbered without flow control).
   void submit(uint32_t node, uint32_t dst, Packet p);
+  // Counts a request's commands against their elastic-memory-barrier colours (4.2).
+  void count_emb_requests(uint32_t node, const Packet& p);
   // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).
   static constexpr size_t kMaxOutstanding = 127;  // half the 8-bit END_P/RECV_P space, less one
   uint32_t window() const;
@@ -225,6 +230,9 @@ class EtherSystem {
     bool user_active = false;
     uint64_t user_end = 0, user_ver = 0;
     std::function<void()> user_k;
+    // User work preempted by a later compute (a signal-invoked program, or a nested one under
+    // a non-blocking condition): the time it still needs and its continuation, innermost last.
+    std::vector<std::pair<uint64_t, std::function<void()>>> preempted;
     std::vector<std::pair<std::function<bool()>, std::function<void()>>> pollers;
     // NIC and bus
     uint64_t bus_free = 0, tx_free = 0;

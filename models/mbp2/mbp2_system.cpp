@@ -138,6 +138,9 @@ void Mbp2System::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, uint
                              uint32_t src_laddr, std::function<void()> k) {
   const uint64_t build = cycles_ps(m_.host_request_cycles + (p.cmds.size() - 1) * c_.user_build_cycles);
   host_request(node, ptask, alias, build, [this, node, dst, p = std::move(p), data, src_laddr]() mutable {
+    // The NIC counts the request for its barrier colour when it takes the doorbell, before
+    // the user can poll the counters (a barrier must not pass a request still in the queue).
+    if (!mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
     fetch_and_send(node, dst, std::move(p), data, src_laddr);
   }, std::move(k));
 }
@@ -151,7 +154,8 @@ void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uin
     const uint64_t done = u_[node]->bus->pio(now);
     n_[node]->kernel_ps += build + (done - now);
     host_requests_.inc();
-    compute(node, done - now, std::move(k));
+    // The NIC latches the doorbell as the store completes, before the CPU goes on (the
+    // calendar runs events of one instant in the order they were scheduled).
     cal_.at(done, [this, node, ptask, alias, nic = std::move(nic)]() mutable {
       if (u_[node]->uli->ring(alias, ptask) < 0) {
         rejected_requests_.inc();
@@ -159,6 +163,7 @@ void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uin
       }
       nic();
     });
+    compute(node, done - now, std::move(k));
   });
 }
 
@@ -202,6 +207,7 @@ void Mbp2System::fetch_and_send(uint32_t node, uint32_t dst, Packet p, uint32_t 
     const uint64_t hdr = proto_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
     cal_.at(end, [this, node, dst, p = std::move(p), hdr]() mutable {
       u_[node]->pme->run("header_build", Pme::kNormal, true, hdr, [this, node, dst, p = std::move(p)]() mutable {
+        if (mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
         if (must_wait(node, dst, p)) {  // TH2: the request waits in EM for the window to open
           blocked_.inc();
           n_[node]->peers[dst].blocked.push_back([this, node, dst, p]() mutable { submit(node, dst, std::move(p)); });

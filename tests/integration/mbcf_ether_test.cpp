@@ -381,6 +381,68 @@ TEST(MbcfEther, UpdateMulticastsAlongThePatternAndCombinesAcks) {
   for (uint32_t n = 0; n < 5; ++n) EXPECT_FALSE(page(n, n == 4 ? 0x14000 : 0x12000).valid) << n;
 }
 
+// Found by the MBCF random tester: a request a task sends to its own node skips the wire, and
+// what its execution sent back (the status reply, the copies of a multicast) stayed queued
+// until some other packet arrived on some node; on a quiet system, never.
+TEST(MbcfEther, ARequestToItsOwnNodeIsAnsweredAndItsMulticastCompletes) {
+  EtherSysConfig c;
+  c.nodes = 3;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  Rig r(c);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  ASSERT_TRUE(r.sys->syscall(2, 1, Request{2, {write_word(0x12000, 7, ReplyMode::Status)}}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.word(2, 0x12000), 7u);
+  EXPECT_EQ(r.word(2, 0x10000), static_cast<uint32_t>(Status::Succeeded));
+  // Node 2's page is the root of a pattern over all three nodes; node 2 updates it.
+  auto page = [&](uint32_t n) -> Pte& { return r.task(n).pages.at(0x13000 / c.page_bytes); };
+  for (uint32_t n = 0; n < 3; ++n) page(n).in_pattern = true;
+  page(2).children = {{0, 1, 1000, 0x13000}, {1, 1, 1001, 0x13000}};
+  Command u = write_word(0x13008, 0x55, ReplyMode::Status);
+  u.cmd = Cmd::Update;
+  r.sys->space(2).store32(r.task(2), 0x10000, 0);
+  ASSERT_TRUE(r.sys->syscall(2, 1, Request{2, {u}}, [] {}));
+  r.run(5);
+  for (uint32_t n = 0; n < 3; ++n) EXPECT_EQ(r.word(n, 0x13008), 0x55u) << n;
+  EXPECT_EQ(r.word(2, 0x10000), static_cast<uint32_t>(Status::Succeeded));
+  r.run(100);
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+}
+
+// Found by the MBCF random tester: a program invoked by MBCF_SIGNAL while the node's user code
+// was computing was an internal error ("the user program is already busy"). It runs on top of
+// the interrupted code, which resumes afterwards with the time it still needed; a second
+// invocation under EVERY_TIME_NONBLK nests the same way.
+TEST(MbcfEther, ASignalledProgramPreemptsTheRunningUserCodeWhichThenResumes) {
+  EtherSysConfig c;
+  c.nodes = 2;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  Rig r(c);
+  const uint32_t S = 0x11000, F = 0x11040;
+  init_fifo(r.sys->space(1), r.task(1), F, 0x12000, 256);
+  init_signal(r.sys->space(1), r.task(1), S, SigInvoke::DspInvoke, SigStore::Nonw, SigCond::EveryTimeNonblk, 0x6000, 0, 0, F);
+  constexpr uint64_t kMainPs = 2'000'000'000, kProgPs = 300'000'000;  // 2 ms of user code; 300 us per program
+  uint32_t ran = 0;
+  r.sys->set_program(1, 1, 0x6000, [&](const Invocation&, std::function<void()> done) {
+    ++ran;
+    r.sys->compute(1, kProgPs, done);
+  });
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  uint64_t main_end = 0;
+  r.sys->compute(1, kMainPs, [&] { main_end = r.cal.now_ps(); });
+  Command s;
+  s.cmd = Cmd::Signal;
+  s.laddr = S;
+  s.length = 4;
+  s.data = {1, 2, 3, 4};
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {s, s}}, [] {}));  // two invocations, the second nests
+  r.run(10);
+  EXPECT_EQ(ran, 2u);
+  EXPECT_GT(main_end, kMainPs + 2 * kProgPs) << "the user code was not held while the programs ran";
+  EXPECT_LT(main_end, kMainPs + 2 * kProgPs + 200'000'000) << "the user code waited for more than the programs and their dispatch";
+  EXPECT_EQ(r.sys->space(1).load32(r.task(1), S + 12), 0u);  // both returned
+}
+
 TEST(MbcfEther, PageFaultSavesAndReplaysInOrder) {
   EtherSysConfig c;
   c.ether.medium = net::EtherConfig::Medium::Switch;
