@@ -20,6 +20,7 @@
 #include "models/mbcf/ether_system.h"
 #include "workloads/trace/replay.h"
 #include "workloads/mbcf_workloads.h"
+#include "workloads/testers/mbcf_tester.h"
 #include "workloads/testers/protection_tester.h"
 #include "workloads/mbp_workload.h"
 #include "workloads/testers/coherence_tester.h"
@@ -48,6 +49,7 @@ const ParamSchema& schema() {
     mbp2::declare_mbp2_params(s);
     declare_mbcf_workload_params(s);
     declare_protection_params(s);
+    declare_mbcf_tester_params(s);
     return s;
   }();
   return s;

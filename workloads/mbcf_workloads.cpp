@@ -8,6 +8,7 @@
 #include "models/core/error.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbp2/mbp2_system.h"
+#include "workloads/testers/mbcf_tester.h"
 #include "workloads/testers/protection_tester.h"
 
 namespace mbpsim {
@@ -668,6 +669,7 @@ std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Conf
   if (kind == "datagram") return std::make_unique<DatagramWorkload>(c, stats, seed);
   if (kind == "raytrace") return std::make_unique<RaytraceWorkload>(c, stats, seed);
   if (kind == "protection") return std::make_unique<ProtectionTester>(c, stats, seed);
+  if (kind == "mbcf_tester") return std::make_unique<MbcfTester>(c, stats, seed);
   return nullptr;
 }
 
