@@ -25,6 +25,7 @@ enum class Id : unsigned char {
   EmbCountedLate,         // mbp2: a barrier colour's request counter moves when the header is built, not at the doorbell
   FirstOnlyInvokesAgain,  // mbcf: FIRST_ONLY_NONBLK invokes its program again while the running flag is set
   LocalRepliesHeld,       // mbcf: what a request to one's own node sends back waits for some other packet
+  FifoeStopShared,        // mbcf: a FIFOe's stopped state is the FIFO's, not each sender's (one RETRY restarts all)
 };
 
 struct Entry {
@@ -38,7 +39,7 @@ inline constexpr Entry kAll[] = {
     {Id::FenceIgnoresWriteBuffer, "fence_ignores_write_buffer"}, {Id::CheckFirstPageOnly, "check_first_page_only"},
     {Id::ReplySizeUnchecked, "reply_size_unchecked"},             {Id::ReplayWindowOff, "replay_window_off"},
     {Id::EmbCountedLate, "emb_counted_late"},                     {Id::FirstOnlyInvokesAgain, "first_only_invokes_again"},
-    {Id::LocalRepliesHeld, "local_replies_held"},
+    {Id::LocalRepliesHeld, "local_replies_held"},                 {Id::FifoeStopShared, "fifoe_stop_shared"},
 };
 
 #ifdef MBPSIM_MUTANTS

@@ -266,13 +266,15 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
       // requestor"); the structure's flag bit 0 tells the owner that some sender is stopped.
       const Lump::StopKey who{c.laddr, p.src_pnode, p.src_ptask};
       if (c.cmd != Cmd::Fifo && !(h.flags & 1)) L.clear_stopped(c.laddr);  // the owner reset it
-      const bool stopped = c.cmd != Cmd::Fifo && L.stopped(who);
+      const bool shared = mutant::on(mutant::Id::FifoeStopShared);
+      const bool stopped = c.cmd != Cmd::Fifo && (shared ? L.any_stopped(c.laddr) : L.stopped(who));
       if (c.cmd == Cmd::FifoeNormal && stopped) {
         st = Status::FifoeStopped;
         break;
       }
       if (fifo_push(L, c.laddr, h, {{c.data.data(), c.length}})) {
         if (c.cmd == Cmd::FifoeRetry && stopped) {
+          if (shared) L.clear_stopped(c.laddr);
           L.set_stopped(who, false);
           if (!L.any_stopped(c.laddr)) L.store32(c.laddr + 16, L.load32(c.laddr + 16) & ~1u);
         }

@@ -1,7 +1,7 @@
 // The MBCF random tester (workloads/testers/mbcf_tester.h) on MBCF/Ether and the MBP2, over
 // lossy, duplicating and reordering links: every check passes, and the figures show that what
-// it checks really happened (contention on the lock, refused and coalesced signals, barriers,
-// multicast rounds). Bad tester settings exit 1 naming the key.
+// it checks really happened (contention on the lock, refused and coalesced signals, FIFOe
+// overflows, barriers, multicast rounds). Bad tester settings exit 1 naming the key.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -34,7 +34,7 @@ std::map<std::string, nlohmann::json> checks(const nlohmann::json& s) {
 
 void expect_every_check_passes(const nlohmann::json& s) {
   ASSERT_FALSE(s.is_null());
-  EXPECT_EQ(s["checks"], 5);
+  EXPECT_EQ(s["checks"], 6);
   EXPECT_EQ(s["failed"], 0) << s.dump(1);
   const uint32_t clients = s["clients"], ops = s["ops_per_client"];
   auto c = checks(s);
@@ -53,6 +53,8 @@ void expect_every_check_passes(const nlohmann::json& s) {
   EXPECT_EQ(sig["every_time_nonblk"]["invocations"], sig["every_time_nonblk"]["stored"]);
   EXPECT_LT(sig["first_only_nonblk"]["invocations"].get<uint32_t>(), sig["first_only_nonblk"]["stored"].get<uint32_t>())
       << "FIRST_ONLY_NONBLK never coalesced signals into one invocation";
+  EXPECT_EQ(c["fifoe"]["entries"], clients * ops);
+  EXPECT_GT(c["fifoe"]["stops"].get<uint32_t>(), 0u) << "the FIFO never overflowed";
   EXPECT_EQ(c["emb"]["barriers"], clients * ops);
   EXPECT_GE(c["emb"]["writes"].get<uint32_t>(), clients * ops);
   EXPECT_EQ(c["multicast"]["rounds"], ops);

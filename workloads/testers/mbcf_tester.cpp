@@ -15,7 +15,7 @@ using json = nlohmann::json;
 using nlohmann::ordered_json;
 
 namespace {
-const std::vector<std::string> kChecks = {"fetch_add", "lock", "signal", "emb", "multicast"};
+const std::vector<std::string> kChecks = {"fetch_add", "lock", "signal", "fifoe", "emb", "multicast"};
 const char* const kCondNames[] = {"every_time_blk", "first_only_blk", "every_time_nonblk", "first_only_nonblk"};
 
 // Node 0's words (logical addresses in every node's task 1; see MbcfWorkload's address map).
@@ -30,12 +30,17 @@ constexpr uint32_t kSlot = MbcfWorkload::kStatus;      // its status word
 constexpr uint32_t kSigStride = 32, kFifoStride = 32, kFifoBufBytes = 0x1000, kDspPc = 0x6000;
 constexpr uint32_t kCandidates = 8;  // multicast: candidate pages per node, from kSrc
 constexpr uint32_t kBackoffMinUs = 20, kBackoffMaxUs = 400;
+// fifoe: the FIFO structure and its 128-byte buffer (about 10 entries of 8 bytes) at node 0 (the
+// buffer is the last signal structure's, free by then), the clients' status slots, and how
+// many entries a client keeps outstanding.
+constexpr uint32_t kFifoeQ = MbcfWorkload::kFifo + 0x80, kFifoeBuf = MbcfWorkload::kFifoBuf + 0x3000, kFifoeBufBytes = 128;
+constexpr uint32_t kFifoeSlots = MbcfWorkload::kStatus + 0x100, kFifoeWindow = 6;
 }  // namespace
 
 void declare_mbcf_tester_params(ParamSchema& s) {
   using T = ParamType;
   s.add({"mbcf_tester.checks", T::Json, json(kChecks), "",
-         "mbcf_tester: the checks to run, in order (fetch_add, lock, signal, emb, multicast)", -1e300, 1e300});
+         "mbcf_tester: the checks to run, in order (fetch_add, lock, signal, fifoe, emb, multicast)", -1e300, 1e300});
   s.add({"mbcf_tester.ops", T::Int, 20, "", "mbcf_tester: operations per client in each check (multicast: rounds)", 1, 100000});
   s.add({"mbcf_tester.check_us", T::Double, 5e6, "us", "mbcf_tester: simulated time a check may take before it fails as stuck", 1, 1e12});
 }
@@ -51,7 +56,7 @@ MbcfTester::MbcfTester(const Config& c, Stats& stats, uint64_t seed) : MbcfWorkl
   for (size_t i = 0; i < list.size(); ++i) {
     if (!list[i].is_string() || std::find(kChecks.begin(), kChecks.end(), list[i].get<std::string>()) == kChecks.end())
       c.fail_at("mbcf_tester.checks", "mbcf_tester.checks[" + std::to_string(i) + "]",
-                "is not a check (fetch_add, lock, signal, emb, multicast)");
+                "is not a check (fetch_add, lock, signal, fifoe, emb, multicast)");
     checks_.push_back(list[i].get<std::string>());
   }
   // emb: each client writes 16-byte records to its own slots of node 0's data area; a burst
@@ -135,6 +140,7 @@ void MbcfTester::next_check() {
   if (n == "fetch_add") start_fetch_add();
   else if (n == "lock") start_lock();
   else if (n == "signal") start_signal();
+  else if (n == "fifoe") start_fifoe();
   else if (n == "emb") start_emb();
   else start_multicast();
 }
@@ -147,6 +153,7 @@ void MbcfTester::client_done() {
     else if (n == "lock") finish_lock();
     else if (n == "signal" && !finish_signal()) return;  // called again once settled
     else if (n == "emb") finish_emb();
+    else if (n == "fifoe") finish_fifoe();
     end_check();
   });
 }
@@ -427,6 +434,123 @@ bool MbcfTester::finish_signal() {
   }
   results_.back().figures["conditions"] = per;
   return true;
+}
+
+// ------------------------------------------------------------------ fifoe
+
+void MbcfTester::start_fifoe() {
+  init_fifo(sys_->space(0), task(0), kFifoeQ, kFifoeBuf, kFifoeBufBytes);
+  fifoe_.assign(cfg_.nodes, FifoeClient{});
+  fifoe_taken_.assign(cfg_.nodes, 0);
+  fifoe_stops_ = fifoe_entries_ = fifoe_max_depth_ = 0;
+  fifoe_consumer_done_ = false;
+  ++running_clients_;  // node 0's consumer
+  for (uint32_t n = 1; n <= clients_; ++n) fifoe_send(n);
+  fifoe_consume();
+}
+
+void MbcfTester::fifoe_send(uint32_t n) {
+  FifoeClient& c = fifoe_[n];
+  if (c.failed || c.next == ops_ || c.next - c.base >= kFifoeWindow) return fifoe_wait(n);
+  const uint32_t seq = c.next;
+  Command f;
+  f.cmd = c.retry_next ? Cmd::FifoeRetry : Cmd::FifoeNormal;
+  c.retry_next = false;
+  f.laddr = kFifoeQ;
+  f.length = 8;
+  f.data.resize(8);
+  store_le(f.data.data(), 4, n);
+  store_le(f.data.data() + 4, 4, seq);
+  f.opt.reply = ReplyMode::Status;
+  f.status_laddr = kFifoeSlots + 4 * (seq % 64);
+  set_word(n, f.status_laddr, 0);
+  send(n, 0, {f}, [this, n] {
+    ++fifoe_[n].next;
+    fifoe_send(n);
+  });
+}
+
+void MbcfTester::fifoe_wait(uint32_t n) {
+  FifoeClient& c = fifoe_[n];
+  if (c.base == c.next) {
+    if (c.base == ops_) return client_done();
+    return fifoe_send(n);
+  }
+  const uint32_t slot = kFifoeSlots + 4 * (c.base % 64);
+  const uint64_t serial = check_serial_;
+  sys_->poll(n, [this, n, slot] { return word(n, slot) != 0; }, [this, n, slot, serial] {
+    if (serial != check_serial_) return;
+    FifoeClient& c = fifoe_[n];
+    const auto st = static_cast<Status>(word(n, slot));
+    if (st == Status::Succeeded) {
+      if (c.failed)
+        fail("node " + std::to_string(n) + ": entry " + std::to_string(c.base) + " landed after entry " + std::to_string(c.resend_from) +
+             " had failed (the stopped state did not hold the later ones back)");
+    } else if (st == Status::FifoeStoppedNow || st == Status::FifoeStopped) {
+      if (!c.failed) {
+        c.failed = true;
+        c.resend_from = c.base;
+        fifoe_stops_ += st == Status::FifoeStoppedNow;
+      }
+    } else {
+      fail("node " + std::to_string(n) + ": FIFOe entry " + std::to_string(c.base) + " answered " + to_string(st));
+    }
+    ++c.base;
+    if (c.failed && c.base == c.next) {  // everything sent is known: resend from the first failure
+      c.base = c.next = c.resend_from;
+      c.failed = false;
+      c.retry_next = true;
+      ++retries_;
+      after(kBackoffMinUs + rng_[n].below(kBackoffMaxUs - kBackoffMinUs), [this, n] { fifoe_send(n); });
+      return;
+    }
+    fifoe_send(n);
+  });
+}
+
+void MbcfTester::fifoe_consume() {
+  // Node 0's user code takes every entry there is, at random moments.
+  after(50 + rng_[0].below(450), [this, serial = check_serial_] {
+    if (serial != check_serial_) return;
+    sys_->lw_syscall(0, [this, serial] {
+      if (serial != check_serial_) return;
+      TaskSpace& ts = sys_->space(0);
+      fifoe_max_depth_ = std::max(fifoe_max_depth_, fifo_entries(ts, task(0), kFifoeQ));
+      while (auto e = fifo_pop(ts, task(0), kFifoeQ)) {
+        if (e->size() != 8) {
+          fail("an entry of " + std::to_string(e->size()) + " bytes, not 8");
+          continue;
+        }
+        const uint32_t from = static_cast<uint32_t>(load_le(e->data(), 4)), seq = static_cast<uint32_t>(load_le(e->data() + 4, 4));
+        if (from == 0 || from > clients_) {
+          fail("an entry names node " + std::to_string(from));
+          continue;
+        }
+        uint32_t& want = fifoe_taken_[from];
+        if (seq != want)
+          fail("took entry " + std::to_string(seq) + " of node " + std::to_string(from) + " where " + std::to_string(want) + " was next (" +
+               (seq < want ? "a duplicate" : "one lost or overtaken") + ")");
+        want = seq + 1;
+        ++fifoe_entries_;
+      }
+      const bool senders_done = std::all_of(fifoe_.begin() + 1, fifoe_.end(), [this](const FifoeClient& c) { return c.base == ops_; });
+      if (senders_done && !fifoe_consumer_done_) {
+        fifoe_consumer_done_ = true;
+        return client_done();
+      }
+      fifoe_consume();
+    });
+  });
+}
+
+void MbcfTester::finish_fifoe() {
+  for (uint32_t n = 1; n <= clients_; ++n)
+    if (fifoe_taken_[n] != ops_) fail("node " + std::to_string(n) + ": " + std::to_string(fifoe_taken_[n]) + " of its " + std::to_string(ops_) + " entries were taken");
+  if (fifo_entries(sys_->space(0), task(0), kFifoeQ)) fail("entries are left in the FIFO");
+  if (word(0, kFifoeQ + 16) & 1) fail("the FIFO's stopped flag is still set");
+  results_.back().figures["entries"] = fifoe_entries_;
+  results_.back().figures["stops"] = fifoe_stops_;
+  results_.back().figures["deepest"] = fifoe_max_depth_;
 }
 
 // ------------------------------------------------------------------ emb

@@ -18,6 +18,12 @@
 //     taken exactly once and in its sender's order; blocking conditions never run two
 //     invocations at once and only they refuse; EVERY_TIME invokes once per stored signal,
 //     FIRST_ONLY at most that often; at the end every running flag is clear.
+//   - fifoe: each client streams numbered FIFOe_NORMAL entries into one small FIFO at node 0,
+//     several outstanding, while node 0's user code takes entries at random moments; when a
+//     status says the FIFO stopped for it, the client waits for the statuses of everything it
+//     had sent, then resends from the first failed entry with FIFOe_RETRY. The consumer must see
+//     every sender's numbers exactly once and in order (no entry after a failed one lands
+//     before the retry), and no stopped state is left at the end.
 //   - emb: bursts of writes, each in an elastic-memory-barrier colour, to fresh slots at node 0,
 //     then a barrier on one colour (poll until its reply counter equals its request counter):
 //     every write of that colour issued before the barrier is then in node 0's memory; reply
@@ -84,6 +90,11 @@ class MbcfTester : public MbcfWorkload {
   void signal_take(uint32_t k, std::function<void()> done);
   void consume(uint32_t k, const std::vector<uint8_t>& entry);
   bool finish_signal();  // false: the programs still run; it is called again
+  void start_fifoe();
+  void fifoe_send(uint32_t n);
+  void fifoe_wait(uint32_t n);
+  void fifoe_consume();
+  void finish_fifoe();
   void start_emb();
   void emb_step(uint32_t n);
   void emb_burst(uint32_t n, uint32_t left);
@@ -117,6 +128,17 @@ class MbcfTester : public MbcfWorkload {
   std::vector<std::map<uint32_t, uint32_t>> sig_taken_;      // per condition: sender -> next expected
   std::vector<uint32_t> sig_active_, sig_invocations_, sig_succeeded_, sig_refused_, sig_full_;
   uint32_t sig_taken_total_ = 0;
+  // fifoe
+  struct FifoeClient {
+    uint32_t next = 0, base = 0;  // next number to send; lowest whose status is not yet known
+    uint32_t resend_from = 0;
+    bool failed = false;          // a status said stopped: send nothing until all are known
+    bool retry_next = false;      // the next send is the FIFOe_RETRY
+  };
+  std::vector<FifoeClient> fifoe_;
+  std::vector<uint32_t> fifoe_taken_;  // per sender: the next number the consumer must take
+  uint32_t fifoe_stops_ = 0, fifoe_entries_ = 0, fifoe_max_depth_ = 0;
+  bool fifoe_consumer_done_ = false;
   // emb
   struct EmbWrite {
     uint32_t laddr;
