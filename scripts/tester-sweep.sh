@@ -2,7 +2,8 @@
 # Runs the MBP coherence tester (configs/mbp16-random-tester.json) over node counts, seeds and
 # two cache settings, and prints one line per run and the totals. Any failed run makes the
 # script exit 1, printing the command that replays it.
-#   scripts/tester-sweep.sh [SEEDS] [CHECKS]     (defaults: 10 seeds, 5000 checks per run)
+#   scripts/tester-sweep.sh [SEEDS] [CHECKS] [soak]   (defaults: 10 seeds, 5000 checks per run;
+#                                                      soak adds 256 nodes: radix 4, 4 levels)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seeds=${1:-10}
@@ -13,7 +14,9 @@ harsh="--set node.l3_pages=1 --set node.l1_bytes=128 --set node.l2_bytes=256 --s
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 runs=0; failed=0; ops=0; checks_done=0
-for topo in "2 1" "4 1" "2 3" "4 2" "4 3"; do
+topos=("2 1" "4 1" "2 3" "4 2" "4 3")
+[ "${3:-}" = soak ] && topos+=("4 4")
+for topo in "${topos[@]}"; do
   set -- $topo
   nodes=$(( $1 ** $2 ))
   for variant in default small-caches; do
