@@ -59,6 +59,7 @@ MbcfWorkload::MbcfWorkload(const Config& c, Stats& stats, uint64_t seed) {
 }
 
 std::string MbcfWorkload::stalled() const {
+  if (!sys_->failure().empty()) return sys_->failure();
   if (done_ || !cal_->idle()) return "";
   return "the MBCF/Ether system went quiet before the workload finished";
 }

@@ -119,6 +119,9 @@ class EtherSystem {
   uint64_t delivered(uint32_t from, uint32_t to) const;  // sequenced packets accepted in order
   uint32_t unacked(uint32_t from, uint32_t to) const;
   bool quiet() const;  // nothing unacknowledged, nothing queued
+  // Why the simulated system cannot go on (empty while it can): a model that finds it so says
+  // so here, and the run stops with exit status 2.
+  const std::string& failure() const { return failure_; }
   std::string dump() const;
   // What the NIC did, for a workload's summary (null for MBCF/Ether's conventional NIC).
   virtual nlohmann::ordered_json nic_summary() const { return nullptr; }
@@ -178,6 +181,10 @@ class EtherSystem {
   bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
   // The packet goes to the protocol: numbered and sent (or sent unnumbered without flow control).
   void submit(uint32_t node, uint32_t dst, Packet p);
+  void fail(const std::string& why) {
+    if (failure_.empty()) failure_ = why;
+  }
+  std::string failure_;
   // Counts a request's commands against their elastic-memory-barrier colours (4.2).
   void count_emb_requests(uint32_t node, const Packet& p);
   // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).

@@ -49,6 +49,9 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"crypto.keys", T::String, "static", "", "static (from crypto.secret, per pair of nodes) | dh (a Diffie-Hellman exchange, 1024-bit MODP group, on each pair's first frame)", -1e300, 1e300, {"static", "dh"}});
   s.add({"crypto.secret", T::String, "mbpsim", "", "pre-shared secret for crypto.keys = static", -1e300, 1e300});
   s.add({"crypto.cau", T::Bool, true, "", "crypto in the CAU (MBP2C); false: in PME firmware (MBP2P: 'cryptographic functions are performed by the firmware programs of the PME', 8.4)", 0, 1});
+  s.add({"crypto.rekey_frames", T::Int, int64_t{4294967295}, "frames",
+         "frames sealed for a peer under one set of keys before they are renewed: the 32-bit sequence number must not cycle (RFC 4303 3.3.3); with dh keys a new exchange runs and the old keys still open frames in flight until the peer uses the new ones; static keys cannot be renewed, and the NIC stops sealing for that peer",
+         64, 4294967295.0});
   s.add({"crypto.kx_timeout_us", T::Double, 50000.0, "us", "a key-exchange message not answered is sent again after this", 1, 1e12});
   s.add({"cau.clock_mhz", T::Double, 100.0, "MHz", "CAU clock: the MBP2C's card-memory clock (an assumption)", 1, 1e5});
   s.add({"cau.des_cycles_per_block", T::Double, 2.0, "cycles", "one DES pass over 8 bytes: 16 rounds on 8 unrolled round units; triple DES makes three passes (133 MB/s at 100 MHz: 8.2's 'enough calculation ability to support gigabit networks')", 0.01, 1e6});
@@ -130,6 +133,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   k.secret = c.get_string("crypto.secret");
   k.cau = c.get_bool("crypto.cau");
   k.kx_timeout_us = c.get_double("crypto.kx_timeout_us");
+  k.rekey_frames = static_cast<uint64_t>(c.get_int("crypto.rekey_frames"));
   k.cau_clock_mhz = c.get_double("cau.clock_mhz");
   k.des_cycles_per_block = c.get_double("cau.des_cycles_per_block");
   k.hash_cycles_per_block = c.get_double("cau.hash_cycles_per_block");

@@ -71,8 +71,12 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
       x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
       x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
       x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
-      x.rekeys = &st.counter(cb + "rekeys", "key exchanges started by a peer that already had keys with us and a new public value (it restarted)");
+      x.rekeys = &st.counter(cb + "rekeys", "key exchanges started by a peer that already had keys with us and a new public value (it restarted, or its sequence numbers ran out)");
+      x.rekeys_seq = &st.counter(cb + "rekeys_sequence", "key exchanges this NIC started because crypto.rekey_frames frames were sealed under the current keys");
+      x.opened_old = &st.counter(cb + "opened_under_old_keys", "received frames opened under the keys before a rekey (sealed before the peer changed over)");
+      x.held_rx = &st.counter(cb + "held_for_new_keys", "received frames sealed under new keys this NIC was still deriving: held in EM and opened once they were in");
     }
+    x.seq_exhausted = &st.counter(cb + "sequence_exhausted", "frames not sent: crypto.rekey_frames frames were sealed under static keys, which cannot be renewed");
   }
 }
 
@@ -419,6 +423,22 @@ void Mbp2System::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&
 void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
   Units& u = *u_[node];
   PeerSec& s = u.sec[dst];
+  if (s.tx_seq >= m_.crypto.rekey_frames) {
+    if (m_.crypto.keys == CryptoConfig::Keys::Static) {  // manual keys cannot be renewed
+      u.cs.seq_exhausted->inc();
+      fail("node " + std::to_string(node) + " has sealed crypto.rekey_frames = " + std::to_string(m_.crypto.rekey_frames) + " frames for node " +
+           std::to_string(dst) + " under static keys, which cannot be renewed (RFC 4303 3.3.3): it sends that peer nothing more (crypto.keys = dh renews them)");
+      return;
+    }
+    // A new exchange (a new private value); this frame and the next wait for its keys.
+    u.cs.rekeys_seq->inc();
+    drop_keys(node, dst, true);
+    PeerSec& s2 = u.sec[dst];
+    s2.renewing = true;
+    s2.waiting.emplace_back(std::move(frame), std::move(in_mac));
+    start_key_exchange(node, dst);
+    return;
+  }
   uint8_t iv[8];
   const uint64_t r = iv_rng_.next();
   for (int i = 0; i < 8; ++i) iv[i] = static_cast<uint8_t>(r >> (8 * i));
@@ -477,7 +497,7 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::f
 void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::function<void(std::vector<uint8_t>*)> ready) {
   Units& u = *u_[node];
   const uint32_t spi = f.size() >= 18 ? be32(f.data() + 14) : ~0u;
-  if (spi >= nodes() || spi == node || !u.sec[spi].sa) {
+  if (spi >= nodes() || spi == node || !(u.sec[spi].sa || u.sec[spi].old_sa)) {
     u.cs.rej_no_sa->inc();
     ready(nullptr);
     return;
@@ -494,13 +514,38 @@ void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::fun
              [this, node, spi, cb, hb, body, f = std::move(f), k = std::move(ready)]() mutable {
                Units& u = *u_[node];
                if (hb) u.cs.auth_bytes->inc(body);
-               if (!u.sec[spi].sa) {  // the keys went (a power cycle, a rekey) while the CAU ran
+               PeerSec& s = u.sec[spi];
+               if (!s.sa && !s.old_sa) {  // the keys went (a power cycle) while the CAU ran
                  u.cs.rej_no_sa->inc();
                  k(nullptr);
                  return;
                }
                uint32_t seq = 0;
-               const OpenError e = u.sec[spi].sa->open(f, nullptr, &seq);
+               OpenError e = OpenError::BadIcv;
+               ReplayWindow* window = &s.rx_window;
+               if (s.old_sa) {
+                 // A rekey is under way: the frame was sealed under the new keys or the old.
+                 std::vector<uint8_t> copy = f;
+                 if (s.sa) e = s.sa->open(f, nullptr, &seq);
+                 if (e == OpenError::None) {
+                   s.old_sa.reset();  // the peer has changed over
+                 } else {
+                   f.swap(copy);
+                   e = s.old_sa->open(f, nullptr, &seq);
+                   window = &s.old_window;
+                   if (e == OpenError::None) u.cs.opened_old->inc();
+                   // Sealed under keys this end is still deriving (the peer derived first):
+                   // the frame waits in EM for them rather than being thrown away. Only an
+                   // authenticated frame can be told apart from a forged one, so only those.
+                   if (e == OpenError::BadIcv && !s.sa && s.started && m_.crypto.auth != Auth::None && s.held_rx.size() < kHeldRxFrames) {
+                     u.cs.held_rx->inc();
+                     s.held_rx.emplace_back(std::move(f), std::move(k));
+                     return;
+                   }
+                 }
+               } else {
+                 e = s.sa->open(f, nullptr, &seq);
+               }
                if (e == OpenError::BadIcv) {
                  u.cs.rej_auth->inc();
                  k(nullptr);
@@ -513,7 +558,7 @@ void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::fun
                }
                // Anti-replay only for authenticated frames: an unauthenticated sequence number
                // proves nothing, and letting it move the window would let a forger stop traffic.
-               if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !u.sec[spi].rx_window.accept(seq)) {
+               if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !window->accept(seq)) {
                  u.cs.rej_replay->inc();
                  k(nullptr);
                  return;
@@ -590,6 +635,7 @@ void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
   f[12] = kEtherTypeKeyExchange >> 8;
   f[13] = kEtherTypeKeyExchange & 0xff;
   f[14] = type;
+  f[15] = type == kKxInit && s.renewing ? 1 : 0;  // a renewal: the sender still holds the old keys
   std::copy(s.pub.begin(), s.pub.end(), f.begin() + 18);
   u.cs.kx_msgs->inc();
   // The PME builds the message in EM and hands it to the LDMA, like any frame.
@@ -631,11 +677,13 @@ void Mbp2System::on_kx(uint32_t node, std::vector<uint8_t>&& f) {
     // sealed frames as soon as it has the answer, never finds it without them.
     if (s.sa && pub == s.peer_pub) return send_kx(node, peer, kKxResp);  // our answer was lost
     if (s.sa) {
-      // A new public value from a peer we have keys with: it restarted and lost them. Both
-      // ends make new keys (and this end a new private value); frames sealed under the old
-      // ones, replayed or late, no longer authenticate.
+      // A new public value from a peer we have keys with: it restarted and lost them, or (the
+      // renewal flag) its sequence numbers ran out. Both ends make new keys (and this end a
+      // new private value). After a restart, frames sealed under the old ones, replayed or
+      // late, no longer authenticate; after a renewal the old keys still open the peer's
+      // frames in flight, under their own anti-replay window.
       u.cs.rekeys->inc();
-      drop_keys(node, peer);
+      drop_keys(node, peer, f[15] == 1);
       PeerSec& s2 = u.sec[peer];
       s2.started = true;
       s2.t0 = cal_.now_ps();
@@ -668,14 +716,21 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
       auto w = std::move(s.waiting);
       s.waiting.clear();
       for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
+      auto held = std::move(s.held_rx);
+      s.held_rx.clear();
+      for (auto& [frame, k] : held) open_received(node, std::move(frame), std::move(k));
     });
   });
 }
 
-void Mbp2System::drop_keys(uint32_t node, uint32_t peer) {
+void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
   PeerSec& s = u_[node]->sec[peer];
   PeerSec fresh;
   fresh.gen = s.gen + 1;
+  if (keep_inbound && s.sa) {
+    fresh.old_sa = std::move(s.sa);
+    fresh.old_window = s.rx_window;
+  }
   s = std::move(fresh);
 }
 

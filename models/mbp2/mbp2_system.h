@@ -139,10 +139,18 @@ class Mbp2System : public mbcf::EtherSystem {
   using InMac = std::function<void(std::vector<uint8_t>&&)>;
   // What a NIC keeps per peer for encryption: the security association, and the state of the
   // Diffie-Hellman exchange that makes it.
+  static constexpr size_t kHeldRxFrames = 64;  // received frames a NIC holds for keys being derived
   struct PeerSec {
     std::unique_ptr<SecurityAssociation> sa;
     uint32_t tx_seq = 0;
     ReplayWindow rx_window;  // anti-replay for the peer's frames under this SA
+    // The SA before a rekey for sequence-number exhaustion: it still opens the peer's frames
+    // sealed before the peer changed over, until a frame opens under the new one.
+    std::unique_ptr<SecurityAssociation> old_sa;
+    ReplayWindow old_window;
+    bool renewing = false;  // our INIT says: sequence numbers ran out, the old keys still hold
+    // Received frames sealed under the keys still being derived, opened once they are in.
+    std::deque<std::pair<std::vector<uint8_t>, std::function<void(std::vector<uint8_t>*)>>> held_rx;
     std::vector<uint8_t> peer_pub;  // the public value the SA was derived from (dh keys)
     uint64_t gen = 0;               // bumped when the state is dropped: late callbacks see it
     std::unique_ptr<Dh> dh;
@@ -154,7 +162,7 @@ class Mbp2System : public mbcf::EtherSystem {
   };
   struct CryptoStats {
     Counter *sealed, *opened, *enc_bytes, *dec_bytes, *auth_bytes, *rej_auth, *rej_format, *rej_plain, *rej_no_sa, *rej_replay;
-    Counter *rekeys = nullptr;
+    Counter *rekeys = nullptr, *rekeys_seq = nullptr, *seq_exhausted = nullptr, *opened_old = nullptr, *held_rx = nullptr;
     Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad;
   };
   struct IpStats {
@@ -243,7 +251,8 @@ class Mbp2System : public mbcf::EtherSystem {
   // waited for them.
   void derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then);
   // Forgets what node keeps for peer's key exchange and SA (a power cycle, or a rekey).
-  void drop_keys(uint32_t node, uint32_t peer);
+  // keep_inbound: a rekey for sequence-number exhaustion, whose old SA still opens frames.
+  void drop_keys(uint32_t node, uint32_t peer, bool keep_inbound = false);
 
 
   Mbp2Config m_;
