@@ -20,6 +20,9 @@ void declare_mbcf_params(ParamSchema& s) {
   s.add({"mbcf.ack_timeout_us", T::Double, 20000.0, "us", "no acknowledgement progress for this long: resend the oldest, handshaked (two ticks of the 100 Hz kernel clock)", 1, 1e9});
   s.add({"mbcf.resend_timeout_us", T::Double, 20000.0, "us", "a resend request unanswered for this long may be sent again", 1, 1e9});
   s.add({"mbcf.max_timeouts", T::Int, 32, "", "timeouts in a row after which a silent peer is probed with exponential back-off (its packets are kept)", 1, 1e6});
+  s.add({"mbcf.stuck_us", T::Double, 60e6, "us",
+         "network stuck check: a pair of nodes with packets unacknowledged and no acknowledgement progress for this long stops the run with exit status 2 and a dump of the oldest unacknowledged packets (0: never; a peer powered off for good is stuck too)",
+         0, 1e12});
   s.add({"mbcf.max_backoff_us", T::Double, 1e6, "us", "longest probe interval for a silent peer (1 s, TCP's minimum retransmission timeout, RFC 6298)", 1, 1e9});
   s.add({"mbcf.page_in_us", T::Double, 10000.0, "us", "time to page a swapped-out page back in (a disk access)", 0, 1e9});
 
@@ -84,6 +87,7 @@ EtherSysConfig EtherSysConfig::from(const Config& c) {
   e.resend_timeout_us = c.get_double("mbcf.resend_timeout_us");
   e.max_timeouts = static_cast<uint32_t>(c.get_int("mbcf.max_timeouts"));
   e.max_backoff_us = c.get_double("mbcf.max_backoff_us");
+  e.stuck_us = c.get_double("mbcf.stuck_us");
   if (e.max_backoff_us < e.ack_timeout_us) c.fail("mbcf.max_backoff_us", "must be at least mbcf.ack_timeout_us");
   e.page_in_us = c.get_double("mbcf.page_in_us");
   e.cpu_mhz = c.get_double("host.cpu_mhz");

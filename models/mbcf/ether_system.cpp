@@ -413,6 +413,14 @@ void EtherSystem::arm_timer(uint32_t node, uint32_t peer) {
     Node& N = *n_[node];
     Peer& P = N.peers[peer];
     if (gen != P.timer_gen || !N.up || N.incarnation != inc || P.unacked.empty()) return;
+    const uint64_t still = cal_.now_ps() - P.last_progress;
+    if (c_.stuck_us > 0 && still > c_.stuck_us * 1e6 && failure().empty()) {
+      // The network stuck check reports; the protocol goes on as before (a run stops on it).
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "network stuck: node %u -> %u has %zu packets unacknowledged and no acknowledgement progress for %.0f us (mbcf.stuck_us %g)",
+                    node, peer, P.unacked.size(), still / 1e6, c_.stuck_us);
+      fail(buf);
+    }
     if (++P.timeouts == c_.max_timeouts) peers_unresponsive_.inc();
     if (!P.ack_pending && !P.resending && !P.resend_requested) {
       // Nothing was asked of the peer: these buffers are only uncollected (the tail of a
@@ -970,10 +978,19 @@ std::string EtherSystem::dump() const {
     for (uint32_t j = 0; j < n_.size(); ++j) {
       const Peer& P = n_[i]->peers[j];
       if (P.unacked.empty() && P.blocked.empty()) continue;
-      std::snprintf(buf, sizeof buf, "  node %u -> %u: %zu unacknowledged (oldest END_P %u), sent %u, %zu blocked calls%s\n", i, j,
+      std::snprintf(buf, sizeof buf, "  node %u -> %u: %zu unacknowledged (oldest END_P %u), sent %u, %zu blocked calls%s%s\n", i, j,
                     P.unacked.size(), P.unacked.empty() ? 0u : P.unacked.front().end_p, P.sent, P.blocked.size(),
-                    P.resending ? ", resending" : "");
+                    P.resending ? ", resending" : "", n_[i]->up ? "" : ", node powered off");
       s += buf;
+      // The oldest packets: what they carry, and how long the pair has made no progress.
+      for (size_t k = 0; k < std::min<size_t>(3, P.unacked.size()); ++k) {
+        const Packet& q = P.unacked[k];
+        std::string cmds;
+        for (const Command& c : q.cmds) cmds += std::string(cmds.empty() ? "" : "+") + to_string(c.cmd);
+        std::snprintf(buf, sizeof buf, "    END_P %u: task %u -> task %u, %s, no progress for %.0f us\n", q.end_p, q.src_ptask, q.dst_ptask,
+                      cmds.empty() ? "control" : cmds.c_str(), (cal_.now_ps() - P.last_progress) / 1e6);
+        s += buf;
+      }
     }
   return s;
 }

@@ -53,6 +53,9 @@ struct EtherSysConfig {
   double ack_timeout_us = 20000, resend_timeout_us = 20000;
   uint32_t max_timeouts = 32;  // then the peer is probed with exponential back-off
   double max_backoff_us = 1e6;
+  // The network stuck check: a pair with packets unacknowledged and no acknowledgement progress
+  // for this long stops the run (exit 2) with the oldest packets dumped; 0: never.
+  double stuck_us = 60e6;
   net::EtherConfig ether;
   static EtherSysConfig from(const Config& c);
 };

@@ -303,6 +303,35 @@ TEST(GoBackN, PeerRestartResetsSequenceNumbers) {
   EXPECT_EQ(r.word(1, 0x10100), 0u);  // what was sent while it was down is gone, not replayed
 }
 
+// The network stuck check: a peer powered off for good leaves packets unacknowledged with no
+// progress; after mbcf.stuck_us the system says so (a run then stops with exit status 2), and
+// the protocol itself goes on probing as before (the check only reports).
+TEST(GoBackN, APeerThatNeverComesBackIsReportedAsStuck) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.ack_timeout_us = 1000;
+  c.max_timeouts = 4;
+  c.max_backoff_us = 8000;
+  c.stuck_us = 50000;
+  Rig r(c);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  r.sys->power_off(1);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_word(0x10100, 7)}}, [] {}));
+  r.run(40);
+  EXPECT_TRUE(r.sys->failure().empty()) << r.sys->failure();
+  r.run(30);
+  EXPECT_NE(r.sys->failure().find("network stuck: node 0 -> 1 has 1 packets unacknowledged and no acknowledgement progress"), std::string::npos)
+      << r.sys->failure();
+  const uint64_t probes = mbcf_stat(r, "timeouts") + mbcf_stat(r, "ack_polls");
+  r.run(50);
+  EXPECT_GT(mbcf_stat(r, "timeouts") + mbcf_stat(r, "ack_polls"), probes) << "the check must not stop the protocol";
+  EXPECT_NE(r.sys->dump().find("END_P 1: task 1 -> task 1, MBCF_WRITE, no progress for"), std::string::npos) << r.sys->dump();
+  // It comes back: the pair recovers (the report stays: the run would have stopped).
+  r.sys->power_on(1);
+  r.run(20);
+  EXPECT_EQ(r.sys->unacked(0, 1), 0u);
+}
+
 // A restart on a lossy link: the Hello (and its answer) may be lost, so it is repeated until
 // answered (it used to be sent once, and a lost one left the pair out of step for good); then
 // both directions deliver every write once, in order (each word ends at its last value).

@@ -115,6 +115,17 @@ TEST(MbcfRandomTester, StaticKeysThatRunOutStopTheRunSayingWhy) {
   EXPECT_NE(r.output.find("under static keys, which cannot be renewed"), std::string::npos) << r.output;
 }
 
+// The network stuck check from the command line: a station cut off for good (a blackhole of
+// 1000 s) stops the run with exit status 2, naming the pair, and dumps its oldest packets.
+TEST(MbcfRandomTester, ACutOffStationStopsTheRunAsANetworkStuck) {
+  auto r = run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ss20-100tx.json") +
+                   " --set ether.blackhole_every_us=100 --set ether.blackhole_us=1e9 --set mbcf.stuck_us=100000 --quiet --out " +
+                   (test::temp_dir("mbcf_stuck") / "o").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("network stuck: node 0 -> 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("END_P 1: task 1 -> task 1, MBCF_WRITE, no progress for"), std::string::npos) << r.output;
+}
+
 TEST(MbcfRandomTester, BadSettingsExitOneNamingTheKey) {
   const std::string cfg = test::config_path("mbcf-tester-ether.json");
   for (const auto& [args, want] : std::vector<std::pair<std::string, std::string>>{
