@@ -222,6 +222,7 @@ void EtherSystem::count_emb_requests(uint32_t node, const Packet& p) {
 }
 
 void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
+  if (n_[node]->requests_in_flight) --n_[node]->requests_in_flight;
   if (p.cmds[0].opt.no_flow_control) {
     p.ctrl_p |= kNoFlow;
     nic_send(node, dst, p);
@@ -247,6 +248,7 @@ void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, ui
   // The request counts for its barrier colour once issued, whenever it leaves (the user is
   // held in the system call until then anyway).
   count_emb_requests(node, p);
+  ++N.requests_in_flight;
   auto go = [this, node, dst, p, k]() mutable {
     submit(node, dst, std::move(p));
     k();
@@ -920,6 +922,7 @@ void EtherSystem::run_invocation(uint32_t node, const Invocation& iv) {
 void EtherSystem::power_off(uint32_t node) {
   Node& N = *n_[node];
   N.up = false;
+  N.requests_in_flight = 0;  // what the host or NIC was still building is lost with the power
   nic_power_off(node);
   ether_->set_deaf(node, true);
   N.ring.clear();
@@ -968,6 +971,8 @@ bool EtherSystem::quiet() const {
   for (const auto& N : n_)
     for (const auto& P : N->peers)
       if (!P.unacked.empty() || !P.blocked.empty()) return false;
+  for (const auto& N : n_)
+    if (N->requests_in_flight) return false;
   return true;
 }
 

@@ -237,6 +237,10 @@ class EtherSystem {
     TaskSpace ts;
     // CPU
     uint64_t int_free = 0, kernel_ps = 0;
+    // Requests issued and not yet numbered: a system call still building its packet, or on the
+    // MBP2 a doorbell the NIC is still working on (PGE fetch, header build). quiet() waits for
+    // them: a request there is neither unacknowledged nor blocked yet.
+    uint32_t requests_in_flight = 0;
     bool user_active = false;
     uint64_t user_end = 0, user_ver = 0;
     std::function<void()> user_k;

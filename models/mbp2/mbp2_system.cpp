@@ -145,6 +145,7 @@ void Mbp2System::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, uint
     // The NIC counts the request for its barrier colour when it takes the doorbell, before
     // the user can poll the counters (a barrier must not pass a request still in the queue).
     if (!mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
+    ++n_[node]->requests_in_flight;
     fetch_and_send(node, dst, std::move(p), data, src_laddr);
   }, std::move(k));
 }

@@ -77,6 +77,14 @@ TEST(MbcfRandomTester, EveryCheckPassesOnTheMbp2) {
   for (const char* seed : {"1", "2"}) expect_every_check_passes(run_tester("mbcf-tester-mbp2.json", std::string("mbp2") + seed, std::string("--seed ") + seed));
 }
 
+// Found by the sweep: with blackholes, writes still inside the MBP2 (rung, not yet numbered by
+// the PME) were not counted by the system's quiet(), so the tester judged the emb check while
+// they were on their way (this seed: three writes, and their barrier counters, "missing").
+TEST(MbcfRandomTester, EveryCheckPassesThroughBlackholesOnTheMbp2) {
+  expect_every_check_passes(run_tester("mbcf-tester-mbp2.json", "mbp2_blackholes",
+                                       "--seed 22 --set mbcf.nodes=3 --set mbcf_tester.ops=40 --set ether.blackhole_every_us=5000 --set ether.blackhole_us=2000"));
+}
+
 // Keys renewed every 64 frames (RFC 4303 3.3.3: the sequence number must not cycle), under
 // triple DES and HMAC-SHA1 with Diffie-Hellman keys: every check still passes. On clean links
 // no frame is lost to a renewal: frames sealed before the peer changed over open under the old
