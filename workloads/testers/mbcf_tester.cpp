@@ -30,10 +30,11 @@ constexpr uint32_t kSlot = MbcfWorkload::kStatus;      // its status word
 constexpr uint32_t kSigStride = 32, kFifoStride = 32, kFifoBufBytes = 0x1000, kDspPc = 0x6000;
 constexpr uint32_t kCandidates = 8;  // multicast: candidate pages per node, from kSrc
 constexpr uint32_t kBackoffMinUs = 20, kBackoffMaxUs = 400;
-// fifoe: the FIFO structure and its 128-byte buffer (about 10 entries of 8 bytes) at node 0 (the
-// buffer is the last signal structure's, free by then), the clients' status slots, and how
-// many entries a client keeps outstanding.
-constexpr uint32_t kFifoeQ = MbcfWorkload::kFifo + 0x80, kFifoeBuf = MbcfWorkload::kFifoBuf + 0x3000, kFifoeBufBytes = 128;
+// fifoe: the FIFO structure and its buffer at node 0 (the last signal structure's, free by
+// then: 32 bytes, under three entries of 8 bytes, per client, so that it overflows often but
+// not all the time), the clients' status slots, and how many entries a client keeps
+// outstanding.
+constexpr uint32_t kFifoeQ = MbcfWorkload::kFifo + 0x80, kFifoeBuf = MbcfWorkload::kFifoBuf + 0x3000, kFifoeBufPerClient = 32;
 constexpr uint32_t kFifoeSlots = MbcfWorkload::kStatus + 0x100, kFifoeWindow = 6;
 }  // namespace
 
@@ -439,7 +440,7 @@ bool MbcfTester::finish_signal() {
 // ------------------------------------------------------------------ fifoe
 
 void MbcfTester::start_fifoe() {
-  init_fifo(sys_->space(0), task(0), kFifoeQ, kFifoeBuf, kFifoeBufBytes);
+  init_fifo(sys_->space(0), task(0), kFifoeQ, kFifoeBuf, std::min<uint32_t>(kFifoBufBytes, kFifoeBufPerClient * clients_));
   fifoe_.assign(cfg_.nodes, FifoeClient{});
   fifoe_taken_.assign(cfg_.nodes, 0);
   fifoe_stops_ = fifoe_entries_ = fifoe_max_depth_ = 0;
@@ -483,6 +484,7 @@ void MbcfTester::fifoe_wait(uint32_t n) {
     FifoeClient& c = fifoe_[n];
     const auto st = static_cast<Status>(word(n, slot));
     if (st == Status::Succeeded) {
+      if (!c.failed) c.stops_in_row = 0;
       if (c.failed)
         fail("node " + std::to_string(n) + ": entry " + std::to_string(c.base) + " landed after entry " + std::to_string(c.resend_from) +
              " had failed (the stopped state did not hold the later ones back)");
@@ -501,7 +503,9 @@ void MbcfTester::fifoe_wait(uint32_t n) {
       c.failed = false;
       c.retry_next = true;
       ++retries_;
-      after(kBackoffMinUs + rng_[n].below(kBackoffMaxUs - kBackoffMinUs), [this, n] { fifoe_send(n); });
+      // Back off the longer the more often in a row this sender found the FIFO stopped.
+      const uint32_t span = (kBackoffMaxUs - kBackoffMinUs) << std::min<uint32_t>(c.stops_in_row++, 5);
+      after(kBackoffMinUs + rng_[n].below(span), [this, n] { fifoe_send(n); });
       return;
     }
     fifoe_send(n);

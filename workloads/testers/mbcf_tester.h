@@ -134,6 +134,7 @@ class MbcfTester : public MbcfWorkload {
     uint32_t resend_from = 0;
     bool failed = false;          // a status said stopped: send nothing until all are known
     bool retry_next = false;      // the next send is the FIFOe_RETRY
+    uint32_t stops_in_row = 0;    // rounds that ended stopped since the last entry landed
   };
   std::vector<FifoeClient> fifoe_;
   std::vector<uint32_t> fifoe_taken_;  // per sender: the next number the consumer must take
