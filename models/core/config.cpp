@@ -159,6 +159,15 @@ Config Config::from_json(const ParamSchema& schema, const json& j, const std::st
   return c;
 }
 
+namespace {
+// A JSON library message without its "[json.exception.out_of_range.406] " prefix.
+std::string json_error_text(const json::exception& e) {
+  const std::string what = e.what();
+  const auto pos = what.find("] ");
+  return pos == std::string::npos ? what : what.substr(pos + 2);
+}
+}  // namespace
+
 Config Config::load_file(const ParamSchema& schema, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open file");
@@ -194,9 +203,7 @@ Config Config::load_file(const ParamSchema& schema, const std::string& path) {
         where = ":" + std::to_string(line) + ":" + std::to_string(col);
       }
     }
-    auto pos = what.find("] ");
-    if (pos != std::string::npos) what = what.substr(pos + 2);
-    throw UserError(path + where + ": malformed JSON: " + what);
+    throw UserError(path + where + ": malformed JSON: " + json_error_text(e));
   }
   return from_json(schema, j, path);
 }
@@ -214,10 +221,7 @@ void Config::apply_set(const std::string& a) {
     v = text;  // not JSON: a plain string
   } catch (const json::exception& e) {
     // e.g. out_of_range 406: a number too large for a double (1E999)
-    std::string what = e.what();
-    auto pos = what.find("] ");
-    if (pos != std::string::npos) what = what.substr(pos + 2);
-    throw UserError("--set " + a + ": " + what);
+    throw UserError("--set " + a + ": " + json_error_text(e));
   }
   set(key, v, "--set");
 }
