@@ -206,6 +206,7 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
 }
 
 bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k) {
+  if (!n_[node]->up) return false;  // a node without power runs no program
   Built b;
   if (!build_request(node, ptask, r, b)) {
     refused_.inc();
@@ -923,6 +924,13 @@ void EtherSystem::power_off(uint32_t node) {
   Node& N = *n_[node];
   N.up = false;
   N.requests_in_flight = 0;  // what the host or NIC was still building is lost with the power
+  // So is the user program: its computation, what it preempted and what it polled for never
+  // continue (a program on the restarted node is started anew by the workload).
+  N.user_active = false;
+  N.user_k = nullptr;
+  N.preempted.clear();
+  N.pollers.clear();
+  ++N.user_ver;
   nic_power_off(node);
   ether_->set_deaf(node, true);
   N.ring.clear();

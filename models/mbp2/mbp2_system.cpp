@@ -129,6 +129,7 @@ void Mbp2System::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uin
 }
 
 bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
+  if (!n_[node]->up) return false;  // a node without power runs no program
   Built b;
   if (!build_request(node, ptask, r, b)) {
     refused_.inc();
