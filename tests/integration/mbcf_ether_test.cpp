@@ -376,105 +376,33 @@ TEST_P(RestartSeeded, HelloIsRepeatedUntilAnsweredOnALossyLink) {
 }
 INSTANTIATE_TEST_SUITE_P(Seeds, RestartSeeded, ::testing::Values(1, 2, 3, 4, 5, 6));
 
-// The receiver crashes in the middle of a loaded stream (at a seeded moment, for a seeded
-// time) on a link that also loses, duplicates and reorders frames, and comes back as a new
-// incarnation. At-most-once oracle: what arrives is strictly increasing (nothing twice, order
-// kept, no frame of the old incarnation accepted by the new one); what is lost is one range,
-// the packets in flight or sent while the receiver was down, which the sender abandons and
-// counts when the restart's Hello tells it; the stream's end arrives; the window drains.
-class CrashSeeded : public ::testing::TestWithParam<uint64_t> {};
-TEST_P(CrashSeeded, AReceiverCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
-  const uint64_t seed = GetParam();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  EtherSysConfig c;
-  c.ether.medium = net::EtherConfig::Medium::Switch;
-  c.ether.loss = 0.05;
-  c.ether.duplicate = 0.05;
-  c.ether.reorder = 0.05;
-  c.ether.reorder_max_ns = 100000;
-  c.ack_timeout_us = 1000;
-  c.max_timeouts = 4;
-  Rig r(c, seed);
-  init_fifo(r.sys->space(1), r.task(1), 0x10100, 0x11000, 0x8000);
-  std::vector<uint32_t> got;
-  r.sys->set_accept_hook([&](uint32_t from, uint32_t to, const Packet& p) {
-    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Fifo) got.push_back(static_cast<uint32_t>(load_le(p.cmds[0].data.data(), 4)));
-  });
-  constexpr uint32_t n = 400;
-  uint32_t sent = 0;
-  std::function<void()> next = [&] {
-    if (sent == n) return;
-    Command f;
-    f.cmd = Cmd::Fifo;
-    f.laddr = 0x10100;
-    f.length = 4;
-    f.data.resize(4);
-    store_le(f.data.data(), 4, sent++);
-    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {f}}, next));
-  };
-  std::function<void()> drain = [&] {
-    while (fifo_pop(r.sys->space(1), r.task(1), 0x10100)) {
-    }
-    r.cal.after(200'000'000, drain);
-  };
-  Rng rng(seed, "crash");
-  const uint64_t crash_ps = (2 + rng.below(9)) * 1'000'000'000ull, down_ps = (1 + rng.below(30)) * 1'000'000'000ull;
-  uint32_t sent_at_crash = 0;
-  r.cal.after(crash_ps, [&] {
-    sent_at_crash = sent;
-    r.sys->power_off(1);
-    r.cal.after(down_ps, [&] { r.sys->power_on(1); });
-  });
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
-  next();
-  drain();
-  for (int i = 0; i < 2000 && !(sent == n && r.sys->quiet()); ++i) r.run(5);
-  ASSERT_EQ(sent, n) << "seed " << seed << "\n" << r.sys->dump();
-  EXPECT_TRUE(r.sys->quiet()) << "seed " << seed << "\n" << r.sys->dump();
-  EXPECT_EQ(r.sys->unacked(0, 1), 0u);
-  ASSERT_FALSE(got.empty());
-  EXPECT_GT(sent_at_crash, 0u);
-  EXPECT_LT(sent_at_crash, n) << "the crash must fall in the middle of the stream";
-  uint32_t gaps = 0;
-  for (size_t i = 1; i < got.size(); ++i) {
-    ASSERT_GT(got[i], got[i - 1]) << "delivered twice or out of order, seed " << seed;
-    gaps += got[i] != got[i - 1] + 1;
+// Node 0 streams 400 tagged FIFO entries to node 1 over a switch that loses, duplicates and
+// reorders frames; the test crashes one of the two at a seeded moment for a seeded time.
+struct CrashStream {
+  static constexpr uint32_t n = 400;
+  static EtherSysConfig config(uint32_t max_timeouts) {
+    EtherSysConfig c;
+    c.ether.medium = net::EtherConfig::Medium::Switch;
+    c.ether.loss = 0.05;
+    c.ether.duplicate = 0.05;
+    c.ether.reorder = 0.05;
+    c.ether.reorder_max_ns = 100000;
+    c.ack_timeout_us = 1000;
+    c.max_timeouts = max_timeouts;
+    return c;
   }
-  EXPECT_EQ(got.front(), 0u) << "seed " << seed;
-  EXPECT_EQ(got.back(), n - 1) << "the end of the stream must arrive, seed " << seed;
-  EXPECT_LE(gaps, 1u) << "more than one range lost, seed " << seed;
-  EXPECT_GE(mbcf_stat(r, "packets_abandoned"), n - got.size()) << "a lost packet that was not counted as abandoned, seed " << seed;
-  EXPECT_GE(mbcf_stat(r, "hellos"), 1u);
-  std::printf("crash at %llu ms for %llu ms: %zu of %u delivered, %llu abandoned\n", static_cast<unsigned long long>(crash_ps / 1'000'000'000ull),
-              static_cast<unsigned long long>(down_ps / 1'000'000'000ull), got.size(), n, static_cast<unsigned long long>(mbcf_stat(r, "packets_abandoned")));
-}
-INSTANTIATE_TEST_SUITE_P(Seeds, CrashSeeded, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8));
-
-// The sender crashes in the middle of its stream: its program dies with it (a computation or
-// poll in progress never continues, a system call on the dead node is refused), and a new
-// program, started after the power comes back, goes on numbering from where the old one had
-// got to. The receiver must take the new incarnation's packets (its sequence numbers start
-// again) without taking any twice: what arrives is strictly increasing, one range at most is
-// lost (what was in flight), the end arrives, the window drains.
-TEST_P(CrashSeeded, ASenderCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
-  const uint64_t seed = GetParam();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  EtherSysConfig c;
-  c.ether.medium = net::EtherConfig::Medium::Switch;
-  c.ether.loss = 0.05;
-  c.ether.duplicate = 0.05;
-  c.ether.reorder = 0.05;
-  c.ether.reorder_max_ns = 100000;
-  c.ack_timeout_us = 1000;
-  Rig r(c, seed);
-  init_fifo(r.sys->space(1), r.task(1), 0x10100, 0x11000, 0x8000);
-  std::vector<uint32_t> got;
-  r.sys->set_accept_hook([&](uint32_t from, uint32_t to, const Packet& p) {
-    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Fifo) got.push_back(static_cast<uint32_t>(load_le(p.cmds[0].data.data(), 4)));
-  });
-  constexpr uint32_t n = 400;
-  uint32_t sent = 0, refused = 0;
-  std::function<void()> next = [&] {
+  CrashStream(uint64_t s, uint32_t max_timeouts) : seed(s), r(config(max_timeouts), s) {
+    std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+    init_fifo(r.sys->space(1), r.task(1), 0x10100, 0x11000, 0x8000);
+    r.sys->set_accept_hook([this](uint32_t from, uint32_t to, const Packet& p) {
+      if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Fifo) got.push_back(static_cast<uint32_t>(load_le(p.cmds[0].data.data(), 4)));
+    });
+    Rng rng(seed, "crash");
+    crash_ps = (2 + rng.below(9)) * 1'000'000'000ull;
+    down_ps = (1 + rng.below(30)) * 1'000'000'000ull;
+  }
+  // The sender's next entry; a system call refused (on a node without power) is counted.
+  void next() {
     if (sent == n) return;
     Command f;
     f.cmd = Cmd::Fifo;
@@ -482,49 +410,93 @@ TEST_P(CrashSeeded, ASenderCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
     f.length = 4;
     f.data.resize(4);
     store_le(f.data.data(), 4, sent);
-    if (r.sys->syscall(0, 1, Request{1, {f}}, next)) ++sent;
+    if (r.sys->syscall(0, 1, Request{1, {f}}, [this] { next(); })) ++sent;
     else ++refused;
-  };
-  std::function<void()> drain = [&] {
+  }
+  // Node 1 drains its FIFO now and then so it never fills.
+  void drain() {
     while (fifo_pop(r.sys->space(1), r.task(1), 0x10100)) {
     }
-    r.cal.after(200'000'000, drain);
-  };
-  Rng rng(seed, "crash");
-  const uint64_t crash_ps = (2 + rng.below(9)) * 1'000'000'000ull, down_ps = (1 + rng.below(30)) * 1'000'000'000ull;
-  uint32_t sent_at_crash = 0, refused_while_down = 0;
-  r.cal.after(crash_ps, [&] {
-    sent_at_crash = sent;
-    r.sys->power_off(0);
-    next();  // the dead node refuses what its program can no longer do
-    refused_while_down = refused;
-    r.cal.after(down_ps, [&] {
-      r.sys->power_on(0);
-      r.cal.after(5'000'000'000ull, [&] { next(); });  // a new program, once the Hello is through
+    r.cal.after(200'000'000, [this] { drain(); });
+  }
+  void run() {
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+    next();
+    drain();
+    for (int i = 0; i < 2000 && !(sent == n && r.sys->quiet()); ++i) r.run(5);
+  }
+  // At-most-once: everything sent, the window drained, the crash in the middle of the stream;
+  // what arrives strictly increasing (nothing twice, order kept, no frame of an old incarnation
+  // taken by a new one), one range lost at most, the start and the end of the stream arrived.
+  void expect_at_most_once() {
+    ASSERT_EQ(sent, n) << "seed " << seed << "\n" << r.sys->dump();
+    EXPECT_TRUE(r.sys->quiet()) << "seed " << seed << "\n" << r.sys->dump();
+    EXPECT_EQ(r.sys->unacked(0, 1), 0u);
+    EXPECT_GT(sent_at_crash, 0u);
+    EXPECT_LT(sent_at_crash, n) << "the crash must fall in the middle of the stream";
+    ASSERT_FALSE(got.empty());
+    uint32_t gaps = 0;
+    for (size_t i = 1; i < got.size(); ++i) {
+      ASSERT_GT(got[i], got[i - 1]) << "delivered twice or out of order, seed " << seed;
+      gaps += got[i] != got[i - 1] + 1;
+    }
+    EXPECT_EQ(got.front(), 0u) << "seed " << seed;
+    EXPECT_EQ(got.back(), n - 1) << "the end of the stream must arrive, seed " << seed;
+    EXPECT_LE(gaps, 1u) << "more than one range lost, seed " << seed;
+  }
+  uint64_t seed;
+  Rig r;
+  std::vector<uint32_t> got;
+  uint32_t sent = 0, refused = 0, sent_at_crash = 0;
+  uint64_t crash_ps = 0, down_ps = 0;
+};
+
+// The receiver crashes in the middle of the stream and comes back as a new incarnation. What
+// is lost is the packets in flight or sent while it was down, which the sender abandons and
+// counts when the restart's Hello tells it.
+class CrashSeeded : public ::testing::TestWithParam<uint64_t> {};
+TEST_P(CrashSeeded, AReceiverCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
+  CrashStream s(GetParam(), 4);
+  s.r.cal.after(s.crash_ps, [&] {
+    s.sent_at_crash = s.sent;
+    s.r.sys->power_off(1);
+    s.r.cal.after(s.down_ps, [&] { s.r.sys->power_on(1); });
+  });
+  s.run();
+  s.expect_at_most_once();
+  EXPECT_EQ(s.refused, 0u);
+  const uint64_t abandoned = mbcf_stat(s.r, "packets_abandoned");
+  EXPECT_GE(abandoned, CrashStream::n - s.got.size()) << "a lost packet that was not counted as abandoned, seed " << s.seed;
+  EXPECT_GE(mbcf_stat(s.r, "hellos"), 1u);
+  std::printf("crash at %llu ms for %llu ms: %zu of %u delivered, %llu abandoned\n", static_cast<unsigned long long>(s.crash_ps / 1'000'000'000ull),
+              static_cast<unsigned long long>(s.down_ps / 1'000'000'000ull), s.got.size(), CrashStream::n, static_cast<unsigned long long>(abandoned));
+}
+
+// The sender crashes instead: its program dies with it (a computation or poll in progress
+// never continues, a system call on the dead node is refused), and a new program, started
+// after the power comes back, goes on numbering from where the old one had got to. The
+// receiver must take the new incarnation's packets (their sequence numbers start again)
+// without taking any twice.
+TEST_P(CrashSeeded, ASenderCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
+  CrashStream s(GetParam(), EtherSysConfig{}.max_timeouts);
+  uint32_t refused_while_down = 0;
+  s.r.cal.after(s.crash_ps, [&] {
+    s.sent_at_crash = s.sent;
+    s.r.sys->power_off(0);
+    s.next();  // the dead node refuses what its program can no longer do
+    refused_while_down = s.refused;
+    s.r.cal.after(s.down_ps, [&] {
+      s.r.sys->power_on(0);
+      s.r.cal.after(5'000'000'000ull, [&] { s.next(); });  // a new program, once the Hello is through
     });
   });
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
-  next();
-  drain();
-  for (int i = 0; i < 2000 && !(sent == n && r.sys->quiet()); ++i) r.run(5);
-  ASSERT_EQ(sent, n) << "seed " << seed << "\n" << r.sys->dump();
+  s.run();
   EXPECT_EQ(refused_while_down, 1u);
-  EXPECT_TRUE(r.sys->quiet()) << "seed " << seed << "\n" << r.sys->dump();
-  EXPECT_EQ(r.sys->unacked(0, 1), 0u);
-  EXPECT_GT(sent_at_crash, 0u);
-  EXPECT_LT(sent_at_crash, n) << "the crash must fall in the middle of the stream";
-  ASSERT_FALSE(got.empty());
-  uint32_t gaps = 0;
-  for (size_t i = 1; i < got.size(); ++i) {
-    ASSERT_GT(got[i], got[i - 1]) << "delivered twice or out of order, seed " << seed;
-    gaps += got[i] != got[i - 1] + 1;
-  }
-  EXPECT_EQ(got.front(), 0u) << "seed " << seed;
-  EXPECT_EQ(got.back(), n - 1) << "the end of the stream must arrive, seed " << seed;
-  EXPECT_LE(gaps, 1u) << "more than one range lost, seed " << seed;
-  std::printf("sender crash at %llu ms for %llu ms: %zu of %u delivered\n", static_cast<unsigned long long>(crash_ps / 1'000'000'000ull),
-              static_cast<unsigned long long>(down_ps / 1'000'000'000ull), got.size(), n);
+  s.expect_at_most_once();
+  std::printf("sender crash at %llu ms for %llu ms: %zu of %u delivered\n", static_cast<unsigned long long>(s.crash_ps / 1'000'000'000ull),
+              static_cast<unsigned long long>(s.down_ps / 1'000'000'000ull), s.got.size(), CrashStream::n);
 }
+INSTANTIATE_TEST_SUITE_P(Seeds, CrashSeeded, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8));
 
 TEST(MbcfEther, UpdateMulticastsAlongThePatternAndCombinesAcks) {
   EtherSysConfig c;
