@@ -123,7 +123,6 @@ void MbcfTester::next_check() {
   ++check_serial_;
   results_.push_back(Result{checks_[cur_], true, "", ordered_json::object()});
   running_clients_ = clients_;
-  ending_ = false;
   retries_ = 0;
   left_.assign(cfg_.nodes, ops_);
   const uint64_t serial = check_serial_;
@@ -309,7 +308,6 @@ void MbcfTester::start_signal() {
   sig_succeeded_.assign(4, 0);
   sig_refused_.assign(4, 0);
   sig_full_.assign(4, 0);
-  sig_taken_total_ = 0;
   for (uint32_t n = 1; n <= clients_; ++n) signal_step(n);
 }
 
@@ -393,7 +391,6 @@ void MbcfTester::consume(uint32_t k, const std::vector<uint8_t>& e) {
     fail(std::string(kCondNames[k]) + ": took signal " + std::to_string(seq) + " of node " + std::to_string(from) + " where " + std::to_string(want) +
          " was next (" + (seq < want ? "a duplicate" : "one lost or overtaken") + ")");
   want = seq + 1;
-  ++sig_taken_total_;
 }
 
 bool MbcfTester::finish_signal() {

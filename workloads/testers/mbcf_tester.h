@@ -114,7 +114,6 @@ class MbcfTester : public MbcfWorkload {
   size_t cur_ = 0;
   uint64_t check_serial_ = 0;  // tells a stale deadline from the current check's
   uint32_t running_clients_ = 0;
-  bool ending_ = false;
   std::vector<Rng> rng_;  // per client, and [0] for the target's programs and the patterns
   std::vector<uint32_t> left_;
   uint64_t retries_ = 0;
@@ -127,7 +126,6 @@ class MbcfTester : public MbcfWorkload {
   std::vector<uint32_t> sig_seq_;                            // per client x condition: next number
   std::vector<std::map<uint32_t, uint32_t>> sig_taken_;      // per condition: sender -> next expected
   std::vector<uint32_t> sig_active_, sig_invocations_, sig_succeeded_, sig_refused_, sig_full_;
-  uint32_t sig_taken_total_ = 0;
   // fifoe
   struct FifoeClient {
     uint32_t next = 0, base = 0;  // next number to send; lowest whose status is not yet known
