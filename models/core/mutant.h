@@ -26,6 +26,7 @@ enum class Id : unsigned char {
   FirstOnlyInvokesAgain,  // mbcf: FIRST_ONLY_NONBLK invokes its program again while the running flag is set
   LocalRepliesHeld,       // mbcf: what a request to one's own node sends back waits for some other packet
   FifoeStopShared,        // mbcf: a FIFOe's stopped state is the FIFO's, not each sender's (one RETRY restarts all)
+  SaveAreaUnbounded,      // mbcf: packets for a task waiting for a page-in are saved however many arrive
 };
 
 struct Entry {
@@ -40,6 +41,7 @@ inline constexpr Entry kAll[] = {
     {Id::ReplySizeUnchecked, "reply_size_unchecked"},             {Id::ReplayWindowOff, "replay_window_off"},
     {Id::EmbCountedLate, "emb_counted_late"},                     {Id::FirstOnlyInvokesAgain, "first_only_invokes_again"},
     {Id::LocalRepliesHeld, "local_replies_held"},                 {Id::FifoeStopShared, "fifoe_stop_shared"},
+    {Id::SaveAreaUnbounded, "save_area_unbounded"},
 };
 
 #ifdef MBPSIM_MUTANTS

@@ -24,6 +24,9 @@ void declare_mbcf_params(ParamSchema& s) {
          "network stuck check: a pair of nodes with packets unacknowledged and no acknowledgement progress for this long stops the run with exit status 2 and a dump of the oldest unacknowledged packets (0: never; a peer powered off for good is stuck too)",
          0, 1e12});
   s.add({"mbcf.max_backoff_us", T::Double, 1e6, "us", "longest probe interval for a silent peer (1 s, TCP's minimum retransmission timeout, RFC 6298)", 1, 1e9});
+  s.add({"mbcf.save_area", T::Int, 64, "packets",
+         "kernel save area of 3.4.2 for packets to tasks waiting for a page-in (besides each task's faulting one); when full such a packet is not accepted and comes again through Go-back-N, and a local request waits",
+         1, 1 << 20});
   s.add({"mbcf.page_in_us", T::Double, 10000.0, "us", "time to page a swapped-out page back in (a disk access)", 0, 1e9});
 
   s.add({"host.cpu_mhz", T::Double, 85.0, "MHz", "host processor clock (SuperSPARC of the SS20: 85 MHz)", 1, 1e5});
@@ -90,6 +93,7 @@ EtherSysConfig EtherSysConfig::from(const Config& c) {
   e.stuck_us = c.get_double("mbcf.stuck_us");
   if (e.max_backoff_us < e.ack_timeout_us) c.fail("mbcf.max_backoff_us", "must be at least mbcf.ack_timeout_us");
   e.page_in_us = c.get_double("mbcf.page_in_us");
+  e.save_area = static_cast<uint32_t>(c.get_int("mbcf.save_area"));
   e.cpu_mhz = c.get_double("host.cpu_mhz");
   e.syscall_cycles = c.get_double("host.syscall_cycles");
   e.copy_mb_s = c.get_double("host.copy_mb_s");

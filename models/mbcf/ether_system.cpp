@@ -45,6 +45,8 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
       nic_drops_down_(st.counter("system.mbcf.dropped_while_down", "frames that reached a powered-off node")),
       refused_(st.counter("system.mbcf.requests_refused",
                           "requests refused before anything was sent: an Ltask not in the task's table, a command users may not send, a 4.4 rule the sender can see, or a packet or reply that would not fit a frame")),
+      save_full_(st.counter("system.mbcf.save_area_full",
+                            "packets for a task waiting for a page-in that found the save area full (mbcf.save_area): not accepted, so Go-back-N brings them again; a local request waits")),
       isr_batch_(st.histogram("system.mbcf.isr_batch", "packets handled per receive interrupt")) {
   for (uint32_t i = 0; i < c.nodes; ++i) {
     n_.push_back(std::make_unique<Node>(i, c.page_bytes));
@@ -254,6 +256,14 @@ void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, ui
     submit(node, dst, std::move(p));
     k();
   };
+  if (dst == node && save_area_full(node, p)) {  // to a task of our own whose save area is full
+    save_full_.inc();
+    N.save_waiters.push_back([this, node, cost, go]() mutable {
+      n_[node]->kernel_ps += cost;
+      compute(node, cost, go);
+    });
+    return;
+  }
   if (must_wait(node, dst, p)) {
     blocked_.inc();
     N.peers[dst].blocked.push_back([this, node, cost, go]() mutable {
@@ -275,6 +285,11 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
     Packet q = p0;
     cal_.after(0, [this, node, q] {
       if (!n_[node]->up) return;
+      if (save_area_full(node, q)) {  // waits for room after the page-in, like a remote one resent
+        save_full_.inc();
+        n_[node]->save_waiters.push_back([this, node, q] { nic_send(node, node, q); });
+        return;
+      }
       // Processed as an arrived packet is, with its cost; what it sends back (a status reply,
       // multicast copies, an invocation) goes out when that work is done.
       step_cost_ = 0;
@@ -674,9 +689,18 @@ void EtherSystem::isr_step(uint32_t node) {
       protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
       return;
     }
+    if (save_area_full(node, p)) {  // not accepted: the sender's Go-back-N brings it again
+      save_full_.inc();
+      protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+      return;
+    }
     P.arrived = p.end_p;
     P.resend_requested = false;
     ++P.delivered;
+  } else if (save_area_full(node, p)) {  // no flow control: lost, as with a full receive ring
+    save_full_.inc();
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
   }
   if (accept_hook_) accept_hook_(s, node, p);
   reply_peer_ = s;
@@ -731,6 +755,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     q.ctrl_p &= kForwarded;
     encode(q, b);
     t->saved.push_back(std::move(b));
+    check_save_area(node);
     step_cost_ += proto_ps(c_.int_packet_cycles);
     return;
   }
@@ -780,9 +805,42 @@ void EtherSystem::page_in_done(uint32_t node, uint32_t ptask) {
     t = n_[node]->ts.find(ptask);
     if (t && t->waiting_page) {
       for (auto& b : saved) t->saved.push_back(std::move(b));
-      return;
+      break;
     }
   }
+  run_save_waiters(node);
+}
+
+uint32_t EtherSystem::saved_packets(uint32_t node) const {
+  uint32_t n = 0;
+  for (const auto& [id, t] : n_[node]->ts.tasks()) n += static_cast<uint32_t>(t->saved.size());
+  return n;
+}
+
+bool EtherSystem::save_area_full(uint32_t node, const Packet& p) const {
+  if (mutant::on(mutant::Id::SaveAreaUnbounded)) return false;
+  if (p.cmds.size() == 1 && p.cmds[0].cmd == Cmd::Ack) return false;  // kernel work, never saved
+  const Task* t = n_[node]->ts.find(p.dst_ptask);
+  return t && t->waiting_page && saved_packets(node) >= c_.save_area;
+}
+
+// The buffer bound, checked online: the area holds at most mbcf.save_area packets besides the
+// one that faulted for each waiting task. A breach stops the run (exit 2) with a dump.
+void EtherSystem::check_save_area(uint32_t node) {
+  uint32_t waiting = 0;
+  for (const auto& [id, t] : n_[node]->ts.tasks()) waiting += t->waiting_page;
+  const uint32_t held = saved_packets(node);
+  if (held > c_.save_area + waiting)
+    fail("buffer bound: node " + std::to_string(node) + "'s save area holds " + std::to_string(held) + " packets, beyond mbcf.save_area " +
+         std::to_string(c_.save_area) + " and one faulting packet for each of the " + std::to_string(waiting) + " tasks waiting for a page-in");
+}
+
+// Room was made: every waiter tries again, in order (one that still finds no room waits again).
+void EtherSystem::run_save_waiters(uint32_t node) {
+  Node& N = *n_[node];
+  std::deque<std::function<void()>> w;
+  w.swap(N.save_waiters);
+  for (auto& f : w) f();
 }
 
 void EtherSystem::after_exec(uint32_t node, const Packet& p, const ExecResult& r) {

@@ -42,6 +42,9 @@ struct EtherSysConfig {
   double timer_read_us = 0;
   bool user_construction = false;
   double page_in_us = 10000;
+  // 3.4.2's save area in kernel memory: packets held for tasks waiting for a page-in, besides
+  // the one that faulted for each task. A packet that would need a full area is not accepted.
+  uint32_t save_area = 64;
   // host I/O bus used by the NIC's DMA
   double bus_mhz = 25, bus_width = 4, bus_burst = 32, bus_overhead_cycles = 3;
   // NIC
@@ -262,6 +265,9 @@ class EtherSystem {
     uint32_t next_origin = 1;
     std::map<uint32_t, Combine> combines;
     std::map<std::pair<uint32_t, uint32_t>, Program> programs;
+    // Local requests that found the save area full: the system calls that wait for room (and
+    // a kernel-made local packet), resumed after a page-in.
+    std::deque<std::function<void()>> save_waiters;
   };
 
   uint64_t dma_ps(uint32_t bytes) const;
@@ -290,6 +296,11 @@ class EtherSystem {
   void on_ack(uint32_t node, const Command& c);
   void finish_combine(uint32_t node, uint32_t origin);
   void page_in_done(uint32_t node, uint32_t ptask);
+  // The save area: packets held now, and whether a packet would have to wait in a full one.
+  uint32_t saved_packets(uint32_t node) const;
+  bool save_area_full(uint32_t node, const Packet& p) const;
+  void run_save_waiters(uint32_t node);
+  void check_save_area(uint32_t node);
   void run_invocation(uint32_t node, const Invocation& iv);
   uint32_t reply_node(const Packet& p) const;
 
@@ -308,7 +319,7 @@ class EtherSystem {
   std::function<void(uint32_t, uint32_t, const Packet&)> tx_hook_;
   Counter &sent_, &received_, &malformed_, &violations_, &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_,
       &ring_drops_, &timeouts_, &ack_polls_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_, &peers_unresponsive_, &abandoned_, &hellos_, &stale_,
-      &nic_drops_down_, &refused_;
+      &nic_drops_down_, &refused_, &save_full_;
   Histogram& isr_batch_;
 };
 

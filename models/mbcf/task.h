@@ -81,6 +81,7 @@ class TaskSpace {
   std::unique_ptr<Task> remove(uint32_t ptask);
   void adopt(std::unique_ptr<Task> t);  // a migrated task arrives (its frames copied by the caller)
   std::map<uint32_t, std::unique_ptr<Task>>& tasks() { return tasks_; }
+  const std::map<uint32_t, std::unique_ptr<Task>>& tasks() const { return tasks_; }
 
   uint32_t alloc_frame();
   uint8_t* frame(uint32_t f) { return frames_[f].get(); }

@@ -616,6 +616,74 @@ TEST(MbcfEther, PageFaultSavesAndReplaysInOrder) {
   EXPECT_EQ(r.stats.dump()["system"]["mbcf"]["page_faults"], 1);
 }
 
+// The save area of 3.4.2 is finite (mbcf.save_area): while the task waits for its page,
+// packets beyond the area are not accepted, and Go-back-N brings them again after the
+// page-in. Every write lands once and in order, and the area never holds more than it may
+// (the bound is checked online: a breach stops the run as a failure).
+TEST(MbcfEther, AFullSaveAreaRefusesPacketsWhichComeAgainInOrder) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.page_in_us = 2000;
+  c.save_area = 8;
+  Rig r(c);
+  r.sys->swap_out(1, 1, 0x11000);
+  std::vector<uint32_t> order;
+  r.sys->set_accept_hook([&](uint32_t from, uint32_t to, const Packet& p) {
+    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Write) order.push_back(p.cmds[0].laddr);
+  });
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  constexpr uint32_t kWrites = 60;
+  uint32_t sent = 0;
+  std::function<void()> next = [&] {
+    if (sent == kWrites) return;
+    const uint32_t i = sent++;
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_word(0x11000 + 4 * i, i + 1)}}, next));
+  };
+  next();
+  for (int i = 0; i < 100 && !(sent == kWrites && r.sys->quiet()); ++i) r.run(5);
+  EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
+  ASSERT_EQ(order.size(), kWrites) << "each write accepted once";
+  for (uint32_t i = 0; i < kWrites; ++i) {
+    EXPECT_EQ(order[i], 0x11000 + 4 * i) << "accepted out of order at " << i;
+    EXPECT_EQ(r.word(1, 0x11000 + 4 * i), i + 1) << "write " << i;
+  }
+  EXPECT_GT(mbcf_stat(r, "save_area_full"), 0u) << "the area never filled: the test tests nothing";
+  EXPECT_GT(mbcf_stat(r, "retransmissions"), 0u);
+  EXPECT_EQ(mbcf_stat(r, "page_faults"), 1u);
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+}
+
+// A task's requests to a task of its own node whose save area is full: the system call waits
+// for room (the user with it) and goes on after the page-in; order is kept.
+TEST(MbcfEther, ALocalRequestToAFullSaveAreaWaitsForThePageIn) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.page_in_us = 2000;
+  c.save_area = 4;
+  Rig r(c);
+  r.sys->swap_out(1, 1, 0x11000);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  constexpr uint32_t kWrites = 20;
+  uint32_t sent = 0;
+  uint64_t tenth_done_ps = 0;
+  std::function<void()> next = [&] {
+    if (sent == 10) tenth_done_ps = r.cal.now_ps();
+    if (sent == kWrites) return;
+    const uint32_t i = sent++;
+    ASSERT_TRUE(r.sys->syscall(1, 1, Request{1, {write_word(0x11000 + 4 * i, i + 1)}}, next));
+  };
+  next();
+  r.run(1);
+  EXPECT_LT(sent, 10u) << "the user went on while the save area was full";
+  r.run(20);
+  EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
+  EXPECT_EQ(sent, kWrites);
+  EXPECT_GT(tenth_done_ps, 2'000'000'000u) << "a call returned before the page-in made room";
+  for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.word(1, 0x11000 + 4 * i), i + 1) << "write " << i;
+  EXPECT_GT(mbcf_stat(r, "save_area_full"), 0u);
+  EXPECT_TRUE(r.sys->quiet());
+}
+
 TEST(MbcfEther, MigrationUpdatesTablesAndForwardsInFlightPackets) {
   EtherSysConfig c;
   c.nodes = 3;
