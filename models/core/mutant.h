@@ -27,6 +27,7 @@ enum class Id : unsigned char {
   LocalRepliesHeld,       // mbcf: what a request to one's own node sends back waits for some other packet
   FifoeStopShared,        // mbcf: a FIFOe's stopped state is the FIFO's, not each sender's (one RETRY restarts all)
   SaveAreaUnbounded,      // mbcf: packets for a task waiting for a page-in are saved however many arrive
+  DoorbellIgnoresSlots,   // mbp2: a doorbell is taken with every EM request slot in use
 };
 
 struct Entry {
@@ -41,7 +42,7 @@ inline constexpr Entry kAll[] = {
     {Id::ReplySizeUnchecked, "reply_size_unchecked"},             {Id::ReplayWindowOff, "replay_window_off"},
     {Id::EmbCountedLate, "emb_counted_late"},                     {Id::FirstOnlyInvokesAgain, "first_only_invokes_again"},
     {Id::LocalRepliesHeld, "local_replies_held"},                 {Id::FifoeStopShared, "fifoe_stop_shared"},
-    {Id::SaveAreaUnbounded, "save_area_unbounded"},
+    {Id::SaveAreaUnbounded, "save_area_unbounded"},               {Id::DoorbellIgnoresSlots, "doorbell_ignores_slots"},
 };
 
 #ifdef MBPSIM_MUTANTS

@@ -226,6 +226,7 @@ void EtherSystem::count_emb_requests(uint32_t node, const Packet& p) {
 
 void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
   if (n_[node]->requests_in_flight) --n_[node]->requests_in_flight;
+  request_numbered(node);
   if (p.cmds[0].opt.no_flow_control) {
     p.ctrl_p |= kNoFlow;
     nic_send(node, dst, p);

@@ -176,6 +176,8 @@ class EtherSystem {
   virtual void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) { (void)node, (void)ptask, (void)laddr; }
   // The node loses its power: a NIC drops what it keeps in volatile memory.
   virtual void nic_power_off(uint32_t node) { (void)node; }
+  // A request left the node's queue of requests not yet numbered (requests_in_flight).
+  virtual void request_numbered(uint32_t node) { (void)node; }
   // Moving `bytes` of the packet's data between the packet buffer and the target task's memory.
   virtual uint64_t data_move_ps(uint32_t node, const Packet& p, uint32_t bytes) { (void)node, (void)p; return copy_ps(bytes); }
   // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability) and made

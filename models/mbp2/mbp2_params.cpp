@@ -37,6 +37,9 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"mbp2.rx_desc_instr", T::Double, 40.0, "instructions", "PME: collect a receive descriptor of the LDMA and re-arm it", 0, 1e6});
   s.add({"mbp2.tx_done_instr", T::Double, 30.0, "instructions", "PME: collect a transmit descriptor of the LDMA", 0, 1e6});
   s.add({"mbp2.icu_instr", T::Double, 20.0, "instructions", "PME: post an ICU message to the host or take one from it", 0, 1e6});
+  s.add({"mbp2.request_slots", T::Int, 256, "requests",
+         "EM slots for MBCF requests taken from doorbells and not yet sent (those waiting for TH2 among them): the 256 send buffers of the MBCF/Ether kernel the PME runs; with none free the doorbell store is retried and the CPU waits",
+         1, 1 << 20});
   s.add({"mbp2.host_request_cycles", T::Double, 187.0, "cycles", "host: a user task writes its send structure (ordinary stores, user mode) [calibrated with bus.pio_cycles on 8.5's 'about 3 us' per send]", 0, 1e9});
   s.add({"mbp2.send_struct_bytes", T::Int, 32, "bytes", "send structure the PGE fetches before the payload (command word, target, addresses, length)", 4, 4096});
   s.add({"mbp2.pge_setup_ns", T::Double, 200.0, "ns", "PGE: from the doorbell to its first bus request (8 cycles of the 40 MHz controller)", 0, 1e9});
@@ -112,6 +115,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.tx_done_instr = c.get_double("mbp2.tx_done_instr");
   m.icu_instr = c.get_double("mbp2.icu_instr");
   m.host_request_cycles = c.get_double("mbp2.host_request_cycles");
+  m.request_slots = static_cast<uint32_t>(c.get_int("mbp2.request_slots"));
   m.send_struct_bytes = static_cast<uint32_t>(c.get_int("mbp2.send_struct_bytes"));
   m.pge_setup_ns = c.get_double("mbp2.pge_setup_ns");
   m.adma_setup_ns = c.get_double("mbp2.adma_setup_ns");

@@ -85,6 +85,8 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
       m_(c),
       rejected_requests_(st.counter("system.mbp2.rejected_requests", "requests dropped because their doorbell alias was not the task's own")),
       host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")),
+      slot_retries_(st.counter("system.mbp2.doorbell_slot_waits",
+                               "MBCF doorbell stores that found every EM request slot taken (mbp2.request_slots) and were retried, holding the CPU, until a request left")),
       iv_rng_(seed, "mbp2.cau.iv") {
   icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
   for (uint32_t n = 0; n < ec.nodes; ++n) {
@@ -146,31 +148,65 @@ void Mbp2System::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, uint
     // The NIC counts the request for its barrier colour when it takes the doorbell, before
     // the user can poll the counters (a barrier must not pass a request still in the queue).
     if (!mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
-    ++n_[node]->requests_in_flight;
     fetch_and_send(node, dst, std::move(p), data, src_laddr);
-  }, std::move(k));
+  }, std::move(k), true);
 }
 
 void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic,
-                              std::function<void()> k) {
-  // The user task writes its send structure (ordinary stores, user mode), then the doorbell:
-  // an uncached store across the host bus, which holds the CPU until it completes.
-  compute(node, build, [this, node, ptask, alias, nic = std::move(nic), k = std::move(k), build]() mutable {
-    const uint64_t now = cal_.now_ps();
-    const uint64_t done = u_[node]->bus->pio(now);
-    n_[node]->kernel_ps += build + (done - now);
-    host_requests_.inc();
-    // The NIC latches the doorbell as the store completes, before the CPU goes on (the
-    // calendar runs events of one instant in the order they were scheduled).
-    cal_.at(done, [this, node, ptask, alias, nic = std::move(nic)]() mutable {
-      if (u_[node]->uli->ring(alias, ptask) < 0) {
-        rejected_requests_.inc();
-        return;
-      }
-      nic();
-    });
-    compute(node, done - now, std::move(k));
+                              std::function<void()> k, bool slot) {
+  // The user task writes its send structure (ordinary stores, user mode), then the doorbell.
+  compute(node, build, [this, node, ptask, alias, nic = std::move(nic), k = std::move(k), build, slot]() mutable {
+    n_[node]->kernel_ps += build;
+    doorbell(node, ptask, alias, build, std::move(nic), std::move(k), slot);
   });
+}
+
+// The doorbell: an uncached store across the host bus, which holds the CPU until it completes.
+// An MBCF request needs a free request slot in EM (requests taken and not yet sent, those
+// waiting for their peer's window among them); with none, the NIC retries the store and the
+// CPU waits until a request leaves. The slot is taken as the store is accepted, so no more
+// requests are ever held than there are slots (checked: a breach stops the run).
+void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic,
+                          std::function<void()> k, bool slot) {
+  Node& N = *n_[node];
+  if (!N.up) return;
+  if (slot && N.requests_in_flight >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
+    slot_retries_.inc();
+    u_[node]->slot_waiters.push_back([this, node, ptask, alias, build, nic = std::move(nic), k = std::move(k)]() mutable {
+      doorbell(node, ptask, alias, build, std::move(nic), std::move(k), true);
+    });
+    return;
+  }
+  if (slot && ++N.requests_in_flight > m_.request_slots)
+    fail("buffer bound: node " + std::to_string(node) + "'s NIC holds " + std::to_string(N.requests_in_flight) +
+         " requests, beyond mbp2.request_slots " + std::to_string(m_.request_slots));
+  const uint64_t now = cal_.now_ps();
+  const uint64_t done = u_[node]->bus->pio(now);
+  N.kernel_ps += done - now;
+  host_requests_.inc();
+  // The NIC latches the doorbell as the store completes, before the CPU goes on (the
+  // calendar runs events of one instant in the order they were scheduled).
+  cal_.at(done, [this, node, ptask, alias, slot, nic = std::move(nic)]() mutable {
+    if (u_[node]->uli->ring(alias, ptask) < 0) {
+      rejected_requests_.inc();
+      if (slot) {  // the slot it took is free again
+        --n_[node]->requests_in_flight;
+        request_numbered(node);
+      }
+      return;
+    }
+    nic();
+  });
+  compute(node, done - now, std::move(k));
+}
+
+// A request taken from a doorbell left EM's queue: the oldest retried doorbell goes in.
+void Mbp2System::request_numbered(uint32_t node) {
+  auto& w = u_[node]->slot_waiters;
+  if (w.empty() || n_[node]->requests_in_flight >= m_.request_slots) return;
+  auto f = std::move(w.front());
+  w.pop_front();
+  f();
 }
 
 // ------------------------------------------------------------------ NIC side
@@ -737,6 +773,7 @@ void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
 }
 
 void Mbp2System::nic_power_off(uint32_t node) {
+  u_[node]->slot_waiters.clear();  // the programs whose doorbells waited are gone
   if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;
   for (uint32_t q = 0; q < nodes(); ++q)
     if (q != node) drop_keys(node, q);

@@ -30,6 +30,7 @@ struct Mbp2Config {
   double icu_instr = 20;          // PME: post or take an ICU message
   double host_request_cycles = 187;  // host: write the send structure (user level) [calibrated]
   uint32_t send_struct_bytes = 32;   // the send structure the PGE fetches before the payload
+  uint32_t request_slots = 256;      // EM slots for MBCF requests taken from doorbells and not yet sent
   double pge_setup_ns = 200, adma_setup_ns = 200, ldma_setup_ns = 100;
   uint32_t ring_entries = 16;
   // message passing (TCP/IP, UDP/IP): the CSU and OCU, and the PME's routines
@@ -193,6 +194,8 @@ class Mbp2System : public mbcf::EtherSystem {
     CryptoStats cs{};
     bool interrupt_next = false;  // the next protocol work starts with an interrupt (a receive)
     uint32_t next_alias = 0;
+    // Doorbell stores retried for want of a request slot (each holds its CPU), oldest first.
+    std::deque<std::function<void()>> slot_waiters;
   };
   // Translates the pages of [laddr, laddr + bytes) of task `ctx`: returns the PME time spent on
   // refills (each miss interrupts the PME, which reads the entry from the page tables in EM),
@@ -202,8 +205,13 @@ class Mbp2System : public mbcf::EtherSystem {
   void fetch_and_send(uint32_t node, uint32_t dst, mbcf::Packet p, uint32_t data, uint32_t src_laddr);
   // The user task writes a send structure (`build` host time) and rings `alias`; `nic` runs
   // when the ULI accepts the doorbell.
+  // `slot`: the request takes one of EM's request slots (an MBCF request); with none free the
+  // doorbell store is retried, holding the CPU, until a request leaves.
   void host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic,
-                    std::function<void()> k);
+                    std::function<void()> k, bool slot = false);
+  void doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic, std::function<void()> k,
+                bool slot);
+  void request_numbered(uint32_t node) override;
   void send_packet(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, mbcf::Packet p, uint32_t data,
                    uint32_t src_laddr, std::function<void()> k);
 
@@ -257,7 +265,7 @@ class Mbp2System : public mbcf::EtherSystem {
 
   Mbp2Config m_;
   std::vector<std::unique_ptr<Units>> u_;
-  Counter &rejected_requests_, &host_requests_;
+  Counter &rejected_requests_, &host_requests_, &slot_retries_;
   Counter* icu_bad_ = nullptr;
   Rng iv_rng_;  // IVs of sealed frames, Diffie-Hellman private values
 };

@@ -24,7 +24,7 @@ struct Rig {
   Calendar cal{"cal"};
   EtherSysConfig ec;
   std::unique_ptr<Mbp2System> sys;
-  explicit Rig(const Mbp2Config& mc = Mbp2Config{}) {
+  explicit Rig(const Mbp2Config& mc = Mbp2Config{}, const EtherSysConfig& base = EtherSysConfig{}) : ec(base) {
     ec.nodes = 2;
     ec.ether.medium = net::EtherConfig::Medium::Direct;
     ec.ether.rate_mbps = 1000;
@@ -98,6 +98,42 @@ TEST(Mbp2, AForeignDoorbellAliasIsRejectedAndNothingIsSent) {
   ASSERT_TRUE(r.sys->ring(0, 1, r.sys->alias_of(0, 1), Request{1, {write_bytes(0x10100, 64, 9)}}, [] {}));
   r.run(5);
   EXPECT_EQ(r.byte(1, 0x10100), 9u);
+}
+
+// EM holds a bounded number of requests taken from doorbells (mbp2.request_slots). The target
+// task waits for a page-in and its save area is small, so the window (TH2) fills, requests
+// wait in EM, the slots run out and the next doorbell store is retried with the CPU held.
+// After the page-in every write lands, in order, and no more requests were ever held than
+// there are slots (a breach stops the run as a failure).
+TEST(Mbp2, DoorbellsWaitForAFreeRequestSlotAndEveryWriteLandsInOrder) {
+  Mbp2Config mc;
+  mc.request_slots = 4;
+  EtherSysConfig ec;
+  ec.th1 = 2;
+  ec.th2 = 4;
+  ec.page_in_us = 2000;
+  ec.save_area = 2;
+  Rig r(mc, ec);
+  r.sys->swap_out(1, 1, 0x11000);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  constexpr uint32_t kWrites = 30;
+  uint32_t rung = 0;
+  std::function<void()> next = [&] {
+    if (rung == kWrites) return;
+    Command c = write_bytes(0x11000 + 4 * rung, 4, 0);
+    store_le(c.data.data(), 4, rung + 1);
+    ++rung;
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {c}}, next));
+  };
+  next();
+  r.run(1);
+  EXPECT_LE(rung, 1 + 4 + 4 + 2u) << "the CPU went on ringing with every request slot taken";
+  EXPECT_GT(r.counter("system.mbp2.doorbell_slot_waits"), 0u);
+  r.run(200);
+  EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
+  EXPECT_EQ(rung, kWrites);
+  for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.sys->space(1).load32(r.task(1), 0x11000 + 4 * i), i + 1) << "write " << i;
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
 TEST(Mbp2, ATlbMissInterruptsThePmeOncePerPage) {
