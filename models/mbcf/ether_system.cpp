@@ -497,6 +497,12 @@ void EtherSystem::collect(uint32_t node, uint32_t peer, uint8_t recv_p) {
   if (P.resending) resend_next(node, peer);
   else if (!P.unacked.empty()) arm_timer(node, peer);
   else ++P.timer_gen;
+  release_blocked(node, peer);
+}
+
+// Requests waiting for room go out, oldest first, while the window has room.
+void EtherSystem::release_blocked(uint32_t node, uint32_t peer) {
+  Peer& P = n_[node]->peers[peer];
   while (!P.blocked.empty() && P.unacked.size() < window()) {
     auto f = std::move(P.blocked.front());
     P.blocked.pop_front();
@@ -641,11 +647,7 @@ void EtherSystem::isr_step(uint32_t node) {
     P.resending = P.resend_requested = false;
     P.timeouts = 0;
     ++P.timer_gen;
-    while (!P.blocked.empty()) {
-      auto fb = std::move(P.blocked.front());
-      P.blocked.pop_front();
-      fb();
-    }
+    release_blocked(node, s);  // into the fresh window, no more than it holds
     protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }

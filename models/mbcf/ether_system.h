@@ -286,6 +286,7 @@ class EtherSystem {
   void note_reply(uint32_t to) { replied_ = replied_ || to == reply_peer_; }
   void resend_next(uint32_t node, uint32_t peer);
   void collect(uint32_t node, uint32_t peer, uint8_t recv_p);
+  void release_blocked(uint32_t node, uint32_t peer);
   // receive path
   void on_frame(uint32_t node, std::vector<uint8_t>&& frame);
   void isr_step(uint32_t node);

@@ -242,13 +242,17 @@ void Mbp2System::fetch_and_send(uint32_t node, uint32_t dst, Packet p, uint32_t 
   uint64_t refill = translate(node, ptask, kSendStructLaddr, m_.send_struct_bytes, &pa_struct);
   if (data > 0 && src_laddr != kNoAddr) refill += translate(node, ptask, src_laddr, data, &pa_data);
   else pa_data = pa_struct + m_.send_struct_bytes;  // the payload follows the structure
-  auto pge = [this, node, dst, p = std::move(p), data, pa_struct, pa_data]() mutable {
+  // A request dies with the NIC's power: one taken before a power loss is never sent by the
+  // NIC's next incarnation (EM, the PGE and the PME's queues are volatile).
+  const uint32_t inc = n_[node]->incarnation;
+  auto pge = [this, node, dst, p = std::move(p), data, pa_struct, pa_data, inc]() mutable {
     const uint64_t end = pge_fetch(node, pa_struct, pa_data, data);
     // The PGE's completion interrupts the PME, which builds the header from the image and runs
     // the protocol: the SS20 kernel's request routine, ported.
     const uint64_t hdr = proto_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
-    cal_.at(end, [this, node, dst, p = std::move(p), hdr]() mutable {
-      u_[node]->pme->run("header_build", Pme::kNormal, true, hdr, [this, node, dst, p = std::move(p)]() mutable {
+    cal_.at(end, [this, node, dst, p = std::move(p), hdr, inc]() mutable {
+      u_[node]->pme->run("header_build", Pme::kNormal, true, hdr, [this, node, dst, p = std::move(p), inc]() mutable {
+        if (!n_[node]->up || n_[node]->incarnation != inc) return;
         if (mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
         if (must_wait(node, dst, p)) {  // TH2: the request waits in EM for the window to open
           blocked_.inc();

@@ -17,6 +17,7 @@
 #include "models/core/rng.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/ether_system.h"
+#include "models/mbp2/mbp2_system.h"
 #include "tests/test_util.h"
 
 namespace mbpsim::mbcf {
@@ -27,8 +28,12 @@ struct Rig {
   Calendar cal{"cal"};
   EtherSysConfig cfg;
   std::unique_ptr<EtherSystem> sys;
-  explicit Rig(EtherSysConfig c, uint64_t seed = 1) : cfg(c) {
-    sys = std::make_unique<EtherSystem>(cal, cfg, stats, seed);
+  // `mbp2`: the same protocol run by MBP2 NICs (the PME's firmware) instead of host kernels.
+  explicit Rig(EtherSysConfig c, uint64_t seed = 1, bool mbp2 = false) : cfg(c) {
+    if (mbp2)
+      sys = std::make_unique<mbp2::Mbp2System>(cal, cfg, mbp2::Mbp2Config{}, stats, seed);
+    else
+      sys = std::make_unique<EtherSystem>(cal, cfg, stats, seed);
     for (uint32_t n = 0; n < cfg.nodes; ++n) {
       Task& t = sys->create_task(n, 1, 1000 + n);
       sys->space(n).map(t, 0x10000, 16, kPermRW);
@@ -59,9 +64,9 @@ uint64_t mbcf_stat(Rig& r, const char* name) { return r.stats.dump()["system"]["
 // the sender's window must drain. Returns the most packets seen outstanding (sampled at every
 // delivery and every 200 us).
 size_t exactly_once_in_order(EtherSysConfig c, uint64_t seed, uint32_t n, int limit_ms = 2000,
-                             const std::function<void(Rig&)>& check = nullptr) {
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  Rig r(c, seed);
+                             const std::function<void(Rig&)>& check = nullptr, bool mbp2 = false) {
+  std::printf("seed %llu%s\n", static_cast<unsigned long long>(seed), mbp2 ? " (MBP2 NICs)" : "");
+  Rig r(c, seed, mbp2);
   init_fifo(r.sys->space(1), r.task(1), 0x10100, 0x11000, 0x8000);
   std::vector<uint32_t> got;
   size_t most = 0;
@@ -109,14 +114,32 @@ TEST(GoBackN, NoLossSwitch) {
   exactly_once_in_order(c, 1, 500);
 }
 
-// One seed per test: SystemC elaborates once per process.
-class GoBackNSeeded : public ::testing::TestWithParam<uint64_t> {};
+// One seed per test: SystemC elaborates once per process. Each runs with host kernels
+// (MBCF/Ether) and with MBP2 NICs running the same protocol in firmware.
+struct NicSeed {
+  bool mbp2;
+  uint64_t seed;
+};
+std::string nic_seed_name(const ::testing::TestParamInfo<NicSeed>& i) {
+  return std::string(i.param.mbp2 ? "mbp2_" : "ether_") + std::to_string(i.param.seed);
+}
+std::vector<NicSeed> nic_seeds(uint64_t n) {
+  std::vector<NicSeed> v;
+  for (bool m : {false, true})
+    for (uint64_t s = 1; s <= n; ++s) v.push_back({m, s});
+  return v;
+}
+class GoBackNSeeded : public ::testing::TestWithParam<NicSeed> {
+ protected:
+  uint64_t seed() const { return GetParam().seed; }
+  bool mbp2() const { return GetParam().mbp2; }
+};
 
 TEST_P(GoBackNSeeded, BernoulliLossOnAHubIsRecovered) {
   EtherSysConfig c;
   c.ether.loss = 0.05;
   c.ack_timeout_us = 2000;
-  exactly_once_in_order(c, GetParam(), 400);
+  exactly_once_in_order(c, seed(), 400, 2000, nullptr, mbp2());
 }
 
 TEST_P(GoBackNSeeded, BurstLossAndSmallRingOnASwitch) {
@@ -126,7 +149,7 @@ TEST_P(GoBackNSeeded, BurstLossAndSmallRingOnASwitch) {
   c.ether.burst_leave = 0.3;
   c.rx_ring = 2;  // receiver buffer exhaustion drops frames too
   c.ack_timeout_us = 2000;
-  exactly_once_in_order(c, GetParam(), 400);
+  exactly_once_in_order(c, seed(), 400, 2000, nullptr, mbp2());
 }
 // Frames duplicated and overtaken on the path (bounded to 200 us), with some loss: the
 // receiver drops what is behind it, asks for what is missing, and delivers each once in order.
@@ -138,7 +161,7 @@ TEST_P(GoBackNSeeded, DuplicationAndReorderingAreAbsorbed) {
   c.ether.reorder_max_ns = 200000;
   c.ether.loss = 0.01;
   c.ack_timeout_us = 2000;
-  exactly_once_in_order(c, GetParam(), 400);
+  exactly_once_in_order(c, seed(), 400, 2000, nullptr, mbp2());
 }
 // Blackhole periods: each station is cut off for 2.5 ms at a time (longer than the 2 ms ack
 // timeout, so a timer can fire into the hole and back off), 1.5 ms apart on average, on top
@@ -150,12 +173,12 @@ TEST_P(GoBackNSeeded, BlackholePeriodsAreRiddenOut) {
   c.ether.blackhole_us = 2500;
   c.ether.loss = 0.01;
   c.ack_timeout_us = 2000;
-  exactly_once_in_order(c, GetParam(), 800, 8000, [](Rig& r) {
+  exactly_once_in_order(c, seed(), 800, 8000, [](Rig& r) {
     const auto st = r.stats.dump();
     EXPECT_GT(st["system"]["ether"]["injected_blackhole_losses"].get<uint64_t>(), 10u);
-  });
+  }, mbp2());
 }
-INSTANTIATE_TEST_SUITE_P(Seeds, GoBackNSeeded, ::testing::Values(1, 2, 3, 4, 5));
+INSTANTIATE_TEST_SUITE_P(Seeds, GoBackNSeeded, ::testing::ValuesIn(nic_seeds(5)), nic_seed_name);
 
 // Long loss bursts (20 frames on average) swallow data and acknowledgements alike while the
 // sender keeps filling its window to TH2 = 127, the most an 8-bit sequence number allows:
@@ -391,8 +414,8 @@ struct CrashStream {
     c.max_timeouts = max_timeouts;
     return c;
   }
-  CrashStream(uint64_t s, uint32_t max_timeouts) : seed(s), r(config(max_timeouts), s) {
-    std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  CrashStream(NicSeed p, uint32_t max_timeouts) : seed(p.seed), r(config(max_timeouts), p.seed, p.mbp2) {
+    std::printf("seed %llu%s\n", static_cast<unsigned long long>(seed), p.mbp2 ? " (MBP2 NICs)" : "");
     init_fifo(r.sys->space(1), r.task(1), 0x10100, 0x11000, 0x8000);
     r.sys->set_accept_hook([this](uint32_t from, uint32_t to, const Packet& p) {
       if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Fifo) got.push_back(static_cast<uint32_t>(load_le(p.cmds[0].data.data(), 4)));
@@ -442,7 +465,11 @@ struct CrashStream {
     }
     EXPECT_EQ(got.front(), 0u) << "seed " << seed;
     EXPECT_EQ(got.back(), n - 1) << "the end of the stream must arrive, seed " << seed;
-    EXPECT_LE(gaps, 1u) << "more than one range lost, seed " << seed;
+    std::string ranges;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (i == 0 || got[i] != got[i - 1] + 1) ranges += (i ? "-" + std::to_string(got[i - 1]) + " " : "") + std::to_string(got[i]);
+    ranges += "-" + std::to_string(got.back());
+    EXPECT_LE(gaps, 1u) << "more than one range lost, seed " << seed << ": delivered " << ranges;
   }
   uint64_t seed;
   Rig r;
@@ -454,7 +481,7 @@ struct CrashStream {
 // The receiver crashes in the middle of the stream and comes back as a new incarnation. What
 // is lost is the packets in flight or sent while it was down, which the sender abandons and
 // counts when the restart's Hello tells it.
-class CrashSeeded : public ::testing::TestWithParam<uint64_t> {};
+class CrashSeeded : public ::testing::TestWithParam<NicSeed> {};
 TEST_P(CrashSeeded, AReceiverCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
   CrashStream s(GetParam(), 4);
   s.r.cal.after(s.crash_ps, [&] {
@@ -496,7 +523,7 @@ TEST_P(CrashSeeded, ASenderCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
   std::printf("sender crash at %llu ms for %llu ms: %zu of %u delivered\n", static_cast<unsigned long long>(s.crash_ps / 1'000'000'000ull),
               static_cast<unsigned long long>(s.down_ps / 1'000'000'000ull), s.got.size(), CrashStream::n);
 }
-INSTANTIATE_TEST_SUITE_P(Seeds, CrashSeeded, ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8));
+INSTANTIATE_TEST_SUITE_P(Seeds, CrashSeeded, ::testing::ValuesIn(nic_seeds(8)), nic_seed_name);
 
 TEST(MbcfEther, UpdateMulticastsAlongThePatternAndCombinesAcks) {
   EtherSysConfig c;
