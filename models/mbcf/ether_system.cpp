@@ -721,8 +721,13 @@ void EtherSystem::isr_step(uint32_t node) {
   });
 }
 
+namespace {
+// A multicast acknowledgement between kernels: kernel work, never a task's command.
+bool is_kernel_ack(const Packet& p) { return p.cmds.size() == 1 && p.cmds[0].cmd == Cmd::Ack; }
+}  // namespace
+
 void EtherSystem::accept(uint32_t node, const Packet& p) {
-  if (p.cmds.size() == 1 && p.cmds[0].cmd == Cmd::Ack) {
+  if (is_kernel_ack(p)) {
     step_cost_ += proto_ps(c_.ack_cycles);
     outbox_.push_back([this, node, c = p.cmds[0]] { on_ack(node, c); });
     return;
@@ -822,7 +827,7 @@ uint32_t EtherSystem::saved_packets(uint32_t node) const {
 
 bool EtherSystem::save_area_full(uint32_t node, const Packet& p) const {
   if (mutant::on(mutant::Id::SaveAreaUnbounded)) return false;
-  if (p.cmds.size() == 1 && p.cmds[0].cmd == Cmd::Ack) return false;  // kernel work, never saved
+  if (is_kernel_ack(p)) return false;  // never saved
   const Task* t = n_[node]->ts.find(p.dst_ptask);
   return t && t->waiting_page && saved_packets(node) >= c_.save_area;
 }
@@ -991,6 +996,7 @@ void EtherSystem::power_off(uint32_t node) {
   N.user_k = nullptr;
   N.preempted.clear();
   N.pollers.clear();
+  N.save_waiters.clear();  // calls that waited for the save area die with their programs
   ++N.user_ver;
   nic_power_off(node);
   ether_->set_deaf(node, true);

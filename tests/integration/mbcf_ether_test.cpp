@@ -711,6 +711,31 @@ TEST(MbcfEther, ALocalRequestToAFullSaveAreaWaitsForThePageIn) {
   EXPECT_TRUE(r.sys->quiet());
 }
 
+// A call waiting for room in the save area belongs to its program: when the node loses its
+// power the call dies with it, and the page-in that comes later does not revive it.
+TEST(MbcfEther, ACallWaitingForTheSaveAreaDiesWithThePower) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.page_in_us = 2000;
+  c.save_area = 2;
+  Rig r(c);
+  r.sys->swap_out(1, 1, 0x11000);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  uint32_t returned = 0;
+  std::function<void()> next = [&] {
+    const uint32_t i = returned++;
+    r.sys->syscall(1, 1, Request{1, {write_word(0x11000 + 4 * i, i + 1)}}, next);
+  };
+  next();
+  r.run(1);
+  const uint32_t before = returned;
+  EXPECT_LT(before, 10u) << "the calls never waited for the save area";
+  EXPECT_GT(mbcf_stat(r, "save_area_full"), 0u);
+  r.sys->power_off(1);
+  r.run(10);  // the page-in completes while the node is down
+  EXPECT_EQ(returned, before) << "a call of the dead program returned after the page-in";
+}
+
 TEST(MbcfEther, MigrationUpdatesTablesAndForwardsInFlightPackets) {
   EtherSysConfig c;
   c.nodes = 3;
