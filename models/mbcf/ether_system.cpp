@@ -236,7 +236,10 @@ void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
 }
 
 bool EtherSystem::must_wait(uint32_t node, uint32_t dst, const Packet& p) const {
-  return !p.cmds[0].opt.no_flow_control && dst != node && n_[node]->peers[dst].unacked.size() >= window();
+  if (p.cmds[0].opt.no_flow_control || dst == node) return false;
+  const Peer& P = n_[node]->peers[dst];
+  // Behind the calls already waiting, too: the node's requests to a peer keep their order.
+  return P.unacked.size() >= window() || !P.blocked.empty() || P.releasing;
 }
 
 // TH2 bounds a peer's outstanding packets below half the 8-bit sequence space, so the receiver
@@ -267,9 +270,16 @@ void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, ui
   }
   if (must_wait(node, dst, p)) {
     blocked_.inc();
-    N.peers[dst].blocked.push_back([this, node, cost, go]() mutable {
+    // Released when there is room, one at a time: the call pays for itself on the CPU, its
+    // packet is numbered, and only then may the next waiting call go (order and window kept).
+    N.peers[dst].blocked.push_back([this, node, dst, cost, go]() mutable {
       n_[node]->kernel_ps += cost;
-      compute(node, cost, go);
+      n_[node]->peers[dst].releasing = true;
+      compute(node, cost, [this, node, dst, go]() mutable {
+        n_[node]->peers[dst].releasing = false;
+        go();
+        release_blocked(node, dst);
+      });
     });
     return;
   }
@@ -503,7 +513,7 @@ void EtherSystem::collect(uint32_t node, uint32_t peer, uint8_t recv_p) {
 // Requests waiting for room go out, oldest first, while the window has room.
 void EtherSystem::release_blocked(uint32_t node, uint32_t peer) {
   Peer& P = n_[node]->peers[peer];
-  while (!P.blocked.empty() && P.unacked.size() < window()) {
+  while (!P.blocked.empty() && !P.releasing && P.unacked.size() < window()) {
     auto f = std::move(P.blocked.front());
     P.blocked.pop_front();
     f();
@@ -1014,6 +1024,7 @@ void EtherSystem::power_on(uint32_t node) {
   for (auto& P : N.peers) {
     P.unacked.clear();
     P.blocked.clear();
+    P.releasing = false;
     P.sent = P.arrived = P.wire_sent = P.resend_end = 0;
     P.resending = P.resend_requested = false;
     P.timeouts = 0;

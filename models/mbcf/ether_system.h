@@ -226,6 +226,7 @@ class EtherSystem {
     uint32_t hello_tries = 0;
     int hello_seen = -1;          // the peer's incarnation (END_P of its Hello) last obeyed
     std::deque<std::function<void()>> blocked;  // system calls waiting for room (TH2)
+    bool releasing = false;  // a released call is paying for its system call: the next waits for it
   };
   struct Combine {
     uint32_t pending = 0, pages = 1;

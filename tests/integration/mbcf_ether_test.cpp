@@ -329,6 +329,44 @@ TEST(GoBackN, PeerRestartResetsSequenceNumbers) {
 // The network stuck check: a peer powered off for good leaves packets unacknowledged with no
 // progress; after mbcf.stuck_us the system says so (a run then stops with exit status 2), and
 // the protocol itself goes on probing as before (the check only reports).
+// Several calls of one node wait for room to the same peer (the user's and, say, a signal-
+// invoked program's). When room comes they go out in order, and never more than the window:
+// a released call still pays for its system call before its packet is numbered, and the
+// window counts it meanwhile.
+TEST(GoBackN, CallsReleasedTogetherNeverOverfillTheWindow) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  c.th1 = 2;
+  c.th2 = 2;
+  Rig r(c);
+  size_t most = 0;
+  r.sys->set_tx_hook([&](uint32_t from, uint32_t to, const Packet&) {
+    if (from == 0 && to == 1) most = std::max<size_t>(most, r.sys->unacked(0, 1));
+  });
+  std::vector<uint32_t> order;
+  r.sys->set_accept_hook([&](uint32_t from, uint32_t to, const Packet& p) {
+    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Write) order.push_back(p.cmds[0].laddr);
+  });
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  r.sys->power_off(1);  // nothing is acknowledged: the window fills
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_word(0x10100, 1)}}, [] {}));
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_word(0x10104, 2)}}, [] {}));
+  r.run(1);
+  ASSERT_EQ(r.sys->unacked(0, 1), 2u);
+  for (uint32_t i = 0; i < 4; ++i)  // four calls wait, from four contexts
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_word(0x10200 + 4 * i, 10 + i)}}, [] {}));
+  r.run(1);
+  r.sys->power_on(1);  // its Hello resets the pair: the four go into a fresh window of 2
+  r.run(200);
+  EXPECT_LE(most, c.th2) << "more packets outstanding than TH2";
+  ASSERT_EQ(order.size(), 4u) << r.sys->dump();  // the two sent to the dead node are abandoned
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(order[i], 0x10200 + 4 * i) << "out of order at " << i;
+    EXPECT_EQ(r.word(1, 0x10200 + 4 * i), 10 + i);
+  }
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+}
+
 TEST(GoBackN, APeerThatNeverComesBackIsReportedAsStuck) {
   EtherSysConfig c;
   c.ether.medium = net::EtherConfig::Medium::Switch;
