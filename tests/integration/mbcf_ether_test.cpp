@@ -60,6 +60,23 @@ Command write_word(uint32_t laddr, uint32_t v, ReplyMode rm = ReplyMode::None) {
 
 uint64_t mbcf_stat(Rig& r, const char* name) { return r.stats.dump()["system"]["mbcf"][name].get<uint64_t>(); }
 
+// The target address of every MBCF_WRITE from node 0 that node 1 accepts, in order.
+void record_writes(Rig& r, std::vector<uint32_t>& order) {
+  r.sys->set_accept_hook([&order](uint32_t from, uint32_t to, const Packet& p) {
+    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Write) order.push_back(p.cmds[0].laddr);
+  });
+}
+
+// The `n` word writes to `base`, `base` + 4, ... with values `v0`, `v0` + 1, ... were each
+// accepted once, in order, and are in node 1's memory.
+void expect_writes_in_order(Rig& r, const std::vector<uint32_t>& order, uint32_t base, uint32_t v0, uint32_t n) {
+  ASSERT_EQ(order.size(), n) << "each write accepted once\n" << r.sys->dump();
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_EQ(order[i], base + 4 * i) << "accepted out of order at " << i;
+    EXPECT_EQ(r.word(1, base + 4 * i), v0 + i) << "write " << i;
+  }
+}
+
 // Node 0 sends `n` tagged FIFO entries to node 1; every tag must arrive once, in order, and
 // the sender's window must drain. Returns the most packets seen outstanding (sampled at every
 // delivery and every 200 us).
@@ -344,9 +361,7 @@ TEST(GoBackN, CallsReleasedTogetherNeverOverfillTheWindow) {
     if (from == 0 && to == 1) most = std::max<size_t>(most, r.sys->unacked(0, 1));
   });
   std::vector<uint32_t> order;
-  r.sys->set_accept_hook([&](uint32_t from, uint32_t to, const Packet& p) {
-    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Write) order.push_back(p.cmds[0].laddr);
-  });
+  record_writes(r, order);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   r.sys->power_off(1);  // nothing is acknowledged: the window fills
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_word(0x10100, 1)}}, [] {}));
@@ -359,11 +374,7 @@ TEST(GoBackN, CallsReleasedTogetherNeverOverfillTheWindow) {
   r.sys->power_on(1);  // its Hello resets the pair: the four go into a fresh window of 2
   r.run(200);
   EXPECT_LE(most, c.th2) << "more packets outstanding than TH2";
-  ASSERT_EQ(order.size(), 4u) << r.sys->dump();  // the two sent to the dead node are abandoned
-  for (uint32_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(order[i], 0x10200 + 4 * i) << "out of order at " << i;
-    EXPECT_EQ(r.word(1, 0x10200 + 4 * i), 10 + i);
-  }
+  expect_writes_in_order(r, order, 0x10200, 10, 4);  // the two sent to the dead node are abandoned
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
@@ -693,9 +704,7 @@ TEST(MbcfEther, AFullSaveAreaRefusesPacketsWhichComeAgainInOrder) {
   Rig r(c);
   r.sys->swap_out(1, 1, 0x11000);
   std::vector<uint32_t> order;
-  r.sys->set_accept_hook([&](uint32_t from, uint32_t to, const Packet& p) {
-    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Write) order.push_back(p.cmds[0].laddr);
-  });
+  record_writes(r, order);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   constexpr uint32_t kWrites = 60;
   uint32_t sent = 0;
@@ -707,11 +716,7 @@ TEST(MbcfEther, AFullSaveAreaRefusesPacketsWhichComeAgainInOrder) {
   next();
   for (int i = 0; i < 100 && !(sent == kWrites && r.sys->quiet()); ++i) r.run(5);
   EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
-  ASSERT_EQ(order.size(), kWrites) << "each write accepted once";
-  for (uint32_t i = 0; i < kWrites; ++i) {
-    EXPECT_EQ(order[i], 0x11000 + 4 * i) << "accepted out of order at " << i;
-    EXPECT_EQ(r.word(1, 0x11000 + 4 * i), i + 1) << "write " << i;
-  }
+  expect_writes_in_order(r, order, 0x11000, 1, kWrites);
   EXPECT_GT(mbcf_stat(r, "save_area_full"), 0u) << "the area never filled: the test tests nothing";
   EXPECT_GT(mbcf_stat(r, "retransmissions"), 0u);
   EXPECT_EQ(mbcf_stat(r, "page_faults"), 1u);
