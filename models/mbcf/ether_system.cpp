@@ -534,14 +534,14 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
   }
   ++N.ring_used;
   const uint32_t inc = N.incarnation;
-  nic_receive(node, std::move(frame), [this, node, inc](std::vector<uint8_t>* f) {
+  nic_receive(node, std::move(frame), [this, node, inc](Rx* f) {
     Node& N = *n_[node];
     if (!N.up || N.incarnation != inc) return;
     if (!f) {  // the NIC consumed or rejected it
       --N.ring_used;
       return;
     }
-    N.ring.push_back(Rx{std::move(*f)});
+    N.ring.push_back(std::move(*f));
     if (!N.in_isr) {
       N.in_isr = true;
       N.batch = 0;
@@ -557,9 +557,12 @@ void EtherSystem::nic_transmit(uint32_t node, uint32_t, std::vector<uint8_t>&& f
   cal_.at(end, [k = std::move(in_mac), f = std::move(frame)]() mutable { k(std::move(f)); });
 }
 
-void EtherSystem::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready) {
+void EtherSystem::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) {
   const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
-  cal_.at(t, [k = std::move(ready), f = std::move(frame)]() mutable { k(&f); });
+  cal_.at(t, [k = std::move(ready), f = std::move(frame)]() mutable {
+    Rx r{std::move(f), 0};
+    k(&r);
+  });
 }
 
 uint64_t EtherSystem::tx_ready_ps(uint32_t node, uint32_t bytes) {
@@ -609,11 +612,12 @@ void EtherSystem::isr_step(uint32_t node) {
   if (!N.up) return;
   if (N.ring.empty()) {
     N.in_isr = false;
+    rx_idle(node);
     isr_batch_.sample(N.batch);
     run_pollers(node, cal_.now_ps());
     return;
   }
-  std::vector<uint8_t> f = std::move(N.ring.front().bytes);
+  std::vector<uint8_t> f = rx_take(node, N.ring.front());
   N.ring.pop_front();
   --N.ring_used;
   received_.inc();

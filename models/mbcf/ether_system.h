@@ -157,9 +157,21 @@ class EtherSystem {
   // (the MBP2 seals it when it encrypts).
   virtual void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
                             std::function<void(std::vector<uint8_t>&&)> in_mac);
+  // A received frame waiting for the receive routine: its bytes, or (a NIC that keeps frames
+  // in its own memory, tag != 0) the NIC's name for where they are, read by rx_take.
+  struct Rx {
+    std::vector<uint8_t> bytes;
+    uint64_t tag = 0;
+  };
+  using RxReady = std::function<void(Rx*)>;
   // A frame from the wire: `ready` gets it when the protocol may look at it (MBCF/Ether: after
   // rx_ready_ps), or nullptr if the NIC consumed or rejected it.
-  virtual void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready);
+  virtual void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready);
+  // The receive routine takes the oldest frame: its bytes. A NIC holding the frame in its
+  // memory keeps it until the routine is done with it (the next take, or rx_idle).
+  virtual std::vector<uint8_t> rx_take(uint32_t node, Rx& r) { (void)node; return std::move(r.bytes); }
+  // The receive routine has no more frames to work on.
+  virtual void rx_idle(uint32_t node) { (void)node; }
   // A frame of `bytes` handed over for transmission now: when it is in the MAC.
   virtual uint64_t tx_ready_ps(uint32_t node, uint32_t bytes);
   // After a frame has left the MAC (transmit-completion handling).
@@ -234,9 +246,6 @@ class EtherSystem {
     uint32_t parent_node = 0, parent_origin = 0;
     Packet reply_to;  // root: requester fields; the deferred reply
     Command deferred;
-  };
-  struct Rx {
-    std::vector<uint8_t> bytes;
   };
   struct Node {
     explicit Node(uint32_t id, uint32_t page) : ts(id, page) {}

@@ -216,9 +216,11 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
 
 // ------------------------------------------------------------------ receive
 
-void Mbp2System::ip_steer(uint32_t node, std::vector<uint8_t>&& f, bool interrupt) {
+void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
   Units& u = *u_[node];
-  // What the PME will find: the parse is functional, its cost is the handler's.
+  // What the PME will find in the receive buffer: the parse is functional, its cost is the
+  // handler's.
+  const std::vector<uint8_t> f = u.rxb->get(b);
   Parsed p;
   const InetError e = parse_inet(f, p, !u.csu);  // without a CSU the firmware checks the sum
   int64_t conn = -1;
@@ -231,37 +233,31 @@ void Mbp2System::ip_steer(uint32_t node, std::vector<uint8_t>&& f, bool interrup
   uint64_t dur = u.pme->instr_ps(m_.ip_steer_instr + (interrupt ? m_.rx_desc_instr : 0));
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   if (conn >= 0 && p.d.proto == kIpProtoTcp && reg == 0) dur += u.pme->instr_ps(m_.fw_order_instr);
-  u.pme->run("ip_steer", Pme::kNormal, interrupt, dur, [this, node, f = std::move(f), p, e, conn, reg]() mutable {
+  u.pme->run("ip_steer", Pme::kNormal, interrupt, dur, [this, node, b, p, e, conn, reg]() mutable {
     Units& u = *u_[node];
-    if (e == InetError::BadChecksum) {
-      u.ip.rx_bad_checksum->inc();
-      return;
-    }
-    if (e != InetError::None) {
-      u.ip.rx_malformed->inc();
-      return;
-    }
-    if (u.csu && !u.csu->receive(f)) {
-      u.ip.rx_bad_checksum->inc();
-      return;
-    }
-    if (p.d.dst_node != node) {
-      u.ip.rx_not_ours->inc();
-      return;
-    }
-    if (conn < 0) return kernel_deliver(node, std::move(f));
+    if (!u.rxb->live(b)) return;  // EM lost its contents with the power
+    // A frame not delivered gives its buffer back now; a delivered one when its DMA is done.
+    auto drop = [&](Counter* why) {
+      why->inc();
+      u.rxb->release(b);
+    };
+    if (e == InetError::BadChecksum) return drop(u.ip.rx_bad_checksum);
+    if (e != InetError::None) return drop(u.ip.rx_malformed);
+    if (u.csu && !u.csu->receive(u.rxb->get(b))) return drop(u.ip.rx_bad_checksum);
+    if (p.d.dst_node != node) return drop(u.ip.rx_not_ours);
+    if (conn < 0) return kernel_deliver(node, b);
     uint32_t next = 0;
     if (p.d.proto == kIpProtoTcp) {
       const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
       const uint32_t expected = reg ? u.ocu->expected(reg - 1) : u.kli->load32(off + 24);
       const bool in_order = reg ? u.ocu->check(reg - 1, p.d.seq) == Ocu::Order::InOrder : p.d.seq == expected;
-      if (!in_order) {
-        u.ip.rx_out_of_order->inc();
-        return;
-      }
+      if (!in_order) return drop(u.ip.rx_out_of_order);
       next = p.d.seq + p.payload_len;
     }
-    if (!pge_deliver(node, conn, std::move(f), p)) return;
+    if (!pge_deliver(node, conn, b, p)) {
+      u.rxb->release(b);
+      return;
+    }
     if (p.d.proto == kIpProtoTcp) {
       const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
       u.kli->store32(off + 24, next);
@@ -270,7 +266,7 @@ void Mbp2System::ip_steer(uint32_t node, std::vector<uint8_t>&& f, bool interrup
   });
 }
 
-bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, std::vector<uint8_t>&& f, const Parsed& p) {
+bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p) {
   Units& u = *u_[node];
   TaskSpace& ts = space(node);
   const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
@@ -297,17 +293,21 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, std::vector<uint8_t>&&
   uint64_t pa_ring = 0, pa_slot = 0;
   const uint64_t refill = translate(node, ptask, ring, kRingHeader, &pa_ring) +
                           translate(node, ptask, static_cast<uint32_t>(slot), kSlotHeader + len, &pa_slot);
-  auto dma = [this, node, ptask, ring, slot, head, len, pa_ring, pa_slot, p, f = std::move(f)]() mutable {
+  auto dma = [this, node, ptask, ring, slot, head, len, pa_ring, pa_slot, p, b]() mutable {
     Units& u = *u_[node];
-    const uint64_t end = u.pge->post(cal_.now_ps(), 0, pa_slot, kRingHeader + len + kSlotHeader + 4, [&](uint64_t s) {
+    const uint32_t src = u.rxb->offset(b) + p.payload_off;  // the payload in the receive buffer
+    const uint64_t end = u.pge->post(cal_.now_ps(), src, pa_slot, kRingHeader + len + kSlotHeader + 4, [&](uint64_t s) {
       uint64_t b = u.bus->dma(s, pa_ring, kRingHeader);  // read the ring header
       if (len) b = u.bus->dma(b, pa_slot + kSlotHeader, len);
       b = u.bus->dma(b, pa_slot, kSlotHeader);
       b = u.bus->dma(b, pa_ring + 8, 4);                   // publish the head
       return std::max(b, u.em->access(Route::Host, s, len + kSlotHeader));
     });
-    cal_.at(end, [this, node, ptask, ring, slot, head, len, p, f = std::move(f)] {
+    cal_.at(end, [this, node, ptask, ring, slot, head, len, p, b] {
       Units& u = *u_[node];
+      if (!u.rxb->live(b)) return;  // the power went: EM and the PGE's transfer are lost
+      const std::vector<uint8_t> f = u.rxb->get(b);
+      u.rxb->release(b);
       TaskSpace& ts = space(node);
       Task* t = ts.find(ptask);
       if (!t || !usable(ts, *t, slot, kSlotHeader + len, kPermRW)) {  // unmapped meanwhile
@@ -332,30 +332,27 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, std::vector<uint8_t>&&
   return true;
 }
 
-void Mbp2System::kernel_deliver(uint32_t node, std::vector<uint8_t>&& f) {
+void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
   Units& u = *u_[node];
   if (u.kernel_rx.size() >= m_.kernel_ring_slots) {
     u.ip.rx_kernel_dropped->inc();
+    u.rxb->release(b);
     return;
   }
   // The PGE writes the whole frame into the kernel's receive structure with physical
   // addresses (bypass mode: a kernel request, no TLB), then the PME interrupts the host.
-  const uint32_t len = static_cast<uint32_t>(f.size());
-  const uint64_t end = u.pge->post(cal_.now_ps(), len, [&](uint64_t s) {
+  const uint32_t len = b.len;
+  const uint64_t end = u.pge->post(cal_.now_ps(), u.rxb->offset(b), 0, len, [&](uint64_t s) {
     return std::max(u.bus->dma(s, 0, len), u.em->access(Route::Host, s, len));
   });
-  cal_.at(end, [this, node, len, f = std::move(f)]() mutable {
+  cal_.at(end, [this, node, len, b] {
     Units& u = *u_[node];
-    u.kernel_rx.push_back(std::move(f));
+    if (!u.rxb->live(b)) return;
+    u.kernel_rx.push_back(u.rxb->get(b));
+    u.rxb->release(b);
     u.ip.rx_kernel->inc();
     host_upcall(node, kIcuKernelRx | len, [] {});
   });
-}
-
-// Called by nic_receive for an IP frame in the clear (the NIC does not encrypt).
-void Mbp2System::ip_arrive(uint32_t node, std::vector<uint8_t>&& f) {
-  const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(f.size()));
-  cal_.at(t, [this, node, f = std::move(f)]() mutable { ip_steer(node, std::move(f), true); });
 }
 
 bool Mbp2System::is_ip(const std::vector<uint8_t>& f) { return ether_type(f) == kEtherTypeIpv4; }

@@ -31,6 +31,9 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"em.width_bytes", T::Int, 8, "bytes", "card memory data path (8.2: 'more than 64 bit wide')", 1, 1024});
   s.add({"em.burst_bytes", T::Int, 32, "bytes", "SDRAM burst: one row access per burst", 1, 1 << 20});
   s.add({"em.access_cycles", T::Double, 3.0, "cycles", "per burst: activate and CAS latency of the SDRAM", 0, 1000});
+  s.add({"em.bytes", T::Int, 8 << 20, "bytes",
+         "card memory size: the kernel area, the DMA descriptor rings and the frame buffers must fit (8 MiB: four 16-Mbit x16 SDRAM parts, the smallest bank of a 64-bit path; the thesis gives no size)",
+         1 << 16, 1ll << 31});
 
   s.add({"mbp2.tlb_entries", T::Int, 64, "entries", "TLB entries, each tagged with a context ID", 1, 1 << 20});
   s.add({"mbp2.tlb_refill_instr", T::Double, 40.0, "instructions", "PME TLB-miss handler: index the page table in EM, check, write the entry", 0, 1e6});
@@ -109,6 +112,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.em.width_bytes = static_cast<uint32_t>(c.get_int("em.width_bytes"));
   m.em.burst_bytes = static_cast<uint32_t>(c.get_int("em.burst_bytes"));
   m.em.access_cycles = c.get_double("em.access_cycles");
+  m.em.bytes = static_cast<uint32_t>(c.get_int("em.bytes"));
   m.tlb_entries = static_cast<uint32_t>(c.get_int("mbp2.tlb_entries"));
   m.tlb_refill_instr = c.get_double("mbp2.tlb_refill_instr");
   m.rx_desc_instr = c.get_double("mbp2.rx_desc_instr");
@@ -153,6 +157,10 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   k.fw_modmul_instr = c.get_double("crypto.fw_modmul_instr");
   if (k.keys == CryptoConfig::Keys::Dh && !k.enabled())
     c.fail("crypto.keys", "a key exchange needs crypto.cipher or crypto.auth");
+  const uint64_t need = Mbp2System::em_bytes_needed(m, static_cast<uint32_t>(c.get_int("mbcf.rx_ring")));
+  if (need > m.em.bytes)
+    c.fail("em.bytes", std::to_string(m.em.bytes) + " bytes of card memory cannot hold the kernel area, the descriptor rings (mbp2.ring_entries) and the frame buffers (mbp2.ring_entries + mbcf.rx_ring of " +
+                           std::to_string(FramePool::kBufBytes) + " bytes): they need " + std::to_string(need));
   return m;
 }
 

@@ -14,8 +14,8 @@ using mbcf::kNoAddr;
 using mbcf::Packet;
 
 // One node's NIC: a SystemC module whose units are its children (mbp2_node3.pme, ...).
-Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Config& c, uint32_t nodes, Stats& st,
-                         const std::string& b)
+Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
+                         Stats& st, const std::string& b)
     : sc_core::sc_module(nm) {
   bus = std::make_unique<HostBus>(c.bus, st, b + "biu");
   em = std::make_unique<Em>(c.em, st, b + "em");
@@ -28,6 +28,9 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   adma = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.adma_setup_ns, st, b + "adma");
   ldma_tx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
   ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
+  txb = std::make_unique<FramePool>(*em, c.ring_entries, st, b + "tx_buffers");
+  rxb = std::make_unique<FramePool>(*em, rx_buffers, st, b + "rx_buffers");
+  rx_oversized = &st.counter(b + "mac.rx_oversized", "frames longer than Ethernet allows (1514 bytes without FCS) dropped by the MAC");
   sec.resize(nodes);
   if (c.csu) csu = std::make_unique<Csu>(st, b + "csu");
   if (c.ocu) ocu = std::make_unique<Ocu>(c.ocu_registers, st, b + "ocu");
@@ -91,7 +94,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
   icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
-    u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, c, ec.nodes, st, b));
+    u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, c, ec.nodes, ec.rx_ring, st, b));
   }
   if (c.crypto.enabled()) {
     frame_overhead_ = seal_overhead(c.crypto.cipher, c.crypto.auth);
@@ -107,6 +110,11 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
         }
     }
   }
+}
+
+uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring) {
+  const uint64_t rings = (4 + (c.crypto.enabled() && c.crypto.cau ? 1 : 0)) * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
+  return Kli::kBytes + rings + (static_cast<uint64_t>(c.ring_entries) + rx_ring) * FramePool::kBufBytes;
 }
 
 mbcf::Task& Mbp2System::create_task(uint32_t node, uint32_t ptask, uint32_t key) {
@@ -339,19 +347,9 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
   u.pme->run(intr ? "receive" : "protocol", Pme::kNormal, intr, dur, std::move(fn));
 }
 
-uint64_t Mbp2System::tx_ready_ps(uint32_t node, uint32_t bytes) {
-  Units& u = *u_[node];
-  return u.ldma_tx->post(cal_.now_ps(), bytes, [&](uint64_t s) { return u.em->access(Route::Mac, s, bytes); });
-}
-
 void Mbp2System::tx_done(uint32_t node) {
   Units& u = *u_[node];
   u.pme->run("tx_done", Pme::kLow, true, u.pme->instr_ps(m_.tx_done_instr), [] {});
-}
-
-uint64_t Mbp2System::rx_ready_ps(uint32_t node, uint32_t len) {
-  Units& u = *u_[node];
-  return u.ldma_rx->post(cal_.now_ps(), len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); });
 }
 
 uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
@@ -372,9 +370,13 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, uint32_t bytes
   uint64_t pa = 0;
   const uint64_t now = cal_.now_ps();
   const uint64_t refill = translate(node, p.dst_ptask, laddr, bytes, &pa);
+  // The data lies in the receive buffer of the frame the routine works on (a remote packet),
+  // at its end for a single command.
+  uint32_t src = 0;
+  if (p.src_pnode != node && u.rxb->live(u.rx_current)) src = u.rxb->offset(u.rx_current) + (u.rx_current.len >= bytes ? u.rx_current.len - bytes : 0);
   // The PME starts the ADMA and waits for it before answering (a status reply must follow the
   // data into the host's memory).
-  const uint64_t end = u.adma->post(now + refill, 0, pa, bytes, [&](uint64_t s) {
+  const uint64_t end = u.adma->post(now + refill, src, pa, bytes, [&](uint64_t s) {
     return std::max(u.bus->dma(s, pa, bytes), u.em->access(Route::Host, s, bytes));
   });
   return end - now;
@@ -427,15 +429,15 @@ constexpr uint8_t kKxInit = 1, kKxResp = 2;
 constexpr uint32_t kKxBytes = 18 + Dh::kBytes;  // header, type, 3 reserved, public value
 }  // namespace
 
-void Mbp2System::crypt_work(uint32_t node, const char* what, uint32_t bytes, uint32_t cb, uint32_t hb, std::function<void()> k) {
+void Mbp2System::crypt_work(uint32_t node, const char* what, uint32_t off, uint32_t bytes, uint32_t cb, uint32_t hb, std::function<void()> k) {
   Units& u = *u_[node];
   const CryptoConfig& cc = m_.crypto;
   if (u.cau) {
     // The PME writes a CAU descriptor; the CAU's DMA reads the frame from EM and writes the
     // result back; its completion interrupts the PME.
-    u.pme->run(what, Pme::kNormal, false, u.pme->instr_ps(cc.cau_desc_instr), [this, node, bytes, cb, hb, k = std::move(k)]() mutable {
+    u.pme->run(what, Pme::kNormal, false, u.pme->instr_ps(cc.cau_desc_instr), [this, node, off, bytes, cb, hb, k = std::move(k)]() mutable {
       Units& u = *u_[node];
-      const uint64_t end = u.cau->run(cal_.now_ps(), bytes, cb, hb);
+      const uint64_t end = u.cau->run(cal_.now_ps(), off, bytes, cb, hb);
       cal_.at(end, [this, node, k = std::move(k)]() mutable {
         Units& u = *u_[node];
         u.pme->run("cau_done", Pme::kNormal, true, u.pme->instr_ps(m_.tx_done_instr), std::move(k));
@@ -452,9 +454,9 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, uint32_t bytes, uin
 }
 
 void Mbp2System::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
-  if (!m_.crypto.enabled()) return EtherSystem::nic_transmit(node, dst, std::move(frame), std::move(in_mac));
+  if (!m_.crypto.enabled()) return to_buffer(node, dst, std::move(frame), std::move(in_mac), false);
   PeerSec& s = u_[node]->sec[dst];
-  if (!s.sa) {  // no keys yet: the frame waits in EM for the exchange
+  if (!s.sa) {  // no keys yet: the frame waits in its request's slot for the exchange
     s.waiting.emplace_back(std::move(frame), std::move(in_mac));
     start_key_exchange(node, dst);
     return;
@@ -481,9 +483,50 @@ void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>
     start_key_exchange(node, dst);
     return;
   }
+  to_buffer(node, dst, std::move(frame), std::move(in_mac), true);
+}
+
+// The image the PGE fetched and the header the PME wrote make the frame in a transmit buffer.
+// A frame that finds none free waits, behind any frame already waiting, for the LDMA to free one.
+void Mbp2System::to_buffer(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac, bool seal) {
+  Units& u = *u_[node];
+  Buf b;
+  if (!u.tx_wait.empty() || !u.txb->alloc(&b)) {
+    u.tx_wait.push_back(TxWait{dst, std::move(frame), std::move(in_mac), seal});
+    return;
+  }
+  u.txb->put(b, frame);
+  from_buffer(node, dst, b, std::move(in_mac), seal);
+}
+
+void Mbp2System::tx_buffers_freed(uint32_t node) {
+  Units& u = *u_[node];
+  while (!u.tx_wait.empty() && u.txb->in_use() < u.txb->count()) {
+    TxWait w = std::move(u.tx_wait.front());
+    u.tx_wait.pop_front();
+    Buf b;
+    u.txb->alloc(&b);
+    u.txb->put(b, w.frame);
+    from_buffer(node, w.dst, b, std::move(w.in_mac), w.seal);
+  }
+}
+
+void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bool seal) {
+  if (!seal) return ldma_send(node, b, std::move(in_mac));
+  Units& u = *u_[node];
+  PeerSec& s = u.sec[dst];
+  if (!s.sa || s.tx_seq >= m_.crypto.rekey_frames) {
+    // The keys went (the peer restarted), or ran out, while the frame waited for its buffer.
+    std::vector<uint8_t> f = u.txb->get(b);
+    u.txb->release(b);
+    nic_transmit(node, dst, std::move(f), std::move(in_mac));
+    return tx_buffers_freed(node);
+  }
+  // The CAU (or the firmware) reads the frame from its buffer, seals it and writes it back.
   uint8_t iv[8];
   const uint64_t r = iv_rng_.next();
   for (int i = 0; i < 8; ++i) iv[i] = static_cast<uint8_t>(r >> (8 * i));
+  const std::vector<uint8_t> frame = u.txb->get(b);
   const uint32_t plain = static_cast<uint32_t>(frame.size() - 14);
   std::vector<uint8_t> sealed = s.sa->seal(frame, node, ++s.tx_seq, iv);
   const uint32_t body = static_cast<uint32_t>(sealed.size() - 14) - (m_.crypto.auth == Auth::None ? 0 : 12);
@@ -492,55 +535,110 @@ void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>
   if (cb) u.cs.enc_bytes->inc(plain);
   if (hb) u.cs.auth_bytes->inc(body);
   const uint32_t len = static_cast<uint32_t>(sealed.size());  // (not in the call: the lambda takes `sealed`)
-  crypt_work(node, "encrypt", len, cb, hb,
-             [this, node, dst, f = std::move(sealed), k = std::move(in_mac)]() mutable {
-               EtherSystem::nic_transmit(node, dst, std::move(f), std::move(k));
-             });
-}
-
-void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready) {
-  const uint16_t type = ether_type(frame);
-  if (type == kEtherTypeKeyExchange && m_.crypto.keys == CryptoConfig::Keys::Dh && m_.crypto.enabled()) {
-    ready(nullptr);  // the PME takes it; it never reaches the MBCF receive routine
-    const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
-    cal_.at(t, [this, node, f = std::move(frame)]() mutable { on_kx(node, std::move(f)); });
-    return;
-  }
-  if (!m_.crypto.enabled()) {
-    if (is_ip(frame)) {  // UDP/TCP: the PME steers it; it never reaches the MBCF receive routine
-      ready(nullptr);
-      return ip_arrive(node, std::move(frame));
-    }
-    return EtherSystem::nic_receive(node, std::move(frame), std::move(ready));
-  }
-  Units& u = *u_[node];
-  if (type != kEtherTypeSealed) {  // a NIC that encrypts takes nothing in the clear
-    u.cs.rej_plain->inc();
-    ready(nullptr);
-    return;
-  }
-  const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
-  cal_.at(t, [this, node, f = std::move(frame), k = std::move(ready)]() mutable {
-    // The LDMA's completion interrupts the PME, which reads the header and starts the CAU.
+  crypt_work(node, "encrypt", u.txb->offset(b), len, cb, hb, [this, node, b, f = std::move(sealed), k = std::move(in_mac)]() mutable {
     Units& u = *u_[node];
-    u.pme->run("rx_check", Pme::kNormal, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, f = std::move(f), k = std::move(k)]() mutable {
-      open_received(node, std::move(f), [this, node, k = std::move(k)](std::vector<uint8_t>* g) {
-        if (g && is_ip(*g)) {  // an IPsec datagram, opened: steered like one in the clear
-          std::vector<uint8_t> h = std::move(*g);
-          k(nullptr);
-          return ip_steer(node, std::move(h), false);
-        }
-        k(g);
-      });
-    });
+    if (!u.txb->live(b)) return;  // EM lost its contents with the power
+    u.txb->put(b, f);
+    ldma_send(node, b, std::move(k));
   });
 }
 
-void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::function<void(std::vector<uint8_t>*)> ready) {
+// The LDMA reads the frame from its buffer into the MAC; the buffer is free at its completion.
+void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
   Units& u = *u_[node];
+  const uint32_t len = b.len;
+  const uint64_t end = u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), 0, len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); });
+  cal_.at(end, [this, node, b, k = std::move(in_mac)]() mutable {
+    Units& u = *u_[node];
+    if (!u.txb->live(b)) return;
+    std::vector<uint8_t> f = u.txb->get(b);
+    u.txb->release(b);
+    k(std::move(f));
+    tx_buffers_freed(node);
+  });
+}
+
+bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(Buf)> k) {
+  Units& u = *u_[node];
+  Buf b;
+  if (!u.rxb->alloc(&b)) return false;  // every receive buffer is full: the frame is lost
+  const uint32_t len = static_cast<uint32_t>(frame.size());
+  const uint64_t end = u.ldma_rx->post(cal_.now_ps(), 0, u.rxb->offset(b), len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); });
+  cal_.at(end, [this, node, b, f = std::move(frame), k = std::move(k)]() mutable {
+    Units& u = *u_[node];
+    if (!u.rxb->live(b)) return;  // the power went
+    u.rxb->put(b, f);
+    k(b);
+  });
+  return true;
+}
+
+void Mbp2System::to_routine(uint32_t node, Buf b, const RxReady& ready) {
+  Units& u = *u_[node];
+  if (!u.rxb->live(b)) return;
+  u.rx_queued[b.serial] = b;
+  Rx r{{}, b.serial};
+  ready(&r);
+}
+
+std::vector<uint8_t> Mbp2System::rx_take(uint32_t node, Rx& r) {
+  if (r.tag == 0) return std::move(r.bytes);
+  Units& u = *u_[node];
+  auto it = u.rx_queued.find(r.tag);
+  if (it == u.rx_queued.end()) internal_error("the receive routine took a frame no receive buffer holds");
+  const Buf b = it->second;
+  u.rx_queued.erase(it);
+  // The routine reads the frame where the LDMA (or the CAU) left it; the buffer it worked on
+  // before is re-armed.
+  if (u.rx_current.valid()) u.rxb->release(u.rx_current);
+  u.rx_current = b;
+  return u.rxb->get(b);
+}
+
+void Mbp2System::rx_idle(uint32_t node) {
+  Units& u = *u_[node];
+  if (u.rx_current.valid()) u.rxb->release(u.rx_current);
+  u.rx_current = Buf{};
+}
+
+void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) {
+  if (frame.size() > mbcf::kMaxPacketBytes) {  // an Ethernet giant: the MAC takes no buffer for it
+    u_[node]->rx_oversized->inc();
+    ready(nullptr);
+    return;
+  }
+  const uint16_t type = ether_type(frame);
+  const bool crypto = m_.crypto.enabled();
+  const bool kx = type == kEtherTypeKeyExchange && m_.crypto.keys == CryptoConfig::Keys::Dh && crypto;
+  if (crypto && !kx && type != kEtherTypeSealed) {  // a NIC that encrypts takes nothing in the clear
+    u_[node]->cs.rej_plain->inc();
+    ready(nullptr);
+    return;
+  }
+  // Key exchanges and (in the clear) UDP/TCP are the PME's: they never reach the MBCF receive
+  // routine.
+  const bool ip = !crypto && is_ip(frame);
+  if (kx || ip) ready(nullptr);
+  const bool taken = ldma_receive(node, std::move(frame), [this, node, kx, ip, crypto, ready](Buf b) mutable {
+    if (kx) return on_kx(node, b);
+    if (ip) return ip_steer(node, b, true);
+    if (!crypto) return to_routine(node, b, ready);
+    // The LDMA's completion interrupts the PME, which reads the header and starts the CAU.
+    Units& u = *u_[node];
+    u.pme->run("rx_check", Pme::kNormal, true, u.pme->instr_ps(m_.rx_desc_instr),
+               [this, node, b, k = std::move(ready)]() mutable { open_received(node, b, std::move(k)); });
+  });
+  if (!taken && !kx && !ip) ready(nullptr);
+}
+
+void Mbp2System::open_received(uint32_t node, Buf b, RxReady ready) {
+  Units& u = *u_[node];
+  if (!u.rxb->live(b)) return;
+  const std::vector<uint8_t> f = u.rxb->get(b);
   const uint32_t spi = f.size() >= 18 ? be32(f.data() + 14) : ~0u;
   if (spi >= nodes() || spi == node || !(u.sec[spi].sa || u.sec[spi].old_sa)) {
     u.cs.rej_no_sa->inc();
+    u.rxb->release(b);
     ready(nullptr);
     return;
   }
@@ -552,63 +650,61 @@ void Mbp2System::open_received(uint32_t node, std::vector<uint8_t>&& f, std::fun
   const uint32_t cb = cipher_blocks_of_body(m_.crypto.cipher, std::min(claimed, avail));
   const uint32_t hb = hash_blocks(m_.crypto.auth, body);
   const uint32_t len = static_cast<uint32_t>(f.size());
-  crypt_work(node, "decrypt", len, cb, hb,
-             [this, node, spi, cb, hb, body, f = std::move(f), k = std::move(ready)]() mutable {
-               Units& u = *u_[node];
-               if (hb) u.cs.auth_bytes->inc(body);
-               PeerSec& s = u.sec[spi];
-               if (!s.sa && !s.old_sa) {  // the keys went (a power cycle) while the CAU ran
-                 u.cs.rej_no_sa->inc();
-                 k(nullptr);
-                 return;
-               }
-               uint32_t seq = 0;
-               OpenError e = OpenError::BadIcv;
-               ReplayWindow* window = &s.rx_window;
-               if (s.old_sa) {
-                 // A rekey is under way: the frame was sealed under the new keys or the old.
-                 std::vector<uint8_t> copy = f;
-                 if (s.sa) e = s.sa->open(f, nullptr, &seq);
-                 if (e == OpenError::None) {
-                   s.old_sa.reset();  // the peer has changed over
-                 } else {
-                   f.swap(copy);
-                   e = s.old_sa->open(f, nullptr, &seq);
-                   window = &s.old_window;
-                   if (e == OpenError::None) u.cs.opened_old->inc();
-                   // Sealed under keys this end is still deriving (the peer derived first):
-                   // the frame waits in EM for them rather than being thrown away. Only an
-                   // authenticated frame can be told apart from a forged one, so only those.
-                   if (e == OpenError::BadIcv && !s.sa && s.started && m_.crypto.auth != Auth::None && s.held_rx.size() < kHeldRxFrames) {
-                     u.cs.held_rx->inc();
-                     s.held_rx.emplace_back(std::move(f), std::move(k));
-                     return;
-                   }
-                 }
-               } else {
-                 e = s.sa->open(f, nullptr, &seq);
-               }
-               if (e == OpenError::BadIcv) {
-                 u.cs.rej_auth->inc();
-                 k(nullptr);
-                 return;
-               }
-               if (e != OpenError::None) {
-                 u.cs.rej_format->inc();
-                 k(nullptr);
-                 return;
-               }
-               // Anti-replay only for authenticated frames: an unauthenticated sequence number
-               // proves nothing, and letting it move the window would let a forger stop traffic.
-               if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !window->accept(seq)) {
-                 u.cs.rej_replay->inc();
-                 k(nullptr);
-                 return;
-               }
-               u.cs.opened->inc();
-               if (cb) u.cs.dec_bytes->inc(static_cast<uint32_t>(f.size() - 14));
-               k(&f);
-             });
+  crypt_work(node, "decrypt", u.rxb->offset(b), len, cb, hb, [this, node, spi, cb, hb, body, b, k = std::move(ready)]() mutable {
+    Units& u = *u_[node];
+    if (!u.rxb->live(b)) return;  // EM lost its contents with the power
+    if (hb) u.cs.auth_bytes->inc(body);
+    auto reject = [&](Counter* why) {
+      why->inc();
+      u.rxb->release(b);
+      k(nullptr);
+    };
+    PeerSec& s = u.sec[spi];
+    if (!s.sa && !s.old_sa) return reject(u.cs.rej_no_sa);  // the keys went while the CAU ran
+    std::vector<uint8_t> f = u.rxb->get(b);
+    uint32_t seq = 0;
+    OpenError e = OpenError::BadIcv;
+    ReplayWindow* window = &s.rx_window;
+    if (s.old_sa) {
+      // A rekey is under way: the frame was sealed under the new keys or the old.
+      std::vector<uint8_t> copy = f;
+      if (s.sa) e = s.sa->open(f, nullptr, &seq);
+      if (e == OpenError::None) {
+        s.old_sa.reset();  // the peer has changed over
+      } else {
+        f.swap(copy);
+        e = s.old_sa->open(f, nullptr, &seq);
+        window = &s.old_window;
+        if (e == OpenError::None) u.cs.opened_old->inc();
+        // Sealed under keys this end is still deriving (the peer derived first): the frame
+        // waits in its receive buffer for them rather than being thrown away, while
+        // kRxReserve receive buffers stay free for the frames that bring the keys. Only an
+        // authenticated frame can be told apart from a forged one, so only those.
+        if (e == OpenError::BadIcv && !s.sa && s.started && m_.crypto.auth != Auth::None && s.held_rx.size() < kHeldRxFrames &&
+            u.rxb->in_use() + kRxReserve <= u.rxb->count()) {
+          u.cs.held_rx->inc();
+          s.held_rx.emplace_back(b, std::move(k));
+          return;
+        }
+      }
+    } else {
+      e = s.sa->open(f, nullptr, &seq);
+    }
+    if (e == OpenError::BadIcv) return reject(u.cs.rej_auth);
+    if (e != OpenError::None) return reject(u.cs.rej_format);
+    // Anti-replay only for authenticated frames: an unauthenticated sequence number proves
+    // nothing, and letting it move the window would let a forger stop traffic.
+    if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !window->accept(seq)) return reject(u.cs.rej_replay);
+    u.cs.opened->inc();
+    if (cb) u.cs.dec_bytes->inc(static_cast<uint32_t>(f.size() - 14));
+    // The CAU writes the plain frame back over the sealed one.
+    u.rxb->put(b, f);
+    if (is_ip(f)) {  // an IPsec datagram, opened: steered like one in the clear
+      k(nullptr);
+      return ip_steer(node, b, false);
+    }
+    to_routine(node, b, k);
+  });
 }
 
 // --- key exchange: Diffie-Hellman over the 1024-bit MODP group, the exponentiations on the
@@ -682,9 +778,9 @@ void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
   u.cs.kx_msgs->inc();
   // The PME builds the message in EM and hands it to the LDMA, like any frame.
   u.pme->run("key_exchange", Pme::kLow, false, u.pme->instr_ps(m_.rx_desc_instr), [this, node, peer, f = std::move(f)]() mutable {
-    EtherSystem::nic_transmit(node, peer, std::move(f), [this, node, peer](std::vector<uint8_t>&& b) {
+    to_buffer(node, peer, std::move(f), [this, node, peer](std::vector<uint8_t>&& b) {
       ether_->send(node, peer, std::move(b), [this, node](bool) { tx_done(node); });
-    });
+    }, false);
   });
 }
 
@@ -698,12 +794,14 @@ void Mbp2System::arm_kx_timer(uint32_t node, uint32_t peer) {
   });
 }
 
-void Mbp2System::on_kx(uint32_t node, std::vector<uint8_t>&& f) {
+void Mbp2System::on_kx(uint32_t node, Buf b) {
   Units& u = *u_[node];
-  // The LDMA's completion interrupts the PME, which reads the message.
-  u.pme->run("key_exchange", Pme::kLow, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, f = std::move(f)]() mutable {
+  // The LDMA's completion interrupts the PME, which reads the message from its buffer.
+  u.pme->run("key_exchange", Pme::kLow, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, b] {
     Units& u = *u_[node];
-    if (!n_[node]->up) return;
+    if (!n_[node]->up || !u.rxb->live(b)) return;
+    const std::vector<uint8_t> f = u.rxb->get(b);
+    u.rxb->release(b);
     const uint32_t peer = f.size() >= 12 ? (static_cast<uint32_t>(f[10]) << 8 | f[11]) : ~0u;
     const bool ours = f.size() >= 12 && f[6] == 0x02 && f[7] == 0x4d && f[8] == 0x42 && f[9] == 0x00;  // mac_of()
     if (f.size() < kKxBytes || !ours || peer >= nodes() || peer == node || (f[14] != kKxInit && f[14] != kKxResp)) {
@@ -760,13 +858,21 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
       for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
       auto held = std::move(s.held_rx);
       s.held_rx.clear();
-      for (auto& [frame, k] : held) open_received(node, std::move(frame), std::move(k));
+      for (auto& [b, k] : held) open_received(node, b, std::move(k));
     });
   });
 }
 
 void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
-  PeerSec& s = u_[node]->sec[peer];
+  Units& u = *u_[node];
+  PeerSec& s = u.sec[peer];
+  // Frames held for the keys being dropped will never open: their buffers are free again.
+  auto held = std::move(s.held_rx);
+  s.held_rx.clear();
+  for (auto& [b, k] : held) {
+    u.rxb->release(b);
+    k(nullptr);
+  }
   PeerSec fresh;
   fresh.gen = s.gen + 1;
   if (keep_inbound && s.sa) {
@@ -777,7 +883,14 @@ void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
 }
 
 void Mbp2System::nic_power_off(uint32_t node) {
-  u_[node]->slot_waiters.clear();  // the programs whose doorbells waited are gone
+  Units& u = *u_[node];
+  u.slot_waiters.clear();  // the programs whose doorbells waited are gone
+  // EM's frame buffers are empty; work in flight finds its buffer gone and stops.
+  u.txb->reset();
+  u.rxb->reset();
+  u.tx_wait.clear();
+  u.rx_queued.clear();
+  u.rx_current = Buf{};
   if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;
   for (uint32_t q = 0; q < nodes(); ++q)
     if (q != node) drop_keys(node, q);

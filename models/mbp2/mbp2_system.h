@@ -10,6 +10,7 @@
 // The host CPU copies nothing and takes no interrupt for MBCF traffic.
 #pragma once
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -49,6 +50,10 @@ void declare_mbp2_params(ParamSchema& s);
 class Mbp2System : public mbcf::EtherSystem {
  public:
   Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed);
+  // What a NIC carves in EM: the kernel area (KLI), the descriptor rings of the PGE, ADMA, the
+  // two LDMA channels and the CAU, and the frame buffers (one per LDMA transmit descriptor,
+  // one per receive-ring entry).
+  static uint64_t em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring);
   const Mbp2Config& mbp2_config() const { return m_; }
   mbcf::Task& create_task(uint32_t node, uint32_t ptask, uint32_t key) override;
   // A request rung through an explicit doorbell alias (the normal path uses the task's own):
@@ -63,6 +68,11 @@ class Mbp2System : public mbcf::EtherSystem {
   Kli& kli(uint32_t node) { return *u_[node]->kli; }
   DmaEngine& pge(uint32_t node) { return *u_[node]->pge; }
   DmaEngine& adma(uint32_t node) { return *u_[node]->adma; }
+  DmaEngine& ldma_tx(uint32_t node) { return *u_[node]->ldma_tx; }
+  DmaEngine& ldma_rx(uint32_t node) { return *u_[node]->ldma_rx; }
+  // The frame buffers in EM (see to_buffer, ldma_receive).
+  FramePool& tx_buffers(uint32_t node) { return *u_[node]->txb; }
+  FramePool& rx_buffers(uint32_t node) { return *u_[node]->rxb; }
   // ICU messages from the host kernel to the PME (the top byte is the type).
   static constexpr uint64_t kIcuInvalidatePage = 1ull << 56;  // | ctx << 32 | page
   // The security association node `node` holds for `peer` (nullptr before the key exchange).
@@ -122,25 +132,27 @@ class Mbp2System : public mbcf::EtherSystem {
   void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) override;
   void issue(uint32_t node, uint32_t dst, mbcf::Packet p, uint32_t data, uint32_t wire_bytes, uint32_t src_laddr,
              std::function<void()> k) override;
-  uint64_t tx_ready_ps(uint32_t node, uint32_t bytes) override;
   void tx_done(uint32_t node) override;
-  uint64_t rx_ready_ps(uint32_t node, uint32_t len) override;
   uint64_t rx_entry_ps(uint32_t node) override;
   uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, uint32_t bytes) override;
   void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) override;
   void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) override;
   void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
                     std::function<void(std::vector<uint8_t>&&)> in_mac) override;
-  void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready) override;
+  void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) override;
+  std::vector<uint8_t> rx_take(uint32_t node, Rx& r) override;
+  void rx_idle(uint32_t node) override;
   // EM is volatile: keys made by a key exchange are lost with the power (static keys and their
   // sequence counters are kept, as RFC 4303 3.3.3 asks of manual keying).
   void nic_power_off(uint32_t node) override;
 
  private:
   using InMac = std::function<void(std::vector<uint8_t>&&)>;
+  using Buf = FramePool::Buf;
   // What a NIC keeps per peer for encryption: the security association, and the state of the
   // Diffie-Hellman exchange that makes it.
   static constexpr size_t kHeldRxFrames = 64;  // received frames a NIC holds for keys being derived
+  static constexpr uint32_t kRxReserve = 4;    // receive buffers never held for keys (a RESP must land)
   struct PeerSec {
     std::unique_ptr<SecurityAssociation> sa;
     uint32_t tx_seq = 0;
@@ -151,7 +163,7 @@ class Mbp2System : public mbcf::EtherSystem {
     ReplayWindow old_window;
     bool renewing = false;  // our INIT says: sequence numbers ran out, the old keys still hold
     // Received frames sealed under the keys still being derived, opened once they are in.
-    std::deque<std::pair<std::vector<uint8_t>, std::function<void(std::vector<uint8_t>*)>>> held_rx;
+    std::deque<std::pair<Buf, RxReady>> held_rx;  // each keeps its receive buffer
     std::vector<uint8_t> peer_pub;  // the public value the SA was derived from (dh keys)
     uint64_t gen = 0;               // bumped when the state is dropped: late callbacks see it
     std::unique_ptr<Dh> dh;
@@ -170,8 +182,15 @@ class Mbp2System : public mbcf::EtherSystem {
     Counter *tx, *tx_bytes, *tx_rejected, *tx_bypass_rejected, *rx, *rx_bytes, *rx_kernel, *rx_kernel_dropped, *rx_ring_full, *rx_bad_ring,
         *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order;
   };
+  struct TxWait {
+    uint32_t dst;
+    std::vector<uint8_t> frame;
+    InMac in_mac;
+    bool seal;
+  };
   struct Units : public sc_core::sc_module {
-    Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Config& c, uint32_t nodes, Stats& st, const std::string& stat_prefix);
+    Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers, Stats& st,
+          const std::string& stat_prefix);
     std::unique_ptr<HostBus> bus;
     std::unique_ptr<Em> em;
     std::unique_ptr<Tlb> tlb;
@@ -180,6 +199,13 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<Icu> icu;
     std::unique_ptr<Uli> uli;
     std::unique_ptr<DmaEngine> pge, adma, ldma_tx, ldma_rx;
+    // Frame buffers in EM: one per LDMA transmit descriptor, and the receive ring's
+    // (mbcf.rx_ring). Frames that find no transmit buffer wait in order.
+    std::unique_ptr<FramePool> txb, rxb;
+    std::deque<TxWait> tx_wait;
+    std::map<uint64_t, Buf> rx_queued;  // MBCF frames handed to the receive routine, by Rx tag
+    Buf rx_current;                     // the one it works on (the ADMA reads its data)
+    Counter* rx_oversized = nullptr;
     std::unique_ptr<Cau> cau;
     std::unique_ptr<Meac> meac;
     std::unique_ptr<Csu> csu;
@@ -228,12 +254,12 @@ class Mbp2System : public mbcf::EtherSystem {
   void datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload);
   // A received IP frame in EM: checked, steered and delivered; `interrupt`: the PME is entered
   // by the LDMA's completion (false when it already runs the receive, after a decryption).
-  void ip_steer(uint32_t node, std::vector<uint8_t>&& frame, bool interrupt);
+  void ip_steer(uint32_t node, Buf b, bool interrupt);
   // The PGE writes the payload into the next slot of the connection's ring; false (counted)
   // when the ring is full, unmapped, malformed or its slots too small.
-  bool pge_deliver(uint32_t node, int64_t conn, std::vector<uint8_t>&& frame, const Parsed& p);
-  void kernel_deliver(uint32_t node, std::vector<uint8_t>&& frame);
-  void ip_arrive(uint32_t node, std::vector<uint8_t>&& frame);
+  // Both read the frame from its receive buffer `b`, and free it when their DMA is done.
+  bool pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p);
+  void kernel_deliver(uint32_t node, Buf b);
   static bool is_ip(const std::vector<uint8_t>& frame);
   // A PGE request whose translations cost `refill` of PME time (0: all hits): `post` starts
   // its DMA once the PME has refilled the TLB; requests are served in order.
@@ -245,16 +271,30 @@ class Mbp2System : public mbcf::EtherSystem {
   static constexpr uint32_t kSendStructLaddr = 0xfffff000u;
 
   // crypto (crypto.h): the CAU's work (or the firmware's) over a frame in EM, then `k`.
-  void crypt_work(uint32_t node, const char* what, uint32_t bytes, uint32_t cblocks, uint32_t hblocks, std::function<void()> k);
+  void crypt_work(uint32_t node, const char* what, uint32_t off, uint32_t bytes, uint32_t cblocks, uint32_t hblocks, std::function<void()> k);
+  // A frame the keys allow to go (rekeying first when its sequence numbers ran out).
   void seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac);
-  void open_received(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>*)> ready);
+  // The frame takes a transmit buffer in EM (in order, waiting for one if need be), is sealed
+  // there when the NIC encrypts, and goes to the MAC through the LDMA.
+  // `seal`: an MBCF or IP frame of a NIC that encrypts (a key-exchange message is not sealed).
+  void to_buffer(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac, bool seal);
+  void from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bool seal);
+  void ldma_send(uint32_t node, Buf b, InMac in_mac);
+  void tx_buffers_freed(uint32_t node);
+  // The LDMA writes a frame from the MAC into a receive buffer; `k` runs at its completion
+  // with the buffer (nothing happens if the power went meanwhile). False: no buffer was free,
+  // the frame is lost.
+  bool ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(Buf)> k);
+  // Hands an MBCF frame in a receive buffer to the receive routine.
+  void to_routine(uint32_t node, Buf b, const RxReady& ready);
+  void open_received(uint32_t node, Buf b, RxReady ready);
   // key exchange: modular exponentiations on the MEAC1024 (or in firmware), messages in frames
   // of their own EtherType handled by the PME
   void modexp_work(uint32_t node, uint32_t modmuls, std::function<void()> k);
   void with_public(uint32_t node, uint32_t peer, std::function<void()> k);
   void send_kx(uint32_t node, uint32_t peer, uint8_t type);
   void arm_kx_timer(uint32_t node, uint32_t peer);
-  void on_kx(uint32_t node, std::vector<uint8_t>&& frame);
+  void on_kx(uint32_t node, Buf b);
   // Computes the shared secret and installs the keys, then `then`, then sends the frames that
   // waited for them.
   void derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then);

@@ -100,6 +100,7 @@ Em::Em(const EmConfig& c, Stats& st, const std::string& n) : Unit(n), c_(c) {
 
 uint32_t Em::carve(uint32_t bytes) {
   const uint32_t off = static_cast<uint32_t>(mem_.size());
+  if (static_cast<uint64_t>(off) + bytes + Kli::kBytes > c_.bytes) internal_error("the card memory's structures exceed em.bytes");
   mem_.resize(off + (bytes + 3) / 4 * 4, 0);
   return off;
 }
@@ -113,6 +114,16 @@ uint32_t Em::load32(uint32_t off) const {
 void Em::store32(uint32_t off, uint32_t v) {
   if (static_cast<uint64_t>(off) + 4 > mem_.size()) internal_error("an EM store past the carved memory");
   for (int i = 0; i < 4; ++i) mem_[off + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+}
+
+void Em::write(uint32_t off, const uint8_t* p, uint32_t n) {
+  if (static_cast<uint64_t>(off) + n > mem_.size()) internal_error("an EM write past the carved memory");
+  std::copy(p, p + n, mem_.begin() + off);
+}
+
+std::vector<uint8_t> Em::read(uint32_t off, uint32_t n) const {
+  if (static_cast<uint64_t>(off) + n > mem_.size()) internal_error("an EM read past the carved memory");
+  return std::vector<uint8_t>(mem_.begin() + off, mem_.begin() + off + n);
 }
 
 uint64_t Em::access_ps(uint32_t bytes) const {
@@ -423,8 +434,8 @@ uint64_t Cau::compute_ps(uint32_t cb, uint32_t hb) const {
   return std::max(ps_of(cb * c_.des_cycles_per_block, c_.cau_clock_mhz), ps_of(hb * c_.hash_cycles_per_block, c_.cau_clock_mhz));
 }
 
-uint64_t Cau::run(uint64_t at, uint32_t bytes, uint32_t cb, uint32_t hb) {
-  return dma_.post(at, bytes, [&](uint64_t s) {
+uint64_t Cau::run(uint64_t at, uint32_t off, uint32_t bytes, uint32_t cb, uint32_t hb) {
+  return dma_.post(at, off, off, bytes, [&](uint64_t s) {
     // Its DMA reads the frame and writes the result over the crypto route, while it computes.
     const uint64_t mem = em_.access(Route::Crypto, s, 2 * bytes);
     return std::max(mem, s + compute_ps(cb, hb));
@@ -446,6 +457,60 @@ uint64_t Meac::run(uint64_t at, uint32_t n) {
   ops_.inc(n);
   busy_.inc(dur);
   return free_;
+}
+
+// ------------------------------------------------------------------ frame buffers
+
+FramePool::FramePool(Em& em, uint32_t count, Stats& st, const std::string& n)
+    : Unit(n),
+      em_(em),
+      base_(em.carve(count * kBufBytes)),
+      owner_(count, 0),
+      allocs_(st.counter(n + ".allocated", "frames given a buffer in EM")),
+      exhausted_(st.counter(n + ".exhausted", "frames that found every buffer taken")),
+      high_(st.counter(n + ".high_water", "most buffers taken at once")) {
+  if (count == 0) internal_error("a frame pool needs at least one buffer");
+}
+
+bool FramePool::alloc(Buf* b) {
+  for (uint32_t i = 0; i < owner_.size(); ++i)
+    if (owner_[i] == 0) {
+      owner_[i] = ++serial_;
+      ++in_use_;
+      if (in_use_ > high_.value) high_.value = in_use_;
+      allocs_.inc();
+      *b = Buf{static_cast<int32_t>(i), serial_, 0};
+      return true;
+    }
+  exhausted_.inc();
+  return false;
+}
+
+void FramePool::release(const Buf& b) {
+  if (!live(b)) {
+    if (b.valid() && b.serial > reset_at_) internal_error("a frame buffer in EM released twice");
+    return;  // taken before a power loss emptied EM
+  }
+  owner_[b.idx] = 0;
+  --in_use_;
+}
+
+void FramePool::put(Buf& b, const std::vector<uint8_t>& f) {
+  if (!live(b)) internal_error("a frame written into an EM buffer it does not own");
+  if (f.size() > kBufBytes) internal_error("a frame of " + std::to_string(f.size()) + " bytes for an EM buffer of " + std::to_string(kBufBytes));
+  em_.write(offset(b), f.data(), static_cast<uint32_t>(f.size()));
+  b.len = static_cast<uint32_t>(f.size());
+}
+
+std::vector<uint8_t> FramePool::get(const Buf& b) const {
+  if (!live(b)) internal_error("a frame read from an EM buffer it does not own");
+  return em_.read(offset(b), b.len);
+}
+
+void FramePool::reset() {
+  owner_.assign(owner_.size(), 0);
+  in_use_ = 0;
+  reset_at_ = serial_;
 }
 
 // ------------------------------------------------------------------ CSU, OCU

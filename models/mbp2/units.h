@@ -78,6 +78,7 @@ struct EmConfig {
   uint32_t width_bytes = 8;   // 64-bit data path (8.2: "more than 64 bit wide")
   uint32_t burst_bytes = 32;  // SDRAM burst: one row access per burst
   double access_cycles = 3;   // per burst: activate and CAS latency
+  uint32_t bytes = 8u << 20;  // capacity: what the units carve must fit
 };
 
 // One memory port shared by four routes: an access waits for the ones before it, so a
@@ -96,6 +97,9 @@ class Em : public Unit {
   uint32_t carve(uint32_t bytes);
   uint32_t load32(uint32_t off) const;
   void store32(uint32_t off, uint32_t v);
+  // Bytes as a DMA engine moves them (frames, results of the CAU).
+  void write(uint32_t off, const uint8_t* p, uint32_t n);
+  std::vector<uint8_t> read(uint32_t off, uint32_t n) const;
   uint32_t size() const { return static_cast<uint32_t>(mem_.size()); }
 
  private:
@@ -272,8 +276,8 @@ class Uli : public Unit {
 // serves descriptors one at a time in order and, when one completes, clears its owner bit and
 // sets done, which is how the PME learns of it. At most `ring` are outstanding: a descriptor for
 // a slot whose previous one is still owned by the engine waits until it completes.
-// Addresses are host physical for the host side; EM-side buffers are written as 0 (frames
-// travel with their events, not in EM's bytes).
+// Addresses are host physical for the host side and EM offsets for the card side (a frame
+// buffer of a FramePool, the data inside one).
 class DmaEngine : public Unit {
  public:
   static constexpr uint32_t kDescBytes = 16;
@@ -301,6 +305,45 @@ class DmaEngine : public Unit {
   uint32_t posted_ = 0;
   std::vector<uint64_t> slot_end_;  // when each slot's descriptor completes
   Counter &descs_, &bytes_, &busy_, &ring_full_;
+};
+
+// ------------------------------------------------------------------ frame buffers
+
+// Fixed-size frame buffers carved in EM (8.3.3-8.3.4): a frame is bytes in one of them between
+// the units that handle it. The MAC transmits what the LDMA reads from a transmit buffer; the
+// LDMA writes a received frame into a receive buffer, where the CAU opens it in place and the
+// PME's routines read it. A buffer is owned by one frame from `alloc` to `release`. A power
+// loss empties EM: `reset` frees every buffer, and releases of buffers taken before it (by
+// work still in flight) are ignored.
+class FramePool : public Unit {
+ public:
+  static constexpr uint32_t kBufBytes = 1536;  // 1514-byte frame, in whole 32-byte bursts
+  struct Buf {
+    int32_t idx = -1;
+    uint64_t serial = 0;  // which allocation (a buffer's later owners have later ones)
+    uint32_t len = 0;     // bytes of the frame in it
+    bool valid() const { return idx >= 0; }
+  };
+  FramePool(Em& em, uint32_t count, Stats& st, const std::string& name);
+  // A free buffer (lowest index first), or false (counted in `exhausted`) when none is.
+  bool alloc(Buf* b);
+  void release(const Buf& b);
+  // Writes a frame into the buffer (its length becomes the frame's), and reads it back.
+  void put(Buf& b, const std::vector<uint8_t>& frame);
+  std::vector<uint8_t> get(const Buf& b) const;
+  uint32_t offset(const Buf& b) const { return base_ + static_cast<uint32_t>(b.idx) * kBufBytes; }
+  bool live(const Buf& b) const { return b.valid() && owner_[b.idx] == b.serial; }
+  void reset();
+  uint32_t count() const { return static_cast<uint32_t>(owner_.size()); }
+  uint32_t in_use() const { return in_use_; }
+
+ private:
+  Em& em_;
+  uint32_t base_;
+  std::vector<uint64_t> owner_;  // the serial of the allocation holding each buffer, 0: free
+  uint32_t in_use_ = 0;
+  uint64_t serial_ = 0, reset_at_ = 0;
+  Counter &allocs_, &exhausted_, &high_;
 };
 
 // ------------------------------------------------------------------ CSU, OCU
@@ -377,8 +420,9 @@ class Cau : public Unit {
  public:
   Cau(Calendar& cal, const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& name);
   uint64_t compute_ps(uint32_t cipher_blocks, uint32_t hash_blocks) const;
-  // A frame of `bytes` in EM posted at `at`; returns when the result is in EM.
-  uint64_t run(uint64_t at, uint32_t bytes, uint32_t cipher_blocks, uint32_t hash_blocks);
+  // A frame of `bytes` at EM offset `off`, posted at `at`, transformed in place; returns when
+  // the result is in EM.
+  uint64_t run(uint64_t at, uint32_t off, uint32_t bytes, uint32_t cipher_blocks, uint32_t hash_blocks);
   uint64_t busy_ps() const { return dma_.busy_ps(); }
 
  private:

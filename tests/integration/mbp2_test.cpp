@@ -352,6 +352,7 @@ TEST(Mbp2Crypto, BadCryptoSettingsExitOneNamingTheKey) {
       {"mbp2p-ss20.json", "--set crypto.keys=dh"},                     // a key exchange with nothing to key
       {"mbp2p-ss20.json", "--set crypto.cipher=aes"},                  // not a cipher of the CAU
       {"mbp2c-secure.json", "--set 'workload.sizes=[40000]'"},         // larger than the checked window
+      {"mbp2p-ss20.json", "--set em.bytes=65536"},                     // no room for rings and frame buffers
   };
   for (const auto& [cfg, sets] : cases) {
     auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path(cfg) + " --quiet --out /tmp/mbpsim_never_written " + sets);
@@ -654,6 +655,88 @@ TEST(Mbp2, UnitsAreSystemCModulesAndTheirDescriptorRingsLiveInEm) {
   EXPECT_EQ(em.load32(d + 4) % r.ec.page_bytes, 0x100u);  // the page offset of 0x10100
   EXPECT_EQ(em.load32(d + 12), DmaEngine::kDone | 0u);
   EXPECT_EQ(r.sys->em(0).load32(r.sys->pge(0).ring_offset() + 12) & DmaEngine::kDone, DmaEngine::kDone);  // the sender's PGE
+}
+
+// Frames are bytes in EM between the units (8.3.3): the MAC sends what the LDMA reads from the
+// transmit buffer its descriptor names, and the receive routine decodes what the LDMA wrote
+// into the receive buffer its descriptor names. A byte changed in EM while the frame lies there
+// (a stand-in for a unit writing it) is what crosses the wire, and what lands in the target.
+TEST(Mbp2, FramesAreBytesInEmBetweenTheUnits) {
+  Rig r;
+  Sniffer sn(r);
+  const Command w = write_bytes(0x10100, 1024, 21);
+  bool tx_hit = false, rx_hit = false;
+  uint32_t tx_src = 0, rx_dst = 0;
+  std::function<void()> probe = [&] {
+    // Node 0's first LDMA transmit descriptor, while the engine owns it: the frame is in EM.
+    const Em& e0 = r.sys->em(0);
+    const uint32_t t = r.sys->ldma_tx(0).ring_offset();
+    if (!tx_hit && (e0.load32(t + 12) & DmaEngine::kOwn) && e0.load32(t + 8) > 1024) {
+      tx_src = e0.load32(t);
+      const uint32_t at = tx_src + e0.load32(t + 8) - 1024 + 100;  // payload byte 100
+      r.sys->em(0).store32(at & ~3u, r.sys->em(0).load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
+      tx_hit = true;
+    }
+    // Node 1's first LDMA receive descriptor once done, before the routine takes the frame.
+    const Em& e1 = r.sys->em(1);
+    const uint32_t q = r.sys->ldma_rx(1).ring_offset();
+    if (!rx_hit && (e1.load32(q + 12) & DmaEngine::kDone) && e1.load32(q + 8) > 1024) {
+      rx_dst = e1.load32(q + 4);
+      const uint32_t at = rx_dst + e1.load32(q + 8) - 1024 + 200;  // payload byte 200
+      r.sys->em(1).store32(at & ~3u, r.sys->em(1).load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
+      rx_hit = true;
+    }
+    if (!rx_hit) r.cal.after(20000, probe);  // every 20 ns
+  };
+  r.cal.after(0, probe);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  r.run(5);
+  ASSERT_TRUE(tx_hit && rx_hit);
+  // The descriptors name the frame buffers.
+  EXPECT_GE(tx_src, r.sys->tx_buffers(0).offset(FramePool::Buf{0, 0, 0}));
+  EXPECT_GE(rx_dst, r.sys->rx_buffers(1).offset(FramePool::Buf{0, 0, 0}));
+  // The wire carried the byte changed in node 0's EM, and not the one changed in node 1's.
+  std::vector<uint8_t> sent(w.data.begin() + 90, w.data.begin() + 110);
+  sent[10] ^= 0xff;
+  EXPECT_TRUE(sn.saw(sent));
+  const std::vector<uint8_t> later(w.data.begin() + 190, w.data.begin() + 210);
+  EXPECT_TRUE(sn.saw(later));
+  // The target got both changes and nothing else.
+  for (uint32_t i = 0; i < 1024; ++i) {
+    const uint8_t want = (i == 100 || i == 200) ? static_cast<uint8_t>(w.data[i] ^ 0xff) : w.data[i];
+    ASSERT_EQ(r.byte(1, 0x10100 + i), want) << i;
+  }
+  // Every buffer is free again.
+  EXPECT_EQ(r.sys->tx_buffers(0).in_use(), 0u);
+  EXPECT_EQ(r.sys->rx_buffers(1).in_use(), 0u);
+}
+
+// With few frame buffers, frames wait for a transmit buffer in order, and a frame that finds
+// every receive buffer full is lost at the LDMA and resent by Go-back-N: every write lands.
+TEST(Mbp2, FewFrameBuffersDelayOrLoseFramesButEveryWriteLands) {
+  Mbp2Config mc;
+  mc.ring_entries = 2;
+  EtherSysConfig ec;
+  ec.rx_ring = 2;
+  Rig r(mc, ec);
+  constexpr uint32_t kWrites = 40;
+  uint32_t issued = 0;
+  std::function<void()> next = [&] {
+    if (issued == kWrites) return;
+    const uint32_t i = issued++;
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10000 + 256 * i, 256, static_cast<uint8_t>(i))}, 0x10000}, next));
+  };
+  next();
+  r.run(200);
+  ASSERT_EQ(issued, kWrites);
+  for (uint32_t i = 0; i < kWrites; ++i)
+    for (uint32_t j = 0; j < 256; j += 51) ASSERT_EQ(r.byte(1, 0x10000 + 256 * i + j), static_cast<uint8_t>(i + j * 7)) << i << " " << j;
+  EXPECT_GT(r.counter("system.node0.mbp2.tx_buffers.exhausted"), 0u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.tx_buffers.high_water"), 2u);
+  EXPECT_GT(r.counter("system.node1.mbp2.rx_buffers.exhausted"), 0u);
+  EXPECT_GT(r.counter("system.mbcf.retransmissions"), 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.rx_buffers.high_water"), 2u);
+  EXPECT_TRUE(r.sys->quiet());
 }
 
 // The datagram workload: UDP and TCP echo and stream between user tasks on both MBP2 configs,

@@ -179,8 +179,14 @@ TEST(Mbp2Crypto, CauTimeIsTheLongerOfCipherAndHashAndItsMemoryTrafficSlowsOtherR
   EXPECT_EQ(cau.compute_ps(387, hash_blocks(Auth::HmacSha1, 1060)), 7740000u);
   EXPECT_EQ(cau.compute_ps(0, 18), 5760000u);  // hash alone: 18 x 32 cycles
   // Its reads and writes share the card memory with the MAC's route.
-  const uint64_t end = cau.run(0, 1024, 387, 18);
+  const uint32_t frame = em.carve(1024);
+  const uint64_t end = cau.run(0, frame, 1024, 387, 18);
   EXPECT_GE(end, 7740000u);
+  // Its descriptor names the frame in EM, transformed in place.
+  const uint32_t desc = 0;  // the CAU's ring was carved first
+  EXPECT_EQ(em.load32(desc), frame);
+  EXPECT_EQ(em.load32(desc + 4), frame);
+  EXPECT_EQ(em.load32(desc + 8), 1024u);
   const uint64_t mac_alone = em.access_ps(1024);
   const uint64_t mac = em.access(Route::Mac, 0, 1024);
   EXPECT_GT(mac, mac_alone);

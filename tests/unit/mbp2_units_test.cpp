@@ -237,5 +237,47 @@ TEST(Mbp2Dma, TheDescriptorRingLivesInEmAndCompletionsAreWrittenBack) {
   EXPECT_EQ(em.load32(r + 16 + 12), DmaEngine::kDone | 1u);
 }
 
+// Frame buffers are bytes in EM, owned by one frame at a time; a power loss frees them all and
+// releases by work from before it change nothing.
+TEST(Mbp2FramePool, BuffersHoldFramesInEmOneOwnerAtATime) {
+  Stats st;
+  Em em(EmConfig{}, st, "em");
+  em.carve(64);
+  FramePool pool(em, 2, st, "txb");
+  EXPECT_EQ(em.size(), 64u + 2 * FramePool::kBufBytes);
+  FramePool::Buf a, b, c;
+  ASSERT_TRUE(pool.alloc(&a));
+  ASSERT_TRUE(pool.alloc(&b));
+  EXPECT_EQ(pool.offset(a), 64u);
+  EXPECT_EQ(pool.offset(b), 64u + FramePool::kBufBytes);
+  EXPECT_FALSE(pool.alloc(&c));  // both taken
+  EXPECT_EQ(test::stat_value(st, "txb.exhausted"), 1);
+  std::vector<uint8_t> f(1514);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<uint8_t>(i * 13 + 1);
+  pool.put(b, f);
+  EXPECT_EQ(b.len, 1514u);
+  EXPECT_EQ(em.load32(pool.offset(b)), 0x010e1b28u);  // the bytes are EM's, big-endian words
+  em.store32(pool.offset(b) + 4, 0xdeadbeef);           // whoever writes EM changes the frame
+  std::vector<uint8_t> g = pool.get(b);
+  EXPECT_EQ(g.size(), 1514u);
+  EXPECT_EQ(g[4], 0xde);
+  EXPECT_EQ(g[1513], f[1513]);
+  pool.release(a);
+  EXPECT_EQ(pool.in_use(), 1u);
+  ASSERT_TRUE(pool.alloc(&c));  // a's buffer again, for a new owner
+  EXPECT_EQ(c.idx, a.idx);
+  EXPECT_FALSE(pool.live(a));
+  EXPECT_TRUE(pool.live(c));
+  pool.reset();  // the power went
+  EXPECT_EQ(pool.in_use(), 0u);
+  EXPECT_FALSE(pool.live(b));
+  pool.release(b);  // late work from before: ignored
+  ASSERT_TRUE(pool.alloc(&a));
+  pool.release(c);  // stale too: the new owner keeps its buffer
+  EXPECT_TRUE(pool.live(a));
+  EXPECT_EQ(test::stat_value(st, "txb.high_water"), 2);
+  EXPECT_EQ(test::stat_value(st, "txb.allocated"), 4);
+}
+
 }  // namespace
 }  // namespace mbpsim::mbp2

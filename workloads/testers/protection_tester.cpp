@@ -31,6 +31,7 @@ const char* const kRejections[] = {
     "mbcf.violations",        "mbcf.malformed",         "mbcf.duplicates",           "mbcf.out_of_order",
     "mbcf.stale_frames",      "mbcf.requests_refused",  "mbp2.rejected_requests",    "crypto.rejected_auth",
     "crypto.rejected_format", "crypto.rejected_plain",  "crypto.rejected_no_sa",     "crypto.rejected_replay",
+    "mac.rx_oversized",
 };
 
 void sum_counters(const json& j, const std::string& path, std::map<std::string, uint64_t>& out) {
@@ -477,6 +478,8 @@ void ProtectionTester::build_catalogue() {
         f[15] = static_cast<uint8_t>(n);
         return f;
       }));
+  // The MBP2's MAC drops a frame longer than Ethernet allows before it takes a receive buffer.
+  const std::map<std::string, uint64_t> giant = mbp2_ ? std::map<std::string, uint64_t>{{"mac.rx_oversized", 1}} : wire_reject;
   add("wire_oversized_frame", "wire", wire([this, W] {
         auto f = frame_for({write(W, fill(1400, 35), 0, ReplyMode::None)}, key_dummy_, kNoFlow);
         f.resize(f.size() + 200, 0x5A);
@@ -485,7 +488,7 @@ void ProtectionTester::build_catalogue() {
         f[14] = static_cast<uint8_t>(n >> 8);
         f[15] = static_cast<uint8_t>(n);
         return f;
-      }));
+      }, giant));
   add("wire_data_length_past_the_end", "wire", wire([this, W] {
         auto f = frame_for({write(W, fill(16, 36), 0, ReplyMode::None)}, key_dummy_, kNoFlow);
         put32be(f, 48, 64);
