@@ -220,7 +220,7 @@ void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
   Units& u = *u_[node];
   // What the PME will find in the receive buffer: the parse is functional, its cost is the
   // handler's.
-  const std::vector<uint8_t> f = u.rxb->get(b);
+  std::vector<uint8_t> f = u.rxb->get(b);
   Parsed p;
   const InetError e = parse_inet(f, p, !u.csu);  // without a CSU the firmware checks the sum
   int64_t conn = -1;
@@ -233,7 +233,7 @@ void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
   uint64_t dur = u.pme->instr_ps(m_.ip_steer_instr + (interrupt ? m_.rx_desc_instr : 0));
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   if (conn >= 0 && p.d.proto == kIpProtoTcp && reg == 0) dur += u.pme->instr_ps(m_.fw_order_instr);
-  u.pme->run("ip_steer", Pme::kNormal, interrupt, dur, [this, node, b, p, e, conn, reg]() mutable {
+  u.pme->run("ip_steer", Pme::kNormal, interrupt, dur, [this, node, b, f = std::move(f), p, e, conn, reg]() mutable {
     Units& u = *u_[node];
     if (!u.rxb->live(b)) return;  // EM lost its contents with the power
     // A frame not delivered gives its buffer back now; a delivered one when its DMA is done.
@@ -243,7 +243,7 @@ void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
     };
     if (e == InetError::BadChecksum) return drop(u.ip.rx_bad_checksum);
     if (e != InetError::None) return drop(u.ip.rx_malformed);
-    if (u.csu && !u.csu->receive(u.rxb->get(b))) return drop(u.ip.rx_bad_checksum);
+    if (u.csu && !u.csu->receive(f)) return drop(u.ip.rx_bad_checksum);  // CSU-R summed it as the LDMA wrote it
     if (p.d.dst_node != node) return drop(u.ip.rx_not_ours);
     if (conn < 0) return kernel_deliver(node, b);
     uint32_t next = 0;
