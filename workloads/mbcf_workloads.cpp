@@ -558,6 +558,7 @@ class DatagramWorkload : public MbcfWorkload {
     s["protocol"] = proto_ == mbp2::kIpProtoTcp ? "tcp" : "udp";
     s["checked_bytes"] = checked_;
     s["mismatched_datagrams"] = mismatched_;
+    s["send_buffer_waits"] = buffer_waits_;
     return s;
   }
 
@@ -565,8 +566,9 @@ class DatagramWorkload : public MbcfWorkload {
   static constexpr uint32_t kSlots = 32, kSlotBytes = 1536;
   static constexpr uint16_t kPort = 7;
   const char* name() const { return proto_ == mbp2::kIpProtoTcp ? "TCP" : "UDP"; }
-  // The user's send buffers: a task may not reuse one until the PGE has fetched it, so the
-  // stream cycles through kBuffers of them.
+  // The user's send buffers: the PGE reads a payload when it fetches the send structure, so a
+  // task may not reuse a buffer before (send() waits for it); the stream cycles through
+  // kBuffers of them.
   static constexpr uint32_t kBuffers = 32, kBufferBytes = 2048;
   static uint32_t buffer(uint32_t k) { return kSrc + (k % kBuffers) * kBufferBytes; }
   mbp2::Mbp2System::DatagramRequest req(uint32_t from, uint32_t n, uint32_t k) const {
@@ -590,11 +592,38 @@ class DatagramWorkload : public MbcfWorkload {
     if (got != pattern(n, salt)) ++mismatched_;
     checked_ += got.size();
   }
-  // Writes the datagram of `salt` into send buffer `buf` and sends it from there.
+  // Takes the next datagram of the stream: the next one sent, or (datagrams dropped before it)
+  // a later one, found by its pattern (salts are distinct over 256 datagrams).
+  void take_stream(uint32_t n) {
+    std::vector<uint8_t> got;
+    if (!mbp2_->take(1, kPtask, kDst, &got)) internal_error("datagram: the ring was ready but empty");
+    ++taken_;
+    checked_ += got.size();
+    for (uint32_t k = next_; k < count_ && k < next_ + 256; ++k)
+      if (got == pattern(n, 1000 + k)) {
+        next_ = k + 1;
+        return;
+      }
+    ++mismatched_;
+    ++next_;
+  }
+  // Writes the datagram of `salt` into send buffer `buf` and sends it from there, once the PGE
+  // has fetched the datagram that used the buffer before (the task polls the count of fetched
+  // send structures its NIC writes back).
   void send(uint32_t from, uint32_t n, uint32_t salt, uint32_t buf, std::function<void()> k) {
-    const auto p = pattern(n, salt);
-    sys_->space(from).write(*sys_->space(from).find(kPtask), buffer(buf), p.data(), n);
-    if (!mbp2_->send_datagram(from, kPtask, req(from, n, buf), std::move(k))) internal_error("datagram: a send was refused");
+    const uint32_t b = buf % kBuffers;
+    const int64_t before = last_use_[from][b];
+    const int64_t m = sent_[from]++;
+    last_use_[from][b] = m;
+    auto go = [this, from, n, salt, buf, k = std::move(k)]() mutable {
+      const auto p = pattern(n, salt);
+      sys_->space(from).write(*sys_->space(from).find(kPtask), buffer(buf), p.data(), n);
+      if (!mbp2_->send_datagram(from, kPtask, req(from, n, buf), std::move(k))) internal_error("datagram: a send was refused");
+    };
+    auto fetched = [this, from, before] { return static_cast<int64_t>(mbp2_->fetched(from, kPtask)) > before; };
+    if (fetched()) return go();
+    ++buffer_waits_;
+    sys_->poll(from, fetched, std::move(go));
   }
   void next_size() {
     if (si_ == sizes_.size()) return finish();
@@ -627,7 +656,7 @@ class DatagramWorkload : public MbcfWorkload {
   // --- peak rate: node 0 streams, node 1's task takes what arrives
   void stream() {
     const uint32_t n = sizes_[si_];
-    k_ = taken_ = 0;
+    k_ = taken_ = next_ = 0;
     const uint64_t dropped = drops();
     mark_cpu();
     t0_ = now();
@@ -637,16 +666,34 @@ class DatagramWorkload : public MbcfWorkload {
   uint64_t drops() const { return mbp2_->datagrams_dropped(1); }
   void send_next(uint32_t n) {
     if (k_ == count_) return;
+    if (proto_ == mbp2::kIpProtoTcp && k_ - taken_ >= kSlots) {
+      // TCP's receive window: no more segments in flight than the receiver's ring has slots.
+      // The harness reads the receiver's progress where TCP's ACKs would carry it (the ACK
+      // segments themselves are host software, not modelled: 8.3.3).
+      window_wait_ = [this, n] { send_next(n); };
+      return;
+    }
     const uint32_t salt = 1000 + k_;
     ++k_;
     send(0, n, salt, k_, [this, n] { send_next(n); });
   }
+  // UDP has no flow control: a receiving NIC that falls behind the wire drops datagrams
+  // (counted). The stream ends when every datagram was taken or dropped (the harness reads the
+  // drop counters); the rate is the payload delivered.
   void receive_next(uint32_t n, uint64_t dropped_before) {
-    sys_->poll(1, [this] { return ready(1); }, [this, n, dropped_before] {
-      take_check(1, n, 1000 + taken_);
-      if (++taken_ < count_) return receive_next(n, dropped_before);
+    auto accounted = [this, dropped_before] { return taken_ + (drops() - dropped_before) >= count_; };
+    sys_->poll(1, [this, accounted] { return ready(1) || accounted(); }, [this, n, dropped_before, accounted] {
+      if (ready(1)) {
+        take_stream(n);
+        if (window_wait_) {
+          auto w = std::move(window_wait_);
+          window_wait_ = nullptr;
+          w();
+        }
+        if (!accounted()) return receive_next(n, dropped_before);
+      }
       const double s = (now() - t0_) / 1e12;
-      ordered_json p = point(std::string(name()) + "_STREAM", n, count_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_since_mark() / count_);
+      ordered_json p = point(std::string(name()) + "_STREAM", n, taken_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_since_mark() / count_);
       p["dropped"] = drops() - dropped_before;
       points_.push_back(p);
       ++si_;
@@ -657,9 +704,12 @@ class DatagramWorkload : public MbcfWorkload {
   mbp2::Mbp2System* mbp2_ = nullptr;
   uint8_t proto_ = mbp2::kIpProtoUdp;
   std::vector<uint32_t> sizes_;
-  uint32_t iters_ = 0, count_ = 0, si_ = 0, i_ = 0, k_ = 0, taken_ = 0;
+  uint32_t iters_ = 0, count_ = 0, si_ = 0, i_ = 0, k_ = 0, taken_ = 0, next_ = 0;
   double sum_ = 0;
-  uint64_t t0_ = 0, checked_ = 0, mismatched_ = 0;
+  uint64_t t0_ = 0, checked_ = 0, mismatched_ = 0, buffer_waits_ = 0;
+  std::function<void()> window_wait_;  // a TCP sender waiting for the receiver's window
+  int64_t sent_[2] = {0, 0};  // datagrams each node's task has sent
+  std::vector<int64_t> last_use_[2] = {std::vector<int64_t>(kBuffers, -1), std::vector<int64_t>(kBuffers, -1)};
 };
 
 std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed) {

@@ -194,14 +194,26 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
   p.dst_ptask = it->second.ptask;
   p.dst_key = it->second.key;
   p.cmds = r.cmds;
-  std::vector<uint8_t> bytes;
-  if (!encode(p, bytes)) return false;
+  if (r.src_laddr != kNoAddr) {
+    // The payload is in the requester's memory: it must be there, readable and present (a
+    // page-in is the caller's business, not the call's).
+    if (r.cmds.size() != 1) return false;
+    std::vector<uint8_t>& d = p.cmds[0].data;
+    bool present = false;
+    if (!d.empty()) {
+      if (n_[node]->ts.check(*t, r.src_laddr, static_cast<uint32_t>(d.size()), kPermRead, &present) != ViolationCode::None || !present)
+        return false;
+      n_[node]->ts.read(*t, r.src_laddr, d.data(), static_cast<uint32_t>(d.size()));
+    }
+  }
+  if (!encodable(p)) return false;
+  const uint32_t bytes = packet_bytes(p);
   // The request and the reply it asks for must fit a frame (4.4), with what the NIC adds to
   // every frame (a sealed frame, crypto.h).
-  if (bytes.size() + frame_overhead_ > kMaxPacketBytes) return false;
+  if (bytes + frame_overhead_ > kMaxPacketBytes) return false;
   if (reply_packet_bytes(p.cmds) + frame_overhead_ > kMaxPacketBytes) return false;
   b.dst = it->second.pnode;
-  b.wire_bytes = static_cast<uint32_t>(bytes.size());
+  b.wire_bytes = bytes;
   b.data = 0;
   for (const Command& c : p.cmds) b.data += static_cast<uint32_t>(c.data.size());
   return true;
@@ -214,7 +226,7 @@ bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::
     refused_.inc();
     return false;
   }
-  issue(node, b.dst, std::move(b.packet), b.data, b.wire_bytes, r.src_laddr, std::move(k));
+  issue(node, ptask, r, std::move(b), std::move(k));
   return true;
 }
 
@@ -246,8 +258,10 @@ bool EtherSystem::must_wait(uint32_t node, uint32_t dst, const Packet& p) const 
 // can tell a retransmission (behind it) from a packet after a gap (ahead of it).
 uint32_t EtherSystem::window() const { return mutant::on(mutant::Id::GbnWindowIsSeqSpace) ? 256 : c_.th2; }
 
-void EtherSystem::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, uint32_t, std::function<void()> k) {
+void EtherSystem::issue(uint32_t node, uint32_t, const Request&, Built b, std::function<void()> k) {
   Node& N = *n_[node];
+  const uint32_t dst = b.dst, data = b.data, wire_bytes = b.wire_bytes;
+  Packet& p = b.packet;
   uint64_t cost = cycles_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
   // Kernel construction copies the user's data once into the NIC-DMA buffer; user
   // construction builds the body in user space first, and the kernel copies the whole packet.

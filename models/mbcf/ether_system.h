@@ -68,8 +68,12 @@ void declare_mbcf_params(ParamSchema& s);
 struct Request {
   uint32_t ltask = 0;           // target, through the requester's task-translation table
   std::vector<Command> cmds;    // one, or several for a combined packet
-  uint32_t src_laddr = kNoAddr; // where the payload lies in the requester's space (a NIC that
-                                // fetches it by DMA translates these pages; kNoAddr: unknown)
+  // kNoAddr: the payload is the commands' `data`. Otherwise the request has one command, and
+  // its payload is the `data.size()` bytes of the requester's memory at src_laddr, read when
+  // the request is taken: by the kernel in the system call (MBCF/Ether), by the NIC's DMA when
+  // it fetches the request (MBP2: the task must leave them alone until then, see
+  // Mbp2System::fetched).
+  uint32_t src_laddr = kNoAddr;
 };
 
 class EtherSystem {
@@ -147,11 +151,15 @@ class EtherSystem {
   virtual uint64_t proto_ps(double host_cycles) const { return cycles_ps(host_cycles); }
   // Runs protocol work of `dur` on the node's protocol processor, then `fn`.
   virtual void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) { interrupt(node, dur, std::move(fn)); }
-  // A validated request from a user task: charge the host, get the packet to the protocol
-  // (submit), continue the user (k). `data`: payload bytes; `wire_bytes`: the encoded packet;
-  // `src_laddr`: where the payload lies in the requester's space (Request::src_laddr).
-  virtual void issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t wire_bytes, uint32_t src_laddr,
-                     std::function<void()> k);
+  // A request checked and made into its packet by build_request: `dst` its Pnode, `data` its
+  // payload bytes, `wire_bytes` the encoded packet.
+  struct Built {
+    Packet packet;
+    uint32_t dst = 0, data = 0, wire_bytes = 0;
+  };
+  // A validated request `r` from a user task, built into `b`: charge the host, get the packet
+  // to the protocol (submit), continue the user (k).
+  virtual void issue(uint32_t node, uint32_t ptask, const Request& r, Built b, std::function<void()> k);
   // An encoded frame for `dst` handed to the NIC now: `in_mac` gets the frame that goes on the
   // wire when it is in the MAC. MBCF/Ether: after tx_ready_ps. A NIC may transform the frame
   // (the MBP2 seals it when it encrypts).
@@ -192,12 +200,8 @@ class EtherSystem {
   virtual void request_numbered(uint32_t node) { (void)node; }
   // Moving `bytes` of the packet's data between the packet buffer and the target task's memory.
   virtual uint64_t data_move_ps(uint32_t node, const Packet& p, uint32_t bytes) { (void)node, (void)p; return copy_ps(bytes); }
-  // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability) and made
-  // into its packet; false if it cannot be sent.
-  struct Built {
-    Packet packet;
-    uint32_t dst = 0, data = 0, wire_bytes = 0;
-  };
+  // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability, a payload
+  // named by Request::src_laddr readable) and made into its packet; false if it cannot be sent.
   bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
   // The packet goes to the protocol: numbered and sent (or sent unnumbered without flow control).
   void submit(uint32_t node, uint32_t dst, Packet p);

@@ -210,14 +210,19 @@ uint32_t packet_bytes(const Packet& p) {
   return n;
 }
 
-bool encode(const Packet& p, std::vector<uint8_t>& out) {
-  out.clear();
-  const uint32_t total = packet_bytes(p);
-  if (total > kMaxPacketBytes) return false;
+bool encodable(const Packet& p) {
+  if (packet_bytes(p) > kMaxPacketBytes) return false;
   for (const Command& c : p.cmds) {
     if (!layout(c.cmd) || c.data.size() != data_bytes(c) || c.opt.emb_colour > 15) return false;
     if (c.cmd == Cmd::ZBufPacked && c.flag_value != 1 && c.flag_value != 2 && c.flag_value != 4) return false;
   }
+  return true;
+}
+
+bool encode(const Packet& p, std::vector<uint8_t>& out) {
+  out.clear();
+  if (!encodable(p)) return false;
+  const uint32_t total = packet_bytes(p);
   out.reserve(total);
   put48(out, p.dst_mac);
   put48(out, p.src_mac);

@@ -61,6 +61,8 @@ uint32_t command_bytes(const Command& c);
 // Bytes of the whole packet (the total-length field).
 uint32_t packet_bytes(const Packet& p);
 
+// True when encode() would succeed: no more than kMaxPacketBytes, every command encodable.
+bool encodable(const Packet& p);
 // Appends the packet's bytes to `out` (cleared first). Returns false, leaving `out` empty, if
 // the packet would exceed kMaxPacketBytes or a command is not encodable.
 bool encode(const Packet& p, std::vector<uint8_t>& out);

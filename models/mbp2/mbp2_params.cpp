@@ -44,7 +44,9 @@ void declare_mbp2_params(ParamSchema& s) {
          "EM slots for MBCF requests taken from doorbells and not yet sent (those waiting for TH2 among them): the 256 send buffers of the MBCF/Ether kernel the PME runs; with none free the doorbell store is retried and the CPU waits",
          1, 1 << 20});
   s.add({"mbp2.host_request_cycles", T::Double, 187.0, "cycles", "host: a user task writes its send structure (ordinary stores, user mode) [calibrated with bus.pio_cycles on 8.5's 'about 3 us' per send]", 0, 1e9});
-  s.add({"mbp2.send_struct_bytes", T::Int, 32, "bytes", "send structure the PGE fetches before the payload (command word, target, addresses, length)", 4, 4096});
+  s.add({"mbp2.send_ring_entries", T::Int, 32, "structures",
+         "send structures per task, in host memory the OS pins next to its doorbell alias (1536 bytes each: 48 KiB); a task whose structures the PGE has all still to fetch waits for one. Twice the peak workload's 16 transfers between acknowledgement checks",
+         1, 512});
   s.add({"mbp2.pge_setup_ns", T::Double, 200.0, "ns", "PGE: from the doorbell to its first bus request (8 cycles of the 40 MHz controller)", 0, 1e9});
   s.add({"mbp2.adma_setup_ns", T::Double, 200.0, "ns", "ADMA: descriptor fetch from EM to the first bus request", 0, 1e9});
   s.add({"mbp2.ldma_setup_ns", T::Double, 100.0, "ns", "LDMA: descriptor fetch to the first MAC transfer", 0, 1e9});
@@ -120,7 +122,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.icu_instr = c.get_double("mbp2.icu_instr");
   m.host_request_cycles = c.get_double("mbp2.host_request_cycles");
   m.request_slots = static_cast<uint32_t>(c.get_int("mbp2.request_slots"));
-  m.send_struct_bytes = static_cast<uint32_t>(c.get_int("mbp2.send_struct_bytes"));
+  m.send_ring_entries = static_cast<uint32_t>(c.get_int("mbp2.send_ring_entries"));
   m.pge_setup_ns = c.get_double("mbp2.pge_setup_ns");
   m.adma_setup_ns = c.get_double("mbp2.adma_setup_ns");
   m.ldma_setup_ns = c.get_double("mbp2.ldma_setup_ns");
@@ -159,8 +161,8 @@ Mbp2Config Mbp2Config::from(const Config& c) {
     c.fail("crypto.keys", "a key exchange needs crypto.cipher or crypto.auth");
   const uint64_t need = Mbp2System::em_bytes_needed(m, static_cast<uint32_t>(c.get_int("mbcf.rx_ring")));
   if (need > m.em.bytes)
-    c.fail("em.bytes", std::to_string(m.em.bytes) + " bytes of card memory cannot hold the kernel area, the descriptor rings (mbp2.ring_entries) and the frame buffers (mbp2.ring_entries + mbcf.rx_ring of " +
-                           std::to_string(FramePool::kBufBytes) + " bytes): they need " + std::to_string(need));
+    c.fail("em.bytes", std::to_string(m.em.bytes) + " bytes of card memory cannot hold the kernel area, the descriptor rings (mbp2.ring_entries), the frame buffers (mbp2.ring_entries + mbcf.rx_ring) and the request images (mbp2.request_slots), each of " +
+                           std::to_string(FramePool::kBufBytes) + " bytes: they need " + std::to_string(need));
   return m;
 }
 

@@ -30,6 +30,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
   txb = std::make_unique<FramePool>(*em, c.ring_entries, st, b + "tx_buffers");
   rxb = std::make_unique<FramePool>(*em, rx_buffers, st, b + "rx_buffers");
+  reqb = std::make_unique<FramePool>(*em, c.request_slots, st, b + "request_images");
   rx_oversized = &st.counter(b + "mac.rx_oversized", "frames longer than Ethernet allows (1514 bytes without FCS) dropped by the MAC");
   sec.resize(nodes);
   if (c.csu) csu = std::make_unique<Csu>(st, b + "csu");
@@ -51,6 +52,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     x.rx_bad_checksum = &st.counter(ib + "rx_bad_checksum", "UDP/TCP frames whose checksum failed (CSU-R or firmware)");
     x.rx_not_ours = &st.counter(ib + "rx_not_ours", "IP frames addressed to another node");
     x.rx_out_of_order = &st.counter(ib + "rx_out_of_order", "TCP segments dropped as duplicates or beyond a gap (OCU or firmware)");
+    x.rx_no_buffer = &st.counter(ib + "rx_no_buffer", "UDP/TCP frames lost at the LDMA: every receive buffer was taken (the PME fell behind the wire)");
   }
   if (c.crypto.enabled()) {
     if (c.crypto.cau) cau = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, *em, st, b + "cau");
@@ -78,6 +80,8 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
       x.rekeys_seq = &st.counter(cb + "rekeys_sequence", "key exchanges this NIC started because crypto.rekey_frames frames were sealed under the current keys");
       x.opened_old = &st.counter(cb + "opened_under_old_keys", "received frames opened under the keys before a rekey (sealed before the peer changed over)");
       x.held_rx = &st.counter(cb + "held_for_new_keys", "received frames sealed under new keys this NIC was still deriving: held in EM and opened once they were in");
+      x.confirmed = &st.counter(cb + "keys_confirmed",
+                                "exchanges this NIC answered whose initiator then showed it had the new keys (a frame under them, its CONFIRM, or crypto.kx_timeout_us): until then its frames waited, or went under the old keys of a renewal");
     }
     x.seq_exhausted = &st.counter(cb + "sequence_exhausted", "frames not sent: crypto.rekey_frames frames were sealed under static keys, which cannot be renewed");
   }
@@ -90,12 +94,17 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
       host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")),
       slot_retries_(st.counter("system.mbp2.doorbell_slot_waits",
                                "MBCF doorbell stores that found every EM request slot taken (mbp2.request_slots) and were retried, holding the CPU, until a request left")),
+      bad_requests_(st.counter("system.mbp2.bad_requests",
+                               "send structures the NIC refused: bad sizes, a payload not readable at its address, commands that do not decode or break a rule of 4.4, an unknown Ltask")),
+      ring_waits_(st.counter("system.mbp2.send_ring_waits",
+                             "requests whose task found every entry of its send ring still unfetched (mbp2.send_ring_entries) and waited, holding the CPU, for the PGE")),
       iv_rng_(seed, "mbp2.cau.iv") {
   icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
     u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, c, ec.nodes, ec.rx_ring, st, b));
   }
+  rings_.resize(ec.nodes);
   if (c.crypto.enabled()) {
     frame_overhead_ = seal_overhead(c.crypto.cipher, c.crypto.auth);
     if (c.crypto.keys == CryptoConfig::Keys::Static) {
@@ -107,6 +116,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
           for (uint32_t v : {std::min(a, b2), std::max(a, b2)})
             for (int i = 0; i < 4; ++i) sec.push_back(static_cast<uint8_t>(v >> (24 - 8 * i)));
           u_[a]->sec[b2].sa = std::make_unique<SecurityAssociation>(c.crypto.cipher, c.crypto.auth, sec);
+          u_[a]->sec[b2].peer_has = true;  // both ends hold them from the start
         }
     }
   }
@@ -114,15 +124,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
 
 uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring) {
   const uint64_t rings = (4 + (c.crypto.enabled() && c.crypto.cau ? 1 : 0)) * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
-  return Kli::kBytes + rings + (static_cast<uint64_t>(c.ring_entries) + rx_ring) * FramePool::kBufBytes;
-}
-
-mbcf::Task& Mbp2System::create_task(uint32_t node, uint32_t ptask, uint32_t key) {
-  mbcf::Task& t = EtherSystem::create_task(node, ptask, key);
-  Units& u = *u_[node];
-  // The OS gives the task its alias page and tells the NIC through the KLI (at set-up).
-  u.uli->assign(u.next_alias++, ptask, cal_.now_ps());
-  return t;
+  return Kli::kBytes + rings + (static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
 }
 
 uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
@@ -133,9 +135,105 @@ uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
 
 // ------------------------------------------------------------------ host side
 
-void Mbp2System::issue(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t, uint32_t src_laddr, std::function<void()> k) {
-  const uint32_t ptask = p.src_ptask;
-  send_packet(node, ptask, alias_of(node, ptask), dst, std::move(p), data, src_laddr, std::move(k));
+namespace {
+void put_be32(std::vector<uint8_t>& v, uint32_t x) {
+  for (int i = 3; i >= 0; --i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
+}
+uint32_t get_be32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
+}
+}  // namespace
+
+Mbp2System::SendRing& Mbp2System::send_ring(uint32_t node, uint32_t ptask) {
+  auto& rings = rings_[node];
+  auto it = rings.find(ptask);
+  if (it != rings.end()) return it->second;
+  // The OS pins the pages when the task first uses its alias: consecutive frames, zeroed.
+  SendRing& R = rings[ptask];
+  const uint32_t pb = c_.page_bytes;
+  const uint64_t bytes = kSendAreaHeader + static_cast<uint64_t>(m_.send_ring_entries) * kSendEntryBytes;
+  for (uint64_t i = 0; i < (bytes + pb - 1) / pb; ++i) R.frames.push_back(space(node).alloc_frame());
+  R.posted.assign(m_.send_ring_entries, false);
+  return R;
+}
+
+void Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write) {
+  SendRing& R = send_ring(node, ptask);
+  const uint32_t pb = c_.page_bytes;
+  if (static_cast<uint64_t>(off) + n > static_cast<uint64_t>(R.frames.size()) * pb)
+    internal_error("an access beyond task " + std::to_string(ptask) + "'s send area on node " + std::to_string(node));
+  while (n) {
+    const uint32_t in = off % pb, k = std::min(n, pb - in);
+    uint8_t* f = space(node).frame(R.frames[off / pb]) + in;
+    if (write) std::copy(buf, buf + k, f);
+    else std::copy(f, f + k, buf);
+    buf += k;
+    off += k;
+    n -= k;
+  }
+}
+
+uint32_t Mbp2System::fetched(uint32_t node, uint32_t ptask) {
+  uint8_t w[4];
+  area_copy(node, ptask, 0, w, 4, false);
+  return get_be32(w);
+}
+
+void Mbp2System::send_area_write(uint32_t node, uint32_t ptask, uint32_t off, const std::vector<uint8_t>& bytes) {
+  std::vector<uint8_t> b = bytes;
+  area_copy(node, ptask, off, b.data(), static_cast<uint32_t>(b.size()), true);
+}
+
+std::vector<uint8_t> Mbp2System::send_area_read(uint32_t node, uint32_t ptask, uint32_t off, uint32_t n) {
+  std::vector<uint8_t> b(n);
+  area_copy(node, ptask, off, b.data(), n, false);
+  return b;
+}
+
+void Mbp2System::free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetched) {
+  SendRing& R = send_ring(node, ptask);
+  if (!R.posted.at(e)) internal_error("send ring entry " + std::to_string(e) + " of task " + std::to_string(ptask) + " freed twice");
+  R.posted[e] = false;
+  if (fetched) {
+    // The PGE writes its count back into the area: a task polling it sees the entry (and a
+    // payload at an address) free.
+    std::vector<uint8_t> w;
+    put_be32(w, ++R.fetched);
+    area_copy(node, ptask, 0, w.data(), 4, true);
+    run_pollers(node, cal_.now_ps());
+  }
+  if (!R.waiters.empty()) {
+    auto f = std::move(R.waiters.front());
+    R.waiters.pop_front();
+    f();
+  }
+}
+
+std::vector<uint8_t> Mbp2System::mbcf_structure(uint32_t ltask, const Packet& p, uint32_t src_laddr) {
+  // The packet as it travels, its header's first bytes then replaced by the structure's.
+  std::vector<uint8_t> s;
+  if (!encode(p, s)) internal_error("a built request does not encode");
+  s.resize(mbcf::packet_bytes(p));
+  uint32_t payload = 0;
+  if (src_laddr != kNoAddr && p.cmds.size() == 1 && !p.cmds[0].data.empty()) {
+    payload = static_cast<uint32_t>(p.cmds[0].data.size());  // the data travels last
+    s.resize(s.size() - payload);
+  } else {
+    src_laddr = kNoAddr;
+  }
+  const uint32_t cbytes = static_cast<uint32_t>(s.size()) - mbcf::kHeaderBytes;
+  s.erase(s.begin(), s.begin() + (mbcf::kHeaderBytes - kMbcfStructHeader));
+  std::vector<uint8_t> h;
+  put_be32(h, kSendMbcf << 24 | cbytes);
+  put_be32(h, ltask);
+  put_be32(h, src_laddr);
+  put_be32(h, payload);
+  std::copy(h.begin(), h.end(), s.begin());
+  return s;
+}
+
+void Mbp2System::issue(uint32_t node, uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) {
+  send_packet(node, ptask, alias_of(node, ptask), r, std::move(b), std::move(k));
 }
 
 bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
@@ -145,43 +243,71 @@ bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf:
     refused_.inc();
     return false;
   }
-  send_packet(node, ptask, alias, b.dst, std::move(b.packet), b.data, r.src_laddr, std::move(k));
+  send_packet(node, ptask, alias, r, std::move(b), std::move(k));
   return true;
 }
 
-void Mbp2System::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, Packet p, uint32_t data,
-                             uint32_t src_laddr, std::function<void()> k) {
-  const uint64_t build = cycles_ps(m_.host_request_cycles + (p.cmds.size() - 1) * c_.user_build_cycles);
-  host_request(node, ptask, alias, build, [this, node, dst, p = std::move(p), data, src_laddr]() mutable {
+bool Mbp2System::ring_structure(uint32_t node, uint32_t ptask, uint32_t alias, std::vector<uint8_t> structure, std::function<void()> k) {
+  if (!n_[node]->up || !space(node).find(ptask)) return false;
+  if (structure.size() > kSendEntryBytes) structure.resize(kSendEntryBytes);  // the rest is the next entry's
+  host_request(node, ptask, alias, cycles_ps(m_.host_request_cycles), std::move(structure),
+               [this, node, ptask](uint32_t e) { fetch_request(node, ptask, e); }, std::move(k), true);
+  return true;
+}
+
+void Mbp2System::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, Built b, std::function<void()> k) {
+  const uint64_t build = cycles_ps(m_.host_request_cycles + (b.packet.cmds.size() - 1) * c_.user_build_cycles);
+  std::vector<uint8_t> s = mbcf_structure(r.ltask, b.packet, r.src_laddr);
+  host_request(node, ptask, alias, build, std::move(s), [this, node, ptask, p = std::move(b.packet)](uint32_t e) {
     // The NIC counts the request for its barrier colour when it takes the doorbell, before
     // the user can poll the counters (a barrier must not pass a request still in the queue).
     if (!mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
-    fetch_and_send(node, dst, std::move(p), data, src_laddr);
+    fetch_request(node, ptask, e);
   }, std::move(k), true);
 }
 
-void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic,
-                              std::function<void()> k, bool slot) {
+void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure,
+                              std::function<void(uint32_t)> nic, std::function<void()> k, bool slot) {
+  SendRing& R = send_ring(node, ptask);
+  const uint32_t n = static_cast<uint32_t>(R.posted.size());
+  // The lowest free entry: a program with few requests out keeps to the first pages (few
+  // TLB entries on the NIC).
+  uint32_t e = n;
+  for (uint32_t i = 0; i < n && e == n; ++i)
+    if (!R.posted[i]) e = i;
+  if (e == n) {
+    // Every entry is the NIC's: the program polls the PGE's count until one is free.
+    ring_waits_.inc();
+    R.waiters.push_back([this, node, ptask, alias, build, s = std::move(structure), nic = std::move(nic), k = std::move(k), slot]() mutable {
+      host_request(node, ptask, alias, build, std::move(s), std::move(nic), std::move(k), slot);
+    });
+    return;
+  }
+  R.posted[e] = true;
   // The user task writes its send structure (ordinary stores, user mode), then the doorbell.
-  compute(node, build, [this, node, ptask, alias, nic = std::move(nic), k = std::move(k), build, slot]() mutable {
+  const uint32_t inc = n_[node]->incarnation;
+  compute(node, build, [this, node, ptask, alias, e, inc, s = std::move(structure), nic = std::move(nic), k = std::move(k), build, slot]() mutable {
+    if (!n_[node]->up || n_[node]->incarnation != inc) return;
     n_[node]->kernel_ps += build;
-    doorbell(node, ptask, alias, build, std::move(nic), std::move(k), slot);
+    area_copy(node, ptask, kSendAreaHeader + e * kSendEntryBytes, s.data(), static_cast<uint32_t>(s.size()), true);
+    doorbell(node, ptask, alias, e, build, [e, nic = std::move(nic)] { nic(e); }, std::move(k), slot);
   });
 }
 
 // The doorbell: an uncached store across the host bus, which holds the CPU until it completes.
-// An MBCF request needs a free request slot in EM (requests taken and not yet sent, those
-// waiting for their peer's window among them); with none, the NIC retries the store and the
-// CPU waits until a request leaves. The slot is taken as the store is accepted, so no more
-// requests are ever held than there are slots (checked: a breach stops the run).
-void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic,
+// It names the entry of the task's send ring. An MBCF request needs a free request slot in EM
+// (requests taken and not yet sent, those waiting for their peer's window among them); with
+// none, the NIC retries the store and the CPU waits until a request leaves. The slot is taken
+// as the store is accepted, so no more requests are ever held than there are slots (checked: a
+// breach stops the run).
+void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
                           std::function<void()> k, bool slot) {
   Node& N = *n_[node];
   if (!N.up) return;
   if (slot && N.requests_in_flight >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
     slot_retries_.inc();
-    u_[node]->slot_waiters.push_back([this, node, ptask, alias, build, nic = std::move(nic), k = std::move(k)]() mutable {
-      doorbell(node, ptask, alias, build, std::move(nic), std::move(k), true);
+    u_[node]->slot_waiters.push_back([this, node, ptask, alias, entry, build, nic = std::move(nic), k = std::move(k)]() mutable {
+      doorbell(node, ptask, alias, entry, build, std::move(nic), std::move(k), true);
     });
     return;
   }
@@ -194,18 +320,28 @@ void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint64_
   host_requests_.inc();
   // The NIC latches the doorbell as the store completes, before the CPU goes on (the
   // calendar runs events of one instant in the order they were scheduled).
-  cal_.at(done, [this, node, ptask, alias, slot, nic = std::move(nic)]() mutable {
+  cal_.at(done, [this, node, ptask, alias, entry, slot, nic = std::move(nic), inc = N.incarnation]() mutable {
+    if (n_[node]->incarnation != inc) return;
     if (u_[node]->uli->ring(alias, ptask) < 0) {
       rejected_requests_.inc();
       if (slot) {  // the slot it took is free again
         --n_[node]->requests_in_flight;
         request_numbered(node);
       }
+      free_entry(node, ptask, entry, false);  // the task may write it again
       return;
     }
     nic();
   });
   compute(node, done - now, std::move(k));
+}
+
+mbcf::Task& Mbp2System::create_task(uint32_t node, uint32_t ptask, uint32_t key) {
+  mbcf::Task& t = EtherSystem::create_task(node, ptask, key);
+  Units& u = *u_[node];
+  // The OS gives the task its alias page and tells the NIC through the KLI (at set-up).
+  u.uli->assign(u.next_alias++, ptask, cal_.now_ps());
+  return t;
 }
 
 // A request taken from a doorbell left EM's queue: the oldest retried doorbell goes in.
@@ -229,8 +365,11 @@ uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint
     uint64_t pp = 0;
     if (!u.tlb->lookup(ctx, vp, &pp)) {
       // The PME walks the page table in EM: the handler plus one entry read.
-      uint64_t frame = vp;  // pages the OS keeps outside the task's table (the send structure)
-      if (t) {
+      uint64_t frame = vp;
+      const uint64_t area = kSendArea / pb;
+      if (vp >= area && vp - area < send_ring(node, ctx).frames.size()) {
+        frame = send_ring(node, ctx).frames[vp - area];  // the send area the OS pinned
+      } else if (t) {
         auto it = t->pages.find(static_cast<uint32_t>(vp));
         if (it != t->pages.end()) frame = it->second.frame;
       }
@@ -244,34 +383,118 @@ uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint
   return refill;
 }
 
-void Mbp2System::fetch_and_send(uint32_t node, uint32_t dst, Packet p, uint32_t data, uint32_t src_laddr) {
-  const uint32_t ptask = p.src_ptask;
+void Mbp2System::bad_request(uint32_t node, uint32_t ptask, uint32_t e, bool slot) {
+  bad_requests_.inc();
+  if (e != ~0u) free_entry(node, ptask, e, true);
+  if (slot) {
+    if (n_[node]->requests_in_flight) --n_[node]->requests_in_flight;
+    request_numbered(node);
+  }
+}
+
+void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
+  // The PGE reads the structure's header to learn what to fetch: the commands, and the payload
+  // at its address (readable and present in the task: the NIC cannot fault a page in).
+  const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
+  const std::vector<uint8_t> h = send_area_read(node, ptask, at, kMbcfStructHeader);
+  const uint32_t kind = get_be32(&h[0]) >> 24, cbytes = get_be32(&h[0]) & 0xffffff;
+  const uint32_t ltask = get_be32(&h[4]), src = get_be32(&h[8]), payload = get_be32(&h[12]);
+  const mbcf::Task* t = space(node).find(ptask);
+  if (kind != kSendMbcf || cbytes > kSendEntryBytes - kMbcfStructHeader || payload > mbcf::kMaxPacketBytes ||
+      (src == kNoAddr) != (payload == 0) || !t || (payload && !usable(space(node), *t, src, payload, mbcf::kPermRead)))
+    return bad_request(node, ptask, e, true);
+  const uint32_t sbytes = kMbcfStructHeader + cbytes;
   uint64_t pa_struct = 0, pa_data = 0;
-  uint64_t refill = translate(node, ptask, kSendStructLaddr, m_.send_struct_bytes, &pa_struct);
-  if (data > 0 && src_laddr != kNoAddr) refill += translate(node, ptask, src_laddr, data, &pa_data);
-  else pa_data = pa_struct + m_.send_struct_bytes;  // the payload follows the structure
+  uint64_t refill = translate(node, ptask, send_entry_laddr(e), sbytes, &pa_struct);
+  if (payload) refill += translate(node, ptask, src, payload, &pa_data);
   // A request dies with the NIC's power: one taken before a power loss is never sent by the
   // NIC's next incarnation (EM, the PGE and the PME's queues are volatile).
   const uint32_t inc = n_[node]->incarnation;
-  auto pge = [this, node, dst, p = std::move(p), data, pa_struct, pa_data, inc]() mutable {
-    const uint64_t end = pge_fetch(node, pa_struct, pa_data, data);
-    // The PGE's completion interrupts the PME, which builds the header from the image and runs
-    // the protocol: the SS20 kernel's request routine, ported.
-    const uint64_t hdr = proto_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
-    cal_.at(end, [this, node, dst, p = std::move(p), hdr, inc]() mutable {
-      u_[node]->pme->run("header_build", Pme::kNormal, true, hdr, [this, node, dst, p = std::move(p), inc]() mutable {
+  auto pge = [this, node, ptask, e, at, ltask, cbytes, src, payload, sbytes, pa_struct, pa_data, inc]() mutable {
+    const uint64_t end = pge_fetch(node, pa_struct, sbytes, pa_data, payload);
+    cal_.at(end, [this, node, ptask, e, at, ltask, cbytes, src, payload, inc] {
+      if (!n_[node]->up || n_[node]->incarnation != inc) return;
+      // The bytes arrive as they are now in host memory: the commands from the structure, the
+      // payload from its address, assembled into the request image in EM.
+      std::vector<uint8_t> img = send_area_read(node, ptask, at + kMbcfStructHeader, cbytes);
+      const mbcf::Task* t = space(node).find(ptask);
+      if (payload) {
+        if (!t || !usable(space(node), *t, src, payload, mbcf::kPermRead)) return bad_request(node, ptask, e, true);
+        const size_t off = img.size();
+        img.resize(off + payload);
+        space(node).read(*t, src, img.data() + off, payload);
+      }
+      free_entry(node, ptask, e, true);
+      Units& u = *u_[node];
+      FramePool::Buf b;
+      if (img.size() > FramePool::kBufBytes || !u.reqb->alloc(&b))
+        fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
+             std::to_string(m_.request_slots) + ")");
+      u.reqb->put(b, img);
+      // The PGE's completion interrupts the PME, which builds the header from the image and
+      // runs the protocol: the SS20 kernel's request routine, ported (longer for each further
+      // command of a combined request).
+      Units::Decoded& d = u.decoded[b.serial];
+      d.ok = decode_image(img, &d.packet);
+      d.bytes = std::move(img);
+      const size_t ncmd = d.ok ? d.packet.cmds.size() : 1;
+      const uint64_t hdr = proto_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
+      u.pme->run("header_build", Pme::kNormal, true, hdr, [this, node, ptask, ltask, b, inc] {
         if (!n_[node]->up || n_[node]->incarnation != inc) return;
-        if (mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
-        if (must_wait(node, dst, p)) {  // TH2: the request waits in EM for the window to open
-          blocked_.inc();
-          n_[node]->peers[dst].blocked.push_back([this, node, dst, p]() mutable { submit(node, dst, std::move(p)); });
-          return;
-        }
-        submit(node, dst, std::move(p));
+        build_from_image(node, ptask, ltask, b);
       });
     });
   };
   pge_submit(node, refill, std::move(pge));
+}
+
+bool Mbp2System::decode_image(const std::vector<uint8_t>& img, Packet* p) {
+  // The header the PME puts in front of the commands; only the type and the length matter to
+  // the decoder, the rest is filled in from the requester below.
+  std::vector<uint8_t> f(mbcf::kHeaderBytes, 0);
+  const size_t total = mbcf::kHeaderBytes + img.size();
+  if (total > mbcf::kMaxPacketBytes) return false;
+  f[12] = mbcf::kEtherType >> 8;
+  f[13] = mbcf::kEtherType & 0xff;
+  f[14] = static_cast<uint8_t>(total >> 8);
+  f[15] = static_cast<uint8_t>(total);
+  f.insert(f.end(), img.begin(), img.end());
+  return mbcf::decode(f.data(), f.size(), *p) == mbcf::DecodeError::None;
+}
+
+void Mbp2System::build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask, FramePool::Buf b) {
+  Units& u = *u_[node];
+  if (!u.reqb->live(b)) return;  // EM lost its contents with the power
+  const std::vector<uint8_t> img = u.reqb->get(b);
+  u.reqb->release(b);
+  // The source is the task the ULI named and the OS's entry for it; the destination is its
+  // translation table's entry for the Ltask. The image supplies the commands only, and they
+  // pass the same checks as the library's (a task may write anything into its structure).
+  Packet q;
+  bool ok = false;
+  auto it = u.decoded.find(b.serial);
+  if (it != u.decoded.end() && it->second.bytes == img) {
+    ok = it->second.ok;
+    q = std::move(it->second.packet);
+  } else {
+    ok = decode_image(img, &q);
+  }
+  if (it != u.decoded.end()) u.decoded.erase(it);
+  Built built;
+  mbcf::Request r;
+  r.ltask = ltask;
+  if (!ok) return bad_request(node, ptask, ~0u, true);
+  r.cmds = std::move(q.cmds);
+  if (!build_request(node, ptask, r, built)) return bad_request(node, ptask, ~0u, true);
+  const uint32_t dst = built.dst;
+  Packet p = std::move(built.packet);
+  if (mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
+  if (must_wait(node, dst, p)) {  // TH2: the request waits in EM for the window to open
+    blocked_.inc();
+    n_[node]->peers[dst].blocked.push_back([this, node, dst, p]() mutable { submit(node, dst, std::move(p)); });
+    return;
+  }
+  submit(node, dst, std::move(p));
 }
 
 void Mbp2System::pge_submit(uint32_t node, uint64_t refill, std::function<void()> post) {
@@ -425,7 +648,7 @@ namespace {
 uint32_t be32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
 }
-constexpr uint8_t kKxInit = 1, kKxResp = 2;
+constexpr uint8_t kKxInit = 1, kKxResp = 2, kKxConfirm = 3;
 constexpr uint32_t kKxBytes = 18 + Dh::kBytes;  // header, type, 3 reserved, public value
 }  // namespace
 
@@ -455,19 +678,34 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, uint32_t off, uint3
 
 void Mbp2System::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
   if (!m_.crypto.enabled()) return to_buffer(node, dst, std::move(frame), std::move(in_mac), false);
-  PeerSec& s = u_[node]->sec[dst];
-  if (!s.sa) {  // no keys yet: the frame waits in its request's slot for the exchange
-    s.waiting.emplace_back(std::move(frame), std::move(in_mac));
-    start_key_exchange(node, dst);
-    return;
-  }
   seal_and_send(node, dst, std::move(frame), std::move(in_mac));
+}
+
+SecurityAssociation* Mbp2System::out_sa(PeerSec& s, uint32_t** seq) const {
+  if (s.sa && s.peer_has) {
+    *seq = &s.tx_seq;
+    return s.sa.get();
+  }
+  if (s.old_sa && s.old_tx_seq < m_.crypto.rekey_frames) {  // a renewal: the old keys still serve
+    *seq = &s.old_tx_seq;
+    return s.old_sa.get();
+  }
+  return nullptr;
 }
 
 void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
   Units& u = *u_[node];
   PeerSec& s = u.sec[dst];
-  if (s.tx_seq >= m_.crypto.rekey_frames) {
+  uint32_t* seq = nullptr;
+  SecurityAssociation* sa = out_sa(s, &seq);
+  if (!sa) {
+    // No keys the peer is known to hold: the frame waits in EM for the exchange (started now
+    // if none is under way) or for the peer to show it has the new keys.
+    s.waiting.emplace_back(std::move(frame), std::move(in_mac));
+    if (!s.sa) start_key_exchange(node, dst);
+    return;
+  }
+  if (*seq >= m_.crypto.rekey_frames) {
     if (m_.crypto.keys == CryptoConfig::Keys::Static) {  // manual keys cannot be renewed
       u.cs.seq_exhausted->inc();
       fail("node " + std::to_string(node) + " has sealed crypto.rekey_frames = " + std::to_string(m_.crypto.rekey_frames) + " frames for node " +
@@ -515,7 +753,9 @@ void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, b
   if (!seal) return ldma_send(node, b, std::move(in_mac));
   Units& u = *u_[node];
   PeerSec& s = u.sec[dst];
-  if (!s.sa || s.tx_seq >= m_.crypto.rekey_frames) {
+  uint32_t* seqp = nullptr;
+  SecurityAssociation* sa = out_sa(s, &seqp);
+  if (!sa || *seqp >= m_.crypto.rekey_frames) {
     // The keys went (the peer restarted), or ran out, while the frame waited for its buffer.
     std::vector<uint8_t> f = u.txb->get(b);
     u.txb->release(b);
@@ -528,7 +768,7 @@ void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, b
   for (int i = 0; i < 8; ++i) iv[i] = static_cast<uint8_t>(r >> (8 * i));
   const std::vector<uint8_t> frame = u.txb->get(b);
   const uint32_t plain = static_cast<uint32_t>(frame.size() - 14);
-  std::vector<uint8_t> sealed = s.sa->seal(frame, node, ++s.tx_seq, iv);
+  std::vector<uint8_t> sealed = sa->seal(frame, node, ++*seqp, iv);
   const uint32_t body = static_cast<uint32_t>(sealed.size() - 14) - (m_.crypto.auth == Auth::None ? 0 : 12);
   const uint32_t cb = cipher_blocks(m_.crypto.cipher, plain), hb = hash_blocks(m_.crypto.auth, body);
   u.cs.sealed->inc();
@@ -628,6 +868,10 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRead
     u.pme->run("rx_check", Pme::kNormal, true, u.pme->instr_ps(m_.rx_desc_instr),
                [this, node, b, k = std::move(ready)]() mutable { open_received(node, b, std::move(k)); });
   });
+  if (!taken && ip) {  // UDP/TCP has no Go-back-N under it: the datagram is gone
+    u_[node]->ip.rx_no_buffer->inc();
+    run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
+  }
   if (!taken && !kx && !ip) ready(nullptr);
 }
 
@@ -692,6 +936,7 @@ void Mbp2System::open_received(uint32_t node, Buf b, RxReady ready) {
     }
     if (e == OpenError::BadIcv) return reject(u.cs.rej_auth);
     if (e != OpenError::None) return reject(u.cs.rej_format);
+    if (window == &s.rx_window && !s.peer_has) new_keys_confirmed(node, spi);  // it sealed under them
     // Anti-replay only for authenticated frames: an unauthenticated sequence number proves
     // nothing, and letting it move the window would let a forger stop traffic.
     if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !window->accept(seq)) return reject(u.cs.rej_replay);
@@ -804,7 +1049,7 @@ void Mbp2System::on_kx(uint32_t node, Buf b) {
     u.rxb->release(b);
     const uint32_t peer = f.size() >= 12 ? (static_cast<uint32_t>(f[10]) << 8 | f[11]) : ~0u;
     const bool ours = f.size() >= 12 && f[6] == 0x02 && f[7] == 0x4d && f[8] == 0x42 && f[9] == 0x00;  // mac_of()
-    if (f.size() < kKxBytes || !ours || peer >= nodes() || peer == node || (f[14] != kKxInit && f[14] != kKxResp)) {
+    if (f.size() < kKxBytes || !ours || peer >= nodes() || peer == node || (f[14] != kKxInit && f[14] != kKxResp && f[14] != kKxConfirm)) {
       u.cs.kx_bad->inc();
       return;
     }
@@ -812,7 +1057,21 @@ void Mbp2System::on_kx(uint32_t node, Buf b) {
     PeerSec& s = u.sec[peer];
     if (!s.started && !s.sa) s.t0 = cal_.now_ps();
     s.started = true;
-    if (f[14] == kKxResp) return derive(node, peer, std::move(pub), [] {});
+    if (f[14] == kKxConfirm) {  // the initiator has the keys we answered with
+      if (s.sa && !s.peer_has && pub == s.peer_pub) new_keys_confirmed(node, peer);
+      return;
+    }
+    if (f[14] == kKxResp) {
+      // The peer installed its keys before it answered: once ours are in, frames may go
+      // under them. Crossed INITs (both ends renewing at once) make both ends responders,
+      // each then told by the other's RESP.
+      if (s.sa) {
+        if (!s.peer_has && pub == s.peer_pub) new_keys_confirmed(node, peer);
+        return;
+      }
+      s.resp_seen = true;
+      return derive(node, peer, std::move(pub), [this, node, peer] { send_kx(node, peer, kKxConfirm); });
+    }
     // The responder installs its keys before it answers, so the initiator, which can send
     // sealed frames as soon as it has the answer, never finds it without them.
     if (s.sa && pub == s.peer_pub) return send_kx(node, peer, kKxResp);  // our answer was lost
@@ -828,7 +1087,15 @@ void Mbp2System::on_kx(uint32_t node, Buf b) {
       s2.started = true;
       s2.t0 = cal_.now_ps();
     }
-    derive(node, peer, std::move(pub), [this, node, peer] { send_kx(node, peer, kKxResp); });
+    derive(node, peer, std::move(pub), [this, node, peer] {
+      send_kx(node, peer, kKxResp);
+      // Should the initiator's CONFIRM be lost and it have nothing to send, our frames go
+      // under the new keys after crypto.kx_timeout_us anyway.
+      cal_.after(static_cast<uint64_t>(m_.crypto.kx_timeout_us * 1e6), [this, node, peer, gen = u_[node]->sec[peer].gen] {
+        PeerSec& s = u_[node]->sec[peer];
+        if (s.gen == gen && s.sa && !s.peer_has) new_keys_confirmed(node, peer);
+      });
+    });
   });
 }
 
@@ -850,6 +1117,7 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
       }
       s.sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, secret);
       s.peer_pub = pub;
+      s.peer_has = s.resp_seen;
       u.cs.kx_done->inc();
       u.cs.kx_ps->inc(cal_.now_ps() - s.t0);
       then();
@@ -861,6 +1129,15 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
       for (auto& [b, k] : held) open_received(node, b, std::move(k));
     });
   });
+}
+
+void Mbp2System::new_keys_confirmed(uint32_t node, uint32_t peer) {
+  PeerSec& s = u_[node]->sec[peer];
+  s.peer_has = true;
+  u_[node]->cs.confirmed->inc();
+  auto w = std::move(s.waiting);
+  s.waiting.clear();
+  for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
 }
 
 void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
@@ -878,6 +1155,7 @@ void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
   if (keep_inbound && s.sa) {
     fresh.old_sa = std::move(s.sa);
     fresh.old_window = s.rx_window;
+    fresh.old_tx_seq = s.tx_seq;
   }
   s = std::move(fresh);
 }
@@ -888,6 +1166,13 @@ void Mbp2System::nic_power_off(uint32_t node) {
   // EM's frame buffers are empty; work in flight finds its buffer gone and stops.
   u.txb->reset();
   u.rxb->reset();
+  u.reqb->reset();
+  u.decoded.clear();
+  // The programs are gone too: the entries of their send rings are theirs to write again.
+  for (auto& [ptask, R] : rings_[node]) {
+    R.posted.assign(R.posted.size(), false);
+    R.waiters.clear();
+  }
   u.tx_wait.clear();
   u.rx_queued.clear();
   u.rx_current = Buf{};

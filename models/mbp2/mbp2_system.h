@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "models/mbcf/ether_system.h"
@@ -30,7 +31,7 @@ struct Mbp2Config {
   double tx_done_instr = 30;      // PME: collect a transmit descriptor
   double icu_instr = 20;          // PME: post or take an ICU message
   double host_request_cycles = 187;  // host: write the send structure (user level) [calibrated]
-  uint32_t send_struct_bytes = 32;   // the send structure the PGE fetches before the payload
+  uint32_t send_ring_entries = 32;   // send structures per task in host memory (its send ring)
   uint32_t request_slots = 256;      // EM slots for MBCF requests taken from doorbells and not yet sent
   double pge_setup_ns = 200, adma_setup_ns = 200, ldma_setup_ns = 100;
   uint32_t ring_entries = 16;
@@ -51,8 +52,8 @@ class Mbp2System : public mbcf::EtherSystem {
  public:
   Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed);
   // What a NIC carves in EM: the kernel area (KLI), the descriptor rings of the PGE, ADMA, the
-  // two LDMA channels and the CAU, and the frame buffers (one per LDMA transmit descriptor,
-  // one per receive-ring entry).
+  // two LDMA channels and the CAU, the frame buffers (one per LDMA transmit descriptor, one per
+  // receive-ring entry) and the request images (one per request slot).
   static uint64_t em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring);
   const Mbp2Config& mbp2_config() const { return m_; }
   mbcf::Task& create_task(uint32_t node, uint32_t ptask, uint32_t key) override;
@@ -61,6 +62,35 @@ class Mbp2System : public mbcf::EtherSystem {
   // by the ULI and nothing is sent. Returns false when rejected (after the host's cost).
   bool ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k);
   uint32_t alias_of(uint32_t node, uint32_t ptask) const;
+  // ---- The send ring (8.3.3): what a task rings for lies in host memory, in pinned pages the OS
+  // gives it next to its doorbell alias (outside its page table, at kSendArea in its context):
+  //   +0  the number of structures the PGE has fetched (written by the PGE, mod 2^32)
+  //   +kSendAreaHeader + e * kSendEntryBytes: entry e, a send structure, big-endian words:
+  //     MBCF request:  +0 kSendMbcf << 24 | B, +4 target Ltask, +8 payload address (kNoAddr:
+  //                    none), +12 P payload bytes, +16 B bytes: the commands as they travel
+  //                    (Fig. 6.1, from the command word), the payload left out when an address
+  //                    is given (it follows them in the image)
+  //     datagram:      +0 kSendDatagram << 24 | protocol << 8 | bypass, +4 destination Pnode,
+  //                    +8 source port << 16 | destination port, +12 payload address, +16 bytes
+  // The user library writes the lowest free entry and rings the task's alias; the doorbell names the
+  // entry. The PGE reads the structure, and the payload at its address, when it fetches them
+  // (the task must not change them before: `fetched` tells it when), and frees the entry. The
+  // PME builds the packet's header from the task's identity (the ULI's) and its translation
+  // table, never from the structure, and refuses a structure that does not decode or breaks a
+  // rule of 4.4 (system.mbp2.bad_requests). A task with every entry unfetched waits for one.
+  static constexpr uint32_t kSendArea = 0xfff00000u, kSendAreaHeader = 64, kSendEntryBytes = 1536;
+  static constexpr uint32_t kSendMbcf = 1, kSendDatagram = 2, kMbcfStructHeader = 16, kDatagramStructBytes = 20;
+  static uint32_t send_entry_laddr(uint32_t e) { return kSendArea + kSendAreaHeader + e * kSendEntryBytes; }
+  // The task's view of its send ring: the PGE's count of fetched structures (a load), and any
+  // bytes of its area (tests: what a program might store there).
+  uint32_t fetched(uint32_t node, uint32_t ptask);
+  void send_area_write(uint32_t node, uint32_t ptask, uint32_t off, const std::vector<uint8_t>& bytes);
+  std::vector<uint8_t> send_area_read(uint32_t node, uint32_t ptask, uint32_t off, uint32_t n);
+  // A task rings a send structure it wrote itself, whatever its bytes (the library's checks
+  // skipped): false only when the node has no power.
+  bool ring_structure(uint32_t node, uint32_t ptask, uint32_t alias, std::vector<uint8_t> structure, std::function<void()> k);
+  // The request images in EM, from the PGE's fetch to the PME's header build.
+  FramePool& request_images(uint32_t node) { return *u_[node]->reqb; }
   Pme& pme(uint32_t node) { return *u_[node]->pme; }
   Tlb& tlb(uint32_t node) { return *u_[node]->tlb; }
   Em& em(uint32_t node) { return *u_[node]->em; }
@@ -117,10 +147,11 @@ class Mbp2System : public mbcf::EtherSystem {
   // the ring is empty.
   bool take(uint32_t node, uint32_t ptask, uint32_t ring_laddr, std::vector<uint8_t>* payload, RxInfo* info = nullptr);
   // Datagrams for a bound port that a node's NIC could not deliver (ring full or unusable, TCP
-  // out of order, bad checksum or header).
+  // out of order, bad checksum or header, no receive buffer at the LDMA).
   uint64_t datagrams_dropped(uint32_t node) const {
     const IpStats& x = u_[node]->ip;
-    return x.rx_ring_full->value + x.rx_bad_ring->value + x.rx_out_of_order->value + x.rx_bad_checksum->value + x.rx_malformed->value;
+    return x.rx_ring_full->value + x.rx_bad_ring->value + x.rx_out_of_order->value + x.rx_bad_checksum->value + x.rx_malformed->value +
+           x.rx_no_buffer->value;
   }
   // Frames for no bound port, in the kernel's receive structure, oldest first.
   const std::deque<std::vector<uint8_t>>& kernel_received(uint32_t node) const { return u_[node]->kernel_rx; }
@@ -130,8 +161,7 @@ class Mbp2System : public mbcf::EtherSystem {
  protected:
   uint64_t proto_ps(double host_cycles) const override { return u_[0]->pme->host_cycles_ps(host_cycles); }
   void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) override;
-  void issue(uint32_t node, uint32_t dst, mbcf::Packet p, uint32_t data, uint32_t wire_bytes, uint32_t src_laddr,
-             std::function<void()> k) override;
+  void issue(uint32_t node, uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) override;
   void tx_done(uint32_t node) override;
   uint64_t rx_entry_ps(uint32_t node) override;
   uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, uint32_t bytes) override;
@@ -162,6 +192,13 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<SecurityAssociation> old_sa;
     ReplayWindow old_window;
     bool renewing = false;  // our INIT says: sequence numbers ran out, the old keys still hold
+    // Frames go under `sa` only once the peer is known to hold it (make before break): it
+    // answered with a RESP (it installs its keys first), sent a frame that opened under them,
+    // or a CONFIRM (the initiator's, once its keys are in); or crypto.kx_timeout_us passed.
+    // Until then a renewal's old SA serves while our own counter under it lasts, and frames
+    // wait in EM after that. So frames never reach a peer still deriving their keys.
+    bool peer_has = false, resp_seen = false;
+    uint32_t old_tx_seq = 0;  // our counter under old_sa
     // Received frames sealed under the keys still being derived, opened once they are in.
     std::deque<std::pair<Buf, RxReady>> held_rx;  // each keeps its receive buffer
     std::vector<uint8_t> peer_pub;  // the public value the SA was derived from (dh keys)
@@ -175,12 +212,12 @@ class Mbp2System : public mbcf::EtherSystem {
   };
   struct CryptoStats {
     Counter *sealed, *opened, *enc_bytes, *dec_bytes, *auth_bytes, *rej_auth, *rej_format, *rej_plain, *rej_no_sa, *rej_replay;
-    Counter *rekeys = nullptr, *rekeys_seq = nullptr, *seq_exhausted = nullptr, *opened_old = nullptr, *held_rx = nullptr;
+    Counter *rekeys = nullptr, *rekeys_seq = nullptr, *seq_exhausted = nullptr, *opened_old = nullptr, *held_rx = nullptr, *confirmed = nullptr;
     Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad;
   };
   struct IpStats {
     Counter *tx, *tx_bytes, *tx_rejected, *tx_bypass_rejected, *rx, *rx_bytes, *rx_kernel, *rx_kernel_dropped, *rx_ring_full, *rx_bad_ring,
-        *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order;
+        *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order, *rx_no_buffer;
   };
   struct TxWait {
     uint32_t dst;
@@ -202,6 +239,15 @@ class Mbp2System : public mbcf::EtherSystem {
     // Frame buffers in EM: one per LDMA transmit descriptor, and the receive ring's
     // (mbcf.rx_ring). Frames that find no transmit buffer wait in order.
     std::unique_ptr<FramePool> txb, rxb;
+    std::unique_ptr<FramePool> reqb;  // request images, from the PGE's fetch to the header build
+    // What the PME made of each image when the PGE's completion came (by buffer serial): the
+    // header build decodes again only if the bytes in EM changed meanwhile (a speed-up only).
+    struct Decoded {
+      std::vector<uint8_t> bytes;
+      bool ok = false;
+      mbcf::Packet packet;
+    };
+    std::unordered_map<uint64_t, Decoded> decoded;
     std::deque<TxWait> tx_wait;
     std::map<uint64_t, Buf> rx_queued;  // MBCF frames handed to the receive routine, by Rx tag
     Buf rx_current;                     // the one it works on (the ADMA reads its data)
@@ -223,23 +269,44 @@ class Mbp2System : public mbcf::EtherSystem {
     // Doorbell stores retried for want of a request slot (each holds its CPU), oldest first.
     std::deque<std::function<void()>> slot_waiters;
   };
+  // A task's send ring: its pages (consecutive host frames) and which entries the NIC owns.
+  struct SendRing {
+    std::vector<uint32_t> frames;
+    std::vector<bool> posted;  // rung and not yet fetched (or refused)
+    uint32_t fetched = 0;
+    std::deque<std::function<void()>> waiters;  // programs waiting for a free entry
+  };
+  SendRing& send_ring(uint32_t node, uint32_t ptask);
+  void area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write);
+  // The NIC is done with entry `e` (fetched: the PGE read it, and counts it).
+  void free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetched);
   // Translates the pages of [laddr, laddr + bytes) of task `ctx`: returns the PME time spent on
   // refills (each miss interrupts the PME, which reads the entry from the page tables in EM),
   // and the host physical address of the first byte.
   uint64_t translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64_t* pa);
-  // The NIC side of a request whose doorbell write completed at `at`.
-  void fetch_and_send(uint32_t node, uint32_t dst, mbcf::Packet p, uint32_t data, uint32_t src_laddr);
-  // The user task writes a send structure (`build` host time) and rings `alias`; `nic` runs
-  // when the ULI accepts the doorbell.
+  // The NIC side of an MBCF request in entry `e` of the task's send ring: the PGE fetches it
+  // into a request image in EM, the PME builds the packet from it.
+  void fetch_request(uint32_t node, uint32_t ptask, uint32_t e);
+  void build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask, FramePool::Buf img);
+  // The commands of a request image, decoded behind the header the PME writes; false if they
+  // do not decode.
+  static bool decode_image(const std::vector<uint8_t>& img, mbcf::Packet* p);
+  // A structure the NIC refuses: counted, its entry free and its request slot too.
+  void bad_request(uint32_t node, uint32_t ptask, uint32_t e, bool slot);
+  // The user task takes a free entry of its send ring (waiting for one), writes `structure`
+  // into it (`build` host time) and rings `alias`; `nic` runs with the entry when the ULI
+  // accepts the doorbell.
   // `slot`: the request takes one of EM's request slots (an MBCF request); with none free the
   // doorbell store is retried, holding the CPU, until a request leaves.
-  void host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic,
-                    std::function<void()> k, bool slot = false);
-  void doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::function<void()> nic, std::function<void()> k,
-                bool slot);
+  void host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure,
+                    std::function<void(uint32_t)> nic, std::function<void()> k, bool slot = false);
+  void doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
+                std::function<void()> k, bool slot);
   void request_numbered(uint32_t node) override;
-  void send_packet(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t dst, mbcf::Packet p, uint32_t data,
-                   uint32_t src_laddr, std::function<void()> k);
+  // [laddr, laddr + n) mapped in `t` with `perm` and present.
+  static bool usable(const mbcf::TaskSpace& ts, const mbcf::Task& t, uint64_t laddr, uint64_t n, uint8_t perm);
+  static std::vector<uint8_t> mbcf_structure(uint32_t ltask, const mbcf::Packet& p, uint32_t src_laddr);
+  void send_packet(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, Built b, std::function<void()> k);
 
   // message passing
   // The connection table in EM's kernel area (KLI), 32-byte big-endian entries:
@@ -250,7 +317,7 @@ class Mbp2System : public mbcf::EtherSystem {
   static constexpr uint32_t kConnTable = 4096, kConns = 128, kConnBytes = 32;
   int64_t find_conn(uint32_t node, uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const;
   bool add_conn(uint32_t node, const std::vector<uint32_t>& words);
-  void datagram_fetch(uint32_t node, uint32_t ptask, DatagramRequest r);
+  void datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e);
   void datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload);
   // A received IP frame in EM: checked, steered and delivered; `interrupt`: the PME is entered
   // by the LDMA's completion (false when it already runs the receive, after a decryption).
@@ -265,10 +332,8 @@ class Mbp2System : public mbcf::EtherSystem {
   // its DMA once the PME has refilled the TLB; requests are served in order.
   void pge_submit(uint32_t node, uint64_t refill, std::function<void()> post);
   void pge_next(uint32_t node);
-  // The PGE fetches a send structure and `data` payload bytes into EM: returns the end.
-  uint64_t pge_fetch(uint32_t node, uint64_t pa_struct, uint64_t pa_data, uint32_t data);
-  // The send structure lives in a page the OS gives each task next to its doorbell alias.
-  static constexpr uint32_t kSendStructLaddr = 0xfffff000u;
+  // The PGE fetches a send structure of `sbytes` and `data` payload bytes into EM: returns the end.
+  uint64_t pge_fetch(uint32_t node, uint64_t pa_struct, uint32_t sbytes, uint64_t pa_data, uint32_t data);
 
   // crypto (crypto.h): the CAU's work (or the firmware's) over a frame in EM, then `k`.
   void crypt_work(uint32_t node, const char* what, uint32_t off, uint32_t bytes, uint32_t cblocks, uint32_t hblocks, std::function<void()> k);
@@ -301,11 +366,16 @@ class Mbp2System : public mbcf::EtherSystem {
   // Forgets what node keeps for peer's key exchange and SA (a power cycle, or a rekey).
   // keep_inbound: a rekey for sequence-number exhaustion, whose old SA still opens frames.
   void drop_keys(uint32_t node, uint32_t peer, bool keep_inbound = false);
+  // The peer holds our new keys (see PeerSec::peer_has): the frames that waited go.
+  void new_keys_confirmed(uint32_t node, uint32_t peer);
+  // The SA to seal the next frame for the peer under, and its counter; nullptr: none yet.
+  SecurityAssociation* out_sa(PeerSec& s, uint32_t** seq) const;
 
 
   Mbp2Config m_;
   std::vector<std::unique_ptr<Units>> u_;
-  Counter &rejected_requests_, &host_requests_, &slot_retries_;
+  std::vector<std::map<uint32_t, SendRing>> rings_;  // per node, by Ptask (host memory)
+  Counter &rejected_requests_, &host_requests_, &slot_retries_, &bad_requests_, &ring_waits_;
   Counter* icu_bad_ = nullptr;
   Rng iv_rng_;  // IVs of sealed frames, Diffie-Hellman private values
 };

@@ -61,17 +61,26 @@ Command write_bytes(uint32_t laddr, uint32_t n, uint8_t seed) {
   return c;
 }
 
+// A one-command request whose payload lies in node 0's task 1 at `src` (Request::src_laddr): the
+// data is stored there first, and the NIC fetches it from there.
+Request from_memory(Rig& r, uint32_t ltask, const Command& c, uint32_t src) {
+  r.sys->space(0).write(r.task(0), src, c.data.data(), static_cast<uint32_t>(c.data.size()));
+  return Request{ltask, {c}, src};
+}
+
 TEST(Mbp2, AWriteLandsItsBytesWithNoWorkForTheReceivingHost) {
   Rig r;
   bool returned = false;
-  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 1024, 3)}, 0x10000}, [&] { returned = true; }));
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, write_bytes(0x10100, 1024, 3), 0x10000), [&] { returned = true; }));
   r.run(5);
   EXPECT_TRUE(returned);
   for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), static_cast<uint8_t>(3 + i * 7)) << i;
   EXPECT_EQ(r.sys->host_busy_ps(1), 0u);  // the receiving host copied nothing, took no interrupt
   EXPECT_NEAR(r.sys->host_busy_ps(0) / 1e6, 3.0, 0.3);  // the sender: its structure and doorbell
   EXPECT_EQ(r.counter("system.mbp2.host_requests"), 1u);
-  EXPECT_GE(r.counter("system.node0.mbp2.pge.bytes"), 1024u + 32);  // structure and payload
+  // The structure (its header, and the WRITE's command word, address and length) and the
+  // payload from its address.
+  EXPECT_EQ(r.counter("system.node0.mbp2.pge.bytes"), Mbp2System::kMbcfStructHeader + 12 + 1024u);
   EXPECT_GE(r.counter("system.node1.mbp2.adma.bytes"), 1024u);
   EXPECT_GE(r.counter("system.node1.mbp2.biu.dma_bytes"), 1024u);
   EXPECT_GE(r.sys->pme(1).interrupts(), 1u);
@@ -190,7 +199,7 @@ void encrypted_write(Cipher c) {
   Rig r(crypto(c, Auth::HmacSha1));
   Sniffer sn(r);
   const Command w = write_bytes(0x10100, 1024, 5);
-  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(5);
   for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
   const std::vector<uint8_t> probe(w.data.begin() + 500, w.data.begin() + 532);
@@ -218,7 +227,7 @@ TEST(Mbp2Crypto, AFrameAlteredOnTheWireIsRejectedAndResent) {
     }
   });
   const Command w = write_bytes(0x10100, 1024, 11);
-  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(100);  // the Go-back-N timeout resends it
   ASSERT_TRUE(altered);
   EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_auth"), 1u);
@@ -276,7 +285,7 @@ TEST(Mbp2Crypto, TheFirstFrameStartsADiffieHellmanExchangeThatSurvivesALostMessa
   Rig r(mc);
   r.sys->ether().set_deaf(1, true);  // node 1 misses the first INIT
   const Command w = write_bytes(0x10100, 256, 21);
-  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(10);
   EXPECT_EQ(r.sys->sa(0, 1), nullptr);
   r.sys->ether().set_deaf(1, false);
@@ -292,6 +301,10 @@ TEST(Mbp2Crypto, TheFirstFrameStartsADiffieHellmanExchangeThatSurvivesALostMessa
   EXPECT_LT(r.counter("system.node0.mbp2.meac.modmuls"), 2 * 2048u);
   for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
   EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_no_sa"), 0u);
+  // The responder sent nothing under the new keys before the initiator showed it had them
+  // (its CONFIRM, or the write itself): no frame reached node 0 it could not open.
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.keys_confirmed"), 1u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.rejected_no_sa") + r.counter("system.node0.mbp2.crypto.rejected_auth"), 0u);
 }
 
 // The encrypted-transfer workload: with authentication, frames altered on the wire never reach
@@ -456,7 +469,7 @@ TEST(Mbp2Msg, AUdpDatagramIsSteeredIntoTheBoundTasksRingWithNoWorkForEitherKerne
   EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_bytes"), 1000u);
   EXPECT_EQ(r.counter("system.node0.mbp2.csu.tx"), 1u);
   EXPECT_EQ(r.counter("system.node1.mbp2.csu.rx"), 1u);
-  EXPECT_GE(r.counter("system.node0.mbp2.pge.bytes"), 1000u + 32);
+  EXPECT_EQ(r.counter("system.node0.mbp2.pge.bytes"), 1000u + Mbp2System::kDatagramStructBytes);  // structure and payload
   EXPECT_GE(r.counter("system.node1.mbp2.pge.bytes"), 1000u + 32);  // the PGE delivers, not the ADMA
   EXPECT_EQ(r.counter("system.node1.mbp2.adma.bytes"), 0u);
   EXPECT_GT(r.counter("system.node0.mbp2.pme.handler.ip_header_ps"), 0u);
@@ -645,7 +658,7 @@ TEST(Mbp2, UnitsAreSystemCModulesAndTheirDescriptorRingsLiveInEm) {
     for (const char* u : {"biu", "em", "tlb", "pme", "kli", "icu", "uli", "pge", "adma", "ldma_tx", "ldma_rx", "csu", "ocu", "cau", "cau_dma"})
       EXPECT_NE(std::find(kids.begin(), kids.end(), u), kids.end()) << nic << "." << u;
   }
-  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 1024, 3)}, 0x10000}, [] {}));
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, write_bytes(0x10100, 1024, 3), 0x10000), [] {}));
   r.run(5);
   // Node 1's ADMA wrote the data: its first descriptor names the host address and length, done.
   const Em& em = r.sys->em(1);
@@ -689,7 +702,7 @@ TEST(Mbp2, FramesAreBytesInEmBetweenTheUnits) {
     if (!rx_hit) r.cal.after(20000, probe);  // every 20 ns
   };
   r.cal.after(0, probe);
-  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(5);
   ASSERT_TRUE(tx_hit && rx_hit);
   // The descriptors name the frame buffers.
@@ -711,6 +724,184 @@ TEST(Mbp2, FramesAreBytesInEmBetweenTheUnits) {
   EXPECT_EQ(r.sys->rx_buffers(1).in_use(), 0u);
 }
 
+// Requests are bytes from host memory to EM (8.3.3): the library writes the send structure
+// into the task's send ring and rings; the PGE reads the structure, and a payload at its
+// address, when it fetches them, into a request image in EM; the PME builds the packet from
+// that image. A byte the task changes before the fetch goes out (the rule: leave them alone
+// until `fetched` says so), one changed after does not; a byte changed in the image in EM before
+// the header build goes out too.
+TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
+  Rig r;
+  const uint32_t src = 0x10000;
+  const Command a = write_bytes(0x10100, 256, 1);      // payload in the structure
+  const Command b = write_bytes(0x10400, 256, 2);      // payload at an address
+  const uint32_t entry0 = Mbp2System::kSendAreaHeader;  // the lowest free entry
+  bool em_hit = false;
+  std::function<void()> probe = [&] {
+    // The first request image in EM, once the PGE wrote it and before the PME's header build.
+    FramePool& img = r.sys->request_images(0);
+    if (!em_hit && img.in_use() > 0) {
+      const uint32_t at = img.offset(FramePool::Buf{0, 0, 0}) + 12 + 30;  // command word, laddr, length; payload byte 30
+      r.sys->em(0).store32(at & ~3u, r.sys->em(0).load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
+      em_hit = true;
+    }
+    if (!em_hit) r.cal.after(20000, probe);
+  };
+  r.cal.after(0, probe);
+  uint32_t fetched_at_return = 99;
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [&] {
+    // The doorbell store has completed; the PGE has not fetched yet: this store in the
+    // structure (payload byte 10) is what it will read.
+    fetched_at_return = r.sys->fetched(0, 1);
+    auto e = r.sys->send_area_read(0, 1, entry0 + Mbp2System::kMbcfStructHeader + 12 + 10, 1);
+    e[0] ^= 0xff;
+    r.sys->send_area_write(0, 1, entry0 + Mbp2System::kMbcfStructHeader + 12 + 10, e);
+  }));
+  r.run(5);
+  EXPECT_EQ(fetched_at_return, 0u);
+  EXPECT_EQ(r.sys->fetched(0, 1), 1u);
+  ASSERT_TRUE(em_hit);
+  for (uint32_t i = 0; i < 256; ++i) {
+    const uint8_t want = (i == 10 || i == 30) ? static_cast<uint8_t>(a.data[i] ^ 0xff) : a.data[i];
+    ASSERT_EQ(r.byte(1, 0x10100 + i), want) << i;
+  }
+  // The payload at an address: read when the PGE fetches it. Changed before: it goes out.
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, b, src), [&] {
+    uint8_t x = static_cast<uint8_t>(b.data[5] ^ 0x5a);
+    r.sys->space(0).write(r.task(0), src + 5, &x, 1);
+  }));
+  r.run(5);
+  EXPECT_EQ(r.sys->fetched(0, 1), 2u);
+  EXPECT_EQ(r.byte(1, 0x10400 + 5), static_cast<uint8_t>(b.data[5] ^ 0x5a));
+  // Changed once `fetched` has moved past it: the image in EM is what went out.
+  uint8_t y = 0;
+  r.sys->space(0).write(r.task(0), src + 6, &y, 1);
+  r.run(5);
+  EXPECT_EQ(r.byte(1, 0x10400 + 6), b.data[6]);
+  EXPECT_EQ(r.byte(1, 0x10400 + 7), b.data[7]);
+  EXPECT_EQ(r.sys->request_images(0).in_use(), 0u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.request_images.allocated"), 2u);
+  EXPECT_EQ(r.counter("system.mbp2.bad_requests"), 0u);
+  // A datagram's payload is read when the PGE fetches it too.
+  r.sys->init_ring(1, 1, 0x18000, 4, 2048);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, 0x18000));
+  std::vector<uint8_t> d(100, 0x11);
+  r.sys->space(0).write(r.task(0), 0x11000, d.data(), 100);
+  Mbp2System::DatagramRequest q;
+  q.dst_node = 1;
+  q.src_port = q.dst_port = 7;
+  q.laddr = 0x11000;
+  q.len = 100;
+  ASSERT_TRUE(r.sys->send_datagram(0, 1, q, [&] {
+    uint8_t z = 0x22;
+    r.sys->space(0).write(r.task(0), 0x11000 + 99, &z, 1);
+  }));
+  r.run(5);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(r.sys->take(1, 1, 0x18000, &got));
+  d[99] = 0x22;
+  EXPECT_EQ(got, d);
+  EXPECT_EQ(r.sys->fetched(0, 1), 3u);
+}
+
+// The PME builds the header from the requester the ULI named and its translation table, and
+// runs the library's checks again on the image: a task may write anything into its send
+// structure. Each bad structure is refused and counted, its entry and request slot are free
+// again, and nothing is sent; a good one written by hand goes out as the task's own.
+TEST(Mbp2, TheNicTrustsNothingInASendStructureButItsCommands) {
+  Mbp2Config mc;
+  mc.request_slots = 2;
+  Rig r(mc);
+  Sniffer sn(r);
+  auto structure = [](uint32_t kind, uint32_t ltask, uint32_t src, uint32_t plen, const std::vector<uint8_t>& cmds) {
+    std::vector<uint8_t> s;
+    for (uint32_t w : {kind << 24 | static_cast<uint32_t>(cmds.size()), ltask, src, plen})
+      for (int i = 3; i >= 0; --i) s.push_back(static_cast<uint8_t>(w >> (8 * i)));
+    s.insert(s.end(), cmds.begin(), cmds.end());
+    return s;
+  };
+  // The commands of a packet as they travel (from the command word).
+  auto body = [](const Command& c) {
+    Packet p;
+    p.cmds.push_back(c);
+    std::vector<uint8_t> b;
+    EXPECT_TRUE(encode(p, b));
+    return std::vector<uint8_t>(b.begin() + kHeaderBytes, b.begin() + packet_bytes(p));
+  };
+  Command reply;
+  reply.cmd = Cmd::Reply;
+  reply.status_laddr = 0x10100;
+  reply.status = 1;
+  reply.data_laddr = kNoAddr;
+  const Command w = write_bytes(0x10100, 64, 40);
+  std::vector<uint8_t> garbage = body(w);
+  garbage[0] = 0xee;  // no such command
+  const std::vector<uint8_t> ww = body(w);
+  const std::vector<uint8_t> no_data(ww.begin(), ww.end() - 64);
+  const std::vector<std::vector<uint8_t>> bad = {
+      structure(Mbp2System::kSendMbcf, 1, kNoAddr, 0, body(reply)),  // a REPLY: not a user's command
+      structure(Mbp2System::kSendMbcf, 1, kNoAddr, 0, garbage),
+      structure(7, 1, kNoAddr, 0, body(w)),                            // no such kind
+      structure(Mbp2System::kSendMbcf, 9, kNoAddr, 0, body(w)),        // no such Ltask
+      structure(Mbp2System::kSendMbcf, 1, 0x700000, 64, no_data),  // payload not mapped
+      structure(Mbp2System::kSendMbcf, 1, kNoAddr, 0x10000, body(w)),  // a payload size without an address
+  };
+  size_t i = 0;
+  std::function<void()> next = [&] {
+    if (i < bad.size()) {
+      ASSERT_TRUE(r.sys->ring_structure(0, 2, r.sys->alias_of(0, 2), bad[i++], next));
+    }
+  };
+  next();
+  r.run(5);
+  EXPECT_EQ(i, bad.size());
+  EXPECT_EQ(r.counter("system.mbp2.bad_requests"), bad.size());
+  EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
+  EXPECT_EQ(r.sys->fetched(0, 2), bad.size());  // every entry free again
+  for (uint32_t k = 0; k < 64; ++k) ASSERT_EQ(r.byte(1, 0x10100 + k), 0u);
+  // Written by hand, well formed: it goes out as task 2's (its key), whatever the structure.
+  ASSERT_TRUE(r.sys->ring_structure(0, 2, r.sys->alias_of(0, 2), structure(Mbp2System::kSendMbcf, 1, kNoAddr, 0, body(w)), [] {}));
+  r.run(5);
+  EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 1u);
+  ASSERT_EQ(r.byte(1, 0x10100 + 63), static_cast<uint8_t>(40 + 63 * 7));
+  bool seen = false;
+  for (const auto& f : sn.frames) {
+    Packet p;
+    if (f.size() > 14 && f[12] == (kEtherType >> 8) && decode(f.data(), f.size(), p) == DecodeError::None && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Write) {
+      EXPECT_EQ(p.src_ptask, 2u);
+      EXPECT_EQ(p.src_key, 2000u);
+      EXPECT_EQ(p.dst_key, 1001u);
+      seen = true;
+    }
+  }
+  EXPECT_TRUE(seen);
+  r.run(100);  // its acknowledgement
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();  // no request slot kept by a refused structure
+}
+
+// A task whose send structures are all still unfetched waits for the PGE (its CPU held), and
+// every request lands in order.
+TEST(Mbp2, ATaskWithEverySendStructureUnfetchedWaitsForThePge) {
+  Mbp2Config mc;
+  mc.send_ring_entries = 2;
+  Rig r(mc);
+  constexpr uint32_t kWrites = 12;
+  uint32_t rung = 0;
+  std::function<void()> next = [&] {
+    if (rung == kWrites) return;
+    Command c = write_bytes(0x10000 + 1024 * rung, 1024, static_cast<uint8_t>(rung));
+    ++rung;
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {c}}, next));
+  };
+  next();
+  r.run(50);
+  EXPECT_EQ(rung, kWrites);
+  EXPECT_GT(r.counter("system.mbp2.send_ring_waits"), 0u);
+  EXPECT_EQ(r.sys->fetched(0, 1), kWrites);
+  for (uint32_t i = 0; i < kWrites; ++i) ASSERT_EQ(r.byte(1, 0x10000 + 1024 * i + 1000), static_cast<uint8_t>(i + 1000 * 7)) << i;
+  EXPECT_TRUE(r.sys->quiet());
+}
+
 // With few frame buffers, frames wait for a transmit buffer in order, and a frame that finds
 // every receive buffer full is lost at the LDMA and resent by Go-back-N: every write lands.
 TEST(Mbp2, FewFrameBuffersDelayOrLoseFramesButEveryWriteLands) {
@@ -724,13 +915,13 @@ TEST(Mbp2, FewFrameBuffersDelayOrLoseFramesButEveryWriteLands) {
   std::function<void()> next = [&] {
     if (issued == kWrites) return;
     const uint32_t i = issued++;
-    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10000 + 256 * i, 256, static_cast<uint8_t>(i))}, 0x10000}, next));
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10000 + 1400 * i, 1400, static_cast<uint8_t>(i))}}, next));
   };
   next();
   r.run(200);
   ASSERT_EQ(issued, kWrites);
   for (uint32_t i = 0; i < kWrites; ++i)
-    for (uint32_t j = 0; j < 256; j += 51) ASSERT_EQ(r.byte(1, 0x10000 + 256 * i + j), static_cast<uint8_t>(i + j * 7)) << i << " " << j;
+    for (uint32_t j = 0; j < 1400; j += 51) ASSERT_EQ(r.byte(1, 0x10000 + 1400 * i + j), static_cast<uint8_t>(i + j * 7)) << i << " " << j;
   EXPECT_GT(r.counter("system.node0.mbp2.tx_buffers.exhausted"), 0u);
   EXPECT_EQ(r.counter("system.node0.mbp2.tx_buffers.high_water"), 2u);
   EXPECT_GT(r.counter("system.node1.mbp2.rx_buffers.exhausted"), 0u);
