@@ -425,11 +425,15 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
         space(node).read(*t, src, img.data() + off, payload);
       }
       free_entry(node, ptask, e, true);
+      // Longer than any packet's commands: the PME refuses it before looking further.
+      if (mbcf::kHeaderBytes + img.size() > mbcf::kMaxPacketBytes) return bad_request(node, ptask, ~0u, true);
       Units& u = *u_[node];
       FramePool::Buf b;
-      if (img.size() > FramePool::kBufBytes || !u.reqb->alloc(&b))
+      if (!u.reqb->alloc(&b)) {
         fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
              std::to_string(m_.request_slots) + ")");
+        return;
+      }
       u.reqb->put(b, img);
       // The PGE's completion interrupts the PME, which builds the header from the image and
       // runs the protocol: the SS20 kernel's request routine, ported (longer for each further

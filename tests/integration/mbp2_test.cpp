@@ -845,6 +845,7 @@ TEST(Mbp2, TheNicTrustsNothingInASendStructureButItsCommands) {
       structure(Mbp2System::kSendMbcf, 9, kNoAddr, 0, body(w)),        // no such Ltask
       structure(Mbp2System::kSendMbcf, 1, 0x700000, 64, no_data),  // payload not mapped
       structure(Mbp2System::kSendMbcf, 1, kNoAddr, 0x10000, body(w)),  // a payload size without an address
+      structure(Mbp2System::kSendMbcf, 1, 0x10000, 1000, std::vector<uint8_t>(1500, 0)),  // longer than any packet
   };
   size_t i = 0;
   std::function<void()> next = [&] {
