@@ -81,7 +81,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
       x.opened_old = &st.counter(cb + "opened_under_old_keys", "received frames opened under the keys before a rekey (sealed before the peer changed over)");
       x.held_rx = &st.counter(cb + "held_for_new_keys", "received frames sealed under new keys this NIC was still deriving: held in EM and opened once they were in");
       x.confirmed = &st.counter(cb + "keys_confirmed",
-                                "exchanges this NIC answered whose initiator then showed it had the new keys (a frame under them, its CONFIRM, or crypto.kx_timeout_us): until then its frames waited, or went under the old keys of a renewal");
+                                "key exchanges in which this NIC had its new keys before it knew its peer had them, and learnt it later (the peer's RESP after crossed INITs, a frame under them, a CONFIRM, or crypto.kx_timeout_us): until then its frames waited, or went under the old keys of a renewal");
     }
     x.seq_exhausted = &st.counter(cb + "sequence_exhausted", "frames not sent: crypto.rekey_frames frames were sealed under static keys, which cannot be renewed");
   }
@@ -1138,7 +1138,7 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
 void Mbp2System::new_keys_confirmed(uint32_t node, uint32_t peer) {
   PeerSec& s = u_[node]->sec[peer];
   s.peer_has = true;
-  u_[node]->cs.confirmed->inc();
+  if (u_[node]->cs.confirmed) u_[node]->cs.confirmed->inc();
   auto w = std::move(s.waiting);
   s.waiting.clear();
   for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
