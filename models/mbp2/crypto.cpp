@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "models/core/bytes.h"
 #include "models/core/error.h"
 
 namespace mbpsim::mbp2 {
@@ -17,12 +18,6 @@ constexpr uint32_t kSealHeader = 12;  // SPI, sequence, length, reserved
 constexpr uint32_t kIcv = 12;         // HMAC-*-96
 constexpr uint32_t kIv = 8;
 
-uint32_t be32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
-void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-}
 uint32_t block_of(Cipher c) { return c == Cipher::None ? 4 : 8; }
 uint32_t iv_of(Cipher c) { return c == Cipher::None ? 0 : kIv; }
 uint32_t icv_of(Auth a) { return a == Auth::None ? 0 : kIcv; }
@@ -190,8 +185,8 @@ std::vector<uint8_t> SecurityAssociation::seal(const std::vector<uint8_t>& f, ui
   out[12] = kEtherTypeSealed >> 8;
   out[13] = kEtherTypeSealed & 0xff;
   uint8_t* h = out.data() + 14;
-  put32(h, spi);
-  put32(h + 4, seq);
+  store_be32(h, spi);
+  store_be32(h + 4, seq);
   h[8] = static_cast<uint8_t>(body >> 8);
   h[9] = static_cast<uint8_t>(body);
   if (ivn) std::memcpy(h + kSealHeader, iv, kIv);
@@ -236,8 +231,8 @@ OpenError SecurityAssociation::open(std::vector<uint8_t>& f, uint32_t* spi, uint
   if (pad + 4 > body || c[body - 1] != 0) return OpenError::BadPadding;
   for (uint32_t i = 0; i < pad; ++i)
     if (c[body - 2 - pad + i] != static_cast<uint8_t>(i + 1)) return OpenError::BadPadding;
-  if (spi) *spi = be32(h);
-  if (seq) *seq = be32(h + 4);
+  if (spi) *spi = load_be32(h);
+  if (seq) *seq = load_be32(h + 4);
   const uint32_t plain = body - 4 - pad;
   std::vector<uint8_t> out(14 + plain);
   std::copy(f.begin(), f.begin() + 12, out.begin());

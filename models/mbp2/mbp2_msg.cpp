@@ -13,6 +13,7 @@
 // dropped and counted.
 #include <algorithm>
 
+#include "models/core/bytes.h"
 #include "models/core/error.h"
 #include "models/mbp2/mbp2_system.h"
 
@@ -26,13 +27,6 @@ using mbcf::ViolationCode;
 
 namespace {
 constexpr uint64_t kIcuKernelRx = 2ull << 56;  // | frame length: a frame in the kernel's receive structure
-
-void put_be32(std::vector<uint8_t>& v, uint32_t x) {
-  for (int i = 3; i >= 0; --i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
-}
-uint32_t get_be32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
 }  // namespace
 
 bool Mbp2System::usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint64_t n, uint8_t perm) {
@@ -146,11 +140,11 @@ bool Mbp2System::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequ
     if (c < 0 || u_[node]->kli->load32(kConnTable + static_cast<uint32_t>(c) * kConnBytes + 8) != ptask + 1) return false;
   }
   std::vector<uint8_t> s;
-  put_be32(s, kSendDatagram << 24 | static_cast<uint32_t>(r.proto) << 8 | (r.bypass ? 1 : 0));
-  put_be32(s, r.dst_node);
-  put_be32(s, static_cast<uint32_t>(r.src_port) << 16 | r.dst_port);
-  put_be32(s, r.laddr);
-  put_be32(s, r.len);
+  append_be32(s, kSendDatagram << 24 | static_cast<uint32_t>(r.proto) << 8 | (r.bypass ? 1 : 0));
+  append_be32(s, r.dst_node);
+  append_be32(s, static_cast<uint32_t>(r.src_port) << 16 | r.dst_port);
+  append_be32(s, r.laddr);
+  append_be32(s, r.len);
   host_request(node, ptask, alias_of(node, ptask), cycles_ps(m_.host_request_cycles), std::move(s),
                [this, node, ptask](uint32_t e) { datagram_fetch(node, ptask, e); }, std::move(k));
   return true;
@@ -175,14 +169,14 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
   const std::vector<uint8_t> h = send_area_read(node, ptask, at, kDatagramStructBytes);
   DatagramRequest r;
-  const uint32_t pb = get_be32(&h[0]);
+  const uint32_t pb = load_be32(&h[0]);
   r.proto = static_cast<uint8_t>(pb >> 8);
   r.bypass = (pb & 1) != 0;
-  r.dst_node = get_be32(&h[4]);
-  r.src_port = static_cast<uint16_t>(get_be32(&h[8]) >> 16);
-  r.dst_port = static_cast<uint16_t>(get_be32(&h[8]));
-  r.laddr = get_be32(&h[12]);
-  r.len = get_be32(&h[16]);
+  r.dst_node = load_be32(&h[4]);
+  r.src_port = static_cast<uint16_t>(load_be32(&h[8]) >> 16);
+  r.dst_port = static_cast<uint16_t>(load_be32(&h[8]));
+  r.laddr = load_be32(&h[12]);
+  r.len = load_be32(&h[16]);
   auto refuse = [&] {
     u.ip.tx_rejected->inc();
     free_entry(node, ptask, e, true);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/core/bytes.h"
 #include "models/core/error.h"
 
 namespace mbpsim::mbp2 {
@@ -135,15 +136,6 @@ uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
 
 // ------------------------------------------------------------------ host side
 
-namespace {
-void put_be32(std::vector<uint8_t>& v, uint32_t x) {
-  for (int i = 3; i >= 0; --i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
-}
-uint32_t get_be32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
-}  // namespace
-
 Mbp2System::SendRing& Mbp2System::send_ring(uint32_t node, uint32_t ptask) {
   auto& rings = rings_[node];
   auto it = rings.find(ptask);
@@ -176,7 +168,7 @@ void Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t*
 uint32_t Mbp2System::fetched(uint32_t node, uint32_t ptask) {
   uint8_t w[4];
   area_copy(node, ptask, 0, w, 4, false);
-  return get_be32(w);
+  return load_be32(w);
 }
 
 void Mbp2System::send_area_write(uint32_t node, uint32_t ptask, uint32_t off, const std::vector<uint8_t>& bytes) {
@@ -198,7 +190,7 @@ void Mbp2System::free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetc
     // The PGE writes its count back into the area: a task polling it sees the entry (and a
     // payload at an address) free.
     std::vector<uint8_t> w;
-    put_be32(w, ++R.fetched);
+    append_be32(w, ++R.fetched);
     area_copy(node, ptask, 0, w.data(), 4, true);
     run_pollers(node, cal_.now_ps());
   }
@@ -224,10 +216,10 @@ std::vector<uint8_t> Mbp2System::mbcf_structure(uint32_t ltask, const Packet& p,
   const uint32_t cbytes = static_cast<uint32_t>(s.size()) - mbcf::kHeaderBytes;
   s.erase(s.begin(), s.begin() + (mbcf::kHeaderBytes - kMbcfStructHeader));
   std::vector<uint8_t> h;
-  put_be32(h, kSendMbcf << 24 | cbytes);
-  put_be32(h, ltask);
-  put_be32(h, src_laddr);
-  put_be32(h, payload);
+  append_be32(h, kSendMbcf << 24 | cbytes);
+  append_be32(h, ltask);
+  append_be32(h, src_laddr);
+  append_be32(h, payload);
   std::copy(h.begin(), h.end(), s.begin());
   return s;
 }
@@ -397,8 +389,8 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   // at its address (readable and present in the task: the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
   const std::vector<uint8_t> h = send_area_read(node, ptask, at, kMbcfStructHeader);
-  const uint32_t kind = get_be32(&h[0]) >> 24, cbytes = get_be32(&h[0]) & 0xffffff;
-  const uint32_t ltask = get_be32(&h[4]), src = get_be32(&h[8]), payload = get_be32(&h[12]);
+  const uint32_t kind = load_be32(&h[0]) >> 24, cbytes = load_be32(&h[0]) & 0xffffff;
+  const uint32_t ltask = load_be32(&h[4]), src = load_be32(&h[8]), payload = load_be32(&h[12]);
   const mbcf::Task* t = space(node).find(ptask);
   if (kind != kSendMbcf || cbytes > kSendEntryBytes - kMbcfStructHeader || payload > mbcf::kMaxPacketBytes ||
       (src == kNoAddr) != (payload == 0) || !t || (payload && !usable(space(node), *t, src, payload, mbcf::kPermRead)))
@@ -649,9 +641,6 @@ nlohmann::ordered_json Mbp2System::nic_summary() const {
 // ------------------------------------------------------------------ crypto (8.3.3, 8.3.6)
 
 namespace {
-uint32_t be32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 | static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
 constexpr uint8_t kKxInit = 1, kKxResp = 2, kKxConfirm = 3;
 constexpr uint32_t kKxBytes = 18 + Dh::kBytes;  // header, type, 3 reserved, public value
 }  // namespace
@@ -883,7 +872,7 @@ void Mbp2System::open_received(uint32_t node, Buf b, RxReady ready) {
   Units& u = *u_[node];
   if (!u.rxb->live(b)) return;
   const std::vector<uint8_t> f = u.rxb->get(b);
-  const uint32_t spi = f.size() >= 18 ? be32(f.data() + 14) : ~0u;
+  const uint32_t spi = f.size() >= 18 ? load_be32(f.data() + 14) : ~0u;
   if (spi >= nodes() || spi == node || !(u.sec[spi].sa || u.sec[spi].old_sa)) {
     u.cs.rej_no_sa->inc();
     u.rxb->release(b);
