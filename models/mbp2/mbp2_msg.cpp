@@ -167,7 +167,8 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   // The PGE reads the structure: untranslated (bypass) addresses are for the kernel only, and
   // the payload must be readable in the task's space (the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
-  const std::vector<uint8_t> h = send_area_read(node, ptask, at, kDatagramStructBytes);
+  uint8_t h[kDatagramStructBytes];
+  area_copy(node, ptask, at, h, kDatagramStructBytes, false);
   DatagramRequest r;
   const uint32_t pb = load_be32(&h[0]);
   r.proto = static_cast<uint8_t>(pb >> 8);

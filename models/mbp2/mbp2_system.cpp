@@ -189,9 +189,9 @@ void Mbp2System::free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetc
   if (fetched) {
     // The PGE writes its count back into the area: a task polling it sees the entry (and a
     // payload at an address) free.
-    std::vector<uint8_t> w;
-    append_be32(w, ++R.fetched);
-    area_copy(node, ptask, 0, w.data(), 4, true);
+    uint8_t w[4];
+    store_be32(w, ++R.fetched);
+    area_copy(node, ptask, 0, w, 4, true);
     run_pollers(node, cal_.now_ps());
   }
   if (!R.waiters.empty()) {
@@ -215,12 +215,10 @@ std::vector<uint8_t> Mbp2System::mbcf_structure(uint32_t ltask, const Packet& p,
   }
   const uint32_t cbytes = static_cast<uint32_t>(s.size()) - mbcf::kHeaderBytes;
   s.erase(s.begin(), s.begin() + (mbcf::kHeaderBytes - kMbcfStructHeader));
-  std::vector<uint8_t> h;
-  append_be32(h, kSendMbcf << 24 | cbytes);
-  append_be32(h, ltask);
-  append_be32(h, src_laddr);
-  append_be32(h, payload);
-  std::copy(h.begin(), h.end(), s.begin());
+  store_be32(&s[0], kSendMbcf << 24 | cbytes);
+  store_be32(&s[4], ltask);
+  store_be32(&s[8], src_laddr);
+  store_be32(&s[12], payload);
   return s;
 }
 
@@ -388,7 +386,8 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   // The PGE reads the structure's header to learn what to fetch: the commands, and the payload
   // at its address (readable and present in the task: the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
-  const std::vector<uint8_t> h = send_area_read(node, ptask, at, kMbcfStructHeader);
+  uint8_t h[kMbcfStructHeader];
+  area_copy(node, ptask, at, h, kMbcfStructHeader, false);
   const uint32_t kind = load_be32(&h[0]) >> 24, cbytes = load_be32(&h[0]) & 0xffffff;
   const uint32_t ltask = load_be32(&h[4]), src = load_be32(&h[8]), payload = load_be32(&h[12]);
   const mbcf::Task* t = space(node).find(ptask);
