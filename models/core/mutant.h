@@ -28,6 +28,7 @@ enum class Id : unsigned char {
   FifoeStopShared,        // mbcf: a FIFOe's stopped state is the FIFO's, not each sender's (one RETRY restarts all)
   SaveAreaUnbounded,      // mbcf: packets for a task waiting for a page-in are saved however many arrive
   DoorbellIgnoresSlots,   // mbp2: a doorbell is taken with every EM request slot in use
+  TlbKeepsLeftContext,    // mbp2: the NIC's TLB keeps the entries of a task that left the node
 };
 
 struct Entry {
@@ -43,6 +44,7 @@ inline constexpr Entry kAll[] = {
     {Id::EmbCountedLate, "emb_counted_late"},                     {Id::FirstOnlyInvokesAgain, "first_only_invokes_again"},
     {Id::LocalRepliesHeld, "local_replies_held"},                 {Id::FifoeStopShared, "fifoe_stop_shared"},
     {Id::SaveAreaUnbounded, "save_area_unbounded"},               {Id::DoorbellIgnoresSlots, "doorbell_ignores_slots"},
+    {Id::TlbKeepsLeftContext, "tlb_keeps_left_context"},
 };
 
 #ifdef MBPSIM_MUTANTS

@@ -81,6 +81,7 @@ void EtherSystem::migrate(uint32_t node, uint32_t ptask, uint32_t to_node, uint3
   TaskSpace& to = n_[to_node]->ts;
   std::unique_ptr<Task> t = from.remove(ptask);
   if (!t) internal_error("migrate: no such task");
+  task_left(node, ptask);
   // Pages move by copy: each gets a frame on the new node (aliases on the old node end).
   for (auto& kv : t->pages) {
     const uint32_t f = to.alloc_frame();
@@ -795,7 +796,11 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     step_cost_ += proto_ps(c_.int_packet_cycles);
     return;
   }
-  ExecResult r = execute(N.ts, p, kMaxPacketBytes - frame_overhead_);
+  ExecResult r;
+  {
+    TaskSpace::Via via(N.ts, nic_frames(node));
+    r = execute(N.ts, p, kMaxPacketBytes - frame_overhead_);
+  }
   if (r.outcome == ExecResult::Outcome::PageFault) {
     faults_.inc();
     t->waiting_page = true;

@@ -194,6 +194,12 @@ class EtherSystem {
   // The OS has taken a page of a task out of memory (swap_out): a NIC that caches
   // translations must drop it.
   virtual void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) { (void)node, (void)ptask, (void)laddr; }
+  // A task left the node (migrate): its Ptask may name another task later, so a NIC that
+  // caches translations tagged with it must drop them all.
+  virtual void task_left(uint32_t node, uint32_t ptask) { (void)node, (void)ptask; }
+  // The frames through which whoever runs received commands reaches the tasks' memory: null
+  // for the host kernel (the page tables); a NIC's DMA goes through its TLB.
+  virtual const FrameMap* nic_frames(uint32_t node) const { (void)node; return nullptr; }
   // The node loses its power: a NIC drops what it keeps in volatile memory.
   virtual void nic_power_off(uint32_t node) { (void)node; }
   // A request left the node's queue of requests not yet numbered (requests_in_flight).

@@ -95,8 +95,10 @@ ViolationCode TaskSpace::check(const Task& t, uint32_t laddr, uint32_t n, uint8_
 }
 
 uint8_t* TaskSpace::byte_ptr(const Task& t, uint32_t laddr) const {
-  const Pte& p = t.pages.at(page_of(laddr));
-  return frames_[p.frame].get() + (laddr & (page_bytes_ - 1));
+  const uint32_t vp = page_of(laddr);
+  const Pte& p = t.pages.at(vp);
+  const uint32_t f = map_ ? map_->frame(t, vp, p) : p.frame;
+  return frames_.at(f).get() + (laddr & (page_bytes_ - 1));
 }
 
 void TaskSpace::read(const Task& t, uint32_t laddr, uint8_t* out, uint32_t n) const {

@@ -68,6 +68,17 @@ struct Moved {
   uint32_t pnode = 0, ptask = 0;
 };
 
+// Which host frame an accessor uses for a task's page. The host CPU walks the task's page
+// table; a NIC that reaches host memory by DMA through a TLB of its own (the MBP2's ADMA and
+// PGE) uses the TLB's entry, which is the page table's only while the OS keeps the TLB in step
+// (it must invalidate an entry before it moves or reuses the frame).
+class FrameMap {
+ public:
+  virtual ~FrameMap() = default;
+  // The frame for logical page `vpage` of `t`, whose page-table entry is `pte`.
+  virtual uint32_t frame(const Task& t, uint32_t vpage, const Pte& pte) const = 0;
+};
+
 class TaskSpace {
  public:
   TaskSpace(uint32_t pnode, uint32_t page_bytes);
@@ -102,6 +113,20 @@ class TaskSpace {
   uint32_t load32(const Task& t, uint32_t laddr) const;
   void store32(Task& t, uint32_t laddr, uint32_t v);
 
+  // Accesses through read/write/load32/store32 use `m`'s frames while a Via is in scope
+  // (a NIC's DMA); otherwise the page table's (the host CPU).
+  class Via {
+   public:
+    Via(TaskSpace& ts, const FrameMap* m) : ts_(ts), old_(ts.map_) { ts.map_ = m; }
+    ~Via() { ts_.map_ = old_; }
+    Via(const Via&) = delete;
+    Via& operator=(const Via&) = delete;
+
+   private:
+    TaskSpace& ts_;
+    const FrameMap* old_;
+  };
+
   void set_moved(uint32_t ptask, Moved m) { moved_[ptask] = m; }
   const Moved* moved(uint32_t ptask) const;
 
@@ -111,6 +136,7 @@ class TaskSpace {
   std::vector<std::unique_ptr<uint8_t[]>> frames_;
   std::map<uint32_t, std::unique_ptr<Task>> tasks_;
   std::unordered_map<uint32_t, Moved> moved_;
+  const FrameMap* map_ = nullptr;
 };
 
 // Structures the commands act on, kept in the target task's memory as little-endian words

@@ -168,7 +168,7 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   // the payload must be readable in the task's space (the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
   uint8_t h[kDatagramStructBytes];
-  area_copy(node, ptask, at, h, kDatagramStructBytes, false);
+  area_copy(node, ptask, at, h, kDatagramStructBytes, false, true);
   DatagramRequest r;
   const uint32_t pb = load_be32(&h[0]);
   r.proto = static_cast<uint8_t>(pb >> 8);
@@ -204,6 +204,7 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
         return free_entry(node, ptask, e, true);
       }
       std::vector<uint8_t> payload(r.len);
+      mbcf::TaskSpace::Via via(ts, &u_[node]->frames);  // at the frames the PGE's TLB gives
       if (r.len) ts.read(*t, r.laddr, payload.data(), r.len);
       free_entry(node, ptask, e, true);
       datagram_send(node, ptask, r, std::move(payload));
@@ -314,7 +315,12 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p
     u.ip.rx_bad_ring->inc();
     return false;
   }
-  const uint32_t slots = ts.load32(*t, ring), sb = ts.load32(*t, ring + 4), tail = ts.load32(*t, ring + 12);
+  // The PGE reads the ring header through its TLB (the entries the refill installs).
+  uint32_t slots = 0, sb = 0, tail = 0;
+  {
+    mbcf::TaskSpace::Via via(ts, &u.frames);
+    slots = ts.load32(*t, ring), sb = ts.load32(*t, ring + 4), tail = ts.load32(*t, ring + 12);
+  }
   const uint32_t head = u.kli->load32(off + 28);
   const uint32_t len = p.payload_len;
   const uint64_t slot = ring + static_cast<uint64_t>(kRingHeader) + static_cast<uint64_t>(slots ? head % slots : 0) * sb;
@@ -352,6 +358,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p
         return;
       }
       const uint32_t s = static_cast<uint32_t>(slot);
+      mbcf::TaskSpace::Via via(ts, &u.frames);  // the PGE writes at the frames its TLB gives
       if (len) ts.write(*t, s + kSlotHeader, f.data() + p.payload_off, len);
       ts.store32(*t, s, len);
       ts.store32(*t, s + 4, p.d.src_node);

@@ -21,6 +21,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   bus = std::make_unique<HostBus>(c.bus, st, b + "biu");
   em = std::make_unique<Em>(c.em, st, b + "em");
   tlb = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
+  frames.tlb = tlb.get();
   pme = std::make_unique<Pme>(cal, c.pme, st, b + "pme");
   kli = std::make_unique<Kli>(*bus, st, b + "kli");
   icu = std::make_unique<Icu>(st, b + "icu");
@@ -149,14 +150,16 @@ Mbp2System::SendRing& Mbp2System::send_ring(uint32_t node, uint32_t ptask) {
   return R;
 }
 
-void Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write) {
+void Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, bool nic) {
   SendRing& R = send_ring(node, ptask);
   const uint32_t pb = c_.page_bytes;
   if (static_cast<uint64_t>(off) + n > static_cast<uint64_t>(R.frames.size()) * pb)
     internal_error("an access beyond task " + std::to_string(ptask) + "'s send area on node " + std::to_string(node));
   while (n) {
     const uint32_t in = off % pb, k = std::min(n, pb - in);
-    uint8_t* f = space(node).frame(R.frames[off / pb]) + in;
+    uint64_t frame = R.frames[off / pb];
+    if (nic) u_[node]->tlb->probe(ptask, kSendArea / pb + off / pb, &frame);
+    uint8_t* f = space(node).frame(static_cast<uint32_t>(frame)) + in;
     if (write) std::copy(buf, buf + k, f);
     else std::copy(f, f + k, buf);
     buf += k;
@@ -354,17 +357,22 @@ uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint
   for (uint64_t vp = first; vp <= last; ++vp) {
     uint64_t pp = 0;
     if (!u.tlb->lookup(ctx, vp, &pp)) {
-      // The PME walks the page table in EM: the handler plus one entry read.
-      uint64_t frame = vp;
+      // The PME walks the page table in EM: the handler plus one entry read. A page the task
+      // does not map has no entry to install (the transfer is refused before it moves).
+      bool found = false;
       const uint64_t area = kSendArea / pb;
-      if (vp >= area && vp - area < send_ring(node, ctx).frames.size()) {
-        frame = send_ring(node, ctx).frames[vp - area];  // the send area the OS pinned
+      auto ring = rings_[node].find(ctx);
+      if (vp >= area && ring != rings_[node].end() && vp - area < ring->second.frames.size()) {
+        pp = ring->second.frames[vp - area];  // the send area the OS pinned
+        found = true;
       } else if (t) {
         auto it = t->pages.find(static_cast<uint32_t>(vp));
-        if (it != t->pages.end()) frame = it->second.frame;
+        if (it != t->pages.end()) {
+          pp = it->second.frame;
+          found = true;
+        }
       }
-      pp = frame;
-      u.tlb->insert(ctx, vp, pp);
+      if (found) u.tlb->insert(ctx, vp, pp);
       refill += u.pme->instr_ps(m_.tlb_refill_instr) + u.pme->interrupt_ps() + u.em->access_ps(8);
       u.em->access(Route::Pme, cal_.now_ps(), 8);
     }
@@ -387,7 +395,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   // at its address (readable and present in the task: the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
   uint8_t h[kMbcfStructHeader];
-  area_copy(node, ptask, at, h, kMbcfStructHeader, false);
+  area_copy(node, ptask, at, h, kMbcfStructHeader, false, true);
   const uint32_t kind = load_be32(&h[0]) >> 24, cbytes = load_be32(&h[0]) & 0xffffff;
   const uint32_t ltask = load_be32(&h[4]), src = load_be32(&h[8]), payload = load_be32(&h[12]);
   const mbcf::Task* t = space(node).find(ptask);
@@ -407,12 +415,15 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
       if (!n_[node]->up || n_[node]->incarnation != inc) return;
       // The bytes arrive as they are now in host memory: the commands from the structure, the
       // payload from its address, assembled into the request image in EM.
-      std::vector<uint8_t> img = send_area_read(node, ptask, at + kMbcfStructHeader, cbytes);
+      // The PGE reaches them at the frames its TLB gives.
+      std::vector<uint8_t> img(cbytes);
+      area_copy(node, ptask, at + kMbcfStructHeader, img.data(), cbytes, false, true);
       const mbcf::Task* t = space(node).find(ptask);
       if (payload) {
         if (!t || !usable(space(node), *t, src, payload, mbcf::kPermRead)) return bad_request(node, ptask, e, true);
         const size_t off = img.size();
         img.resize(off + payload);
+        mbcf::TaskSpace::Via via(space(node), &u_[node]->frames);
         space(node).read(*t, src, img.data() + off, payload);
       }
       free_entry(node, ptask, e, true);
@@ -537,10 +548,22 @@ void Mbp2System::host_upcall(uint32_t node, uint64_t msg, std::function<void()> 
 }
 
 void Mbp2System::page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) {
-  // The kernel tells the PME through the ICU (two programmed words and an interrupt); the PME
-  // drops the translation before the frame can be reused.
+  // The PME drops the translation before the frame can be reused.
+  os_to_pme(node, kIcuInvalidatePage | static_cast<uint64_t>(ptask & 0xffffff) << 32 | (laddr / c_.page_bytes));
+}
+
+void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
+  // The context ID may name another task later (a task created, or migrated back, with this
+  // Ptask): the PME drops every entry tagged with it, or that task's data would go to the
+  // frames this one had.
+  if (mutant::on(mutant::Id::TlbKeepsLeftContext)) return;
+  os_to_pme(node, kIcuFlushContext | static_cast<uint64_t>(ptask & 0xffffff) << 32);
+}
+
+const mbcf::FrameMap* Mbp2System::nic_frames(uint32_t node) const { return &u_[node]->frames; }
+
+void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
   Units& u = *u_[node];
-  const uint64_t msg = kIcuInvalidatePage | static_cast<uint64_t>(ptask & 0xffffff) << 32 | (laddr / c_.page_bytes);
   u.icu->to_pme(msg);
   const uint64_t now = cal_.now_ps();
   const uint64_t wrote = u.bus->pio(u.bus->pio(now));
@@ -551,7 +574,9 @@ void Mbp2System::page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) {
       Units& u = *u_[node];
       uint64_t m = 0;
       while (u.icu->take_for_pme(&m)) {
-        if ((m >> 56) == (kIcuInvalidatePage >> 56)) u.tlb->invalidate(static_cast<uint32_t>(m >> 32) & 0xffffff, m & 0xffffffffu);
+        const uint32_t ctx = static_cast<uint32_t>(m >> 32) & 0xffffff;
+        if ((m >> 56) == (kIcuInvalidatePage >> 56)) u.tlb->invalidate(ctx, m & 0xffffffffu);
+        else if ((m >> 56) == (kIcuFlushContext >> 56)) u.tlb->flush_context(ctx);
         else icu_bad_->inc();
       }
     });
@@ -1160,6 +1185,7 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.rxb->reset();
   u.reqb->reset();
   u.decoded.clear();
+  u.tlb->clear();  // its entries are lost with the power; the PME refills them again
   // The programs are gone too: the entries of their send rings are theirs to write again.
   for (auto& [ptask, R] : rings_[node]) {
     R.posted.assign(R.posted.size(), false);

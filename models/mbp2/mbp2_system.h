@@ -105,6 +105,7 @@ class Mbp2System : public mbcf::EtherSystem {
   FramePool& rx_buffers(uint32_t node) { return *u_[node]->rxb; }
   // ICU messages from the host kernel to the PME (the top byte is the type).
   static constexpr uint64_t kIcuInvalidatePage = 1ull << 56;  // | ctx << 32 | page
+  static constexpr uint64_t kIcuFlushContext = 2ull << 56;    // | ctx << 32
   // The security association node `node` holds for `peer` (nullptr before the key exchange).
   const SecurityAssociation* sa(uint32_t node, uint32_t peer) const { return u_[node]->sec[peer].sa.get(); }
   // Starts the Diffie-Hellman exchange with `peer` now (it also starts by itself on the first
@@ -167,6 +168,8 @@ class Mbp2System : public mbcf::EtherSystem {
   uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, uint32_t bytes) override;
   void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) override;
   void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) override;
+  void task_left(uint32_t node, uint32_t ptask) override;
+  const mbcf::FrameMap* nic_frames(uint32_t node) const override;
   void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
                     std::function<void(std::vector<uint8_t>&&)> in_mac) override;
   void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) override;
@@ -225,12 +228,24 @@ class Mbp2System : public mbcf::EtherSystem {
     InMac in_mac;
     bool seal;
   };
+  // The ADMA and the PGE reach host memory at the frames the TLB gives (its entry, once the PME
+  // has refilled it); a page without one is walked from the page tables in EM, which are the
+  // OS's. So a frame the OS moved without invalidating the entry is still written: the OS
+  // must tell the NIC (ICU) first, as with any I/O MMU.
+  struct TlbFrames : public mbcf::FrameMap {
+    const Tlb* tlb = nullptr;
+    uint32_t frame(const mbcf::Task& t, uint32_t vpage, const mbcf::Pte& pte) const override {
+      uint64_t pp = 0;
+      return tlb->probe(t.ptask, vpage, &pp) ? static_cast<uint32_t>(pp) : pte.frame;
+    }
+  };
   struct Units : public sc_core::sc_module {
     Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers, Stats& st,
           const std::string& stat_prefix);
     std::unique_ptr<HostBus> bus;
     std::unique_ptr<Em> em;
     std::unique_ptr<Tlb> tlb;
+    TlbFrames frames;  // the ADMA's and PGE's view of host memory
     std::unique_ptr<Pme> pme;
     std::unique_ptr<Kli> kli;
     std::unique_ptr<Icu> icu;
@@ -277,7 +292,11 @@ class Mbp2System : public mbcf::EtherSystem {
     std::deque<std::function<void()>> waiters;  // programs waiting for a free entry
   };
   SendRing& send_ring(uint32_t node, uint32_t ptask);
-  void area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write);
+  // `nic`: the PGE's access, at the frames its TLB gives (the task's own: the pinned frames).
+  void area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, bool nic = false);
+  // The host kernel posts a message to the PME through the ICU (two programmed words and an
+  // interrupt); the PME's handler takes every waiting one.
+  void os_to_pme(uint32_t node, uint64_t msg);
   // The NIC is done with entry `e` (fetched: the PGE read it, and counts it).
   void free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetched);
   // Translates the pages of [laddr, laddr + bytes) of task `ctx`: returns the PME time spent on

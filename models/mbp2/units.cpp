@@ -183,6 +183,18 @@ void Tlb::insert(uint32_t ctx, uint64_t vpage, uint64_t ppage) {
   map_[k] = lru_.begin();
 }
 
+bool Tlb::probe(uint32_t ctx, uint64_t vpage, uint64_t* ppage) const {
+  auto it = map_.find(key(ctx, vpage));
+  if (it == map_.end() || it->second->ctx != ctx || it->second->vpage != vpage) return false;
+  *ppage = it->second->ppage;
+  return true;
+}
+
+void Tlb::clear() {
+  lru_.clear();
+  map_.clear();
+}
+
 bool Tlb::invalidate(uint32_t ctx, uint64_t vpage) {
   auto it = map_.find(key(ctx, vpage));
   if (it == map_.end()) return false;

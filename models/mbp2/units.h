@@ -120,8 +120,12 @@ class Tlb : public Unit {
   Tlb(uint32_t entries, Stats& st, const std::string& name);
   // True on a hit (and the entry becomes most recent).
   bool lookup(uint32_t ctx, uint64_t vpage, uint64_t* ppage = nullptr);
+  // What an engine's transfer finds there as it moves the bytes: no statistics, no LRU update
+  // (lookup, by the timing path, counted the access).
+  bool probe(uint32_t ctx, uint64_t vpage, uint64_t* ppage) const;
   void insert(uint32_t ctx, uint64_t vpage, uint64_t ppage);
   void flush_context(uint32_t ctx);
+  void clear();  // every entry (the NIC lost its power)
   // Drops one translation; true if it was there.
   bool invalidate(uint32_t ctx, uint64_t vpage);
   uint32_t size() const { return static_cast<uint32_t>(lru_.size()); }

@@ -402,6 +402,77 @@ TEST(Mbp2, SwappingAPageOutInvalidatesItsTranslationThroughTheIcu) {
   EXPECT_EQ(r.counter("system.node1.mbp2.tlb.misses"), misses + 2);  // this test's probe, and the refill
 }
 
+// The OS moves a page to another frame (page-out, then page-in elsewhere). The ADMA and the
+// PGE reach host memory at the frames the NIC's TLB gives, not through the page table: once
+// the OS has invalidated the entry through the ICU, the NIC follows the page; a frame moved
+// behind the NIC's back is still the one it writes and reads, as with any I/O MMU.
+TEST(Mbp2, TheNicReachesHostMemoryAtTheFramesItsTlbGives) {
+  Rig r;
+  const uint32_t pb = r.ec.page_bytes, page = 0x10000;
+  TaskSpace& ts1 = r.sys->space(1);
+  auto move_page = [&](uint32_t n, uint32_t laddr) {  // a fresh frame with the page's bytes
+    TaskSpace& ts = r.sys->space(n);
+    Pte& pte = ts.find(1)->pages.at(laddr / pb);
+    const uint32_t old = pte.frame, f = ts.alloc_frame();
+    std::copy(ts.frame(old), ts.frame(old) + pb, ts.frame(f));
+    pte.frame = f;
+    return old;
+  };
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(page + 0x100, 16, 1)}}, [] {}));
+  r.run(5);
+  ASSERT_EQ(r.byte(1, page + 0x100), 1u);
+  // A correct OS: out (the ICU invalidates the entry), in at another frame, then a write.
+  r.sys->swap_out(1, 1, page);
+  r.run(1);
+  const uint32_t first = move_page(1, page);
+  ts1.set_present(r.task(1), page, true);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(page + 0x100, 16, 2)}}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.byte(1, page + 0x100), 2u);   // the task sees it
+  EXPECT_EQ(ts1.frame(first)[0x100], 1u);   // the old frame was left alone
+  // An OS that moves the frame without telling the NIC: the write lands in the old frame,
+  // where the TLB still points, and the task never sees it.
+  const uint32_t second = move_page(1, page);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(page + 0x100, 16, 3)}}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.byte(1, page + 0x100), 2u);
+  EXPECT_EQ(ts1.frame(second)[0x100], 3u);
+  // The sending side alike: the PGE fetches a payload at the frame its TLB gives (into another
+  // page of the target, whose entry is right).
+  const uint32_t dst = page + pb;
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, write_bytes(dst, 8, 40), page), [] {}));
+  r.run(5);
+  ASSERT_EQ(r.byte(1, dst), 40u);
+  const uint32_t src_old = move_page(0, page);
+  std::vector<uint8_t> fresh(8, 0xEE);
+  r.sys->space(0).write(r.task(0), page, fresh.data(), 8);  // what the task now holds there
+  ASSERT_EQ(r.sys->space(0).frame(src_old)[0], 40u);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(dst + 0x100, 8, 0)}, page}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.byte(1, dst + 0x100), 40u);  // the old frame's bytes went, not the task's 0xEE
+}
+
+// A task that leaves a node (migration) may come back, or another may take its Ptask: the OS
+// has the PME flush the context's entries (ICU), or the NIC would write the frames the task
+// had before it left (mutant tlb_keeps_left_context).
+TEST(Mbp2, ATaskThatLeavesANodeTakesItsTranslationsWithIt) {
+  Rig r;
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 1)}}, [] {}));
+  r.run(5);
+  ASSERT_EQ(r.byte(1, 0x10100), 1u);
+  const uint64_t icu = r.counter("system.node1.mbp2.icu.to_pme");
+  r.sys->migrate(1, 1, 0, 9);  // to node 0 as Ptask 9, and back: new frames each time
+  r.run(1);
+  r.sys->migrate(0, 9, 1, 1);
+  r.run(1);
+  EXPECT_EQ(r.counter("system.node1.mbp2.icu.to_pme"), icu + 1);
+  ASSERT_EQ(r.byte(1, 0x10100), 1u);  // the pages came back with their bytes
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 2)}}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.byte(1, 0x10100), 2u);
+  EXPECT_EQ(r.counter("system.mbp2.icu_bad_messages"), 0u);
+}
+
 // MBCF_SIGNAL on the MBP2: the PME interrupts the host through the ICU with the 64-bit message
 // naming the task and the signal structure; the host pays that interrupt, then the handler.
 TEST(Mbp2, ASignalInterruptsTheHostThroughTheIcu) {

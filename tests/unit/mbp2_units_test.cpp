@@ -92,6 +92,28 @@ TEST(Mbp2Tlb, ContextTagsKeepAddressSpacesApartAndLruEvicts) {
   EXPECT_EQ(test::stat_value(st, "tlb.hits"), 3u);
 }
 
+// probe is what a DMA transfer sees as it moves bytes: the entry, with no statistics and no
+// change of the replacement order; clear is a power loss.
+TEST(Mbp2Tlb, AProbeCountsNothingAndKeepsTheLruOrder) {
+  Stats st;
+  Tlb t(2, st, "tlb");
+  uint64_t pp = 0;
+  EXPECT_FALSE(t.probe(1, 5, &pp));
+  t.insert(1, 5, 100);
+  t.insert(2, 6, 200);  // most recent; context 1's entry is next to go
+  EXPECT_TRUE(t.probe(1, 5, &pp));
+  EXPECT_EQ(pp, 100u);
+  EXPECT_FALSE(t.probe(2, 5, &pp));
+  EXPECT_EQ(test::stat_value(st, "tlb.hits") + test::stat_value(st, "tlb.misses"), 0u);
+  t.insert(3, 7, 300);  // evicts (1, 5): the probe did not make it recent
+  EXPECT_FALSE(t.probe(1, 5, &pp));
+  EXPECT_TRUE(t.probe(2, 6, &pp));
+  t.clear();
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_FALSE(t.probe(2, 6, &pp));
+  EXPECT_FALSE(t.probe(3, 7, &pp));
+}
+
 TEST(Mbp2Pme, CpiComesFromTheMemorySystem) {
   Stats st;
   Calendar cal("cal");
