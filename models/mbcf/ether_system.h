@@ -197,6 +197,15 @@ class EtherSystem {
   // A task left the node (migrate): its Ptask may name another task later, so a NIC that
   // caches translations tagged with it must drop them all.
   virtual void task_left(uint32_t node, uint32_t ptask) { (void)node, (void)ptask; }
+  // Where a sequenced packet from `src` stands against the count of packets arrived from it
+  // (END_P, modulo 256): the receive routine's own comparison. A NIC with an order-checking
+  // unit answers from the unit's register instead and sets `saved` to the routine's time
+  // that spares.
+  enum class Order : uint8_t { InOrder, Duplicate, Gap };
+  virtual Order order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved);
+  Order firmware_order(uint32_t node, uint32_t src, uint8_t end_p) const;
+  // The count of packets arrived from `src` was set (a packet accepted, or a reset to 0).
+  virtual void arrived_set(uint32_t node, uint32_t src, uint8_t arrived) { (void)node, (void)src, (void)arrived; }
   // The frames through which whoever runs received commands reaches the tasks' memory: null
   // for the host kernel (the page tables); a NIC's DMA goes through its TLB.
   virtual const FrameMap* nic_frames(uint32_t node) const { (void)node; return nullptr; }

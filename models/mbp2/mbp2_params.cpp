@@ -76,8 +76,8 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"crypto.fw_modmul_instr", T::Double, 9000.0, "instructions", "PME firmware: one 1024-bit Montgomery multiplication (2 x 32 x 32 word multiply-accumulates of about 4 instructions, plus carries)", 1, 1e12});
   // Message passing (TCP/IP, UDP/IP; 8.2 CSU and OCU, 8.3.3 steering).
   s.add({"mbp2.csu", T::Bool, true, "", "a checksum unit (CSU-T/CSU-R) sums TCP/UDP data as it streams into EM; false: the PME's firmware sums the words (MBP2P has one: 'the same features as the MBP2C' but crypto, 8.4)", 0, 1});
-  s.add({"mbp2.ocu", T::Bool, true, "", "an order-checking unit compares each TCP segment's sequence number with its connection's register; false: the firmware compares", 0, 1});
-  s.add({"mbp2.ocu_registers", T::Int, 64, "registers", "OCU connection registers; connections beyond them are checked by firmware (an assumption: the thesis gives no size)", 1, 1 << 16});
+  s.add({"mbp2.ocu", T::Bool, true, "", "an order-checking unit compares each TCP segment's sequence number with its connection's register, and each MBCF packet's END_P with its peer's; false: the firmware compares", 0, 1});
+  s.add({"mbp2.ocu_registers", T::Int, 64, "registers", "OCU registers: one per MBCF peer first, then TCP connections; beyond them the firmware checks order (an assumption: the thesis gives no size)", 1, 1 << 16});
   s.add({"mbp2.ip_header_instr", T::Double, 80.0, "instructions", "PME: look up the connection, write the 14-byte Ethernet, 20-byte IP and 8/20-byte UDP/TCP headers (about 12 words), the IP header checksum (5 words) and the pseudo-header's sum, advance TCP's sequence (an estimate from the work)", 0, 1e6});
   s.add({"mbp2.ip_steer_instr", T::Double, 100.0, "instructions", "PME: check the IP header and its checksum, find the port or connection in the table in EM (a hashed probe), take the CSU/OCU results, write the PGE's descriptor (an estimate from the work)", 0, 1e6});
   s.add({"mbp2.fw_csum_instr_per_word", T::Double, 2.5, "instructions", "PME firmware checksum per 32-bit word: a load and an add-with-carry, unrolled (loop overhead 0.5)", 0, 1e6});

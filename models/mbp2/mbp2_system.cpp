@@ -105,6 +105,13 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
     u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, c, ec.nodes, ec.rx_ring, st, b));
+    Units& u = *u_.back();
+    u.mbcf_ocu.assign(ec.nodes, -1);
+    for (uint32_t q = 0; q < ec.nodes && u.ocu; ++q)
+      if (q != n && u.ocu_used < u.ocu->registers()) {
+        u.mbcf_ocu[q] = static_cast<int32_t>(u.ocu_used++);
+        u.ocu->arm(static_cast<uint32_t>(u.mbcf_ocu[q]), 1);  // nothing arrived: END_P 1 is next
+      }
   }
   rings_.resize(ec.nodes);
   if (c.crypto.enabled()) {
@@ -561,6 +568,31 @@ void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
 }
 
 const mbcf::FrameMap* Mbp2System::nic_frames(uint32_t node) const { return &u_[node]->frames; }
+
+// The OCU-R compares each sequenced MBCF frame's END_P with its peer's register as the LDMA
+// writes the frame; the receive routine takes the verdict instead of comparing END_P with the
+// count itself (mbp2.fw_order_instr of its time). The count the routine keeps for
+// acknowledgements must say the same: a disagreement is a model error.
+mbcf::EtherSystem::Order Mbp2System::order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) {
+  Units& u = *u_[node];
+  const Order fw = firmware_order(node, src, end_p);
+  *saved = 0;
+  if (!u.ocu || u.mbcf_ocu.at(src) < 0) return fw;
+  const uint32_t reg = static_cast<uint32_t>(u.mbcf_ocu[src]);
+  const Ocu::Order o = u.ocu->check_end_p(reg, end_p);
+  const Order r = o == Ocu::Order::InOrder ? Order::InOrder : o == Ocu::Order::Duplicate ? Order::Duplicate : Order::Gap;
+  if (r != fw)
+    internal_error("node " + std::to_string(node) + "'s OCU register for node " + std::to_string(src) + " expects END_P " +
+                   std::to_string(u.ocu->expected(reg) & 0xff) + ", the receive routine's count says otherwise");
+  *saved = u.pme->instr_ps(m_.fw_order_instr);
+  return r;
+}
+
+void Mbp2System::arrived_set(uint32_t node, uint32_t src, uint8_t arrived) {
+  Units& u = *u_[node];
+  if (u.ocu && src < u.mbcf_ocu.size() && u.mbcf_ocu[src] >= 0)
+    u.ocu->advance(static_cast<uint32_t>(u.mbcf_ocu[src]), static_cast<uint8_t>(arrived + 1));
+}
 
 void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
   Units& u = *u_[node];

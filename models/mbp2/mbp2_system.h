@@ -169,6 +169,8 @@ class Mbp2System : public mbcf::EtherSystem {
   void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) override;
   void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) override;
   void task_left(uint32_t node, uint32_t ptask) override;
+  Order order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) override;
+  void arrived_set(uint32_t node, uint32_t src, uint8_t arrived) override;
   const mbcf::FrameMap* nic_frames(uint32_t node) const override;
   void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
                     std::function<void(std::vector<uint8_t>&&)> in_mac) override;
@@ -274,6 +276,9 @@ class Mbp2System : public mbcf::EtherSystem {
     std::deque<std::vector<uint8_t>> kernel_rx;
     IpStats ip{};
     uint32_t ocu_used = 0;
+    // The OCU register that checks each peer's END_P (-1: the firmware checks). MBCF peers
+    // take the first registers, TCP connections the rest.
+    std::vector<int32_t> mbcf_ocu;
     std::deque<std::pair<uint64_t, std::function<void()>>> pge_wait;  // requests behind a TLB miss
     bool pge_stalled = false;
     uint16_t ip_id = 0;

@@ -557,6 +557,20 @@ Ocu::Ocu(uint32_t registers, Stats& st, const std::string& name)
 
 void Ocu::arm(uint32_t reg, uint32_t next) { next_.at(reg) = next; }
 
+Ocu::Order Ocu::check_end_p(uint32_t reg, uint8_t end_p) {
+  const uint8_t e = static_cast<uint8_t>(end_p - next_.at(reg));
+  if (e == 0) {
+    in_order_.inc();
+    return Order::InOrder;
+  }
+  if (e >= 127) {
+    dups_.inc();
+    return Order::Duplicate;
+  }
+  gaps_.inc();
+  return Order::Gap;
+}
+
 Ocu::Order Ocu::check(uint32_t reg, uint32_t seq) {
   const int32_t d = static_cast<int32_t>(seq - next_.at(reg));
   if (d == 0) {

@@ -12,6 +12,7 @@
 
 #include "models/mbcf/atomic.h"
 #include "models/mbp2/mbp2_system.h"
+#include "sim/runner.h"
 #include "tests/test_util.h"
 
 namespace mbpsim::mbp2 {
@@ -142,6 +143,36 @@ TEST(Mbp2, DoorbellsWaitForAFreeRequestSlotAndEveryWriteLandsInOrder) {
   EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
   EXPECT_EQ(rung, kWrites);
   for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.sys->space(1).load32(r.task(1), 0x11000 + 4 * i), i + 1) << "write " << i;
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+}
+
+// The OCU-R checks each MBCF packet's END_P against its peer's register and the receive
+// routine takes its verdict. Under loss, duplication and reordering the verdicts drive
+// Go-back-N (an online check stops the run if one ever differs from the routine's count) and
+// every write lands once, in order.
+TEST(Mbp2, TheOcuChecksTheOrderOfMbcfPacketsUnderLossDuplicationAndReordering) {
+  EtherSysConfig ec;
+  ec.ether.loss = 0.05;
+  ec.ether.duplicate = 0.05;
+  ec.ether.reorder = 0.05;
+  ec.ether.reorder_max_ns = 20000;
+  Rig r(Mbp2Config{}, ec);
+  constexpr uint32_t kWrites = 200;
+  uint32_t rung = 0;
+  std::function<void()> next = [&] {
+    if (rung == kWrites) return;
+    Command c = write_bytes(0x11000 + 4 * rung, 4, 0);
+    store_le(c.data.data(), 4, rung + 1);
+    ++rung;
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {c}}, next));
+  };
+  next();
+  r.run(2000);
+  EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
+  for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.sys->space(1).load32(r.task(1), 0x11000 + 4 * i), i + 1) << "write " << i;
+  EXPECT_GE(r.counter("system.node1.mbp2.ocu.in_order"), kWrites);
+  EXPECT_GT(r.counter("system.node1.mbp2.ocu.gaps"), 0u);
+  EXPECT_GT(r.counter("system.node1.mbp2.ocu.duplicates"), 0u);
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
@@ -351,6 +382,24 @@ TEST(Mbp2, ThePrototypeMeetsSection85) {
   // The Casablanca core (zero-cost interrupts, cache-control instructions) shortens the trip.
   const auto c = points("mbp2p-ss20.json", "--set 'workload.sizes=[4]' --set 'workload.commands=[\"write\"]' --set pme.register_sets=true --set pme.cache_control=true");
   EXPECT_LT(c[0]["value"].get<double>(), m[0]["value"].get<double>() * 0.7);
+}
+
+// With the OCU the receive routine skips its own comparison of END_P (mbp2.fw_order_instr at
+// the PME's CPI): a round trip receives two sequenced packets (the write, its status reply).
+TEST(Mbp2, TheOcuSparesTheReceiveRoutineItsOrderCheck) {
+  const std::string sets = "--set 'workload.sizes=[4]' --set 'workload.commands=[\"write\"]'";
+  const auto on = stats_json("mbp2p-ss20.json", sets);
+  const auto off = stats_json("mbp2p-ss20.json", sets + " --set mbp2.ocu=false");
+  const Mbp2Config mc = Mbp2Config::from(load_config(test::config_path("mbp2p-ss20.json"), {}));
+  Stats st;
+  Calendar cal("cal");
+  Pme pme(cal, mc.pme, st, "pme");
+  const double saved_us = pme.instr_ps(mc.fw_order_instr) / 1e6;
+  EXPECT_GT(saved_us, 1.0);  // the SPARClite's CPI on uncached EM data
+  const double rtt_on = on["summary"]["points"][0]["value"].get<double>(), rtt_off = off["summary"]["points"][0]["value"].get<double>();
+  EXPECT_NEAR(rtt_off - rtt_on, 2 * saved_us, 0.01);
+  EXPECT_GT(on["stats"]["system"]["node1"]["mbp2"]["ocu"]["in_order"].get<uint64_t>(), 0u);
+  EXPECT_EQ(off["stats"]["system"]["node1"]["mbp2"].count("ocu"), 0u);
 }
 
 }  // namespace
