@@ -50,6 +50,11 @@ struct Rig {
   }
   uint64_t counter(const std::string& s) { return static_cast<uint64_t>(test::stat_value(stats, s)); }
   void run(double ms) { sc_core::sc_start(sc_core::sc_time(ms, sc_core::SC_MS)); }
+  // Node 0's task 1 writes the words 1..n to node 1's task 1 at 0x11000, one after another, each
+  // rung when the previous doorbell returns; `rung` counts them.
+  void numbered_writes(uint32_t n);
+  uint32_t rung = 0;
+  std::function<void()> next_write;
 };
 
 Command write_bytes(uint32_t laddr, uint32_t n, uint8_t seed) {
@@ -60,6 +65,17 @@ Command write_bytes(uint32_t laddr, uint32_t n, uint8_t seed) {
   c.data.resize(n);
   for (uint32_t i = 0; i < n; ++i) c.data[i] = static_cast<uint8_t>(seed + i * 7);
   return c;
+}
+
+void Rig::numbered_writes(uint32_t n) {
+  next_write = [this, n] {
+    if (rung == n) return;
+    Command c = write_bytes(0x11000 + 4 * rung, 4, 0);
+    store_le(c.data.data(), 4, rung + 1);
+    ++rung;
+    ASSERT_TRUE(sys->syscall(0, 1, Request{1, {c}}, next_write));
+  };
+  next_write();
 }
 
 // A one-command request whose payload lies in node 0's task 1 at `src` (Request::src_laddr): the
@@ -127,21 +143,13 @@ TEST(Mbp2, DoorbellsWaitForAFreeRequestSlotAndEveryWriteLandsInOrder) {
   r.sys->swap_out(1, 1, 0x11000);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   constexpr uint32_t kWrites = 30;
-  uint32_t rung = 0;
-  std::function<void()> next = [&] {
-    if (rung == kWrites) return;
-    Command c = write_bytes(0x11000 + 4 * rung, 4, 0);
-    store_le(c.data.data(), 4, rung + 1);
-    ++rung;
-    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {c}}, next));
-  };
-  next();
+  r.numbered_writes(kWrites);
   r.run(1);
-  EXPECT_LE(rung, 1 + 4 + 4 + 2u) << "the CPU went on ringing with every request slot taken";
+  EXPECT_LE(r.rung, 1 + 4 + 4 + 2u) << "the CPU went on ringing with every request slot taken";
   EXPECT_GT(r.counter("system.mbp2.doorbell_slot_waits"), 0u);
   r.run(200);
   EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
-  EXPECT_EQ(rung, kWrites);
+  EXPECT_EQ(r.rung, kWrites);
   for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.sys->space(1).load32(r.task(1), 0x11000 + 4 * i), i + 1) << "write " << i;
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
@@ -158,15 +166,7 @@ TEST(Mbp2, TheOcuChecksTheOrderOfMbcfPacketsUnderLossDuplicationAndReordering) {
   ec.ether.reorder_max_ns = 20000;
   Rig r(Mbp2Config{}, ec);
   constexpr uint32_t kWrites = 200;
-  uint32_t rung = 0;
-  std::function<void()> next = [&] {
-    if (rung == kWrites) return;
-    Command c = write_bytes(0x11000 + 4 * rung, 4, 0);
-    store_le(c.data.data(), 4, rung + 1);
-    ++rung;
-    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {c}}, next));
-  };
-  next();
+  r.numbered_writes(kWrites);
   r.run(2000);
   EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
   for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.sys->space(1).load32(r.task(1), 0x11000 + 4 * i), i + 1) << "write " << i;
@@ -1016,7 +1016,7 @@ TEST(Mbp2, ATaskWithEverySendStructureUnfetchedWaitsForThePge) {
   };
   next();
   r.run(50);
-  EXPECT_EQ(rung, kWrites);
+  EXPECT_EQ(r.rung, kWrites);
   EXPECT_GT(r.counter("system.mbp2.send_ring_waits"), 0u);
   EXPECT_EQ(r.sys->fetched(0, 1), kWrites);
   for (uint32_t i = 0; i < kWrites; ++i) ASSERT_EQ(r.byte(1, 0x10000 + 1024 * i + 1000), static_cast<uint8_t>(i + 1000 * 7)) << i;
