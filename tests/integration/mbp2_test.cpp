@@ -1016,7 +1016,7 @@ TEST(Mbp2, ATaskWithEverySendStructureUnfetchedWaitsForThePge) {
   };
   next();
   r.run(50);
-  EXPECT_EQ(r.rung, kWrites);
+  EXPECT_EQ(rung, kWrites);
   EXPECT_GT(r.counter("system.mbp2.send_ring_waits"), 0u);
   EXPECT_EQ(r.sys->fetched(0, 1), kWrites);
   for (uint32_t i = 0; i < kWrites; ++i) ASSERT_EQ(r.byte(1, 0x10000 + 1024 * i + 1000), static_cast<uint8_t>(i + 1000 * 7)) << i;
