@@ -30,6 +30,9 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   adma = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.adma_setup_ns, st, b + "adma");
   ldma_tx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
   ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
+  em_port = std::make_unique<EmPort>(*em);
+  ldma_tx->connect(em_port.get(), &mac_tx);
+  ldma_rx->connect(&mac_rx, em_port.get());
   txb = std::make_unique<FramePool>(*em, c.ring_entries, st, b + "tx_buffers");
   rxb = std::make_unique<FramePool>(*em, rx_buffers, st, b + "rx_buffers");
   reqb = std::make_unique<FramePool>(*em, c.request_slots, st, b + "request_images");
@@ -832,33 +835,42 @@ void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, b
   });
 }
 
-// The LDMA reads the frame from its buffer into the MAC; the buffer is free at its completion.
+// The LDMA reads the frame from its buffer into the MAC's transmit FIFO; at its completion the
+// PME's routine finds the descriptor done, frees the buffer, and the MAC sends what the FIFO
+// holds under the descriptor's destination.
 void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
   Units& u = *u_[node];
   const uint32_t len = b.len;
-  const uint64_t end = u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), 0, len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); });
-  cal_.at(end, [this, node, b, k = std::move(in_mac)]() mutable {
-    Units& u = *u_[node];
-    if (!u.txb->live(b)) return;
-    std::vector<uint8_t> f = u.txb->get(b);
-    u.txb->release(b);
-    k(std::move(f));
-    tx_buffers_freed(node);
-  });
+  const uint32_t at = u.mac_tx.next();
+  u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), at, len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); },
+                  [this, node, b, k = std::move(in_mac)](const DmaEngine::Desc& d) mutable {
+                    Units& u = *u_[node];
+                    std::vector<uint8_t> f;
+                    const bool sent = !d.error() && u.mac_tx.take(d.dst, &f);
+                    if (u.txb->live(b)) u.txb->release(b);
+                    if (sent) k(std::move(f));
+                    tx_buffers_freed(node);
+                  });
 }
 
+// The MAC holds a received frame in its FIFO; the LDMA writes it into a receive buffer, and the
+// frame's length there is the one its descriptor gives back.
 bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(Buf)> k) {
   Units& u = *u_[node];
   Buf b;
   if (!u.rxb->alloc(&b)) return false;  // every receive buffer is full: the frame is lost
   const uint32_t len = static_cast<uint32_t>(frame.size());
-  const uint64_t end = u.ldma_rx->post(cal_.now_ps(), 0, u.rxb->offset(b), len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); });
-  cal_.at(end, [this, node, b, f = std::move(frame), k = std::move(k)]() mutable {
-    Units& u = *u_[node];
-    if (!u.rxb->live(b)) return;  // the power went
-    u.rxb->put(b, f);
-    k(b);
-  });
+  const uint32_t from = u.mac_rx.put(std::move(frame));
+  u.ldma_rx->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); },
+                  [this, node, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
+                    Units& u = *u_[node];
+                    if (d.error()) {  // the descriptor named no frame the FIFO holds: none arrived
+                      u.rxb->release(b);
+                      return k(Buf{});
+                    }
+                    b.len = d.bytes;
+                    k(b);
+                  });
   return true;
 }
 
@@ -909,6 +921,10 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRead
   const bool ip = !crypto && is_ip(frame);
   if (kx || ip) ready(nullptr);
   const bool taken = ldma_receive(node, std::move(frame), [this, node, kx, ip, crypto, ready](Buf b) mutable {
+    if (!b.valid()) {
+      if (!kx && !ip) ready(nullptr);
+      return;
+    }
     if (kx) return on_kx(node, b);
     if (ip) return ip_steer(node, b, true);
     if (!crypto) return to_routine(node, b, ready);
@@ -1224,6 +1240,10 @@ void Mbp2System::nic_power_off(uint32_t node) {
     R.waiters.clear();
   }
   u.tx_wait.clear();
+  // The engines stop: what they had in flight moves nothing and completes nothing.
+  for (DmaEngine* e : {u.pge.get(), u.adma.get(), u.ldma_tx.get(), u.ldma_rx.get()}) e->reset();
+  u.mac_tx.clear();
+  u.mac_rx.clear();
   u.rx_queued.clear();
   u.rx_current = Buf{};
   if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;

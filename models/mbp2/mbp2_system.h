@@ -253,6 +253,9 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<Icu> icu;
     std::unique_ptr<Uli> uli;
     std::unique_ptr<DmaEngine> pge, adma, ldma_tx, ldma_rx;
+    // The LDMA's ports: EM, and the MAC's transmit and receive FIFOs (frames, by number).
+    std::unique_ptr<EmPort> em_port;
+    MacFifo mac_tx, mac_rx;
     // Frame buffers in EM: one per LDMA transmit descriptor, and the receive ring's
     // (mbcf.rx_ring). Frames that find no transmit buffer wait in order.
     std::unique_ptr<FramePool> txb, rxb;

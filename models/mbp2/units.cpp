@@ -121,6 +121,11 @@ void Em::write(uint32_t off, const uint8_t* p, uint32_t n) {
   std::copy(p, p + n, mem_.begin() + off);
 }
 
+void Em::read_into(uint32_t off, uint8_t* out, uint32_t n) const {
+  if (static_cast<uint64_t>(off) + n > mem_.size()) internal_error("an EM read past the carved memory");
+  std::copy(mem_.begin() + off, mem_.begin() + off + n, out);
+}
+
 std::vector<uint8_t> Em::read(uint32_t off, uint32_t n) const {
   if (static_cast<uint64_t>(off) + n > mem_.size()) internal_error("an EM read past the carved memory");
   return std::vector<uint8_t>(mem_.begin() + off, mem_.begin() + off + n);
@@ -387,6 +392,46 @@ int64_t Uli::alias_of(uint32_t ptask) const {
 
 // ------------------------------------------------------------------ DMA
 
+bool EmPort::read(uint64_t addr, uint8_t* out, uint32_t n) {
+  if (addr + n > em_.size()) return false;
+  em_.read_into(static_cast<uint32_t>(addr), out, n);
+  return true;
+}
+
+bool EmPort::write(uint64_t addr, const uint8_t* in, uint32_t n) {
+  if (addr + n > em_.size()) return false;
+  em_.write(static_cast<uint32_t>(addr), in, n);
+  return true;
+}
+
+uint32_t MacFifo::put(std::vector<uint8_t>&& frame) {
+  const uint32_t a = next_++;
+  frames_[a] = std::move(frame);
+  return a;
+}
+
+bool MacFifo::take(uint32_t addr, std::vector<uint8_t>* frame) {
+  auto it = frames_.find(addr);
+  if (it == frames_.end()) return false;
+  *frame = std::move(it->second);
+  frames_.erase(it);
+  return true;
+}
+
+bool MacFifo::read(uint64_t addr, uint8_t* out, uint32_t n) {
+  auto it = frames_.find(static_cast<uint32_t>(addr));
+  if (it == frames_.end() || it->second.size() != n) return false;
+  std::copy(it->second.begin(), it->second.end(), out);
+  frames_.erase(it);
+  return true;
+}
+
+bool MacFifo::write(uint64_t addr, const uint8_t* in, uint32_t n) {
+  if (addr > 0xffffffffu || frames_.count(static_cast<uint32_t>(addr))) return false;
+  frames_[static_cast<uint32_t>(addr)].assign(in, in + n);
+  return true;
+}
+
 DmaEngine::DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stats& st, const std::string& n, const char* module)
     : Unit(n, module),
       cal_(cal),
@@ -397,7 +442,9 @@ DmaEngine::DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stat
       descs_(st.counter(n + ".descriptors", "descriptors served")),
       bytes_(st.counter(n + ".bytes", "bytes moved")),
       busy_(st.counter(n + ".busy_ps", "time the engine was transferring")),
-      ring_full_(st.counter(n + ".ring_full", "descriptors posted to a full ring (waited for the oldest)")) {
+      ring_full_(st.counter(n + ".ring_full", "descriptors posted to a full ring (waited for the oldest)")),
+      lost_(st.counter(n + ".lost", "descriptors overwritten before they completed (not handed to their owner)")),
+      errors_(st.counter(n + ".errors", "descriptors naming an address a port does not have (nothing moved)")) {
   if (ring_ == 0) internal_error("a descriptor ring needs at least one entry");
   ring_off_ = em_.carve(ring_ * kDescBytes);
   slot_end_.assign(ring_, 0);
@@ -411,7 +458,12 @@ void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t b
   em_.store32(d + 12, kOwn | (number & 0xffffff));
 }
 
-uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer) {
+DmaEngine::Desc DmaEngine::desc(uint32_t slot) const {
+  const uint32_t d = ring_off_ + (slot % ring_) * kDescBytes;
+  return Desc{em_.load32(d), em_.load32(d + 4), em_.load32(d + 8), em_.load32(d + 12)};
+}
+
+uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer, Done done) {
   const uint32_t number = posted_++;
   const uint32_t slot = number % ring_;
   uint64_t write = at;
@@ -420,8 +472,12 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
     write = slot_end_[slot];
   }
   // The producer writes the descriptor when its slot is free (after the previous one's done).
+  const uint64_t epoch = epoch_;
   if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, number);
-  else cal_.at(write, [this, slot, src, dst, bytes, number] { write_desc(slot, src, dst, bytes, number); });
+  else
+    cal_.at(write, [this, slot, src, dst, bytes, number, epoch] {
+      if (epoch == epoch_) write_desc(slot, src, dst, bytes, number);
+    });
   const uint64_t start = std::max(write, free_) + setup_ps_;
   const uint64_t end = std::max(start, xfer(start));
   busy_.inc(end - start);
@@ -429,12 +485,42 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   slot_end_[slot] = end;
   descs_.inc();
   bytes_.inc(bytes);
-  // Completion: the engine hands the descriptor back.
-  cal_.at(end, [this, slot, number] {
-    const uint32_t d = ring_off_ + slot * kDescBytes;
-    if ((em_.load32(d + 12) & 0xffffff) == (number & 0xffffff)) em_.store32(d + 12, kDone | (number & 0xffffff));
+  if (done) pending_.emplace(number, std::move(done));
+  cal_.at(end, [this, slot, number, epoch] {
+    if (epoch == epoch_) complete(slot, number);
   });
   return end;
+}
+
+void DmaEngine::complete(uint32_t slot, uint32_t number) {
+  Done done;
+  auto it = pending_.find(number);
+  if (it != pending_.end()) {
+    done = std::move(it->second);
+    pending_.erase(it);
+  }
+  // The engine works from the descriptor as it is in EM.
+  const Desc d = desc(slot);
+  if (!(d.status & kOwn) || d.number() != (number & 0xffffff)) {
+    lost_.inc();
+    return;
+  }
+  uint32_t status = kDone | d.number();
+  if (src_ && dst_ && d.bytes) {
+    staging_.resize(d.bytes);
+    if (!src_->read(d.src, staging_.data(), d.bytes) || !dst_->write(d.dst, staging_.data(), d.bytes)) {
+      status |= kError;
+      errors_.inc();
+    }
+  }
+  // It hands the descriptor back; the owner reads it from the ring.
+  em_.store32(ring_off_ + slot * kDescBytes + 12, status);
+  if (done) done(desc(slot));
+}
+
+void DmaEngine::reset() {
+  ++epoch_;
+  pending_.clear();
 }
 
 // ------------------------------------------------------------------ CAU, MEAC1024

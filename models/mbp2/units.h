@@ -100,6 +100,7 @@ class Em : public Unit {
   // Bytes as a DMA engine moves them (frames, results of the CAU).
   void write(uint32_t off, const uint8_t* p, uint32_t n);
   std::vector<uint8_t> read(uint32_t off, uint32_t n) const;
+  void read_into(uint32_t off, uint8_t* out, uint32_t n) const;
   uint32_t size() const { return static_cast<uint32_t>(mem_.size()); }
 
  private:
@@ -274,32 +275,94 @@ class Uli : public Unit {
 
 // ------------------------------------------------------------------ DMA engines
 
+// Where a DMA engine moves bytes from or to (8.3.4): EM (addresses are offsets in it), the MAC
+// (addresses name a frame in its FIFO), host memory. A port refuses (false) an address it does
+// not have; the engine then marks the descriptor with kError and moves nothing.
+class DmaPort {
+ public:
+  virtual ~DmaPort() = default;
+  virtual bool read(uint64_t addr, uint8_t* out, uint32_t n) = 0;
+  virtual bool write(uint64_t addr, const uint8_t* in, uint32_t n) = 0;
+};
+
+// EM as a DMA port.
+class EmPort : public DmaPort {
+ public:
+  explicit EmPort(Em& em) : em_(em) {}
+  bool read(uint64_t addr, uint8_t* out, uint32_t n) override;
+  bool write(uint64_t addr, const uint8_t* in, uint32_t n) override;
+
+ private:
+  Em& em_;
+};
+
+// The MAC's frame FIFO as a DMA port: a received frame waits in it, under the number `put`
+// gives, until the LDMA reads it into EM; a frame the LDMA writes into it waits there, under
+// the number it was written to, until the MAC `take`s it to the wire. Each frame moves whole.
+class MacFifo : public DmaPort {
+ public:
+  uint32_t put(std::vector<uint8_t>&& frame);
+  bool take(uint32_t addr, std::vector<uint8_t>* frame);
+  uint32_t next() { return next_++; }  // a number for a frame the LDMA will write
+  bool read(uint64_t addr, uint8_t* out, uint32_t n) override;
+  bool write(uint64_t addr, const uint8_t* in, uint32_t n) override;
+  void clear() { frames_.clear(); }
+  size_t size() const { return frames_.size(); }
+
+ private:
+  uint32_t next_ = 0;
+  std::map<uint32_t, std::vector<uint8_t>> frames_;
+};
+
 // A DMA engine with a descriptor ring in EM (8.3.4): posting writes a 16-byte descriptor into
 // the next slot, big-endian: +0 source address, +4 destination address, +8 length, +12 status
-// (bit 31: owned by the engine, bit 30: done, bits 0-23: the descriptor's number). The engine
-// serves descriptors one at a time in order and, when one completes, clears its owner bit and
-// sets done, which is how the PME learns of it. At most `ring` are outstanding: a descriptor for
-// a slot whose previous one is still owned by the engine waits until it completes.
+// (bit 31: owned by the engine, bit 30: done, bit 29: error, bits 0-23: the descriptor's
+// number). The engine serves descriptors one at a time in order. When one completes it reads
+// the descriptor back from EM, moves the length it names from the source to the destination
+// through its ports (when it has them: the ADMA's and the PGE's bytes are moved by their
+// owners), clears the owner bit and sets done. Its owner learns of the completion from the
+// ring: the engine hands the owner's completion routine the descriptor as it now is in EM
+// (`Desc`), in ring order; a descriptor that is no longer the one posted (something overwrote
+// its status) is not handed on and is counted in `lost`. At most `ring` are outstanding: a
+// descriptor for a slot whose previous one is still owned by the engine waits until it
+// completes. The transfer's time is charged, when posted, for the length posted.
 // Addresses are host physical for the host side and EM offsets for the card side (a frame
-// buffer of a FramePool, the data inside one).
+// buffer of a FramePool, the data inside one). `reset` (a power loss) forgets every descriptor
+// in flight: they move nothing and complete nothing.
 class DmaEngine : public Unit {
  public:
   static constexpr uint32_t kDescBytes = 16;
-  static constexpr uint32_t kOwn = 1u << 31, kDone = 1u << 30;
+  static constexpr uint32_t kOwn = 1u << 31, kDone = 1u << 30, kError = 1u << 29;
+  struct Desc {
+    uint32_t src = 0, dst = 0, bytes = 0, status = 0;
+    uint32_t number() const { return status & 0xffffff; }
+    bool done() const { return (status & kDone) != 0; }
+    bool error() const { return (status & kError) != 0; }
+  };
+  using Done = std::function<void(const Desc&)>;
   DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stats& st, const std::string& name,
             const char* module = nullptr);
-  // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s).
-  // Returns the end.
+  // The ports the engine moves bytes between (source, destination).
+  void connect(DmaPort* src, DmaPort* dst) {
+    src_ = src;
+    dst_ = dst;
+  }
+  // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s);
+  // `done` is the owner's completion routine for it. Returns the end.
   uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer) {
     return post(at, 0, 0, bytes, xfer);
   }
-  uint64_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer);
+  uint64_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer,
+                Done done = {});
+  void reset();
+  Desc desc(uint32_t slot) const;  // the descriptor in a slot, as it is in EM
   uint64_t busy_ps() const { return busy_.value; }
   uint32_t ring_offset() const { return ring_off_; }  // where the ring lies in EM
   uint32_t ring() const { return ring_; }
 
  private:
   void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number);
+  void complete(uint32_t slot, uint32_t number);
   Calendar& cal_;
   Em& em_;
   uint32_t ring_;
@@ -307,8 +370,13 @@ class DmaEngine : public Unit {
   uint64_t setup_ps_;
   uint64_t free_ = 0;
   uint32_t posted_ = 0;
-  std::vector<uint64_t> slot_end_;  // when each slot's descriptor completes
-  Counter &descs_, &bytes_, &busy_, &ring_full_;
+  uint64_t epoch_ = 0;               // reset() makes the descriptors in flight stale
+  std::vector<uint64_t> slot_end_;   // when each slot's descriptor completes
+  std::unordered_map<uint32_t, Done> pending_;  // the owner's routine for each descriptor in flight
+  DmaPort* src_ = nullptr;
+  DmaPort* dst_ = nullptr;
+  std::vector<uint8_t> staging_;
+  Counter &descs_, &bytes_, &busy_, &ring_full_, &lost_, &errors_;
 };
 
 // ------------------------------------------------------------------ frame buffers

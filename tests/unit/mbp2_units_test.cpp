@@ -259,6 +259,95 @@ TEST(Mbp2Dma, TheDescriptorRingLivesInEmAndCompletionsAreWrittenBack) {
   EXPECT_EQ(em.load32(r + 16 + 12), DmaEngine::kDone | 1u);
 }
 
+// The engine works from its ring, not from what it was told when posted: at completion it reads
+// the descriptor back from EM and moves the length it names from its source port to its
+// destination port; the owner's routine gets the descriptor as the ring holds it, done.
+TEST(Mbp2Dma, TheEngineMovesWhatItsDescriptorNamesAndItsOwnerReadsTheCompletionFromTheRing) {
+  Stats st;
+  Calendar cal("cal");
+  Em em(EmConfig{}, st, "em");
+  const uint32_t a = em.carve(256), b = em.carve(256), c = em.carve(256);
+  for (uint32_t i = 0; i < 256; i += 4) em.store32(a + i, 0xa0000000u | i);
+  EmPort port(em);
+  DmaEngine d(cal, em, 4, 0, st, "dma");
+  d.connect(&port, &port);
+  std::vector<DmaEngine::Desc> done;
+  auto xfer = [](uint64_t s) { return s + 1000000; };
+  d.post(0, a, b, 64, xfer, [&](const DmaEngine::Desc& x) { done.push_back(x); });
+  d.post(0, a + 64, b + 64, 16, xfer, [&](const DmaEngine::Desc& x) { done.push_back(x); });
+  // Before the engine gets to it, the first descriptor is rewritten in EM: 32 bytes to c.
+  em.store32(d.ring_offset() + 4, c);
+  em.store32(d.ring_offset() + 8, 32);
+  sc_core::sc_start(sc_core::sc_time(3, sc_core::SC_US));
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].dst, c);
+  EXPECT_EQ(done[0].bytes, 32u);
+  EXPECT_TRUE(done[0].done());
+  EXPECT_FALSE(done[0].error());
+  EXPECT_EQ(done[0].number(), 0u);
+  EXPECT_EQ(done[1].number(), 1u);
+  EXPECT_EQ(done[0].status & DmaEngine::kOwn, 0u);
+  for (uint32_t i = 0; i < 32; i += 4) EXPECT_EQ(em.load32(c + i), 0xa0000000u | i) << i;
+  EXPECT_EQ(em.load32(c + 32), 0u);  // the length the ring named, not the one posted
+  EXPECT_EQ(em.load32(b), 0u);       // nor the destination posted
+  EXPECT_EQ(em.load32(b + 64), 0xa0000040u);  // the second, as posted
+  EXPECT_EQ(em.load32(b + 76), 0xa000004cu);
+  EXPECT_EQ(em.load32(b + 80), 0u);
+}
+
+// A descriptor whose status was overwritten before it completed is not the engine's any more:
+// nothing moves and its owner hears nothing (counted in `lost`); one naming an address its
+// port lacks completes with the error bit and moves nothing; after a reset (a power loss) the
+// descriptors in flight neither move bytes nor complete.
+TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
+  Stats st;
+  Calendar cal("cal");
+  Em em(EmConfig{}, st, "em");
+  const uint32_t a = em.carve(64), b = em.carve(64);
+  em.store32(a, 0x11223344);
+  EmPort port(em);
+  MacFifo mac;
+  DmaEngine d(cal, em, 4, 0, st, "dma");
+  d.connect(&port, &mac);
+  DmaEngine r(cal, em, 2, 0, st, "rx");  // (modules are built before the simulation starts)
+  r.connect(&mac, &port);
+  std::vector<DmaEngine::Desc> done;
+  auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
+  auto xfer = [](uint64_t s) { return s + 1000000; };
+  d.post(0, a, mac.next(), 4, xfer, k);        // 0: its status is overwritten
+  d.post(0, 1u << 20, mac.next(), 4, xfer, k);  // 1: the source lies outside EM
+  const uint32_t ok = mac.next();
+  d.post(0, a, ok, 4, xfer, k);                // 2: fine
+  em.store32(d.ring_offset() + 12, 0);
+  sc_core::sc_start(sc_core::sc_time(4, sc_core::SC_US));
+  EXPECT_EQ(test::stat_value(st, "dma.lost"), 1);
+  EXPECT_EQ(test::stat_value(st, "dma.errors"), 1);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].number(), 1u);
+  EXPECT_TRUE(done[0].error());
+  EXPECT_TRUE(done[0].done());
+  EXPECT_EQ(done[1].number(), 2u);
+  EXPECT_FALSE(done[1].error());
+  EXPECT_EQ(mac.size(), 1u);  // only the good one reached the FIFO
+  std::vector<uint8_t> f;
+  ASSERT_TRUE(mac.take(ok, &f));
+  EXPECT_EQ(f, (std::vector<uint8_t>{0x11, 0x22, 0x33, 0x44}));
+  // The FIFO gives a frame up whole, once.
+  const uint32_t in = mac.put({1, 2, 3});
+  uint8_t two[2], three[3];
+  EXPECT_FALSE(mac.read(in, two, 2));
+  EXPECT_TRUE(mac.read(in, three, 3));
+  EXPECT_FALSE(mac.read(in, three, 3));
+  // A power loss: the descriptor in flight is forgotten.
+  const uint32_t from = mac.put({9, 9, 9, 9});
+  r.post(cal.now_ps(), from, b, 4, xfer, k);
+  r.reset();
+  sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_US));
+  EXPECT_EQ(done.size(), 2u);
+  EXPECT_EQ(em.load32(b), 0u);
+  EXPECT_EQ(r.desc(0).status, DmaEngine::kOwn | 0u);
+}
+
 // Frame buffers are bytes in EM, owned by one frame at a time; a power loss frees them all and
 // releases by work from before it change nothing.
 TEST(Mbp2FramePool, BuffersHoldFramesInEmOneOwnerAtATime) {
