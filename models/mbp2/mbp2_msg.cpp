@@ -150,14 +150,47 @@ bool Mbp2System::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequ
   return true;
 }
 
-uint64_t Mbp2System::pge_fetch(uint32_t node, uint64_t pa_struct, uint32_t sbytes, uint64_t pa_data, uint32_t data) {
+uint64_t Mbp2System::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes,
+                               uint64_t pa_data, uint32_t data, uint32_t image, DmaEngine::Done done) {
   Units& u = *u_[node];
   const uint32_t total = sbytes + data;
-  return u.pge->post(cal_.now_ps(), pa_struct, 0, total, [&](uint64_t s) {
+  return u.pge->post(cal_.now_ps(), send_entry_laddr(entry), dst, image, [&](uint64_t s) {
     uint64_t b = u.bus->dma(s, pa_struct, sbytes);
     if (data > 0) b = u.bus->dma(b, pa_data, data);
     return std::max(b, u.em->access(Route::Host, s, total));
-  });
+  }, std::move(done), ptask, total);
+}
+
+bool Mbp2System::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n) {
+  const uint64_t first = send_entry_laddr(0);
+  if (laddr < first || (laddr - first) % kSendEntryBytes || (laddr - first) / kSendEntryBytes >= m_.send_ring_entries) return false;
+  if (!rings_[node].count(ptask)) return false;
+  TaskSpace& ts = space(node);
+  const Task* t = ts.find(ptask);
+  if (!t) return false;
+  const uint32_t at = static_cast<uint32_t>(laddr - kSendArea);
+  uint8_t h[kDatagramStructBytes];
+  area_copy(node, ptask, at, h, kDatagramStructBytes, false, true);
+  const uint32_t kind = load_be32(&h[0]) >> 24;
+  uint32_t cbytes = 0, src = 0, len = 0;
+  if (kind == kSendMbcf) {
+    cbytes = load_be32(&h[0]) & 0xffffff;
+    src = load_be32(&h[8]);
+    len = load_be32(&h[12]);
+    if (cbytes > kSendEntryBytes - kMbcfStructHeader) return false;
+  } else if (kind == kSendDatagram) {
+    src = load_be32(&h[12]);
+    len = load_be32(&h[16]);
+  } else {
+    return false;
+  }
+  if (static_cast<uint64_t>(cbytes) + len != n || (len && !usable(ts, *t, src, len, kPermRead))) return false;
+  if (cbytes) area_copy(node, ptask, at + kMbcfStructHeader, out, cbytes, false, true);
+  if (len) {
+    mbcf::TaskSpace::Via via(ts, &u_[node]->frames);  // at the frames the PGE's TLB gives
+    ts.read(*t, src, out + cbytes, len);
+  }
+  return true;
 }
 
 void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
@@ -193,22 +226,21 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   if (r.len) refill += translate(node, ptask, r.laddr, r.len, &pa_data);
   const uint32_t inc = n_[node]->incarnation;
   auto pge = [this, node, ptask, e, r, pa_struct, pa_data, inc]() mutable {
-    const uint64_t end = pge_fetch(node, pa_struct, kDatagramStructBytes, pa_data, r.len);
-    cal_.at(end, [this, node, ptask, e, r, inc]() mutable {
-      if (!n_[node]->up || n_[node]->incarnation != inc) return;
-      // The payload is what the task's memory holds as the PGE reads it.
-      TaskSpace& ts = space(node);
-      const Task* t = ts.find(ptask);
-      if (!t || !usable(ts, *t, r.laddr, r.len, kPermRead)) {
-        u_[node]->ip.tx_rejected->inc();
-        return free_entry(node, ptask, e, true);
-      }
-      std::vector<uint8_t> payload(r.len);
-      mbcf::TaskSpace::Via via(ts, &u_[node]->frames);  // at the frames the PGE's TLB gives
-      if (r.len) ts.read(*t, r.laddr, payload.data(), r.len);
-      free_entry(node, ptask, e, true);
-      datagram_send(node, ptask, r, std::move(payload));
-    });
+    Units& u = *u_[node];
+    // The payload goes to the image buffer of the PGE's descriptor slot.
+    const uint32_t img = u.dg_images + u.pge->next_slot() * FramePool::kBufBytes;
+    pge_fetch(node, ptask, e, img, pa_struct, kDatagramStructBytes, pa_data, r.len, r.len,
+              [this, node, ptask, e, r, inc](const DmaEngine::Desc& d) mutable {
+                if (!n_[node]->up || n_[node]->incarnation != inc) return;
+                if (d.error()) {  // the task can no longer read the payload, or it went
+                  u_[node]->ip.tx_rejected->inc();
+                  return free_entry(node, ptask, e, true);
+                }
+                // The PME takes the payload from the image before the slot is used again.
+                std::vector<uint8_t> payload = d.bytes ? u_[node]->em->read(d.dst, d.bytes) : std::vector<uint8_t>{};
+                free_entry(node, ptask, e, true);
+                datagram_send(node, ptask, r, std::move(payload));
+              });
   };
   pge_submit(node, refill, std::move(pge));
 }

@@ -31,6 +31,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   ldma_tx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
   ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
   em_port = std::make_unique<EmPort>(*em);
+  dg_images = em->carve(c.ring_entries * FramePool::kBufBytes);
   ldma_tx->connect(em_port.get(), &mac_tx);
   ldma_rx->connect(&mac_rx, em_port.get());
   txb = std::make_unique<FramePool>(*em, c.ring_entries, st, b + "tx_buffers");
@@ -105,10 +106,14 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
                              "requests whose task found every entry of its send ring still unfetched (mbp2.send_ring_entries) and waited, holding the CPU, for the PGE")),
       iv_rng_(seed, "mbp2.cau.iv") {
   icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
+  walkers_.resize(ec.nodes);
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
     u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, c, ec.nodes, ec.rx_ring, st, b));
     Units& u = *u_.back();
+    walkers_[n].sys = this;
+    walkers_[n].node = n;
+    u.pge->connect(&walkers_[n], u.em_port.get());
     u.mbcf_ocu.assign(ec.nodes, -1);
     for (uint32_t q = 0; q < ec.nodes && u.ocu; ++q)
       if (q != n && u.ocu_used < u.ocu->registers()) {
@@ -136,7 +141,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
 
 uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring) {
   const uint64_t rings = (4 + (c.crypto.enabled() && c.crypto.cau ? 1 : 0)) * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
-  return Kli::kBytes + rings + (static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
+  return Kli::kBytes + rings + (2 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
 }
 
 uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
@@ -419,47 +424,47 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   // A request dies with the NIC's power: one taken before a power loss is never sent by the
   // NIC's next incarnation (EM, the PGE and the PME's queues are volatile).
   const uint32_t inc = n_[node]->incarnation;
-  auto pge = [this, node, ptask, e, at, ltask, cbytes, src, payload, sbytes, pa_struct, pa_data, inc]() mutable {
-    const uint64_t end = pge_fetch(node, pa_struct, sbytes, pa_data, payload);
-    cal_.at(end, [this, node, ptask, e, at, ltask, cbytes, src, payload, inc] {
-      if (!n_[node]->up || n_[node]->incarnation != inc) return;
-      // The bytes arrive as they are now in host memory: the commands from the structure, the
-      // payload from its address, assembled into the request image in EM.
-      // The PGE reaches them at the frames its TLB gives.
-      std::vector<uint8_t> img(cbytes);
-      area_copy(node, ptask, at + kMbcfStructHeader, img.data(), cbytes, false, true);
-      const mbcf::Task* t = space(node).find(ptask);
-      if (payload) {
-        if (!t || !usable(space(node), *t, src, payload, mbcf::kPermRead)) return bad_request(node, ptask, e, true);
-        const size_t off = img.size();
-        img.resize(off + payload);
-        mbcf::TaskSpace::Via via(space(node), &u_[node]->frames);
-        space(node).read(*t, src, img.data() + off, payload);
-      }
+  auto pge = [this, node, ptask, e, ltask, cbytes, payload, sbytes, pa_struct, pa_data, inc]() mutable {
+    Units& u = *u_[node];
+    // Longer than any packet's commands: the PGE refuses it before fetching (the image would
+    // not fit its buffer).
+    if (mbcf::kHeaderBytes + cbytes + payload > mbcf::kMaxPacketBytes) {
       free_entry(node, ptask, e, true);
-      // Longer than any packet's commands: the PME refuses it before looking further.
-      if (mbcf::kHeaderBytes + img.size() > mbcf::kMaxPacketBytes) return bad_request(node, ptask, ~0u, true);
-      Units& u = *u_[node];
-      FramePool::Buf b;
-      if (!u.reqb->alloc(&b)) {
-        fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
-             std::to_string(m_.request_slots) + ")");
-        return;
-      }
-      u.reqb->put(b, img);
-      // The PGE's completion interrupts the PME, which builds the header from the image and
-      // runs the protocol: the SS20 kernel's request routine, ported (longer for each further
-      // command of a combined request).
-      Units::Decoded& d = u.decoded[b.serial];
-      d.ok = decode_image(img, &d.packet);
-      d.bytes = std::move(img);
-      const size_t ncmd = d.ok ? d.packet.cmds.size() : 1;
-      const uint64_t hdr = proto_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
-      u.pme->run("header_build", Pme::kNormal, true, hdr, [this, node, ptask, ltask, b, inc] {
-        if (!n_[node]->up || n_[node]->incarnation != inc) return;
-        build_from_image(node, ptask, ltask, b);
-      });
-    });
+      return bad_request(node, ptask, ~0u, true);
+    }
+    FramePool::Buf b;
+    if (!u.reqb->alloc(&b)) {
+      fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
+           std::to_string(m_.request_slots) + ")");
+      return;
+    }
+    // The PGE walks the structure into the image: the commands, then the payload from its
+    // address, as they are in host memory when it reads them, at the frames its TLB gives.
+    pge_fetch(node, ptask, e, u.reqb->offset(b), pa_struct, sbytes, pa_data, payload, cbytes + payload,
+              [this, node, ptask, e, ltask, inc, b](const DmaEngine::Desc& d) mutable {
+                if (!n_[node]->up || n_[node]->incarnation != inc) return;
+                Units& u = *u_[node];
+                if (!u.reqb->live(b)) return;
+                if (d.error()) {  // the task can no longer read what it named, or it went
+                  u.reqb->release(b);
+                  return bad_request(node, ptask, e, true);
+                }
+                free_entry(node, ptask, e, true);
+                b.len = d.bytes;
+                std::vector<uint8_t> img = u.reqb->get(b);
+                // The PGE's completion interrupts the PME, which builds the header from the image
+                // and runs the protocol: the SS20 kernel's request routine, ported (longer for
+                // each further command of a combined request).
+                Units::Decoded& dec = u.decoded[b.serial];
+                dec.ok = decode_image(img, &dec.packet);
+                dec.bytes = std::move(img);
+                const size_t ncmd = dec.ok ? dec.packet.cmds.size() : 1;
+                const uint64_t hdr = proto_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
+                u.pme->run("header_build", Pme::kNormal, true, hdr, [this, node, ptask, ltask, b, inc] {
+                  if (!n_[node]->up || n_[node]->incarnation != inc) return;
+                  build_from_image(node, ptask, ltask, b);
+                });
+              });
   };
   pge_submit(node, refill, std::move(pge));
 }

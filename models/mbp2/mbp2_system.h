@@ -94,6 +94,7 @@ class Mbp2System : public mbcf::EtherSystem {
   Pme& pme(uint32_t node) { return *u_[node]->pme; }
   Tlb& tlb(uint32_t node) { return *u_[node]->tlb; }
   Em& em(uint32_t node) { return *u_[node]->em; }
+  const DmaEngine& pge(uint32_t node) const { return *u_[node]->pge; }
   HostBus& bus(uint32_t node) { return *u_[node]->bus; }
   Kli& kli(uint32_t node) { return *u_[node]->kli; }
   DmaEngine& pge(uint32_t node) { return *u_[node]->pge; }
@@ -260,6 +261,9 @@ class Mbp2System : public mbcf::EtherSystem {
     // (mbcf.rx_ring). Frames that find no transmit buffer wait in order.
     std::unique_ptr<FramePool> txb, rxb;
     std::unique_ptr<FramePool> reqb;  // request images, from the PGE's fetch to the header build
+    // The PGE's image buffer for a datagram's payload: one per PGE descriptor slot (a slot's
+    // next descriptor runs only after the PME took the previous one's payload).
+    uint32_t dg_images = 0;
     // What the PME made of each image when the PGE's completion came (by buffer serial): the
     // header build decodes again only if the bytes in EM changed meanwhile (a speed-up only).
     struct Decoded {
@@ -360,7 +364,23 @@ class Mbp2System : public mbcf::EtherSystem {
   void pge_submit(uint32_t node, uint64_t refill, std::function<void()> post);
   void pge_next(uint32_t node);
   // The PGE fetches a send structure of `sbytes` and `data` payload bytes into EM: returns the end.
-  uint64_t pge_fetch(uint32_t node, uint64_t pa_struct, uint32_t sbytes, uint64_t pa_data, uint32_t data);
+  // The PGE's descriptor for the send structure at `entry` of `ptask`'s send area (its context):
+  // the engine walks it into `dst` in EM; the bus and EM time are those of reading the
+  // structure at pa_struct and the payload at pa_data. `done` reads the completion.
+  uint64_t pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes, uint64_t pa_data,
+                     uint32_t data, uint32_t image, DmaEngine::Done done);
+  // The PGE's source port: it reads a send structure in a task's send area (through its TLB),
+  // and gives the request image it describes: an MBCF request's commands and payload, a
+  // datagram's payload. A structure that does not decode, an image length other than the
+  // descriptor's, or a payload the task cannot read fails the descriptor.
+  bool pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n);
+  struct PgeWalker : public DmaPort {
+    Mbp2System* sys = nullptr;
+    uint32_t node = 0;
+    bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override { return sys->pge_walk(node, addr, ctx, out, n); }
+    bool write(uint64_t, uint32_t, const uint8_t*, uint32_t) override { return false; }  // host memory: the ADMA's
+  };
+  std::vector<PgeWalker> walkers_;
 
   // crypto (crypto.h): the CAU's work (or the firmware's) over a frame in EM, then `k`.
   void crypt_work(uint32_t node, const char* what, uint32_t off, uint32_t bytes, uint32_t cblocks, uint32_t hblocks, std::function<void()> k);

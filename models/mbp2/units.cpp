@@ -392,13 +392,13 @@ int64_t Uli::alias_of(uint32_t ptask) const {
 
 // ------------------------------------------------------------------ DMA
 
-bool EmPort::read(uint64_t addr, uint8_t* out, uint32_t n) {
+bool EmPort::read(uint64_t addr, uint32_t, uint8_t* out, uint32_t n) {
   if (addr + n > em_.size()) return false;
   em_.read_into(static_cast<uint32_t>(addr), out, n);
   return true;
 }
 
-bool EmPort::write(uint64_t addr, const uint8_t* in, uint32_t n) {
+bool EmPort::write(uint64_t addr, uint32_t, const uint8_t* in, uint32_t n) {
   if (addr + n > em_.size()) return false;
   em_.write(static_cast<uint32_t>(addr), in, n);
   return true;
@@ -418,7 +418,7 @@ bool MacFifo::take(uint32_t addr, std::vector<uint8_t>* frame) {
   return true;
 }
 
-bool MacFifo::read(uint64_t addr, uint8_t* out, uint32_t n) {
+bool MacFifo::read(uint64_t addr, uint32_t, uint8_t* out, uint32_t n) {
   auto it = frames_.find(static_cast<uint32_t>(addr));
   if (it == frames_.end() || it->second.size() != n) return false;
   std::copy(it->second.begin(), it->second.end(), out);
@@ -426,7 +426,7 @@ bool MacFifo::read(uint64_t addr, uint8_t* out, uint32_t n) {
   return true;
 }
 
-bool MacFifo::write(uint64_t addr, const uint8_t* in, uint32_t n) {
+bool MacFifo::write(uint64_t addr, uint32_t, const uint8_t* in, uint32_t n) {
   if (addr > 0xffffffffu || frames_.count(static_cast<uint32_t>(addr))) return false;
   frames_[static_cast<uint32_t>(addr)].assign(in, in + n);
   return true;
@@ -450,20 +450,22 @@ DmaEngine::DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stat
   slot_end_.assign(ring_, 0);
 }
 
-void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number) {
+void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number, uint32_t ctx) {
   const uint32_t d = ring_off_ + slot * kDescBytes;
   em_.store32(d, static_cast<uint32_t>(src));
   em_.store32(d + 4, static_cast<uint32_t>(dst));
   em_.store32(d + 8, bytes);
   em_.store32(d + 12, kOwn | (number & 0xffffff));
+  em_.store32(d + 16, ctx);
 }
 
 DmaEngine::Desc DmaEngine::desc(uint32_t slot) const {
   const uint32_t d = ring_off_ + (slot % ring_) * kDescBytes;
-  return Desc{em_.load32(d), em_.load32(d + 4), em_.load32(d + 8), em_.load32(d + 12)};
+  return Desc{em_.load32(d), em_.load32(d + 4), em_.load32(d + 8), em_.load32(d + 12), em_.load32(d + 16)};
 }
 
-uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer, Done done) {
+uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer, Done done,
+                         uint32_t ctx, uint32_t read_bytes) {
   const uint32_t number = posted_++;
   const uint32_t slot = number % ring_;
   uint64_t write = at;
@@ -473,10 +475,10 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   }
   // The producer writes the descriptor when its slot is free (after the previous one's done).
   const uint64_t epoch = epoch_;
-  if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, number);
+  if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, number, ctx);
   else
-    cal_.at(write, [this, slot, src, dst, bytes, number, epoch] {
-      if (epoch == epoch_) write_desc(slot, src, dst, bytes, number);
+    cal_.at(write, [this, slot, src, dst, bytes, number, ctx, epoch] {
+      if (epoch == epoch_) write_desc(slot, src, dst, bytes, number, ctx);
     });
   const uint64_t start = std::max(write, free_) + setup_ps_;
   const uint64_t end = std::max(start, xfer(start));
@@ -484,7 +486,7 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   free_ = end;
   slot_end_[slot] = end;
   descs_.inc();
-  bytes_.inc(bytes);
+  bytes_.inc(read_bytes == ~0u ? bytes : read_bytes);
   if (done) pending_.emplace(number, std::move(done));
   cal_.at(end, [this, slot, number, epoch] {
     if (epoch == epoch_) complete(slot, number);
@@ -508,7 +510,7 @@ void DmaEngine::complete(uint32_t slot, uint32_t number) {
   uint32_t status = kDone | d.number();
   if (src_ && dst_ && d.bytes) {
     staging_.resize(d.bytes);
-    if (!src_->read(d.src, staging_.data(), d.bytes) || !dst_->write(d.dst, staging_.data(), d.bytes)) {
+    if (!src_->read(d.src, d.ctx, staging_.data(), d.bytes) || !dst_->write(d.dst, d.ctx, staging_.data(), d.bytes)) {
       status |= kError;
       errors_.inc();
     }

@@ -281,16 +281,17 @@ class Uli : public Unit {
 class DmaPort {
  public:
   virtual ~DmaPort() = default;
-  virtual bool read(uint64_t addr, uint8_t* out, uint32_t n) = 0;
-  virtual bool write(uint64_t addr, const uint8_t* in, uint32_t n) = 0;
+  // `ctx`: the descriptor's context (whose address space a host address is in).
+  virtual bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) = 0;
+  virtual bool write(uint64_t addr, uint32_t ctx, const uint8_t* in, uint32_t n) = 0;
 };
 
 // EM as a DMA port.
 class EmPort : public DmaPort {
  public:
   explicit EmPort(Em& em) : em_(em) {}
-  bool read(uint64_t addr, uint8_t* out, uint32_t n) override;
-  bool write(uint64_t addr, const uint8_t* in, uint32_t n) override;
+  bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override;
+  bool write(uint64_t addr, uint32_t ctx, const uint8_t* in, uint32_t n) override;
 
  private:
   Em& em_;
@@ -304,8 +305,8 @@ class MacFifo : public DmaPort {
   uint32_t put(std::vector<uint8_t>&& frame);
   bool take(uint32_t addr, std::vector<uint8_t>* frame);
   uint32_t next() { return next_++; }  // a number for a frame the LDMA will write
-  bool read(uint64_t addr, uint8_t* out, uint32_t n) override;
-  bool write(uint64_t addr, const uint8_t* in, uint32_t n) override;
+  bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override;
+  bool write(uint64_t addr, uint32_t ctx, const uint8_t* in, uint32_t n) override;
   void clear() { frames_.clear(); }
   size_t size() const { return frames_.size(); }
 
@@ -314,10 +315,10 @@ class MacFifo : public DmaPort {
   std::map<uint32_t, std::vector<uint8_t>> frames_;
 };
 
-// A DMA engine with a descriptor ring in EM (8.3.4): posting writes a 16-byte descriptor into
+// A DMA engine with a descriptor ring in EM (8.3.4): posting writes a 20-byte descriptor into
 // the next slot, big-endian: +0 source address, +4 destination address, +8 length, +12 status
 // (bit 31: owned by the engine, bit 30: done, bit 29: error, bits 0-23: the descriptor's
-// number). The engine serves descriptors one at a time in order. When one completes it reads
+// number), +16 context (the TLB context of a host-side address; kNoContext for none). The engine serves descriptors one at a time in order. When one completes it reads
 // the descriptor back from EM, moves the length it names from the source to the destination
 // through its ports (when it has them: the ADMA's and the PGE's bytes are moved by their
 // owners), clears the owner bit and sets done. Its owner learns of the completion from the
@@ -331,10 +332,11 @@ class MacFifo : public DmaPort {
 // in flight: they move nothing and complete nothing.
 class DmaEngine : public Unit {
  public:
-  static constexpr uint32_t kDescBytes = 16;
+  static constexpr uint32_t kDescBytes = 20;
   static constexpr uint32_t kOwn = 1u << 31, kDone = 1u << 30, kError = 1u << 29;
+  static constexpr uint32_t kNoContext = ~0u;
   struct Desc {
-    uint32_t src = 0, dst = 0, bytes = 0, status = 0;
+    uint32_t src = 0, dst = 0, bytes = 0, status = 0, ctx = kNoContext;
     uint32_t number() const { return status & 0xffffff; }
     bool done() const { return (status & kDone) != 0; }
     bool error() const { return (status & kError) != 0; }
@@ -348,20 +350,23 @@ class DmaEngine : public Unit {
     dst_ = dst;
   }
   // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s);
-  // `done` is the owner's completion routine for it. Returns the end.
+  // `done` is the owner's completion routine for it; `read_bytes`, when the engine reads more
+  // than it writes (the PGE reads a structure's header too), is what `bytes` counts. Returns
+  // the end.
   uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer) {
     return post(at, 0, 0, bytes, xfer);
   }
   uint64_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer,
-                Done done = {});
+                Done done = {}, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u);
   void reset();
   Desc desc(uint32_t slot) const;  // the descriptor in a slot, as it is in EM
+  uint32_t next_slot() const { return posted_ % ring_; }  // the slot the next post takes
   uint64_t busy_ps() const { return busy_.value; }
   uint32_t ring_offset() const { return ring_off_; }  // where the ring lies in EM
   uint32_t ring() const { return ring_; }
 
  private:
-  void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number);
+  void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number, uint32_t ctx);
   void complete(uint32_t slot, uint32_t number);
   Calendar& cal_;
   Em& em_;

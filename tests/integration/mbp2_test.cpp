@@ -858,9 +858,10 @@ TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
   const uint32_t entry0 = Mbp2System::kSendAreaHeader;  // the lowest free entry
   bool em_hit = false;
   std::function<void()> probe = [&] {
-    // The first request image in EM, once the PGE wrote it and before the PME's header build.
+    // The first request image in EM, once the PGE's descriptor is done (it wrote the image) and
+    // before the PME's header build.
     FramePool& img = r.sys->request_images(0);
-    if (!em_hit && img.in_use() > 0) {
+    if (!em_hit && img.in_use() > 0 && r.sys->pge(0).desc(0).done()) {
       const uint32_t at = img.offset(FramePool::Buf{0, 0, 0}) + 12 + 30;  // command word, laddr, length; payload byte 30
       r.sys->em(0).store32(at & ~3u, r.sys->em(0).load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
       em_hit = true;
@@ -922,6 +923,51 @@ TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
   d[99] = 0x22;
   EXPECT_EQ(got, d);
   EXPECT_EQ(r.sys->fetched(0, 1), 3u);
+}
+
+// The PGE works from its descriptor: it names the send structure (and the task's context) and
+// the image length the header promised when the doorbell was taken. When the PGE runs it walks
+// the structure again as host memory holds it; a structure the task rewrote into another
+// length, or into something that is no request, fails the descriptor (its error bit), and the
+// PME refuses the request instead of sending half of it. The next request goes out as usual.
+TEST(Mbp2, ThePgeWalksTheStructureItsDescriptorNamesAndFailsOneRewrittenUnderIt) {
+  Rig r;
+  const uint32_t entry0 = Mbp2System::kSendAreaHeader;
+  auto rewrite = [&](uint32_t word0) {
+    std::vector<uint8_t> w(4);
+    for (int i = 0; i < 4; ++i) w[i] = static_cast<uint8_t>(word0 >> (24 - 8 * i));
+    r.sys->send_area_write(0, 1, entry0, w);
+  };
+  // Longer commands than the doorbell's header said.
+  const Command a = write_bytes(0x10100, 64, 1);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [&] {
+    auto h = r.sys->send_area_read(0, 1, entry0, 4);
+    const uint32_t w = static_cast<uint32_t>(h[0]) << 24 | h[1] << 16 | h[2] << 8 | h[3];
+    rewrite(w + 4);
+  }));
+  r.run(5);
+  EXPECT_EQ(r.counter("system.node0.mbp2.pge.errors"), 1u);
+  EXPECT_EQ(r.counter("system.mbp2.bad_requests"), 1u);
+  EXPECT_EQ(r.sys->pge(0).desc(0).bytes, 12 + 64u);  // the image the header promised
+  EXPECT_TRUE(r.sys->pge(0).desc(0).error());
+  EXPECT_EQ(r.sys->pge(0).desc(0).ctx, r.task(0).ptask);
+  EXPECT_EQ(r.sys->pge(0).desc(0).src, Mbp2System::send_entry_laddr(0));
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), 0) << i;  // nothing sent
+  EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
+  // Not a request any more.
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [&] { rewrite(0x7f000000u); }));
+  r.run(5);
+  EXPECT_EQ(r.counter("system.node0.mbp2.pge.errors"), 2u);
+  EXPECT_EQ(r.counter("system.mbp2.bad_requests"), 2u);
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), 0) << i;
+  // Left alone, the same request goes out; every entry and request image is free again.
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [] {}));
+  r.run(50);  // (and its acknowledgement)
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), a.data[i]) << i;
+  EXPECT_EQ(r.counter("system.node0.mbp2.pge.errors"), 2u);
+  EXPECT_EQ(r.sys->fetched(0, 1), 3u);
+  EXPECT_EQ(r.sys->request_images(0).in_use(), 0u);
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
 // The PME builds the header from the requester the ULI named and its translation table, and

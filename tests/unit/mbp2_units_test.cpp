@@ -245,18 +245,19 @@ TEST(Mbp2Dma, TheDescriptorRingLivesInEmAndCompletionsAreWrittenBack) {
   EXPECT_EQ(em.load32(r + 4), 0x40u);
   EXPECT_EQ(em.load32(r + 8), 256u);
   EXPECT_EQ(em.load32(r + 12), DmaEngine::kOwn | 0u);
-  EXPECT_EQ(em.load32(r + 16 + 8), 512u);
-  EXPECT_EQ(em.load32(r + 16 + 12), DmaEngine::kOwn | 1u);
+  EXPECT_EQ(em.load32(r + 16), DmaEngine::kNoContext);  // no host address in a context
+  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 8), 512u);
+  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), DmaEngine::kOwn | 1u);
   d.post(0, 0xa000, 0xc0, 64, xfer);                      // slot 0 again: waits for descriptor 0
   EXPECT_EQ(em.load32(r + 8), 256u);                     // not yet overwritten
   sc_core::sc_start(sc_core::sc_time(1500, sc_core::SC_NS));  // descriptor 0 done, 2 written
   EXPECT_EQ(em.load32(r), 0xa000u);
   EXPECT_EQ(em.load32(r + 8), 64u);
   EXPECT_EQ(em.load32(r + 12), DmaEngine::kOwn | 2u);
-  EXPECT_EQ(em.load32(r + 16 + 12), DmaEngine::kOwn | 1u);  // descriptor 1 runs until 2 us
+  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), DmaEngine::kOwn | 1u);  // descriptor 1 runs until 2 us
   sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_US));
   EXPECT_EQ(em.load32(r + 12), DmaEngine::kDone | 2u);
-  EXPECT_EQ(em.load32(r + 16 + 12), DmaEngine::kDone | 1u);
+  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), DmaEngine::kDone | 1u);
 }
 
 // The engine works from its ring, not from what it was told when posted: at completion it reads
@@ -335,9 +336,9 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   // The FIFO gives a frame up whole, once.
   const uint32_t in = mac.put({1, 2, 3});
   uint8_t two[2], three[3];
-  EXPECT_FALSE(mac.read(in, two, 2));
-  EXPECT_TRUE(mac.read(in, three, 3));
-  EXPECT_FALSE(mac.read(in, three, 3));
+  EXPECT_FALSE(mac.read(in, 0, two, 2));
+  EXPECT_TRUE(mac.read(in, 0, three, 3));
+  EXPECT_FALSE(mac.read(in, 0, three, 3));
   // A power loss: the descriptor in flight is forgotten.
   const uint32_t from = mac.put({9, 9, 9, 9});
   r.post(cal.now_ps(), from, b, 4, xfer, k);
