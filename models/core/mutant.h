@@ -29,6 +29,7 @@ enum class Id : unsigned char {
   SaveAreaUnbounded,      // mbcf: packets for a task waiting for a page-in are saved however many arrive
   DoorbellIgnoresSlots,   // mbp2: a doorbell is taken with every EM request slot in use
   TlbKeepsLeftContext,    // mbp2: the NIC's TLB keeps the entries of a task that left the node
+  DmaMovesPosted,         // mbp2: a DMA engine moves what it was posted, not what its descriptor in EM names
 };
 
 struct Entry {
@@ -44,7 +45,7 @@ inline constexpr Entry kAll[] = {
     {Id::EmbCountedLate, "emb_counted_late"},                     {Id::FirstOnlyInvokesAgain, "first_only_invokes_again"},
     {Id::LocalRepliesHeld, "local_replies_held"},                 {Id::FifoeStopShared, "fifoe_stop_shared"},
     {Id::SaveAreaUnbounded, "save_area_unbounded"},               {Id::DoorbellIgnoresSlots, "doorbell_ignores_slots"},
-    {Id::TlbKeepsLeftContext, "tlb_keeps_left_context"},
+    {Id::TlbKeepsLeftContext, "tlb_keeps_left_context"},         {Id::DmaMovesPosted, "dma_moves_posted"},
 };
 
 #ifdef MBPSIM_MUTANTS

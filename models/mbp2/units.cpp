@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/core/error.h"
+#include "models/core/mutant.h"
 #include "models/mbp2/inet.h"
 
 namespace mbpsim::mbp2 {
@@ -488,13 +489,14 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   descs_.inc();
   bytes_.inc(read_bytes == ~0u ? bytes : read_bytes);
   if (done) pending_.emplace(number, std::move(done));
-  cal_.at(end, [this, slot, number, epoch] {
-    if (epoch == epoch_) complete(slot, number);
+  const Desc posted{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, kOwn | (number & 0xffffff), ctx};
+  cal_.at(end, [this, slot, number, epoch, posted] {
+    if (epoch == epoch_) complete(slot, number, posted);
   });
   return end;
 }
 
-void DmaEngine::complete(uint32_t slot, uint32_t number) {
+void DmaEngine::complete(uint32_t slot, uint32_t number, const Desc& posted) {
   Done done;
   auto it = pending_.find(number);
   if (it != pending_.end()) {
@@ -502,7 +504,8 @@ void DmaEngine::complete(uint32_t slot, uint32_t number) {
     pending_.erase(it);
   }
   // The engine works from the descriptor as it is in EM.
-  const Desc d = desc(slot);
+  Desc d = desc(slot);
+  if (mutant::on(mutant::Id::DmaMovesPosted)) d = Desc{posted.src, posted.dst, posted.bytes, d.status, posted.ctx};
   if (!(d.status & kOwn) || d.number() != (number & 0xffffff)) {
     lost_.inc();
     return;

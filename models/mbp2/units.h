@@ -367,7 +367,7 @@ class DmaEngine : public Unit {
 
  private:
   void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number, uint32_t ctx);
-  void complete(uint32_t slot, uint32_t number);
+  void complete(uint32_t slot, uint32_t number, const Desc& posted);
   Calendar& cal_;
   Em& em_;
   uint32_t ring_;
