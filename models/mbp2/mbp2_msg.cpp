@@ -158,7 +158,7 @@ uint64_t Mbp2System::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, ui
     uint64_t b = u.bus->dma(s, pa_struct, sbytes);
     if (data > 0) b = u.bus->dma(b, pa_data, data);
     return std::max(b, u.em->access(Route::Host, s, total));
-  }, std::move(done), ptask, total);
+  }, std::move(done), ptask, total, true);
 }
 
 bool Mbp2System::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n) {
@@ -371,14 +371,14 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p
   auto dma = [this, node, ptask, ring, slot, head, len, pa_ring, pa_slot, p, b]() mutable {
     Units& u = *u_[node];
     const uint32_t src = u.rxb->offset(b) + p.payload_off;  // the payload in the receive buffer
-    const uint64_t end = u.pge->post(cal_.now_ps(), src, pa_slot, kRingHeader + len + kSlotHeader + 4, [&](uint64_t s) {
+    u.pge->post(cal_.now_ps(), src, pa_slot, kRingHeader + len + kSlotHeader + 4, [&](uint64_t s) {
       uint64_t b = u.bus->dma(s, pa_ring, kRingHeader);  // read the ring header
       if (len) b = u.bus->dma(b, pa_slot + kSlotHeader, len);
       b = u.bus->dma(b, pa_slot, kSlotHeader);
       b = u.bus->dma(b, pa_ring + 8, 4);                   // publish the head
       return std::max(b, u.em->access(Route::Host, s, len + kSlotHeader));
-    });
-    cal_.at(end, [this, node, ptask, ring, slot, head, len, p, b] {
+    }, [this, node, ptask, ring, slot, head, len, p, b](const DmaEngine::Desc&) {
+      // The PGE's completion (its descriptor done); it wrote the slot and the head itself.
       Units& u = *u_[node];
       if (!u.rxb->live(b)) return;  // the power went: EM and the PGE's transfer are lost
       const std::vector<uint8_t> f = u.rxb->get(b);
@@ -418,10 +418,9 @@ void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
   // The PGE writes the whole frame into the kernel's receive structure with physical
   // addresses (bypass mode: a kernel request, no TLB), then the PME interrupts the host.
   const uint32_t len = b.len;
-  const uint64_t end = u.pge->post(cal_.now_ps(), u.rxb->offset(b), 0, len, [&](uint64_t s) {
+  u.pge->post(cal_.now_ps(), u.rxb->offset(b), 0, len, [&](uint64_t s) {
     return std::max(u.bus->dma(s, 0, len), u.em->access(Route::Host, s, len));
-  });
-  cal_.at(end, [this, node, len, b] {
+  }, [this, node, len, b](const DmaEngine::Desc&) {
     Units& u = *u_[node];
     if (!u.rxb->live(b)) return;
     u.kernel_rx.push_back(u.rxb->get(b));

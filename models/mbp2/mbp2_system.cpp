@@ -855,7 +855,7 @@ void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
                     if (u.txb->live(b)) u.txb->release(b);
                     if (sent) k(std::move(f));
                     tx_buffers_freed(node);
-                  });
+                  }, DmaEngine::kNoContext, ~0u, true);
 }
 
 // The MAC holds a received frame in its FIFO; the LDMA writes it into a receive buffer, and the
@@ -875,7 +875,7 @@ bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::
                     }
                     b.len = d.bytes;
                     k(b);
-                  });
+                  }, DmaEngine::kNoContext, ~0u, true);
   return true;
 }
 

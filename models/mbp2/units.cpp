@@ -451,12 +451,12 @@ DmaEngine::DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stat
   slot_end_.assign(ring_, 0);
 }
 
-void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number, uint32_t ctx) {
+void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx) {
   const uint32_t d = ring_off_ + slot * kDescBytes;
   em_.store32(d, static_cast<uint32_t>(src));
   em_.store32(d + 4, static_cast<uint32_t>(dst));
   em_.store32(d + 8, bytes);
-  em_.store32(d + 12, kOwn | (number & 0xffffff));
+  em_.store32(d + 12, status);
   em_.store32(d + 16, ctx);
 }
 
@@ -466,7 +466,7 @@ DmaEngine::Desc DmaEngine::desc(uint32_t slot) const {
 }
 
 uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer, Done done,
-                         uint32_t ctx, uint32_t read_bytes) {
+                         uint32_t ctx, uint32_t read_bytes, bool move) {
   const uint32_t number = posted_++;
   const uint32_t slot = number % ring_;
   uint64_t write = at;
@@ -476,10 +476,11 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   }
   // The producer writes the descriptor when its slot is free (after the previous one's done).
   const uint64_t epoch = epoch_;
-  if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, number, ctx);
+  const uint32_t status = kOwn | (move ? kMove : 0) | (number & 0xffffff);
+  if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, status, ctx);
   else
-    cal_.at(write, [this, slot, src, dst, bytes, number, ctx, epoch] {
-      if (epoch == epoch_) write_desc(slot, src, dst, bytes, number, ctx);
+    cal_.at(write, [this, slot, src, dst, bytes, status, ctx, epoch] {
+      if (epoch == epoch_) write_desc(slot, src, dst, bytes, status, ctx);
     });
   const uint64_t start = std::max(write, free_) + setup_ps_;
   const uint64_t end = std::max(start, xfer(start));
@@ -489,7 +490,7 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   descs_.inc();
   bytes_.inc(read_bytes == ~0u ? bytes : read_bytes);
   if (done) pending_.emplace(number, std::move(done));
-  const Desc posted{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, kOwn | (number & 0xffffff), ctx};
+  const Desc posted{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, status, ctx};
   cal_.at(end, [this, slot, number, epoch, posted] {
     if (epoch == epoch_) complete(slot, number, posted);
   });
@@ -510,8 +511,8 @@ void DmaEngine::complete(uint32_t slot, uint32_t number, const Desc& posted) {
     lost_.inc();
     return;
   }
-  uint32_t status = kDone | d.number();
-  if (src_ && dst_ && d.bytes) {
+  uint32_t status = kDone | (d.status & kMove) | d.number();
+  if (src_ && dst_ && d.move() && d.bytes) {
     staging_.resize(d.bytes);
     if (!src_->read(d.src, d.ctx, staging_.data(), d.bytes) || !dst_->write(d.dst, d.ctx, staging_.data(), d.bytes)) {
       status |= kError;

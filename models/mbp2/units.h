@@ -317,8 +317,8 @@ class MacFifo : public DmaPort {
 
 // A DMA engine with a descriptor ring in EM (8.3.4): posting writes a 20-byte descriptor into
 // the next slot, big-endian: +0 source address, +4 destination address, +8 length, +12 status
-// (bit 31: owned by the engine, bit 30: done, bit 29: error, bits 0-23: the descriptor's
-// number), +16 context (the TLB context of a host-side address; kNoContext for none). The engine serves descriptors one at a time in order. When one completes it reads
+// (bit 31: owned by the engine, bit 30: done, bit 29: error, bit 28: the engine moves the bytes
+// through its ports, bits 0-23: the descriptor's number), +16 context (the TLB context of a host-side address; kNoContext for none). The engine serves descriptors one at a time in order. When one completes it reads
 // the descriptor back from EM, moves the length it names from the source to the destination
 // through its ports (when it has them: the ADMA's and the PGE's bytes are moved by their
 // owners), clears the owner bit and sets done. Its owner learns of the completion from the
@@ -333,13 +333,14 @@ class MacFifo : public DmaPort {
 class DmaEngine : public Unit {
  public:
   static constexpr uint32_t kDescBytes = 20;
-  static constexpr uint32_t kOwn = 1u << 31, kDone = 1u << 30, kError = 1u << 29;
+  static constexpr uint32_t kOwn = 1u << 31, kDone = 1u << 30, kError = 1u << 29, kMove = 1u << 28;
   static constexpr uint32_t kNoContext = ~0u;
   struct Desc {
     uint32_t src = 0, dst = 0, bytes = 0, status = 0, ctx = kNoContext;
     uint32_t number() const { return status & 0xffffff; }
     bool done() const { return (status & kDone) != 0; }
     bool error() const { return (status & kError) != 0; }
+    bool move() const { return (status & kMove) != 0; }
   };
   using Done = std::function<void(const Desc&)>;
   DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stats& st, const std::string& name,
@@ -352,12 +353,15 @@ class DmaEngine : public Unit {
   // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s);
   // `done` is the owner's completion routine for it; `read_bytes`, when the engine reads more
   // than it writes (the PGE reads a structure's header too), is what `bytes` counts. Returns
-  // the end.
+  // the end. `move`: the engine moves the bytes through its ports (the LDMA, the PGE fetching);
+  // otherwise their owner moves them (the ADMA's are the command semantics', the PGE delivering
+  // into a receive structure writes its slot and head, the CAU's transform is the PME's code)
+  // and the engine takes the time.
   uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer) {
     return post(at, 0, 0, bytes, xfer);
   }
   uint64_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer,
-                Done done = {}, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u);
+                Done done = {}, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u, bool move = false);
   void reset();
   Desc desc(uint32_t slot) const;  // the descriptor in a slot, as it is in EM
   uint32_t next_slot() const { return posted_ % ring_; }  // the slot the next post takes
@@ -366,7 +370,7 @@ class DmaEngine : public Unit {
   uint32_t ring() const { return ring_; }
 
  private:
-  void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t number, uint32_t ctx);
+  void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx);
   void complete(uint32_t slot, uint32_t number, const Desc& posted);
   Calendar& cal_;
   Em& em_;

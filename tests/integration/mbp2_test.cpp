@@ -590,6 +590,10 @@ TEST(Mbp2Msg, AUdpDatagramIsSteeredIntoTheBoundTasksRingWithNoWorkForEitherKerne
   EXPECT_EQ(r.counter("system.node0.mbp2.csu.tx"), 1u);
   EXPECT_EQ(r.counter("system.node1.mbp2.csu.rx"), 1u);
   EXPECT_EQ(r.counter("system.node0.mbp2.pge.bytes"), 1000u + Mbp2System::kDatagramStructBytes);  // structure and payload
+  // Fetching and delivering, every PGE descriptor did what it named.
+  EXPECT_EQ(r.counter("system.node0.mbp2.pge.errors"), 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.pge.errors"), 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.pge.lost"), 0u);
   EXPECT_GE(r.counter("system.node1.mbp2.pge.bytes"), 1000u + 32);  // the PGE delivers, not the ADMA
   EXPECT_EQ(r.counter("system.node1.mbp2.adma.bytes"), 0u);
   EXPECT_GT(r.counter("system.node0.mbp2.pme.handler.ip_header_ps"), 0u);
@@ -635,6 +639,7 @@ TEST(Mbp2Msg, AFrameForNoBoundPortGoesToTheKernelWithAnIcuInterrupt) {
   EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_kernel"), 1u);
   EXPECT_EQ(r.counter("system.node1.mbp2.icu.to_host"), 1u);
   EXPECT_GT(r.sys->host_busy_ps(1), 0u);  // the kernel took the interrupt
+  EXPECT_EQ(r.counter("system.node1.mbp2.pge.errors"), 0u);  // the PGE's delivery is the PME's to move
 }
 
 TEST(Mbp2Msg, TcpSegmentsAreNumberedInOrderAndTheOcuDropsDuplicatesAndGaps) {

@@ -244,20 +244,20 @@ TEST(Mbp2Dma, TheDescriptorRingLivesInEmAndCompletionsAreWrittenBack) {
   EXPECT_EQ(em.load32(r), 0x12345678u);
   EXPECT_EQ(em.load32(r + 4), 0x40u);
   EXPECT_EQ(em.load32(r + 8), 256u);
-  EXPECT_EQ(em.load32(r + 12), DmaEngine::kOwn | 0u);
+  EXPECT_EQ(em.load32(r + 12), (DmaEngine::kOwn | 0u));
   EXPECT_EQ(em.load32(r + 16), DmaEngine::kNoContext);  // no host address in a context
   EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 8), 512u);
-  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), DmaEngine::kOwn | 1u);
+  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), (DmaEngine::kOwn | 1u));
   d.post(0, 0xa000, 0xc0, 64, xfer);                      // slot 0 again: waits for descriptor 0
   EXPECT_EQ(em.load32(r + 8), 256u);                     // not yet overwritten
   sc_core::sc_start(sc_core::sc_time(1500, sc_core::SC_NS));  // descriptor 0 done, 2 written
   EXPECT_EQ(em.load32(r), 0xa000u);
   EXPECT_EQ(em.load32(r + 8), 64u);
-  EXPECT_EQ(em.load32(r + 12), DmaEngine::kOwn | 2u);
-  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), DmaEngine::kOwn | 1u);  // descriptor 1 runs until 2 us
+  EXPECT_EQ(em.load32(r + 12), (DmaEngine::kOwn | 2u));
+  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), (DmaEngine::kOwn | 1u));  // descriptor 1 runs until 2 us
   sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_US));
-  EXPECT_EQ(em.load32(r + 12), DmaEngine::kDone | 2u);
-  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), DmaEngine::kDone | 1u);
+  EXPECT_EQ(em.load32(r + 12), (DmaEngine::kDone | 2u));
+  EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), (DmaEngine::kDone | 1u));
 }
 
 // The engine works from its ring, not from what it was told when posted: at completion it reads
@@ -274,13 +274,18 @@ TEST(Mbp2Dma, TheEngineMovesWhatItsDescriptorNamesAndItsOwnerReadsTheCompletionF
   d.connect(&port, &port);
   std::vector<DmaEngine::Desc> done;
   auto xfer = [](uint64_t s) { return s + 1000000; };
-  d.post(0, a, b, 64, xfer, [&](const DmaEngine::Desc& x) { done.push_back(x); });
-  d.post(0, a + 64, b + 64, 16, xfer, [&](const DmaEngine::Desc& x) { done.push_back(x); });
+  auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
+  d.post(0, a, b, 64, xfer, k, DmaEngine::kNoContext, ~0u, true);
+  d.post(0, a + 64, b + 64, 16, xfer, k, DmaEngine::kNoContext, ~0u, true);
+  d.post(0, a, b + 128, 16, xfer, k);  // its owner moves these bytes: the engine takes the time
   // Before the engine gets to it, the first descriptor is rewritten in EM: 32 bytes to c.
   em.store32(d.ring_offset() + 4, c);
   em.store32(d.ring_offset() + 8, 32);
-  sc_core::sc_start(sc_core::sc_time(3, sc_core::SC_US));
-  ASSERT_EQ(done.size(), 2u);
+  sc_core::sc_start(sc_core::sc_time(4, sc_core::SC_US));
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_TRUE(done[2].done());
+  EXPECT_FALSE(done[2].move());
+  EXPECT_EQ(em.load32(b + 128), 0u);
   EXPECT_EQ(done[0].dst, c);
   EXPECT_EQ(done[0].bytes, 32u);
   EXPECT_TRUE(done[0].done());
@@ -315,10 +320,11 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   std::vector<DmaEngine::Desc> done;
   auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
   auto xfer = [](uint64_t s) { return s + 1000000; };
-  d.post(0, a, mac.next(), 4, xfer, k);        // 0: its status is overwritten
-  d.post(0, 1u << 20, mac.next(), 4, xfer, k);  // 1: the source lies outside EM
+  const uint32_t kNo = DmaEngine::kNoContext;
+  d.post(0, a, mac.next(), 4, xfer, k, kNo, ~0u, true);        // 0: its status is overwritten
+  d.post(0, 1u << 20, mac.next(), 4, xfer, k, kNo, ~0u, true);  // 1: the source lies outside EM
   const uint32_t ok = mac.next();
-  d.post(0, a, ok, 4, xfer, k);                // 2: fine
+  d.post(0, a, ok, 4, xfer, k, kNo, ~0u, true);                // 2: fine
   em.store32(d.ring_offset() + 12, 0);
   sc_core::sc_start(sc_core::sc_time(4, sc_core::SC_US));
   EXPECT_EQ(test::stat_value(st, "dma.lost"), 1);
@@ -341,12 +347,12 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   EXPECT_FALSE(mac.read(in, 0, three, 3));
   // A power loss: the descriptor in flight is forgotten.
   const uint32_t from = mac.put({9, 9, 9, 9});
-  r.post(cal.now_ps(), from, b, 4, xfer, k);
+  r.post(cal.now_ps(), from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, true);
   r.reset();
   sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_US));
   EXPECT_EQ(done.size(), 2u);
   EXPECT_EQ(em.load32(b), 0u);
-  EXPECT_EQ(r.desc(0).status, DmaEngine::kOwn | 0u);
+  EXPECT_EQ(r.desc(0).status, DmaEngine::kOwn | DmaEngine::kMove | 0u);
 }
 
 // Frame buffers are bytes in EM, owned by one frame at a time; a power loss frees them all and
