@@ -717,8 +717,7 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, uint32_t off, uint3
     // result back; its completion interrupts the PME.
     u.pme->run(what, Pme::kNormal, false, u.pme->instr_ps(cc.cau_desc_instr), [this, node, off, bytes, cb, hb, k = std::move(k)]() mutable {
       Units& u = *u_[node];
-      const uint64_t end = u.cau->run(cal_.now_ps(), off, bytes, cb, hb);
-      cal_.at(end, [this, node, k = std::move(k)]() mutable {
+      u.cau->run(cal_.now_ps(), off, bytes, cb, hb, [this, node, k = std::move(k)](const DmaEngine::Desc&) mutable {
         Units& u = *u_[node];
         u.pme->run("cau_done", Pme::kNormal, true, u.pme->instr_ps(m_.tx_done_instr), std::move(k));
       });
@@ -1247,6 +1246,7 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.tx_wait.clear();
   // The engines stop: what they had in flight moves nothing and completes nothing.
   for (DmaEngine* e : {u.pge.get(), u.adma.get(), u.ldma_tx.get(), u.ldma_rx.get()}) e->reset();
+  if (u.cau) u.cau->reset();
   u.mac_tx.clear();
   u.mac_rx.clear();
   u.rx_queued.clear();

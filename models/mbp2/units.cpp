@@ -538,12 +538,12 @@ uint64_t Cau::compute_ps(uint32_t cb, uint32_t hb) const {
   return std::max(ps_of(cb * c_.des_cycles_per_block, c_.cau_clock_mhz), ps_of(hb * c_.hash_cycles_per_block, c_.cau_clock_mhz));
 }
 
-uint64_t Cau::run(uint64_t at, uint32_t off, uint32_t bytes, uint32_t cb, uint32_t hb) {
+uint64_t Cau::run(uint64_t at, uint32_t off, uint32_t bytes, uint32_t cb, uint32_t hb, DmaEngine::Done done) {
   return dma_.post(at, off, off, bytes, [&](uint64_t s) {
     // Its DMA reads the frame and writes the result over the crypto route, while it computes.
     const uint64_t mem = em_.access(Route::Crypto, s, 2 * bytes);
     return std::max(mem, s + compute_ps(cb, hb));
-  });
+  }, std::move(done));
 }
 
 Meac::Meac(const CryptoConfig& c, Stats& st, const std::string& n)

@@ -507,9 +507,10 @@ class Cau : public Unit {
   Cau(Calendar& cal, const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& name);
   uint64_t compute_ps(uint32_t cipher_blocks, uint32_t hash_blocks) const;
   // A frame of `bytes` at EM offset `off`, posted at `at`, transformed in place; returns when
-  // the result is in EM.
-  uint64_t run(uint64_t at, uint32_t off, uint32_t bytes, uint32_t cipher_blocks, uint32_t hash_blocks);
+  // the result is in EM, where `done` (the PME's routine) finds its descriptor done.
+  uint64_t run(uint64_t at, uint32_t off, uint32_t bytes, uint32_t cipher_blocks, uint32_t hash_blocks, DmaEngine::Done done = {});
   uint64_t busy_ps() const { return dma_.busy_ps(); }
+  void reset() { dma_.reset(); }  // a power loss: what it had in flight completes nothing
 
  private:
   CryptoConfig c_;
