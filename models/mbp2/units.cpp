@@ -527,6 +527,10 @@ void DmaEngine::complete(uint32_t slot, uint32_t number, const Desc& posted) {
 void DmaEngine::reset() {
   ++epoch_;
   pending_.clear();
+  // The engine stops: the next descriptor waits for no transfer from before.
+  const uint64_t now = cal_.now_ps();
+  free_ = std::min(free_, now);
+  for (uint64_t& e : slot_end_) e = std::min(e, now);
 }
 
 // ------------------------------------------------------------------ CAU, MEAC1024

@@ -347,12 +347,15 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   EXPECT_FALSE(mac.read(in, 0, three, 3));
   // A power loss: the descriptor in flight is forgotten.
   const uint32_t from = mac.put({9, 9, 9, 9});
-  r.post(cal.now_ps(), from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, true);
+  const uint64_t t0 = cal.now_ps();
+  r.post(t0, from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, true);
   r.reset();
+  // The engine stopped: a descriptor posted now waits for nothing from before.
+  EXPECT_EQ(r.post(t0, 0, 0, 4, xfer), t0 + 1000000);
   sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_US));
   EXPECT_EQ(done.size(), 2u);
   EXPECT_EQ(em.load32(b), 0u);
-  EXPECT_EQ(r.desc(0).status, DmaEngine::kOwn | DmaEngine::kMove | 0u);
+  EXPECT_EQ(r.desc(0).status & DmaEngine::kDone, 0u);  // the one from before never completed
 }
 
 // Frame buffers are bytes in EM, owned by one frame at a time; a power loss frees them all and
