@@ -74,6 +74,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     x.rej_format = &st.counter(cb + "rejected_format", "received sealed frames with a bad length or padding");
     x.rej_plain = &st.counter(cb + "rejected_plain", "received MBCF frames sent in the clear to a NIC that encrypts");
     x.rej_no_sa = &st.counter(cb + "rejected_no_sa", "received sealed frames from a peer without keys");
+    x.rx_no_buffer = &st.counter(cb + "rx_no_buffer", "sealed frames lost at the LDMA: every receive buffer was taken (what they carried is unknown; Go-back-N resends MBCF ones)");
     x.rej_replay = &st.counter(cb + "rejected_replay",
                                "authenticated frames whose sequence number was already accepted or is 64 or more behind the highest (RFC 4303 anti-replay)");
     if (c.crypto.keys == CryptoConfig::Keys::Dh) {
@@ -941,7 +942,13 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRead
     u_[node]->ip.rx_no_buffer->inc();
     run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
   }
-  if (!taken && !kx && !ip) ready(nullptr);
+  if (!taken && !kx && !ip) {
+    if (crypto) {  // a sealed frame: it may have carried a datagram, which nothing resends
+      u_[node]->cs.rx_no_buffer->inc();
+      run_pollers(node, cal_.now_ps());
+    }
+    ready(nullptr);
+  }
 }
 
 void Mbp2System::open_received(uint32_t node, Buf b, RxReady ready) {

@@ -155,6 +155,14 @@ class Mbp2System : public mbcf::EtherSystem {
     return x.rx_ring_full->value + x.rx_bad_ring->value + x.rx_out_of_order->value + x.rx_bad_checksum->value + x.rx_malformed->value +
            x.rx_no_buffer->value;
   }
+  // Sealed frames a NIC that encrypts lost before it could open them: no receive buffer at the
+  // LDMA, or refused by the CAU. What they carried cannot be known (Go-back-N resends MBCF
+  // ones); a harness whose only sealed traffic is datagrams counts them as datagrams lost.
+  uint64_t sealed_frames_lost(uint32_t node) const {
+    const CryptoStats& x = u_[node]->cs;
+    if (!m_.crypto.enabled()) return 0;  // (no crypto counters: nothing is sealed)
+    return x.rx_no_buffer->value + x.rej_auth->value + x.rej_format->value + x.rej_no_sa->value + x.rej_replay->value;
+  }
   // Frames for no bound port, in the kernel's receive structure, oldest first.
   const std::deque<std::vector<uint8_t>>& kernel_received(uint32_t node) const { return u_[node]->kernel_rx; }
   // Per node: PME interrupts per second and utilisation, each unit's busy fraction, crypto.
@@ -218,6 +226,7 @@ class Mbp2System : public mbcf::EtherSystem {
   };
   struct CryptoStats {
     Counter *sealed, *opened, *enc_bytes, *dec_bytes, *auth_bytes, *rej_auth, *rej_format, *rej_plain, *rej_no_sa, *rej_replay;
+    Counter* rx_no_buffer = nullptr;
     Counter *rekeys = nullptr, *rekeys_seq = nullptr, *seq_exhausted = nullptr, *opened_old = nullptr, *held_rx = nullptr, *confirmed = nullptr;
     Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad;
   };
