@@ -489,24 +489,22 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   slot_end_[slot] = end;
   descs_.inc();
   bytes_.inc(read_bytes == ~0u ? bytes : read_bytes);
-  if (done) pending_.emplace(number, std::move(done));
-  const Desc posted{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, status, ctx};
-  cal_.at(end, [this, slot, number, epoch, posted] {
-    if (epoch == epoch_) complete(slot, number, posted);
+  // One engine serves its descriptors in order, so they complete in the order posted.
+  in_flight_.push_back(InFlight{number, Desc{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, status, ctx}, std::move(done)});
+  cal_.at(end, [this, slot, number, epoch] {
+    if (epoch == epoch_) complete(slot, number);
   });
   return end;
 }
 
-void DmaEngine::complete(uint32_t slot, uint32_t number, const Desc& posted) {
-  Done done;
-  auto it = pending_.find(number);
-  if (it != pending_.end()) {
-    done = std::move(it->second);
-    pending_.erase(it);
-  }
+void DmaEngine::complete(uint32_t slot, uint32_t number) {
+  if (in_flight_.empty() || in_flight_.front().number != number) internal_error(std::string(name()) + ": a descriptor completed out of order");
+  InFlight f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  Done done = std::move(f.done);
   // The engine works from the descriptor as it is in EM.
   Desc d = desc(slot);
-  if (mutant::on(mutant::Id::DmaMovesPosted)) d = Desc{posted.src, posted.dst, posted.bytes, d.status, posted.ctx};
+  if (mutant::on(mutant::Id::DmaMovesPosted)) d = Desc{f.posted.src, f.posted.dst, f.posted.bytes, d.status, f.posted.ctx};
   if (!(d.status & kOwn) || d.number() != (number & 0xffffff)) {
     lost_.inc();
     return;
@@ -526,7 +524,7 @@ void DmaEngine::complete(uint32_t slot, uint32_t number, const Desc& posted) {
 
 void DmaEngine::reset() {
   ++epoch_;
-  pending_.clear();
+  in_flight_.clear();
   // The engine stops: the next descriptor waits for no transfer from before.
   const uint64_t now = cal_.now_ps();
   free_ = std::min(free_, now);

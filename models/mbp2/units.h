@@ -371,7 +371,7 @@ class DmaEngine : public Unit {
 
  private:
   void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx);
-  void complete(uint32_t slot, uint32_t number, const Desc& posted);
+  void complete(uint32_t slot, uint32_t number);
   Calendar& cal_;
   Em& em_;
   uint32_t ring_;
@@ -381,7 +381,12 @@ class DmaEngine : public Unit {
   uint32_t posted_ = 0;
   uint64_t epoch_ = 0;               // reset() makes the descriptors in flight stale
   std::vector<uint64_t> slot_end_;   // when each slot's descriptor completes
-  std::unordered_map<uint32_t, Done> pending_;  // the owner's routine for each descriptor in flight
+  struct InFlight {
+    uint32_t number;
+    Desc posted;  // as posted (the engine works from the ring; kept for the mutant only)
+    Done done;    // the owner's routine
+  };
+  std::deque<InFlight> in_flight_;  // oldest first
   DmaPort* src_ = nullptr;
   DmaPort* dst_ = nullptr;
   std::vector<uint8_t> staging_;
