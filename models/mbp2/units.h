@@ -318,10 +318,11 @@ class MacFifo : public DmaPort {
 // A DMA engine with a descriptor ring in EM (8.3.4): posting writes a 20-byte descriptor into
 // the next slot, big-endian: +0 source address, +4 destination address, +8 length, +12 status
 // (bit 31: owned by the engine, bit 30: done, bit 29: error, bit 28: the engine moves the bytes
-// through its ports, bits 0-23: the descriptor's number), +16 context (the TLB context of a host-side address; kNoContext for none). The engine serves descriptors one at a time in order. When one completes it reads
-// the descriptor back from EM, moves the length it names from the source to the destination
-// through its ports (when it has them: the ADMA's and the PGE's bytes are moved by their
-// owners), clears the owner bit and sets done. Its owner learns of the completion from the
+// through its ports, bits 0-23: the descriptor's number), +16 context (the TLB context of a
+// host-side address; kNoContext for none). The engine serves descriptors one at a time in
+// order. When one completes it reads the descriptor back from EM, moves the length it names
+// from the source to the destination through its ports when the move bit is set (otherwise
+// the owner moves the bytes; see `post`), clears the owner bit and sets done. Its owner learns of the completion from the
 // ring: the engine hands the owner's completion routine the descriptor as it now is in EM
 // (`Desc`), in ring order; a descriptor that is no longer the one posted (something overwrote
 // its status) is not handed on and is counted in `lost`. At most `ring` are outstanding: a
