@@ -51,6 +51,10 @@ class Lump {
   uint32_t load32(uint32_t laddr) const { return ts_.load32(t_, laddr); }
   void read(uint32_t laddr, uint8_t* out, uint32_t n) const { ts_.read(t_, laddr, out, n); }
   void rollback() {
+    if (ts_.discard_buffered()) {  // nothing reached the frames (a NIC's buffered writes)
+      undo_.clear();
+      return;
+    }
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) ts_.write(t_, it->laddr, it->old.data(), static_cast<uint32_t>(it->old.size()));
     undo_.clear();
   }

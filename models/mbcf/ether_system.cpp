@@ -167,7 +167,7 @@ void EtherSystem::run_pollers(uint32_t node, uint64_t at) {
 }
 
 void EtherSystem::lw_syscall(uint32_t node, std::function<void()> fn) {
-  compute(node, cycles_ps(c_.lw_syscall_cycles), std::move(fn));
+  compute(node, cycles_ps(c_.lw_syscall_cycles), [this, node, fn = std::move(fn)]() mutable { nic_quiesce(node, std::move(fn)); });
 }
 
 void EtherSystem::set_program(uint32_t node, uint32_t ptask, uint32_t pc, Program p) {
@@ -614,7 +614,7 @@ uint64_t EtherSystem::rx_entry_ps(uint32_t) { return cycles_ps(c_.int_entry_cycl
 uint64_t EtherSystem::packet_cost(uint32_t node, const Packet& p, const ExecResult& r) {
   if (p.ctrl_p & kAckOnly) return proto_ps(c_.ack_cycles);
   double cyc = c_.int_packet_cycles + (p.cmds.size() > 1 ? (p.cmds.size() - 1) * c_.int_command_cycles : 0);
-  uint64_t ps = data_move_ps(node, p, r.data_bytes);
+  uint64_t ps = data_move_ps(node, p, r);
   for (const Command& c : p.cmds)
     if (is_atomic(c.cmd)) cyc += c_.atomic_word_cycles * (c.length / 4);
   if (!r.replies.empty() || r.outcome != ExecResult::Outcome::Done) cyc += c_.reply_cycles;
@@ -816,7 +816,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
   }
   ExecResult r;
   {
-    TaskSpace::Via via(N.ts, nic_frames(node));
+    TaskSpace::Via via(N.ts, nic_frames(node), nic_writes(node));
     r = execute(N.ts, p, kMaxPacketBytes - frame_overhead_);
   }
   if (r.outcome == ExecResult::Outcome::PageFault) {

@@ -209,12 +209,19 @@ class EtherSystem {
   // The frames through which whoever runs received commands reaches the tasks' memory: null
   // for the host kernel (the page tables); a NIC's DMA goes through its TLB.
   virtual const FrameMap* nic_frames(uint32_t node) const { (void)node; return nullptr; }
+  // Where the commands' writes into the tasks' memory wait for the DMA that makes them: null
+  // for the host kernel (it stores them itself); the MBP2's ADMA writes them later.
+  virtual WriteBuffer* nic_writes(uint32_t node) { (void)node; return nullptr; }
+  // A light-weight system call is about to read and change structures the commands also
+  // change: `fn` runs once nothing the commands wrote is still on its way into memory.
+  virtual void nic_quiesce(uint32_t node, std::function<void()> fn) { (void)node, fn(); }
   // The node loses its power: a NIC drops what it keeps in volatile memory.
   virtual void nic_power_off(uint32_t node) { (void)node; }
   // A request left the node's queue of requests not yet numbered (requests_in_flight).
   virtual void request_numbered(uint32_t node) { (void)node; }
-  // Moving `bytes` of the packet's data between the packet buffer and the target task's memory.
-  virtual uint64_t data_move_ps(uint32_t node, const Packet& p, uint32_t bytes) { (void)node, (void)p; return copy_ps(bytes); }
+  // Moving the packet's data between the packet buffer and the target task's memory (the
+  // executed packet's `r.data_bytes`; a NIC's DMA makes the writes nic_writes holds).
+  virtual uint64_t data_move_ps(uint32_t node, const Packet& p, const ExecResult& r) { (void)node, (void)p; return copy_ps(r.data_bytes); }
   // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability, a payload
   // named by Request::src_laddr readable) and made into its packet; false if it cannot be sent.
   bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
@@ -304,7 +311,8 @@ class EtherSystem {
   uint64_t dma_ps(uint32_t bytes) const;
   void interrupt(uint32_t node, uint64_t dur, std::function<void()> fn);
   void schedule_user_end(uint32_t node);
-  void run_pollers(uint32_t node, uint64_t at);
+  // Wakes the programs polling memory whose conditions now hold (after `poll_cycles`).
+  virtual void run_pollers(uint32_t node, uint64_t at);
   // transmit path
   void transmit(uint32_t node, uint32_t peer, Packet p);
   void nic_send(uint32_t node, uint32_t dst, const Packet& p);

@@ -2,9 +2,12 @@
 
 #include "models/core/mutant.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <stdexcept>
 
+#include "models/core/error.h"
 #include "models/mbcf/atomic.h"
 
 namespace mbpsim::mbcf {
@@ -94,18 +97,26 @@ ViolationCode TaskSpace::check(const Task& t, uint32_t laddr, uint32_t n, uint8_
   return ViolationCode::None;
 }
 
-uint8_t* TaskSpace::byte_ptr(const Task& t, uint32_t laddr) const {
+uint64_t TaskSpace::phys(const Task& t, uint32_t laddr) const {
   const uint32_t vp = page_of(laddr);
   const Pte& p = t.pages.at(vp);
   const uint32_t f = map_ ? map_->frame(t, vp, p) : p.frame;
-  return frames_.at(f).get() + (laddr & (page_bytes_ - 1));
+  if (f >= frames_.size()) throw std::out_of_range("no such frame");
+  return static_cast<uint64_t>(f) * page_bytes_ + (laddr & (page_bytes_ - 1));
+}
+
+uint8_t* TaskSpace::byte_ptr(const Task& t, uint32_t laddr) const {
+  const uint64_t pa = phys(t, laddr);
+  return frames_[pa / page_bytes_].get() + pa % page_bytes_;
 }
 
 void TaskSpace::read(const Task& t, uint32_t laddr, uint8_t* out, uint32_t n) const {
   while (n) {
     const uint32_t in_page = page_bytes_ - (laddr & (page_bytes_ - 1));
     const uint32_t k = n < in_page ? n : in_page;
-    std::memcpy(out, byte_ptr(t, laddr), k);
+    const uint64_t pa = phys(t, laddr);
+    std::memcpy(out, frames_[pa / page_bytes_].get() + pa % page_bytes_, k);
+    if (wb_) wb_->overlay(pa, out, k);
     out += k;
     laddr += k;
     n -= k;
@@ -116,11 +127,46 @@ void TaskSpace::write(Task& t, uint32_t laddr, const uint8_t* in, uint32_t n) {
   while (n) {
     const uint32_t in_page = page_bytes_ - (laddr & (page_bytes_ - 1));
     const uint32_t k = n < in_page ? n : in_page;
-    std::memcpy(byte_ptr(t, laddr), in, k);
+    const uint64_t pa = phys(t, laddr);
+    if (wb_ && !mutant::on(mutant::Id::AdmaWritesAtExecute)) wb_->add(pa, t.ptask, laddr, in, k, (laddr & (page_bytes_ - 1)) == 0);
+    else std::memcpy(frames_[pa / page_bytes_].get() + pa % page_bytes_, in, k);
     in += k;
     laddr += k;
     n -= k;
   }
+}
+
+bool TaskSpace::discard_buffered() {
+  if (!wb_ || mutant::on(mutant::Id::AdmaWritesAtExecute)) return false;
+  wb_->discard_untaken();
+  return true;
+}
+
+void WriteBuffer::add(uint64_t pa, uint32_t ptask, uint32_t laddr, const uint8_t* p, uint32_t n, bool page_start) {
+  if (untaken() && !page_start) {
+    Write& w = writes_.back();
+    if (w.ptask == ptask && w.pa + w.bytes.size() == pa && w.laddr + w.bytes.size() == laddr && w.bytes.size() + n <= max_) {
+      w.bytes.insert(w.bytes.end(), p, p + n);
+      return;
+    }
+  }
+  if (n > max_) internal_error("a buffered host write of " + std::to_string(n) + " bytes exceeds the DMA's " + std::to_string(max_));
+  writes_.push_back(Write{pa, ptask, laddr, std::vector<uint8_t>(p, p + n)});
+}
+
+void WriteBuffer::overlay(uint64_t pa, uint8_t* out, uint32_t n) const {
+  for (const Write& w : writes_) {
+    const uint64_t lo = std::max(pa, w.pa), hi = std::min(pa + n, w.pa + w.bytes.size());
+    if (lo < hi) std::memcpy(out + (lo - pa), w.bytes.data() + (lo - w.pa), hi - lo);
+  }
+}
+
+bool WriteBuffer::retire(Write* w) {
+  if (writes_.empty()) return false;
+  if (w) *w = std::move(writes_.front());
+  writes_.pop_front();
+  if (taken_) --taken_;
+  return true;
 }
 
 uint32_t TaskSpace::load32(const Task& t, uint32_t laddr) const {

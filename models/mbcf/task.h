@@ -79,6 +79,42 @@ class FrameMap {
   virtual uint32_t frame(const Task& t, uint32_t vpage, const Pte& pte) const = 0;
 };
 
+// Writes into host memory that a NIC has computed but whose DMA has not yet made (the MBP2's
+// ADMA, 8.3.3): while a Via names the buffer, a write goes into it instead of the frames, and a
+// read sees the frames with the buffered writes over them, oldest first: the NIC's firmware
+// works on its own staged copy, the host CPU sees memory as it is. The NIC `take`s the new
+// writes to give them to its DMA, and `retire`s each, in order, as the DMA writes it into the
+// frames. Each write is a run of bytes in one frame; a write that continues the last one not
+// yet taken joins it, up to `max_bytes`.
+class WriteBuffer {
+ public:
+  struct Write {
+    uint64_t pa = 0;  // host physical address: frame * page_bytes + offset
+    uint32_t ptask = 0, laddr = 0;
+    std::vector<uint8_t> bytes;
+  };
+  explicit WriteBuffer(uint32_t max_bytes) : max_(max_bytes) {}
+  // `page_start`: the bytes begin a page (they never join a write in another frame).
+  void add(uint64_t pa, uint32_t ptask, uint32_t laddr, const uint8_t* p, uint32_t n, bool page_start);
+  // Puts the buffered bytes that fall in [pa, pa + n) over `out` (which holds the frame's).
+  void overlay(uint64_t pa, uint8_t* out, uint32_t n) const;
+  // The writes not yet taken, handed to the DMA (they stay buffered until retired).
+  size_t untaken() const { return writes_.size() - taken_; }
+  const Write& untaken_write(size_t i) const { return writes_[taken_ + i]; }
+  void take() { taken_ = writes_.size(); }
+  void discard_untaken() { writes_.resize(taken_); }  // the lump that made them was undone
+  // The oldest write, made by the DMA (false when none is buffered).
+  bool retire(Write* w = nullptr);
+  size_t size() const { return writes_.size(); }
+  const Write& at(size_t i) const { return writes_[i]; }
+  void clear() { writes_.clear(), taken_ = 0; }  // lost (the NIC's memory lost its power)
+
+ private:
+  uint32_t max_;
+  std::deque<Write> writes_;
+  size_t taken_ = 0;
+};
+
 class TaskSpace {
  public:
   TaskSpace(uint32_t pnode, uint32_t page_bytes);
@@ -96,6 +132,7 @@ class TaskSpace {
 
   uint32_t alloc_frame();
   uint8_t* frame(uint32_t f) { return frames_[f].get(); }
+  uint32_t frame_count() const { return static_cast<uint32_t>(frames_.size()); }
   // Maps `pages` logical pages from `laddr` (page aligned) to fresh frames.
   void map(Task& t, uint32_t laddr, uint32_t pages, uint8_t perm);
   // Maps `pages` of `from` starting at `from_laddr` into `to` at `to_laddr` (page aliasing).
@@ -114,29 +151,42 @@ class TaskSpace {
   void store32(Task& t, uint32_t laddr, uint32_t v);
 
   // Accesses through read/write/load32/store32 use `m`'s frames while a Via is in scope
-  // (a NIC's DMA); otherwise the page table's (the host CPU).
+  // (a NIC's DMA); otherwise the page table's (the host CPU). With a write buffer `w`, writes
+  // go into it and reads see it (see WriteBuffer).
   class Via {
    public:
-    Via(TaskSpace& ts, const FrameMap* m) : ts_(ts), old_(ts.map_) { ts.map_ = m; }
-    ~Via() { ts_.map_ = old_; }
+    Via(TaskSpace& ts, const FrameMap* m, WriteBuffer* w = nullptr) : ts_(ts), old_(ts.map_), old_w_(ts.wb_) {
+      ts.map_ = m;
+      ts.wb_ = w;
+    }
+    ~Via() {
+      ts_.map_ = old_;
+      ts_.wb_ = old_w_;
+    }
     Via(const Via&) = delete;
     Via& operator=(const Via&) = delete;
 
    private:
     TaskSpace& ts_;
     const FrameMap* old_;
+    WriteBuffer* old_w_;
   };
+  // Drops the writes buffered since the NIC last took them, if a Via names a write buffer:
+  // true then (an undone lump needs no restore).
+  bool discard_buffered();
 
   void set_moved(uint32_t ptask, Moved m) { moved_[ptask] = m; }
   const Moved* moved(uint32_t ptask) const;
 
  private:
   uint8_t* byte_ptr(const Task& t, uint32_t laddr) const;
+  uint64_t phys(const Task& t, uint32_t laddr) const;  // frame * page_bytes + offset
   uint32_t pnode_, page_bytes_;
   std::vector<std::unique_ptr<uint8_t[]>> frames_;
   std::map<uint32_t, std::unique_ptr<Task>> tasks_;
   std::unordered_map<uint32_t, Moved> moved_;
   const FrameMap* map_ = nullptr;
+  WriteBuffer* wb_ = nullptr;
 };
 
 // Structures the commands act on, kept in the target task's memory as little-endian words

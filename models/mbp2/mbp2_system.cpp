@@ -32,6 +32,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
   em_port = std::make_unique<EmPort>(*em);
   dg_images = em->carve(c.ring_entries * FramePool::kBufBytes);
+  adma_stage = em->carve(c.ring_entries * FramePool::kBufBytes);
   ldma_tx->connect(em_port.get(), &mac_tx);
   ldma_rx->connect(&mac_rx, em_port.get());
   txb = std::make_unique<FramePool>(*em, c.ring_entries, st, b + "tx_buffers");
@@ -108,6 +109,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
       iv_rng_(seed, "mbp2.cau.iv") {
   icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
   walkers_.resize(ec.nodes);
+  host_mem_.resize(ec.nodes);
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
     u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, c, ec.nodes, ec.rx_ring, st, b));
@@ -115,6 +117,9 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
     walkers_[n].sys = this;
     walkers_[n].node = n;
     u.pge->connect(&walkers_[n], u.em_port.get());
+    host_mem_[n].sys = this;
+    host_mem_[n].node = n;
+    u.adma->connect(u.em_port.get(), &host_mem_[n]);
     u.mbcf_ocu.assign(ec.nodes, -1);
     for (uint32_t q = 0; q < ec.nodes && u.ocu; ++q)
       if (q != n && u.ocu_used < u.ocu->registers()) {
@@ -142,7 +147,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
 
 uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring) {
   const uint64_t rings = (4 + (c.crypto.enabled() && c.crypto.cau ? 1 : 0)) * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
-  return Kli::kBytes + rings + (2 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
+  return Kli::kBytes + rings + (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
 }
 
 uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
@@ -572,6 +577,11 @@ void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
   // The context ID may name another task later (a task created, or migrated back, with this
   // Ptask): the PME drops every entry tagged with it, or that task's data would go to the
   // frames this one had.
+  // The OS waits for the ADMA's writes into the task before it moves its pages (the model
+  // makes them at once; the ADMA's later copies write the same bytes again).
+  const mbcf::WriteBuffer& wb = u_[node]->adma_writes;
+  for (size_t i = 0; i < wb.size(); ++i)
+    if (wb.at(i).ptask == ptask) host_mem_[node].write(wb.at(i).pa, 0, wb.at(i).bytes.data(), static_cast<uint32_t>(wb.at(i).bytes.size()));
   if (mutant::on(mutant::Id::TlbKeepsLeftContext)) return;
   os_to_pme(node, kIcuFlushContext | static_cast<uint64_t>(ptask & 0xffffff) << 32);
 }
@@ -644,26 +654,96 @@ uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
   return u.pme->instr_ps(m_.rx_desc_instr);
 }
 
-uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, uint32_t bytes) {
-  if (bytes == 0 || p.cmds.empty()) return 0;
+// The receive routine's data movement (8.3.3): what the commands read from the task's memory
+// for the reply (a READ, an atomic's old values) the ADMA reads into EM; what they write, the
+// PME stages in EM and the ADMA writes into host memory, one descriptor per run of bytes in a
+// frame, through the translation the PME made (a TLB miss interrupts it for the refill). The
+// routine waits for the ADMA before it answers (a status reply must follow the data into the
+// host's memory). The ADMA's descriptors name host physical addresses; the model's commands
+// read the task's memory when they run, which is when the ADMA's read would have.
+uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, const mbcf::ExecResult& r) {
   Units& u = *u_[node];
-  const mbcf::Command& c = p.cmds[0];
-  uint32_t laddr = c.laddr;
-  if (c.cmd == Cmd::Reply || c.cmd == Cmd::Violation) laddr = c.data_laddr != kNoAddr ? c.data_laddr : c.status_laddr;
-  if (laddr == kNoAddr) laddr = 0;
-  uint64_t pa = 0;
+  mbcf::WriteBuffer& wb = u.adma_writes;
+  uint32_t read = 0, read_laddr = 0;
+  if (r.outcome == mbcf::ExecResult::Outcome::Done)
+    for (const mbcf::Command& c : p.cmds)
+      if (c.cmd == Cmd::Read || mbcf::is_atomic(c.cmd)) {
+        if (!read) read_laddr = c.laddr;
+        read += c.length;
+      }
+  if (!read && !wb.untaken()) return 0;
   const uint64_t now = cal_.now_ps();
-  const uint64_t refill = translate(node, p.dst_ptask, laddr, bytes, &pa);
-  // The data lies in the receive buffer of the frame the routine works on (a remote packet),
-  // at its end for a single command.
-  uint32_t src = 0;
-  if (p.src_pnode != node && u.rxb->live(u.rx_current)) src = u.rxb->offset(u.rx_current) + (u.rx_current.len >= bytes ? u.rx_current.len - bytes : 0);
-  // The PME starts the ADMA and waits for it before answering (a status reply must follow the
-  // data into the host's memory).
-  const uint64_t end = u.adma->post(now + refill, src, pa, bytes, [&](uint64_t s) {
-    return std::max(u.bus->dma(s, pa, bytes), u.em->access(Route::Host, s, bytes));
-  });
+  uint64_t at = now, end = now;
+  if (read) {
+    uint64_t pa = 0;
+    at += translate(node, p.dst_ptask, read_laddr, read, &pa);
+    end = u.adma->post(at, pa, 0, read, [&](uint64_t s) { return std::max(u.bus->dma(s, pa, read), u.em->access(Route::Host, s, read)); });
+  }
+  for (size_t i = 0; i < wb.untaken(); ++i) {
+    const mbcf::WriteBuffer::Write& w = wb.untaken_write(i);
+    const uint32_t n = static_cast<uint32_t>(w.bytes.size());
+    at += translate(node, w.ptask, w.laddr, n, nullptr);
+    const uint32_t stage = u.adma_stage + u.adma->next_slot() * FramePool::kBufBytes;
+    u.adma_numbers.push_back(u.adma->next_number());
+    end = u.adma->post(
+        at, stage, w.pa, n, [&](uint64_t s) { return std::max(u.bus->dma(s, w.pa, n), u.em->access(Route::Host, s, n)); },
+        [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u, true, w.bytes);
+  }
+  wb.take();
   return end - now;
+}
+
+void Mbp2System::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
+  Units& u = *u_[node];
+  // Writes whose descriptors were lost (overwritten in the ring) never reached host memory.
+  while (!u.adma_numbers.empty()) {
+    const uint32_t num = u.adma_numbers.front();
+    u.adma_numbers.pop_front();
+    u.adma_writes.retire();
+    if (num == d.number()) break;
+  }
+  if (u.adma_writes.size()) return;
+  std::deque<std::function<void()>> w;
+  w.swap(u.quiesce_waiters);
+  for (auto& f : w) f();
+  if (u.poll_on_drain) {
+    u.poll_on_drain = false;
+    EtherSystem::run_pollers(node, cal_.now_ps());
+  }
+}
+
+// The kernel's light-weight calls (FIFO read, signal-flag reset) change words of structures the
+// PME's commands change too (a FIFO's head and tail, a signal's running count). A command's
+// writes reach host memory only when the ADMA makes them, so the kernel reads the NIC's count
+// of writes still to make (a KLI word) and waits while there are any; otherwise a reset of the
+// running count could come between a command that found it set and the ADMA's write of the
+// entry it stored, and that entry would never invoke its program.
+void Mbp2System::nic_quiesce(uint32_t node, std::function<void()> fn) {
+  Units& u = *u_[node];
+  if (!u.adma_writes.size()) return fn();
+  u.quiesce_waiters.push_back(std::move(fn));
+}
+
+void Mbp2System::run_pollers(uint32_t node, uint64_t at) {
+  // A program polling for what the ADMA has still to write looks again once it is written.
+  if (u_[node]->adma_writes.size()) u_[node]->poll_on_drain = true;
+  EtherSystem::run_pollers(node, at);
+}
+
+bool Mbp2System::HostMemory::read(uint64_t addr, uint32_t, uint8_t* out, uint32_t n) {
+  mbcf::TaskSpace& ts = sys->space(node);
+  const uint32_t pb = ts.page_bytes();
+  if (addr / pb >= ts.frame_count() || addr % pb + n > pb) return false;
+  std::memcpy(out, ts.frame(static_cast<uint32_t>(addr / pb)) + addr % pb, n);
+  return true;
+}
+
+bool Mbp2System::HostMemory::write(uint64_t addr, uint32_t, const uint8_t* in, uint32_t n) {
+  mbcf::TaskSpace& ts = sys->space(node);
+  const uint32_t pb = ts.page_bytes();
+  if (addr / pb >= ts.frame_count() || addr % pb + n > pb) return false;
+  std::memcpy(ts.frame(static_cast<uint32_t>(addr / pb)) + addr % pb, in, n);
+  return true;
 }
 
 nlohmann::ordered_json Mbp2System::nic_summary() const {
@@ -1253,6 +1333,9 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.tx_wait.clear();
   // The engines stop: what they had in flight moves nothing and completes nothing.
   for (DmaEngine* e : {u.pge.get(), u.adma.get(), u.ldma_tx.get(), u.ldma_rx.get()}) e->reset();
+  u.adma_writes.clear();  // staged in EM: lost
+  u.adma_numbers.clear();
+  u.quiesce_waiters.clear();  // (the node's programs are gone)
   if (u.cau) u.cau->reset();
   u.mac_tx.clear();
   u.mac_rx.clear();

@@ -174,7 +174,10 @@ class Mbp2System : public mbcf::EtherSystem {
   void issue(uint32_t node, uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) override;
   void tx_done(uint32_t node) override;
   uint64_t rx_entry_ps(uint32_t node) override;
-  uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, uint32_t bytes) override;
+  uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, const mbcf::ExecResult& r) override;
+  mbcf::WriteBuffer* nic_writes(uint32_t node) override { return &u_[node]->adma_writes; }
+  void run_pollers(uint32_t node, uint64_t at) override;
+  void nic_quiesce(uint32_t node, std::function<void()> fn) override;
   void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) override;
   void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) override;
   void task_left(uint32_t node, uint32_t ptask) override;
@@ -258,6 +261,15 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<Em> em;
     std::unique_ptr<Tlb> tlb;
     TlbFrames frames;  // the ADMA's and PGE's view of host memory
+    // The commands' writes into host memory, computed by the PME, until the ADMA makes them
+    // (8.3.3): the PME's later commands see them, the host CPU only once the ADMA wrote them.
+    // Each is staged in EM in the image buffer of its ADMA descriptor's slot (adma_stage), and
+    // retired in order as its descriptor completes (adma_numbers: their descriptors' numbers).
+    mbcf::WriteBuffer adma_writes{FramePool::kBufBytes};
+    std::deque<uint32_t> adma_numbers;
+    uint32_t adma_stage = 0;
+    bool poll_on_drain = false;  // a poll ran while writes were still buffered
+    std::deque<std::function<void()>> quiesce_waiters;  // light-weight calls waiting for the ADMA
     std::unique_ptr<Pme> pme;
     std::unique_ptr<Kli> kli;
     std::unique_ptr<Icu> icu;
@@ -283,7 +295,7 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unordered_map<uint64_t, Decoded> decoded;
     std::deque<TxWait> tx_wait;
     std::map<uint64_t, Buf> rx_queued;  // MBCF frames handed to the receive routine, by Rx tag
-    Buf rx_current;                     // the one it works on (the ADMA reads its data)
+    Buf rx_current;                     // the one it works on (held until it takes the next)
     Counter* rx_oversized = nullptr;
     std::unique_ptr<Cau> cau;
     std::unique_ptr<Meac> meac;
@@ -390,6 +402,17 @@ class Mbp2System : public mbcf::EtherSystem {
     bool write(uint64_t, uint32_t, const uint8_t*, uint32_t) override { return false; }  // host memory: the ADMA's
   };
   std::vector<PgeWalker> walkers_;
+  // The ADMA's host side: host physical memory (frame * page_bytes + offset), one frame per
+  // transfer.
+  struct HostMemory : public DmaPort {
+    Mbp2System* sys = nullptr;
+    uint32_t node = 0;
+    bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override;
+    bool write(uint64_t addr, uint32_t ctx, const uint8_t* in, uint32_t n) override;
+  };
+  std::vector<HostMemory> host_mem_;
+  // An ADMA descriptor that wrote a buffered write completed: it leaves the buffer.
+  void adma_wrote(uint32_t node, const DmaEngine::Desc& d);
 
   // crypto (crypto.h): the CAU's work (or the firmware's) over a frame in EM, then `k`.
   void crypt_work(uint32_t node, const char* what, uint32_t off, uint32_t bytes, uint32_t cblocks, uint32_t hblocks, std::function<void()> k);

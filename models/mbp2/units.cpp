@@ -451,7 +451,9 @@ DmaEngine::DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stat
   slot_end_.assign(ring_, 0);
 }
 
-void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx) {
+void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx,
+                           const std::vector<uint8_t>& src_bytes) {
+  if (!src_bytes.empty()) em_.write(static_cast<uint32_t>(src), src_bytes.data(), static_cast<uint32_t>(src_bytes.size()));
   const uint32_t d = ring_off_ + slot * kDescBytes;
   em_.store32(d, static_cast<uint32_t>(src));
   em_.store32(d + 4, static_cast<uint32_t>(dst));
@@ -466,7 +468,7 @@ DmaEngine::Desc DmaEngine::desc(uint32_t slot) const {
 }
 
 uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer, Done done,
-                         uint32_t ctx, uint32_t read_bytes, bool move) {
+                         uint32_t ctx, uint32_t read_bytes, bool move, std::vector<uint8_t> src_bytes) {
   const uint32_t number = posted_++;
   const uint32_t slot = number % ring_;
   uint64_t write = at;
@@ -477,10 +479,10 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   // The producer writes the descriptor when its slot is free (after the previous one's done).
   const uint64_t epoch = epoch_;
   const uint32_t status = kOwn | (move ? kMove : 0) | (number & 0xffffff);
-  if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, status, ctx);
+  if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, status, ctx, src_bytes);
   else
-    cal_.at(write, [this, slot, src, dst, bytes, status, ctx, epoch] {
-      if (epoch == epoch_) write_desc(slot, src, dst, bytes, status, ctx);
+    cal_.at(write, [this, slot, src, dst, bytes, status, ctx, epoch, b = std::move(src_bytes)] {
+      if (epoch == epoch_) write_desc(slot, src, dst, bytes, status, ctx, b);
     });
   const uint64_t start = std::max(write, free_) + setup_ps_;
   const uint64_t end = std::max(start, xfer(start));

@@ -354,24 +354,29 @@ class DmaEngine : public Unit {
   // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s);
   // `done` is the owner's completion routine for it; `read_bytes`, when the engine reads more
   // than it writes (the PGE reads a structure's header too), is what `bytes` counts. Returns
-  // the end. `move`: the engine moves the bytes through its ports (the LDMA, the PGE fetching);
-  // otherwise their owner moves them (the ADMA's are the command semantics', the PGE delivering
-  // into a receive structure writes its slot and head, the CAU's transform is the PME's code)
-  // and the engine takes the time.
+  // the end. `move`: the engine moves the bytes through its ports (the LDMA, the PGE fetching,
+  // the ADMA writing host memory); otherwise their owner moves them (the ADMA's reads for a
+  // reply are the command semantics', the PGE delivering into a receive structure writes its
+  // slot and head, the CAU's transform is the PME's code) and the engine takes the time.
   uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer) {
     return post(at, 0, 0, bytes, xfer);
   }
+  // `src_bytes`: what the producer writes into EM at `src` together with the descriptor (when
+  // its slot is free): the bytes a move takes from EM.
   uint64_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer,
-                Done done = {}, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u, bool move = false);
+                Done done = {}, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u, bool move = false,
+                std::vector<uint8_t> src_bytes = {});
   void reset();
   Desc desc(uint32_t slot) const;  // the descriptor in a slot, as it is in EM
   uint32_t next_slot() const { return posted_ % ring_; }  // the slot the next post takes
+  uint32_t next_number() const { return posted_ & 0xffffff; }  // the number it gets
   uint64_t busy_ps() const { return busy_.value; }
   uint32_t ring_offset() const { return ring_off_; }  // where the ring lies in EM
   uint32_t ring() const { return ring_; }
 
  private:
-  void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx);
+  void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx,
+                  const std::vector<uint8_t>& src_bytes);
   void complete(uint32_t slot, uint32_t number);
   Calendar& cal_;
   Em& em_;

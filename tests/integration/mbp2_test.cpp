@@ -791,8 +791,44 @@ TEST(Mbp2, UnitsAreSystemCModulesAndTheirDescriptorRingsLiveInEm) {
   const uint32_t d = adma.ring_offset();
   EXPECT_EQ(em.load32(d + 8), 1024u);
   EXPECT_EQ(em.load32(d + 4) % r.ec.page_bytes, 0x100u);  // the page offset of 0x10100
-  EXPECT_EQ(em.load32(d + 12), DmaEngine::kDone | 0u);
+  EXPECT_EQ(em.load32(d + 12), DmaEngine::kDone | DmaEngine::kMove | 0u);  // it moved the bytes itself
   EXPECT_EQ(r.sys->em(0).load32(r.sys->pge(0).ring_offset() + 12) & DmaEngine::kDone, DmaEngine::kDone);  // the sender's PGE
+}
+
+// Receiving ends with the ADMA writing into the target task's memory (8.3.3): the command's
+// bytes are staged in EM and reach host memory when the ADMA's descriptor completes, not when
+// the PME runs the command, and what lands is what EM holds then (a byte changed there lands
+// changed). A light-weight call made while the write is on its way waits for it.
+TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
+  EtherSysConfig ec;
+  ec.lw_syscall_cycles = 0;
+  Rig r(Mbp2Config{}, ec);
+  const Command a = write_bytes(0x10100, 64, 5);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [] {}));
+  DmaEngine& adma = r.sys->adma(1);
+  int steps = 0;
+  while (!(adma.desc(0).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+  const DmaEngine::Desc d = adma.desc(0);
+  ASSERT_TRUE(d.status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
+  ASSERT_TRUE(d.move());
+  ASSERT_EQ(d.bytes, 64u);
+  // The PME ran the command; host memory does not have its bytes yet, EM does.
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), 0) << i;
+  std::vector<uint8_t> staged = r.sys->em(1).read(d.src, 64);
+  ASSERT_EQ(staged, a.data);
+  staged[10] ^= 0xff;
+  r.sys->em(1).write(d.src, staged.data(), 64);
+  bool synced = false;
+  r.sys->lw_syscall(1, [&] {
+    synced = true;
+    EXPECT_TRUE(adma.desc(0).done());
+    EXPECT_EQ(r.byte(1, 0x10100), a.data[0]);
+  });
+  r.run(50);  // (and its acknowledgement)
+  EXPECT_TRUE(synced);
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), i == 10 ? static_cast<uint8_t>(a.data[i] ^ 0xff) : a.data[i]) << i;
+  EXPECT_EQ(r.counter("system.node1.mbp2.adma.errors"), 0u);
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
 // Frames are bytes in EM between the units (8.3.3): the MAC sends what the LDMA reads from the

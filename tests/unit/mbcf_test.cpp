@@ -385,6 +385,55 @@ TEST_F(Fixture, CombinedPacketIsOneAtomicLumpUnderThe44Rules) {
   EXPECT_EQ(word(0x10000) & 0xFF, 1u);
 }
 
+// A NIC's commands (the MBP2's PME) write into a WriteBuffer until its DMA makes the writes:
+// the frames keep their bytes, the NIC's next commands see the buffered ones (a second FIFO
+// entry goes after the first), an undone lump leaves nothing buffered, and the writes are runs
+// of bytes within one frame, each naming its frame's physical address.
+TEST_F(Fixture, ANicsCommandsWriteIntoItsWriteBufferAndSeeWhatTheyBuffered) {
+  init_fifo(ts, *t, 0x10000, 0x10100, 64);
+  WriteBuffer wb(1536);
+  {
+    TaskSpace::Via via(ts, nullptr, &wb);
+    auto r = execute(ts, pkt({cmd(Cmd::Fifo, 0x10000, {1, 2, 3, 4, 5, 6, 7, 8})}));
+    ASSERT_EQ(r.outcome, ExecResult::Outcome::Done);
+    ASSERT_EQ(wb.untaken(), 2u);  // the entry (length, data) and the tail
+    EXPECT_EQ(wb.untaken_write(0).laddr, 0x10100u);
+    EXPECT_EQ(wb.untaken_write(0).bytes.size(), 12u);
+    EXPECT_EQ(wb.untaken_write(0).pa, static_cast<uint64_t>(t->pages.at(0x10).frame) * kPage + 0x100);
+    EXPECT_EQ(wb.untaken_write(1).laddr, 0x10008u);
+    EXPECT_EQ(wb.untaken_write(1).ptask, 5u);
+    wb.take();
+    r = execute(ts, pkt({cmd(Cmd::Fifo, 0x10000, {9, 9, 9, 9})}));
+    ASSERT_EQ(r.outcome, ExecResult::Outcome::Done);
+    ASSERT_EQ(wb.untaken(), 2u);
+    EXPECT_EQ(wb.untaken_write(0).laddr, 0x1010cu);  // after the first entry, still unwritten
+    EXPECT_EQ(ts.load32(*t, 0x10008), 0x10114u);     // what the NIC sees
+    wb.take();
+    // A lump that fails half way buffers nothing.
+    r = execute(ts, pkt({cmd(Cmd::Write, 0x10200, {7, 7, 7, 7}), cmd(Cmd::Write, 0x90000, {1})}));
+    EXPECT_EQ(r.outcome, ExecResult::Outcome::Violation);
+    EXPECT_EQ(wb.untaken(), 0u);
+    EXPECT_EQ(wb.size(), 4u);
+    // A write across a page is two writes, one per frame, even where the frames follow.
+    r = execute(ts, pkt({cmd(Cmd::Write, 0x10ffe, {1, 2, 3, 4})}));
+    ASSERT_EQ(wb.untaken(), 2u);
+    EXPECT_EQ(wb.untaken_write(1).laddr, 0x11000u);
+    EXPECT_EQ(wb.untaken_write(1).pa, static_cast<uint64_t>(t->pages.at(0x11).frame) * kPage);
+    wb.take();
+  }
+  // The host sees none of it yet.
+  EXPECT_EQ(fifo_entries(ts, *t, 0x10000), 0u);
+  EXPECT_EQ(word(0x10ffc), 0u);
+  // The DMA makes the writes in order.
+  WriteBuffer::Write w;
+  while (wb.retire(&w)) std::memcpy(ts.frame(static_cast<uint32_t>(w.pa / kPage)) + w.pa % kPage, w.bytes.data(), w.bytes.size());
+  EXPECT_EQ(fifo_entries(ts, *t, 0x10000), 2u);
+  EXPECT_EQ(fifo_pop(ts, *t, 0x10000), (std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(fifo_pop(ts, *t, 0x10000), (std::vector<uint8_t>{9, 9, 9, 9}));
+  EXPECT_EQ(word(0x10ffc), 0x02010000u);
+  EXPECT_EQ(word(0x11000) & 0xffff, 0x0403u);
+}
+
 // 4.4: a reply fits one packet. The target checks it itself (a sender that did not, or a
 // station that forged the packet, would otherwise leave it holding a reply it cannot send).
 TEST_F(Fixture, AReadWhoseReplyCannotFitAFrameIsRefusedWhole) {
