@@ -191,6 +191,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
       rdata.resize(c.length);
       L.read(c.laddr, rdata.data(), c.length);
       r.data_bytes += c.length;
+      r.read_after_writes = ts.buffer_mark();
       break;
     case Cmd::Swap:
     case Cmd::FetchAdd:

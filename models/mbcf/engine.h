@@ -43,6 +43,11 @@ struct ExecResult {
   std::vector<Invocation> invocations;
   bool woke = false;               // the scheduling option woke a blocked task
   uint32_t data_bytes = 0;         // bytes moved into or out of task memory (for cost models)
+  // A NIC whose DMA makes the writes (TaskSpace's write buffer): how many of them came before
+  // the READ, which its DMA must read between them; and its handle on the bytes the DMA read
+  // for the READ's reply (0: none; the reply then carries what the semantics read).
+  uint32_t read_after_writes = 0;
+  uint32_t nic_reply = 0;
   std::vector<Status> statuses;    // per command, for stats and tests
 };
 

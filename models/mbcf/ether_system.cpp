@@ -611,7 +611,7 @@ uint64_t EtherSystem::rx_ready_ps(uint32_t node, uint32_t len) {
 
 uint64_t EtherSystem::rx_entry_ps(uint32_t) { return cycles_ps(c_.int_entry_cycles); }
 
-uint64_t EtherSystem::packet_cost(uint32_t node, const Packet& p, const ExecResult& r) {
+uint64_t EtherSystem::packet_cost(uint32_t node, const Packet& p, ExecResult& r) {
   if (p.ctrl_p & kAckOnly) return proto_ps(c_.ack_cycles);
   double cyc = c_.int_packet_cycles + (p.cmds.size() > 1 ? (p.cmds.size() - 1) * c_.int_command_cycles : 0);
   uint64_t ps = data_move_ps(node, p, r);
@@ -966,7 +966,8 @@ void EtherSystem::after_exec(uint32_t node, const Packet& p, const ExecResult& r
   }
   if (!r.replies.empty()) note_reply(rn);
   if (!r.replies.empty())
-    outbox_.push_back([this, node, rn, p, reps = r.replies, no_flow] {
+    outbox_.push_back([this, node, rn, p, reps = r.replies, h = r.nic_reply, no_flow]() mutable {
+      if (h) nic_reply_data(node, h, reps);
       send_kernel_packet(node, rn, p.src_ptask, p.src_key, reps, no_flow);
     });
   for (const Invocation& iv : r.invocations) outbox_.push_back([this, node, iv] { run_invocation(node, iv); });

@@ -221,7 +221,10 @@ class EtherSystem {
   virtual void request_numbered(uint32_t node) { (void)node; }
   // Moving the packet's data between the packet buffer and the target task's memory (the
   // executed packet's `r.data_bytes`; a NIC's DMA makes the writes nic_writes holds).
-  virtual uint64_t data_move_ps(uint32_t node, const Packet& p, const ExecResult& r) { (void)node, (void)p; return copy_ps(r.data_bytes); }
+  virtual uint64_t data_move_ps(uint32_t node, const Packet& p, ExecResult& r) { (void)node, (void)p; return copy_ps(r.data_bytes); }
+  // The replies of a packet whose READ data a NIC's DMA read (ExecResult::nic_reply) take it
+  // as they leave.
+  virtual void nic_reply_data(uint32_t node, uint32_t handle, std::vector<Command>& replies) { (void)node, (void)handle, (void)replies; }
   // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability, a payload
   // named by Request::src_laddr readable) and made into its packet; false if it cannot be sent.
   bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
@@ -327,7 +330,7 @@ class EtherSystem {
   // receive path
   void on_frame(uint32_t node, std::vector<uint8_t>&& frame);
   void isr_step(uint32_t node);
-  uint64_t packet_cost(uint32_t node, const Packet& p, const ExecResult& r);
+  uint64_t packet_cost(uint32_t node, const Packet& p, ExecResult& r);
   void accept(uint32_t node, const Packet& p);
   void deliver_to_task(uint32_t node, const Packet& p);
   void after_exec(uint32_t node, const Packet& p, const ExecResult& r);

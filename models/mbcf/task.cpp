@@ -143,7 +143,7 @@ bool TaskSpace::discard_buffered() {
 }
 
 void WriteBuffer::add(uint64_t pa, uint32_t ptask, uint32_t laddr, const uint8_t* p, uint32_t n, bool page_start) {
-  if (untaken() && !page_start) {
+  if (writes_.size() > join_from_ && !page_start) {
     Write& w = writes_.back();
     if (w.ptask == ptask && w.pa + w.bytes.size() == pa && w.laddr + w.bytes.size() == laddr && w.bytes.size() + n <= max_) {
       w.bytes.insert(w.bytes.end(), p, p + n);
@@ -166,6 +166,7 @@ bool WriteBuffer::retire(Write* w) {
   if (w) *w = std::move(writes_.front());
   writes_.pop_front();
   if (taken_) --taken_;
+  if (join_from_) --join_from_;
   return true;
 }
 

@@ -101,18 +101,20 @@ class WriteBuffer {
   // The writes not yet taken, handed to the DMA (they stay buffered until retired).
   size_t untaken() const { return writes_.size() - taken_; }
   const Write& untaken_write(size_t i) const { return writes_[taken_ + i]; }
-  void take() { taken_ = writes_.size(); }
-  void discard_untaken() { writes_.resize(taken_); }  // the lump that made them was undone
+  void take() { taken_ = join_from_ = writes_.size(); }
+  void discard_untaken() { writes_.resize(taken_), join_from_ = taken_; }  // the lump that made them was undone
+  // The untaken writes so far; later ones never join them (a READ runs between).
+  size_t mark() { return (join_from_ = writes_.size()) - taken_; }
   // The oldest write, made by the DMA (false when none is buffered).
   bool retire(Write* w = nullptr);
   size_t size() const { return writes_.size(); }
   const Write& at(size_t i) const { return writes_[i]; }
-  void clear() { writes_.clear(), taken_ = 0; }  // lost (the NIC's memory lost its power)
+  void clear() { writes_.clear(), taken_ = join_from_ = 0; }  // lost (the NIC's memory lost its power)
 
  private:
   uint32_t max_;
   std::deque<Write> writes_;
-  size_t taken_ = 0;
+  size_t taken_ = 0, join_from_ = 0;
 };
 
 class TaskSpace {
@@ -174,6 +176,8 @@ class TaskSpace {
   // Drops the writes buffered since the NIC last took them, if a Via names a write buffer:
   // true then (an undone lump needs no restore).
   bool discard_buffered();
+  // The writes buffered and not yet taken (0 without a write buffer); later writes start anew.
+  uint32_t buffer_mark() { return wb_ ? static_cast<uint32_t>(wb_->mark()) : 0; }
 
   void set_moved(uint32_t ptask, Moved m) { moved_[ptask] = m; }
   const Moved* moved(uint32_t ptask) const;

@@ -158,7 +158,7 @@ uint64_t Mbp2System::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, ui
     uint64_t b = u.bus->dma(s, pa_struct, sbytes);
     if (data > 0) b = u.bus->dma(b, pa_data, data);
     return std::max(b, u.em->access(Route::Host, s, total));
-  }, std::move(done), ptask, total, true);
+  }, std::move(done), ptask, total, DmaEngine::Move::Forward);
 }
 
 bool Mbp2System::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n) {

@@ -636,6 +636,9 @@ void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
 
 void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) {
   Units& u = *u_[node];
+  // A routine that started the ADMA answers only once it is done.
+  const uint64_t now = cal_.now_ps();
+  if (u.adma_end > now) dur = std::max(dur, u.adma_end - now);
   const bool intr = u.interrupt_next;
   u.interrupt_next = false;
   u.pme->run(intr ? "receive" : "protocol", Pme::kNormal, intr, dur, std::move(fn));
@@ -654,43 +657,98 @@ uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
   return u.pme->instr_ps(m_.rx_desc_instr);
 }
 
-// The receive routine's data movement (8.3.3): what the commands read from the task's memory
-// for the reply (a READ, an atomic's old values) the ADMA reads into EM; what they write, the
-// PME stages in EM and the ADMA writes into host memory, one descriptor per run of bytes in a
-// frame, through the translation the PME made (a TLB miss interrupts it for the refill). The
-// routine waits for the ADMA before it answers (a status reply must follow the data into the
-// host's memory). The ADMA's descriptors name host physical addresses; the model's commands
-// read the task's memory when they run, which is when the ADMA's read would have.
-uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, const mbcf::ExecResult& r) {
+// The receive routine's data movement (8.3.3): what the commands write, the PME stages in EM
+// and the ADMA writes into host memory, one descriptor per run of bytes in a frame, through the
+// translation the PME made (a TLB miss interrupts it for the refill); what a READ returns, the
+// ADMA reads from host memory into EM, in the same order among the writes as the command ran,
+// and the reply takes it from there. The routine waits for the ADMA before it answers (a status
+// reply must follow the data into the host's memory). An atomic's old values are read by the
+// command semantics when they run (the ADMA's descriptor takes the time): the PME computes the
+// new values from them, so reading them again later could disagree. The ADMA's descriptors
+// name host physical addresses.
+uint32_t Mbp2System::adma_stage(uint32_t node) const {
+  const Units& u = *u_[node];
+  return u.adma_stage + u.adma->next_slot() * FramePool::kBufBytes;
+}
+
+uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResult& r) {
   Units& u = *u_[node];
   mbcf::WriteBuffer& wb = u.adma_writes;
-  uint32_t read = 0, read_laddr = 0;
+  const mbcf::Command* rd = nullptr;
+  uint32_t atomic = 0, atomic_laddr = 0;
   if (r.outcome == mbcf::ExecResult::Outcome::Done)
-    for (const mbcf::Command& c : p.cmds)
-      if (c.cmd == Cmd::Read || mbcf::is_atomic(c.cmd)) {
-        if (!read) read_laddr = c.laddr;
-        read += c.length;
+    for (const mbcf::Command& c : p.cmds) {
+      if (c.cmd == Cmd::Read && c.length && !rd) rd = &c;
+      if (mbcf::is_atomic(c.cmd)) {
+        if (!atomic) atomic_laddr = c.laddr;
+        atomic += c.length;
       }
-  if (!read && !wb.untaken()) return 0;
+    }
+  if (!rd && !atomic && !wb.untaken()) return 0;
   const uint64_t now = cal_.now_ps();
   uint64_t at = now, end = now;
-  if (read) {
+  auto timed = [&](uint64_t pa, uint32_t n) {
+    return [&u, pa, n](uint64_t s) { return std::max(u.bus->dma(s, pa, n), u.em->access(Route::Host, s, n)); };
+  };
+  if (atomic) {
     uint64_t pa = 0;
-    at += translate(node, p.dst_ptask, read_laddr, read, &pa);
-    end = u.adma->post(at, pa, 0, read, [&](uint64_t s) { return std::max(u.bus->dma(s, pa, read), u.em->access(Route::Host, s, read)); });
+    at += translate(node, p.dst_ptask, atomic_laddr, atomic, &pa);
+    end = u.adma->post(at, pa, 0, atomic, timed(pa, atomic));
   }
+  auto read = [&] {
+    const uint32_t h = ++u.next_read ? u.next_read : ++u.next_read;
+    Units::AdmaRead& ar = u.adma_reads[h];
+    r.nic_reply = h;
+    const uint32_t pb = c_.page_bytes;
+    for (uint32_t off = 0; off < rd->length;) {
+      const uint32_t laddr = rd->laddr + off;
+      const uint32_t n = std::min(rd->length - off, pb - laddr % pb);
+      uint64_t pa = 0;
+      at += translate(node, p.dst_ptask, laddr, n, &pa);
+      ++ar.pending;
+      end = u.adma->post(at, pa, adma_stage(node), n, timed(pa, n), [this, node, h](const DmaEngine::Desc& d) {
+        Units& u = *u_[node];
+        auto it = u.adma_reads.find(h);
+        if (it == u.adma_reads.end()) return;
+        --it->second.pending;
+        if (d.error()) it->second.failed = true;
+        const size_t o = it->second.bytes.size();
+        it->second.bytes.resize(o + d.bytes);
+        u.em->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
+      }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
+      off += n;
+    }
+  };
   for (size_t i = 0; i < wb.untaken(); ++i) {
+    if (rd && i == r.read_after_writes) read();
     const mbcf::WriteBuffer::Write& w = wb.untaken_write(i);
     const uint32_t n = static_cast<uint32_t>(w.bytes.size());
     at += translate(node, w.ptask, w.laddr, n, nullptr);
-    const uint32_t stage = u.adma_stage + u.adma->next_slot() * FramePool::kBufBytes;
     u.adma_numbers.push_back(u.adma->next_number());
-    end = u.adma->post(
-        at, stage, w.pa, n, [&](uint64_t s) { return std::max(u.bus->dma(s, w.pa, n), u.em->access(Route::Host, s, n)); },
-        [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u, true, w.bytes);
+    end = u.adma->post(at, adma_stage(node), w.pa, n, timed(w.pa, n), [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); },
+                       DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, w.bytes);
   }
+  if (rd && r.read_after_writes >= wb.untaken()) read();
   wb.take();
+  u.adma_end = std::max(u.adma_end, end);
   return end - now;
+}
+
+// The reply leaves with what the ADMA read into EM (the routine waited for it).
+void Mbp2System::nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) {
+  Units& u = *u_[node];
+  auto it = u.adma_reads.find(handle);
+  if (it == u.adma_reads.end()) return;  // (lost with the power; nothing is sent then)
+  Units::AdmaRead ar = std::move(it->second);
+  u.adma_reads.erase(it);
+  if (ar.pending || ar.failed) internal_error("node " + std::to_string(node) + ": a READ's reply left before the ADMA read its data");
+  for (mbcf::Command& c : replies)
+    if (c.cmd == Cmd::Reply && !c.data.empty()) {
+      if (c.data.size() != ar.bytes.size()) internal_error("node " + std::to_string(node) + ": the ADMA read a READ's data in another length");
+      c.data = std::move(ar.bytes);
+      return;
+    }
+  internal_error("node " + std::to_string(node) + ": a READ's reply carries no data");
 }
 
 void Mbp2System::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
@@ -935,7 +993,7 @@ void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
                     if (u.txb->live(b)) u.txb->release(b);
                     if (sent) k(std::move(f));
                     tx_buffers_freed(node);
-                  }, DmaEngine::kNoContext, ~0u, true);
+                  }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
 }
 
 // The MAC holds a received frame in its FIFO; the LDMA writes it into a receive buffer, and the
@@ -955,7 +1013,7 @@ bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::
                     }
                     b.len = d.bytes;
                     k(b);
-                  }, DmaEngine::kNoContext, ~0u, true);
+                  }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
   return true;
 }
 
@@ -1335,6 +1393,8 @@ void Mbp2System::nic_power_off(uint32_t node) {
   for (DmaEngine* e : {u.pge.get(), u.adma.get(), u.ldma_tx.get(), u.ldma_rx.get()}) e->reset();
   u.adma_writes.clear();  // staged in EM: lost
   u.adma_numbers.clear();
+  u.adma_reads.clear();
+  u.adma_end = 0;
   u.quiesce_waiters.clear();  // (the node's programs are gone)
   if (u.cau) u.cau->reset();
   u.mac_tx.clear();

@@ -174,7 +174,8 @@ class Mbp2System : public mbcf::EtherSystem {
   void issue(uint32_t node, uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) override;
   void tx_done(uint32_t node) override;
   uint64_t rx_entry_ps(uint32_t node) override;
-  uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, const mbcf::ExecResult& r) override;
+  uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, mbcf::ExecResult& r) override;
+  void nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) override;
   mbcf::WriteBuffer* nic_writes(uint32_t node) override { return &u_[node]->adma_writes; }
   void run_pollers(uint32_t node, uint64_t at) override;
   void nic_quiesce(uint32_t node, std::function<void()> fn) override;
@@ -269,6 +270,16 @@ class Mbp2System : public mbcf::EtherSystem {
     std::deque<uint32_t> adma_numbers;
     uint32_t adma_stage = 0;
     bool poll_on_drain = false;  // a poll ran while writes were still buffered
+    uint64_t adma_end = 0;       // the receive routine answers no earlier (it waits for the ADMA)
+    // What the ADMA read from host memory for a READ's reply, by handle (ExecResult::nic_reply):
+    // its descriptors still to complete, and the bytes they brought into EM, in order.
+    struct AdmaRead {
+      uint32_t pending = 0;
+      bool failed = false;
+      std::vector<uint8_t> bytes;
+    };
+    std::unordered_map<uint32_t, AdmaRead> adma_reads;
+    uint32_t next_read = 0;
     std::deque<std::function<void()>> quiesce_waiters;  // light-weight calls waiting for the ADMA
     std::unique_ptr<Pme> pme;
     std::unique_ptr<Kli> kli;
@@ -413,6 +424,8 @@ class Mbp2System : public mbcf::EtherSystem {
   std::vector<HostMemory> host_mem_;
   // An ADMA descriptor that wrote a buffered write completed: it leaves the buffer.
   void adma_wrote(uint32_t node, const DmaEngine::Desc& d);
+  // The ADMA's staging buffer in EM for its next descriptor.
+  uint32_t adma_stage(uint32_t node) const;
 
   // crypto (crypto.h): the CAU's work (or the firmware's) over a frame in EM, then `k`.
   void crypt_work(uint32_t node, const char* what, uint32_t off, uint32_t bytes, uint32_t cblocks, uint32_t hblocks, std::function<void()> k);

@@ -468,7 +468,7 @@ DmaEngine::Desc DmaEngine::desc(uint32_t slot) const {
 }
 
 uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer, Done done,
-                         uint32_t ctx, uint32_t read_bytes, bool move, std::vector<uint8_t> src_bytes) {
+                         uint32_t ctx, uint32_t read_bytes, Move move, std::vector<uint8_t> src_bytes) {
   const uint32_t number = posted_++;
   const uint32_t slot = number % ring_;
   uint64_t write = at;
@@ -478,7 +478,7 @@ uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   }
   // The producer writes the descriptor when its slot is free (after the previous one's done).
   const uint64_t epoch = epoch_;
-  const uint32_t status = kOwn | (move ? kMove : 0) | (number & 0xffffff);
+  const uint32_t status = kOwn | (move != Move::Owner ? kMove : 0) | (move == Move::Back ? kBack : 0) | (number & 0xffffff);
   if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, status, ctx, src_bytes);
   else
     cal_.at(write, [this, slot, src, dst, bytes, status, ctx, epoch, b = std::move(src_bytes)] {
@@ -511,10 +511,12 @@ void DmaEngine::complete(uint32_t slot, uint32_t number) {
     lost_.inc();
     return;
   }
-  uint32_t status = kDone | (d.status & kMove) | d.number();
+  uint32_t status = kDone | (d.status & (kMove | kBack)) | d.number();
   if (src_ && dst_ && d.move() && d.bytes) {
     staging_.resize(d.bytes);
-    if (!src_->read(d.src, d.ctx, staging_.data(), d.bytes) || !dst_->write(d.dst, d.ctx, staging_.data(), d.bytes)) {
+    DmaPort* from = d.back() ? dst_ : src_;
+    DmaPort* to = d.back() ? src_ : dst_;
+    if (!from->read(d.src, d.ctx, staging_.data(), d.bytes) || !to->write(d.dst, d.ctx, staging_.data(), d.bytes)) {
       status |= kError;
       errors_.inc();
     }

@@ -318,11 +318,12 @@ class MacFifo : public DmaPort {
 // A DMA engine with a descriptor ring in EM (8.3.4): posting writes a 20-byte descriptor into
 // the next slot, big-endian: +0 source address, +4 destination address, +8 length, +12 status
 // (bit 31: owned by the engine, bit 30: done, bit 29: error, bit 28: the engine moves the bytes
-// through its ports, bits 0-23: the descriptor's number), +16 context (the TLB context of a
-// host-side address; kNoContext for none). The engine serves descriptors one at a time in
-// order. When one completes it reads the descriptor back from EM, moves the length it names
-// from the source to the destination through its ports when the move bit is set (otherwise
-// the owner moves the bytes; see `post`), clears the owner bit and sets done. Its owner learns of the completion from the
+// through its ports, bit 27: from its second port to its first, bits 0-23: the descriptor's
+// number), +16 context (the TLB context of a host-side address; kNoContext for none). The
+// engine serves descriptors one at a time in order. When one completes it reads the descriptor
+// back from EM, moves the length it names from the source to the destination through its
+// ports when the move bit is set (otherwise the owner moves the bytes; see `post`), clears the
+// owner bit and sets done. Its owner learns of the completion from the
 // ring: the engine hands the owner's completion routine the descriptor as it now is in EM
 // (`Desc`), in ring order; a descriptor that is no longer the one posted (something overwrote
 // its status) is not handed on and is counted in `lost`. At most `ring` are outstanding: a
@@ -334,7 +335,11 @@ class MacFifo : public DmaPort {
 class DmaEngine : public Unit {
  public:
   static constexpr uint32_t kDescBytes = 20;
-  static constexpr uint32_t kOwn = 1u << 31, kDone = 1u << 30, kError = 1u << 29, kMove = 1u << 28;
+  static constexpr uint32_t kOwn = 1u << 31, kDone = 1u << 30, kError = 1u << 29, kMove = 1u << 28, kBack = 1u << 27;
+  // Who moves the bytes: the owner (the engine takes the time), or the engine from its first
+  // port (`connect`'s source) to its second, or back from the second to the first (the ADMA,
+  // whose ports are EM and host memory, reading host memory into EM).
+  enum class Move : uint8_t { Owner, Forward, Back };
   static constexpr uint32_t kNoContext = ~0u;
   struct Desc {
     uint32_t src = 0, dst = 0, bytes = 0, status = 0, ctx = kNoContext;
@@ -342,6 +347,7 @@ class DmaEngine : public Unit {
     bool done() const { return (status & kDone) != 0; }
     bool error() const { return (status & kError) != 0; }
     bool move() const { return (status & kMove) != 0; }
+    bool back() const { return (status & kBack) != 0; }
   };
   using Done = std::function<void(const Desc&)>;
   DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stats& st, const std::string& name,
@@ -355,16 +361,17 @@ class DmaEngine : public Unit {
   // `done` is the owner's completion routine for it; `read_bytes`, when the engine reads more
   // than it writes (the PGE reads a structure's header too), is what `bytes` counts. Returns
   // the end. `move`: the engine moves the bytes through its ports (the LDMA, the PGE fetching,
-  // the ADMA writing host memory); otherwise their owner moves them (the ADMA's reads for a
-  // reply are the command semantics', the PGE delivering into a receive structure writes its
-  // slot and head, the CAU's transform is the PME's code) and the engine takes the time.
+  // the ADMA writing host memory and reading it for a reply); otherwise their owner moves them
+  // (the ADMA's reads for an atomic's old values are the command semantics', the PGE
+  // delivering into a receive structure writes its slot and head, the CAU's transform is the
+  // PME's code) and the engine takes the time.
   uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer) {
     return post(at, 0, 0, bytes, xfer);
   }
   // `src_bytes`: what the producer writes into EM at `src` together with the descriptor (when
   // its slot is free): the bytes a move takes from EM.
   uint64_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer,
-                Done done = {}, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u, bool move = false,
+                Done done = {}, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u, Move move = Move::Owner,
                 std::vector<uint8_t> src_bytes = {});
   void reset();
   Desc desc(uint32_t slot) const;  // the descriptor in a slot, as it is in EM

@@ -831,6 +831,58 @@ TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
+// A READ's reply carries what the ADMA read from host memory into EM, read in its place among
+// the packet's writes: a WRITE before it in the packet is in the reply, one after it is not, and
+// a byte the host changes after the PME ran the command but before the ADMA reads it is the
+// changed byte (the ADMA reads when it runs). Across a page the read is one descriptor per page.
+TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
+  Rig r;
+  std::vector<uint8_t> init(32);
+  for (uint32_t i = 0; i < 32; ++i) init[i] = static_cast<uint8_t>(i);
+  r.sys->space(1).write(r.task(1), 0x10ff0, init.data(), 32);
+  Command a;
+  a.cmd = Cmd::Write;
+  a.laddr = 0x10ff8;
+  a.data = {0xa0, 0xa1, 0xa2, 0xa3};
+  a.length = 4;
+  Command b = a;
+  b.laddr = 0x11004;
+  b.data = {0xb0, 0xb1, 0xb2, 0xb3};
+  Command rd;
+  rd.cmd = Cmd::Read;
+  rd.laddr = 0x10ff0;
+  rd.length = 32;
+  rd.data_laddr = 0x10800;
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a, rd, b}}, [] {}));
+  DmaEngine& adma = r.sys->adma(1);
+  int steps = 0;
+  while (!(adma.desc(1).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+  ASSERT_TRUE(adma.desc(1).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
+  const uint8_t changed = 0xee;
+  r.sys->space(1).write(r.task(1), 0x10ff2, &changed, 1);  // the host, before the ADMA reads
+  r.run(50);
+  EXPECT_EQ(r.sys->failure(), "");
+  // The write before the READ, the READ's two pages (host to EM), the write after it.
+  EXPECT_FALSE(adma.desc(0).back());
+  EXPECT_EQ(adma.desc(0).bytes, 4u);
+  EXPECT_TRUE(adma.desc(1).back());
+  EXPECT_EQ(adma.desc(1).bytes, 16u);
+  EXPECT_TRUE(adma.desc(2).back());
+  EXPECT_EQ(adma.desc(2).bytes, 16u);
+  EXPECT_FALSE(adma.desc(3).back());
+  EXPECT_EQ(adma.desc(3).bytes, 4u);
+  for (uint32_t i = 0; i < 4; ++i) EXPECT_TRUE(adma.desc(i).done() && adma.desc(i).move()) << i;
+  for (uint32_t i = 0; i < 32; ++i) {
+    uint8_t want = init[i];
+    if (i == 2) want = changed;
+    if (i >= 8 && i < 12) want = a.data[i - 8];
+    ASSERT_EQ(r.byte(0, 0x10800 + i), want) << i;
+  }
+  EXPECT_EQ(r.byte(1, 0x11004), 0xb0);  // (and the write after it landed)
+  EXPECT_EQ(r.counter("system.node1.mbp2.adma.errors"), 0u);
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+}
+
 // Frames are bytes in EM between the units (8.3.3): the MAC sends what the LDMA reads from the
 // transmit buffer its descriptor names, and the receive routine decodes what the LDMA wrote
 // into the receive buffer its descriptor names. A byte changed in EM while the frame lies there

@@ -260,6 +260,35 @@ TEST(Mbp2Dma, TheDescriptorRingLivesInEmAndCompletionsAreWrittenBack) {
   EXPECT_EQ(em.load32(r + DmaEngine::kDescBytes + 12), (DmaEngine::kDone | 1u));
 }
 
+// A descriptor with the back bit moves from the engine's second port to its first (the ADMA
+// reading host memory into EM); one without it, from the first to the second.
+TEST(Mbp2Dma, TheBackBitMovesFromTheSecondPortToTheFirst) {
+  Stats st;
+  Calendar cal("cal");
+  Em em(EmConfig{}, st, "em");
+  const uint32_t a = em.carve(64), b = em.carve(64);
+  EmPort port(em);
+  MacFifo mac;
+  DmaEngine d(cal, em, 4, 0, st, "dma");
+  d.connect(&port, &mac);
+  const uint32_t in = mac.put({1, 2, 3, 4, 5, 6, 7, 8});
+  for (uint32_t i = 0; i < 8; i += 4) em.store32(b + i, 0x11223344u);
+  std::vector<DmaEngine::Desc> done;
+  auto xfer = [](uint64_t s) { return s + 1000; };
+  auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
+  d.post(0, in, a, 8, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
+  const uint32_t out = mac.next();
+  d.post(0, b, out, 8, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_TRUE(done[0].back() && done[0].move() && done[0].done() && !done[0].error());
+  EXPECT_FALSE(done[1].back());
+  EXPECT_EQ(em.read(a, 8), (std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  std::vector<uint8_t> f;
+  ASSERT_TRUE(mac.take(out, &f));
+  EXPECT_EQ(f, (std::vector<uint8_t>{0x11, 0x22, 0x33, 0x44, 0x11, 0x22, 0x33, 0x44}));
+}
+
 // The engine works from its ring, not from what it was told when posted: at completion it reads
 // the descriptor back from EM and moves the length it names from its source port to its
 // destination port; the owner's routine gets the descriptor as the ring holds it, done.
@@ -275,8 +304,8 @@ TEST(Mbp2Dma, TheEngineMovesWhatItsDescriptorNamesAndItsOwnerReadsTheCompletionF
   std::vector<DmaEngine::Desc> done;
   auto xfer = [](uint64_t s) { return s + 1000000; };
   auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
-  d.post(0, a, b, 64, xfer, k, DmaEngine::kNoContext, ~0u, true);
-  d.post(0, a + 64, b + 64, 16, xfer, k, DmaEngine::kNoContext, ~0u, true);
+  d.post(0, a, b, 64, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
+  d.post(0, a + 64, b + 64, 16, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
   d.post(0, a, b + 128, 16, xfer, k);  // its owner moves these bytes: the engine takes the time
   // Before the engine gets to it, the first descriptor is rewritten in EM: 32 bytes to c.
   em.store32(d.ring_offset() + 4, c);
@@ -321,10 +350,10 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
   auto xfer = [](uint64_t s) { return s + 1000000; };
   const uint32_t kNo = DmaEngine::kNoContext;
-  d.post(0, a, mac.next(), 4, xfer, k, kNo, ~0u, true);        // 0: its status is overwritten
-  d.post(0, 1u << 20, mac.next(), 4, xfer, k, kNo, ~0u, true);  // 1: the source lies outside EM
+  d.post(0, a, mac.next(), 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);        // 0: its status is overwritten
+  d.post(0, 1u << 20, mac.next(), 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);  // 1: the source lies outside EM
   const uint32_t ok = mac.next();
-  d.post(0, a, ok, 4, xfer, k, kNo, ~0u, true);                // 2: fine
+  d.post(0, a, ok, 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);                // 2: fine
   em.store32(d.ring_offset() + 12, 0);
   sc_core::sc_start(sc_core::sc_time(4, sc_core::SC_US));
   EXPECT_EQ(test::stat_value(st, "dma.lost"), 1);
@@ -348,7 +377,7 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   // A power loss: the descriptor in flight is forgotten.
   const uint32_t from = mac.put({9, 9, 9, 9});
   const uint64_t t0 = cal.now_ps();
-  r.post(t0, from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, true);
+  r.post(t0, from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
   r.reset();
   // The engine stopped: a descriptor posted now waits for nothing from before.
   EXPECT_EQ(r.post(t0, 0, 0, 4, xfer), t0 + 1000000);
