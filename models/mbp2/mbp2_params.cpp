@@ -161,7 +161,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
     c.fail("crypto.keys", "a key exchange needs crypto.cipher or crypto.auth");
   const uint64_t need = Mbp2System::em_bytes_needed(m, static_cast<uint32_t>(c.get_int("mbcf.rx_ring")));
   if (need > m.em.bytes)
-    c.fail("em.bytes", std::to_string(m.em.bytes) + " bytes of card memory cannot hold the kernel area, the descriptor rings (mbp2.ring_entries), the frame buffers (mbp2.ring_entries + mbcf.rx_ring) and the request images (mbp2.request_slots + mbp2.ring_entries), each of " +
+    c.fail("em.bytes", std::to_string(m.em.bytes) + " bytes of card memory cannot hold the kernel area, the descriptor rings (mbp2.ring_entries), the frame buffers (mbp2.ring_entries + mbcf.rx_ring), the request images (mbp2.request_slots + mbp2.ring_entries) and the ADMA's staging buffers (mbp2.ring_entries), each of " +
                            std::to_string(FramePool::kBufBytes) + " bytes: they need " + std::to_string(need));
   return m;
 }
