@@ -105,8 +105,8 @@ uint64_t TaskSpace::phys(const Task& t, uint32_t laddr) const {
   return static_cast<uint64_t>(f) * page_bytes_ + (laddr & (page_bytes_ - 1));
 }
 
-uint8_t* TaskSpace::byte_ptr(const Task& t, uint32_t laddr) const {
-  const uint64_t pa = phys(t, laddr);
+uint8_t* TaskSpace::phys_bytes(uint64_t pa, uint32_t n) const {
+  if (pa / page_bytes_ >= frames_.size() || pa % page_bytes_ + n > page_bytes_) return nullptr;
   return frames_[pa / page_bytes_].get() + pa % page_bytes_;
 }
 
@@ -115,7 +115,7 @@ void TaskSpace::read(const Task& t, uint32_t laddr, uint8_t* out, uint32_t n) co
     const uint32_t in_page = page_bytes_ - (laddr & (page_bytes_ - 1));
     const uint32_t k = n < in_page ? n : in_page;
     const uint64_t pa = phys(t, laddr);
-    std::memcpy(out, frames_[pa / page_bytes_].get() + pa % page_bytes_, k);
+    std::memcpy(out, phys_bytes(pa, k), k);
     if (wb_) wb_->overlay(pa, out, k);
     out += k;
     laddr += k;
@@ -129,7 +129,7 @@ void TaskSpace::write(Task& t, uint32_t laddr, const uint8_t* in, uint32_t n) {
     const uint32_t k = n < in_page ? n : in_page;
     const uint64_t pa = phys(t, laddr);
     if (wb_ && !mutant::on(mutant::Id::AdmaWritesAtExecute)) wb_->add(pa, t.ptask, laddr, in, k, (laddr & (page_bytes_ - 1)) == 0);
-    else std::memcpy(frames_[pa / page_bytes_].get() + pa % page_bytes_, in, k);
+    else std::memcpy(phys_bytes(pa, k), in, k);
     in += k;
     laddr += k;
     n -= k;

@@ -134,7 +134,9 @@ class TaskSpace {
 
   uint32_t alloc_frame();
   uint8_t* frame(uint32_t f) { return frames_[f].get(); }
-  uint32_t frame_count() const { return static_cast<uint32_t>(frames_.size()); }
+  // The `n` bytes at host physical address `pa` (frame * page_bytes + offset), or null when
+  // they are not all in one existing frame.
+  uint8_t* phys_bytes(uint64_t pa, uint32_t n) const;
   // Maps `pages` logical pages from `laddr` (page aligned) to fresh frames.
   void map(Task& t, uint32_t laddr, uint32_t pages, uint8_t perm);
   // Maps `pages` of `from` starting at `from_laddr` into `to` at `to_laddr` (page aliasing).
@@ -183,7 +185,6 @@ class TaskSpace {
   const Moved* moved(uint32_t ptask) const;
 
  private:
-  uint8_t* byte_ptr(const Task& t, uint32_t laddr) const;
   uint64_t phys(const Task& t, uint32_t laddr) const;  // frame * page_bytes + offset
   uint32_t pnode_, page_bytes_;
   std::vector<std::unique_ptr<uint8_t[]>> frames_;

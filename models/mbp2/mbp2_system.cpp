@@ -741,7 +741,7 @@ void Mbp2System::nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf
   if (it == u.adma_reads.end()) return;  // (lost with the power; nothing is sent then)
   Units::AdmaRead ar = std::move(it->second);
   u.adma_reads.erase(it);
-  if (ar.pending || ar.failed) internal_error("node " + std::to_string(node) + ": a READ's reply left before the ADMA read its data");
+  if (ar.pending || ar.failed) internal_error("node " + std::to_string(node) + ": a READ's reply left without the data the ADMA was to read");
   for (mbcf::Command& c : replies)
     if (c.cmd == Cmd::Reply && !c.data.empty()) {
       if (c.data.size() != ar.bytes.size()) internal_error("node " + std::to_string(node) + ": the ADMA read a READ's data in another length");
@@ -789,19 +789,15 @@ void Mbp2System::run_pollers(uint32_t node, uint64_t at) {
 }
 
 bool Mbp2System::HostMemory::read(uint64_t addr, uint32_t, uint8_t* out, uint32_t n) {
-  mbcf::TaskSpace& ts = sys->space(node);
-  const uint32_t pb = ts.page_bytes();
-  if (addr / pb >= ts.frame_count() || addr % pb + n > pb) return false;
-  std::memcpy(out, ts.frame(static_cast<uint32_t>(addr / pb)) + addr % pb, n);
-  return true;
+  const uint8_t* p = sys->space(node).phys_bytes(addr, n);
+  if (p) std::memcpy(out, p, n);
+  return p != nullptr;
 }
 
 bool Mbp2System::HostMemory::write(uint64_t addr, uint32_t, const uint8_t* in, uint32_t n) {
-  mbcf::TaskSpace& ts = sys->space(node);
-  const uint32_t pb = ts.page_bytes();
-  if (addr / pb >= ts.frame_count() || addr % pb + n > pb) return false;
-  std::memcpy(ts.frame(static_cast<uint32_t>(addr / pb)) + addr % pb, in, n);
-  return true;
+  uint8_t* p = sys->space(node).phys_bytes(addr, n);
+  if (p) std::memcpy(p, in, n);
+  return p != nullptr;
 }
 
 nlohmann::ordered_json Mbp2System::nic_summary() const {
