@@ -345,6 +345,10 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   const bool sequenced = (p.ctrl_p & kSequenced) != 0;
   nic_transmit(node, dst, std::move(bytes), [this, node, dst, inc, sequenced](std::vector<uint8_t>&& b) {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
+    if (b.empty()) {  // the NIC dropped it
+      if (sequenced) arm_timer(node, dst);
+      return;
+    }
     ether_->send(node, dst, std::move(b), [this, node, dst, inc, sequenced](bool) {
       if (!n_[node]->up || n_[node]->incarnation != inc) return;
       tx_done(node);

@@ -162,7 +162,8 @@ class EtherSystem {
   virtual void issue(uint32_t node, uint32_t ptask, const Request& r, Built b, std::function<void()> k);
   // An encoded frame for `dst` handed to the NIC now: `in_mac` gets the frame that goes on the
   // wire when it is in the MAC. MBCF/Ether: after tx_ready_ps. A NIC may transform the frame
-  // (the MBP2 seals it when it encrypts).
+  // (the MBP2 seals it when it encrypts). An empty frame: the NIC could not send it (nothing
+  // goes on the wire; a sequenced packet's timer still runs, so Go-back-N resends it).
   virtual void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
                             std::function<void(std::vector<uint8_t>&&)> in_mac);
   // A received frame waiting for the receive routine: its bytes, or (a NIC that keeps frames

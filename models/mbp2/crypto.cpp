@@ -94,6 +94,10 @@ uint32_t seal_overhead(Cipher c, Auth a) {
   return kSealHeader + iv_of(c) + 2 + (block_of(c) - 1) + 2 + icv_of(a);
 }
 
+uint32_t sealed_size(Cipher c, Auth a, uint32_t frame_bytes) {
+  return 14 + kSealHeader + iv_of(c) + padded(c, frame_bytes - 14) + icv_of(a);
+}
+
 uint32_t cipher_blocks_of_body(Cipher c, uint32_t body) {
   return c == Cipher::None ? 0 : body / 8 * (c == Cipher::Des3 ? 3 : 1);
 }
@@ -120,26 +124,49 @@ struct SecurityAssociation::Ctx {
   hmac_sha1_ctx sha1;
 };
 
-SecurityAssociation::SecurityAssociation(Cipher c, Auth a, const std::vector<uint8_t>& secret)
-    : cipher_(c), auth_(a), ctx_(std::make_unique<Ctx>()) {
+SecurityAssociation::SecurityAssociation(Cipher c, Auth a) : cipher_(c), auth_(a), ctx_(std::make_unique<Ctx>()) {}
+
+SecurityAssociation::SecurityAssociation(Cipher c, Auth a, const std::vector<uint8_t>& secret) : SecurityAssociation(c, a) {
   std::vector<uint8_t> k = sha256(secret, "mbp2 cau cipher key");
+  std::vector<uint8_t> mac = sha256(secret, "mbp2 cau hash key");
+  mac.resize(20);
   for (int tries = 0;; ++tries) {
     std::vector<uint8_t> key(c == Cipher::Des3 ? DES3_KEY_SIZE : DES_KEY_SIZE);
     std::vector<uint8_t> more = sha256(k, "more");
     k.insert(k.end(), more.begin(), more.end());
     des_fix_parity(key.size(), key.data(), k.data());
-    const bool ok = c == Cipher::Des3 ? des3_set_key(&ctx_->des3, key.data()) : des_set_key(&ctx_->des, key.data());
-    if (ok || c == Cipher::None) {
-      enc_key_ = key;
-      break;
-    }
+    if (set_keys(key, mac)) break;
     if (tries > 8) internal_error("no DES key without weak parts from the shared secret");
     k = sha256(k, "weak key");  // a weak key: derive again
   }
-  mac_key_ = sha256(secret, "mbp2 cau hash key");
-  mac_key_.resize(20);
+}
+
+bool SecurityAssociation::set_keys(const std::vector<uint8_t>& enc, const std::vector<uint8_t>& mac) {
+  if (cipher_ == Cipher::Des3 ? !des3_set_key(&ctx_->des3, enc.data()) : cipher_ == Cipher::Des && !des_set_key(&ctx_->des, enc.data()))
+    return false;
+  enc_key_ = enc;
+  mac_key_ = mac;
   hmac_md5_set_key(&ctx_->md5, mac_key_.size(), mac_key_.data());
   hmac_sha1_set_key(&ctx_->sha1, mac_key_.size(), mac_key_.data());
+  return true;
+}
+
+std::vector<uint8_t> SecurityAssociation::key_block() const {
+  std::vector<uint8_t> b(kKeyBlockBytes, 0);
+  b[0] = static_cast<uint8_t>(cipher_);
+  b[1] = static_cast<uint8_t>(auth_);
+  std::copy(enc_key_.begin(), enc_key_.end(), b.begin() + 4);
+  std::copy(mac_key_.begin(), mac_key_.end(), b.begin() + 28);
+  return b;
+}
+
+std::unique_ptr<SecurityAssociation> SecurityAssociation::from_key_block(const uint8_t* p, uint32_t n) {
+  if (n < kKeyBlockBytes || p[0] > static_cast<uint8_t>(Cipher::Des3) || p[1] > static_cast<uint8_t>(Auth::HmacSha1) || p[2] || p[3]) return nullptr;
+  const Cipher c = static_cast<Cipher>(p[0]);
+  std::unique_ptr<SecurityAssociation> sa(new SecurityAssociation(c, static_cast<Auth>(p[1])));
+  const std::vector<uint8_t> enc(p + 4, p + 4 + (c == Cipher::Des3 ? DES3_KEY_SIZE : DES_KEY_SIZE)), mac(p + 28, p + 48);
+  if (!sa->set_keys(enc, mac)) return nullptr;
+  return sa;
 }
 
 SecurityAssociation::~SecurityAssociation() = default;
@@ -175,36 +202,50 @@ void SecurityAssociation::crypt(bool enc, uint8_t* iv, uint8_t* p, size_t n) con
   }
 }
 
-std::vector<uint8_t> SecurityAssociation::seal(const std::vector<uint8_t>& f, uint32_t spi, uint32_t seq, const uint8_t iv[8]) const {
+std::vector<uint8_t> prepare_seal(Cipher c, const std::vector<uint8_t>& f, uint32_t spi, uint32_t seq, const uint8_t iv[8]) {
   if (f.size() < 14) internal_error("sealing a frame shorter than an Ethernet header");
-  const uint32_t plain = static_cast<uint32_t>(f.size() - 14);
-  const uint32_t body = padded(cipher_, plain);
-  const uint32_t ivn = iv_of(cipher_);
-  std::vector<uint8_t> out(14 + kSealHeader + ivn + body + icv_of(auth_), 0);
+  const uint32_t ivn = iv_of(c);
+  std::vector<uint8_t> out(14 + kSealHeader + ivn + 2 + (f.size() - 14), 0);
   std::copy(f.begin(), f.begin() + 12, out.begin());
   out[12] = kEtherTypeSealed >> 8;
   out[13] = kEtherTypeSealed & 0xff;
   uint8_t* h = out.data() + 14;
   store_be32(h, spi);
   store_be32(h + 4, seq);
+  if (ivn) std::memcpy(h + kSealHeader, iv, kIv);
+  std::copy(f.begin() + 12, f.end(), out.begin() + 14 + kSealHeader + ivn);  // EtherType, packet
+  return out;
+}
+
+std::vector<uint8_t> SecurityAssociation::seal(const std::vector<uint8_t>& f, uint32_t spi, uint32_t seq, const uint8_t iv[8]) const {
+  std::vector<uint8_t> out = prepare_seal(cipher_, f, spi, seq, iv);
+  seal_in_place(out);
+  return out;
+}
+
+bool SecurityAssociation::seal_in_place(std::vector<uint8_t>& f, uint32_t room) const {
+  const uint32_t ivn = iv_of(cipher_), head = 14 + kSealHeader + ivn;
+  if (f.size() < head + 2) return false;
+  const uint32_t plain = static_cast<uint32_t>(f.size() - head - 2);
+  const uint32_t body = padded(cipher_, plain);
+  if (head + body + icv_of(auth_) > room) return false;
+  f.resize(head + body + icv_of(auth_), 0);
+  uint8_t* h = f.data() + 14;
   h[8] = static_cast<uint8_t>(body >> 8);
   h[9] = static_cast<uint8_t>(body);
-  if (ivn) std::memcpy(h + kSealHeader, iv, kIv);
+  h[10] = h[11] = 0;
   uint8_t* c = h + kSealHeader + ivn;
-  c[0] = f[12];
-  c[1] = f[13];
-  std::copy(f.begin() + 14, f.end(), c + 2);
   const uint32_t pad = body - 2 - plain - 2;
   for (uint32_t i = 0; i < pad; ++i) c[2 + plain + i] = static_cast<uint8_t>(i + 1);
   c[body - 2] = static_cast<uint8_t>(pad);
   c[body - 1] = 0;
   if (cipher_ != Cipher::None) {
     uint8_t v[kIv];
-    std::memcpy(v, iv, kIv);
+    std::memcpy(v, h + kSealHeader, kIv);
     crypt(true, v, c, body);
   }
   if (auth_ != Auth::None) icv(h, kSealHeader + ivn + body, c + body);
-  return out;
+  return true;
 }
 
 OpenError SecurityAssociation::open(std::vector<uint8_t>& f, uint32_t* spi, uint32_t* seq) const {

@@ -17,6 +17,12 @@
 //    .. ICV (12, only with a keyed hash): HMAC over bytes 14 to the end of the ciphertext
 // Authentication is checked before decryption (encrypt-then-MAC); a frame that fails it is
 // rejected whole and counted, and Go-back-N recovers it like a lost one.
+//
+// The work is split as on the card: the PME writes the header in front of the frame
+// (`prepare_seal`: SPI, sequence number, IV, then the inner EtherType and the packet in place),
+// and the CAU, from what EM holds when it runs, pads, encrypts, fills in the length and appends
+// the ICV (`seal_in_place`), or checks and decrypts a received frame (`open`). The CAU keeps
+// its keys in EM as key blocks (`key_block`, `from_key_block`).
 #pragma once
 #include <gmp.h>
 
@@ -38,6 +44,8 @@ const char* to_string(Auth a);
 
 // The bytes a sealed frame adds at most to an MBCF packet, for a cipher and hash.
 uint32_t seal_overhead(Cipher c, Auth a);
+// The size of the sealed frame of a frame of `frame_bytes` (Ethernet header included).
+uint32_t sealed_size(Cipher c, Auth a, uint32_t frame_bytes);
 // Cipher blocks (8 bytes) and hash compressions (64-byte blocks, HMAC's two extra included)
 // the CAU runs over a frame of `plain` MBCF bytes (from byte 14).
 uint32_t cipher_blocks(Cipher c, uint32_t plain);
@@ -46,6 +54,10 @@ uint32_t cipher_blocks_of_body(Cipher c, uint32_t body);
 uint32_t hash_blocks(Auth a, uint32_t sealed_body);
 
 enum class OpenError : uint8_t { None, Truncated, BadLength, BadIcv, BadPadding };
+// The frame the PME hands the CAU to seal: the Ethernet addresses, kEtherTypeSealed, the SPI,
+// sequence number, a zero length, the IV (with a cipher), then the frame's EtherType and its
+// packet, unpadded.
+std::vector<uint8_t> prepare_seal(Cipher c, const std::vector<uint8_t>& frame, uint32_t spi, uint32_t seq, const uint8_t iv[8]);
 const char* to_string(OpenError e);
 
 // The receiver's anti-replay window of RFC 4303 3.4.3, 64 frames wide: the highest sequence
@@ -75,14 +87,27 @@ class SecurityAssociation {
   SecurityAssociation& operator=(const SecurityAssociation&) = delete;
   Cipher cipher() const { return cipher_; }
   Auth auth() const { return auth_; }
+  // The keys as the CAU holds them in EM, kKeyBlockBytes: cipher and hash (1 byte each), two
+  // zero bytes, the cipher key (24 bytes; DES uses the first 8), the hash key (20 bytes).
+  static constexpr uint32_t kKeyBlockBytes = 48;
+  std::vector<uint8_t> key_block() const;
+  // The association a key block holds; null when it is not one (unknown cipher or hash, a
+  // nonzero reserved byte, a weak DES key): the CAU then refuses the work.
+  static std::unique_ptr<SecurityAssociation> from_key_block(const uint8_t* p, uint32_t n);
   // Seals an MBCF frame (Ethernet header onward, no FCS); `iv` is used only with a cipher.
+  // The same as `prepare_seal` then `seal_in_place`.
   std::vector<uint8_t> seal(const std::vector<uint8_t>& frame, uint32_t spi, uint32_t seq, const uint8_t iv[8]) const;
+  // Seals a frame `prepare_seal` laid out: false (nothing changed) when it is too short to be
+  // one or the result would exceed `room` bytes.
+  bool seal_in_place(std::vector<uint8_t>& frame, uint32_t room = ~0u) const;
   // Opens a sealed frame in place into the MBCF frame it carried. Never reads past its end.
   OpenError open(std::vector<uint8_t>& frame, uint32_t* spi = nullptr, uint32_t* seq = nullptr) const;
   // Fingerprint of the keys, so tests can check two ends derived the same ones.
   std::array<uint8_t, 8> fingerprint() const;
 
  private:
+  SecurityAssociation(Cipher c, Auth a);
+  bool set_keys(const std::vector<uint8_t>& enc, const std::vector<uint8_t>& mac);
   void icv(const uint8_t* p, size_t n, uint8_t out[12]) const;
   void crypt(bool enc, uint8_t* iv, uint8_t* p, size_t n) const;
   Cipher cipher_;

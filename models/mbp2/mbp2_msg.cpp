@@ -272,11 +272,12 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
       u.kli->store32(off + 16, d.seq + r.len);
     }
     std::vector<uint8_t> f = build_inet(d, payload.data(), r.len);
-      if (u.csu) u.csu->transmit(f);
+    if (u.csu) u.csu->transmit(f);
     u.ip.tx->inc();
     u.ip.tx_bytes->inc(r.len);
     const uint32_t dst = r.dst_node;
     nic_transmit(node, dst, std::move(f), [this, node, dst](std::vector<uint8_t>&& b) {
+      if (b.empty()) return;  // the NIC could not send it (a datagram: nothing resends it)
       ether_->send(node, dst, std::move(b), [this, node](bool) { tx_done(node); });
     });
   });

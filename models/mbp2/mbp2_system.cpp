@@ -62,11 +62,12 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     x.rx_no_buffer = &st.counter(ib + "rx_no_buffer", "UDP/TCP frames lost at the LDMA: every receive buffer was taken (the PME fell behind the wire)");
   }
   if (c.crypto.enabled()) {
-    if (c.crypto.cau) cau = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, *em, st, b + "cau");
+    if (c.crypto.cau) cau = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, 2 * nodes, *em, st, b + "cau");
     if (c.crypto.keys == CryptoConfig::Keys::Dh && c.crypto.meac) meac = std::make_unique<Meac>(c.crypto, st, b + "meac");
     const std::string cb = b + "crypto.";
     CryptoStats& x = cs;
     x.sealed = &st.counter(cb + "frames_sealed", "frames encrypted and/or authenticated for the wire");
+    x.seal_failed = &st.counter(cb + "seal_failed", "frames the CAU or firmware could not seal (a key slot without a usable key block, a frame that would outgrow Ethernet): not sent, Go-back-N resends MBCF ones");
     x.opened = &st.counter(cb + "frames_opened", "sealed frames authenticated and decrypted");
     x.enc_bytes = &st.counter(cb + "bytes_encrypted", "bytes through the cipher, sending");
     x.dec_bytes = &st.counter(cb + "bytes_decrypted", "bytes through the cipher, receiving");
@@ -140,14 +141,16 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
             for (int i = 0; i < 4; ++i) sec.push_back(static_cast<uint8_t>(v >> (24 - 8 * i)));
           u_[a]->sec[b2].sa = std::make_unique<SecurityAssociation>(c.crypto.cipher, c.crypto.auth, sec);
           u_[a]->sec[b2].peer_has = true;  // both ends hold them from the start
+          install_keys(a, b2, true);
         }
     }
   }
 }
 
-uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring) {
-  const uint64_t rings = (4 + (c.crypto.enabled() && c.crypto.cau ? 1 : 0)) * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
-  return Kli::kBytes + rings + (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
+uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes) {
+  const uint64_t rings = 4 * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
+  const uint64_t cau = c.crypto.enabled() && c.crypto.cau ? Cau::em_bytes(c.ring_entries, 2 * nodes) : 0;
+  return Kli::kBytes + rings + cau + (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
 }
 
 uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
@@ -844,17 +847,26 @@ constexpr uint8_t kKxInit = 1, kKxResp = 2, kKxConfirm = 3;
 constexpr uint32_t kKxBytes = 18 + Dh::kBytes;  // header, type, 3 reserved, public value
 }  // namespace
 
-void Mbp2System::crypt_work(uint32_t node, const char* what, uint32_t off, uint32_t bytes, uint32_t cb, uint32_t hb, std::function<void()> k) {
+void Mbp2System::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePool& pool, Buf b, uint32_t sealed, uint32_t peer, uint64_t id,
+                            uint32_t cb, uint32_t hb, CryptDone k) {
   Units& u = *u_[node];
   const CryptoConfig& cc = m_.crypto;
   if (u.cau) {
-    // The PME writes a CAU descriptor; the CAU's DMA reads the frame from EM and writes the
-    // result back; its completion interrupts the PME.
-    u.pme->run(what, Pme::kNormal, false, u.pme->instr_ps(cc.cau_desc_instr), [this, node, off, bytes, cb, hb, k = std::move(k)]() mutable {
+    // The PME writes a CAU descriptor naming the keys' slot; the CAU's DMA reads the frame
+    // from EM and writes the result back; its completion interrupts the PME.
+    u.pme->run(what, Pme::kNormal, false, u.pme->instr_ps(cc.cau_desc_instr), [this, node, op, &pool, b, sealed, peer, id, cb, hb, k = std::move(k)]() mutable {
       Units& u = *u_[node];
-      u.cau->run(cal_.now_ps(), off, bytes, cb, hb, [this, node, k = std::move(k)](const DmaEngine::Desc&) mutable {
+      if (!pool.live(b)) return;  // EM lost its contents with the power
+      const PeerSec& s = u.sec[peer];
+      // Slots change hands only by loads posted after the keys they held were dropped.
+      if (!((s.sa && s.sa_id == id) || (s.old_sa && s.old_id == id))) return k(Cau::Error::BadKey, b);
+      const uint32_t slot = s.sa && s.sa_id == id ? s.slot : s.old_slot;
+      u.cau->run(cal_.now_ps(), op, slot, pool.offset(b), b.len, op == Cau::Op::Seal ? sealed : b.len, cb, hb, [this, node, &pool, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
         Units& u = *u_[node];
-        u.pme->run("cau_done", Pme::kNormal, true, u.pme->instr_ps(m_.tx_done_instr), std::move(k));
+        if (!pool.live(b)) return;
+        const Cau::Error e = Cau::verdict(d);
+        if (e == Cau::Error::None) b.len = d.bytes;
+        u.pme->run("cau_done", Pme::kNormal, true, u.pme->instr_ps(m_.tx_done_instr), [e, b, k = std::move(k)]() mutable { k(e, b); });
       });
     });
     return;
@@ -862,9 +874,33 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, uint32_t off, uint3
   // MBP2P (8.4): no crypto circuit; the PME's firmware reads the frame from EM, transforms it
   // and writes it back (the cipher pass), and reads it again for the hash.
   const double instr = cc.fw_setup_instr + cb * cc.fw_des_instr_per_block + hb * cc.fw_hash_instr_per_block;
-  const double words = (bytes + 3) / 4 * ((cb ? 2.0 : 0.0) + (hb ? 1.0 : 0.0));
+  const double words = (sealed + 3) / 4 * ((cb ? 2.0 : 0.0) + (hb ? 1.0 : 0.0));
   u.em->access(Route::Pme, cal_.now_ps(), static_cast<uint32_t>(words * 4));
-  u.pme->run(what, Pme::kNormal, false, u.pme->kernel_ps(instr, words), std::move(k));
+  u.pme->run(what, Pme::kNormal, false, u.pme->kernel_ps(instr, words), [this, node, op, &pool, b, peer, id, k = std::move(k)]() mutable {
+    Units& u = *u_[node];
+    if (!pool.live(b)) return;
+    const PeerSec& s = u.sec[peer];
+    const SecurityAssociation* sa = s.sa && s.sa_id == id ? s.sa.get() : s.old_sa && s.old_id == id ? s.old_sa.get() : nullptr;
+    if (!sa) return k(Cau::Error::BadKey, b);
+    std::vector<uint8_t> f = pool.get(b);
+    const Cau::Error e = Cau::apply(*sa, op, f);
+    if (e == Cau::Error::None) pool.put(b, f);
+    k(e, b);
+  });
+}
+
+void Mbp2System::install_keys(uint32_t node, uint32_t peer, bool boot) {
+  Units& u = *u_[node];
+  PeerSec& s = u.sec[peer];
+  s.sa_id = ++sa_serial_;
+  s.slot = 2 * peer + (s.installs++ & 1);
+  if (!u.cau) return;  // the firmware keeps them in the PME's memory
+  if (boot) {
+    const std::vector<uint8_t> block = s.sa->key_block();
+    u.em->write(u.cau->key_slot_offset(s.slot), block.data(), static_cast<uint32_t>(block.size()));
+  } else {
+    u.cau->load_key(cal_.now_ps(), s.slot, s.sa->key_block());
+  }
 }
 
 void Mbp2System::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
@@ -953,23 +989,28 @@ void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, b
     nic_transmit(node, dst, std::move(f), std::move(in_mac));
     return tx_buffers_freed(node);
   }
-  // The CAU (or the firmware) reads the frame from its buffer, seals it and writes it back.
+  // The PME writes the header in front of the frame in its buffer (SPI, sequence number, IV);
+  // the CAU (or the firmware) reads it from there, seals it and writes it back.
   uint8_t iv[8];
   const uint64_t r = iv_rng_.next();
   for (int i = 0; i < 8; ++i) iv[i] = static_cast<uint8_t>(r >> (8 * i));
   const std::vector<uint8_t> frame = u.txb->get(b);
   const uint32_t plain = static_cast<uint32_t>(frame.size() - 14);
-  std::vector<uint8_t> sealed = sa->seal(frame, node, ++*seqp, iv);
-  const uint32_t body = static_cast<uint32_t>(sealed.size() - 14) - (m_.crypto.auth == Auth::None ? 0 : 12);
+  const uint64_t id = seqp == &s.tx_seq ? s.sa_id : s.old_id;
+  u.txb->put(b, prepare_seal(m_.crypto.cipher, frame, node, ++*seqp, iv));
+  const uint32_t body = sealed_size(m_.crypto.cipher, m_.crypto.auth, plain + 14) - 14 - (m_.crypto.auth == Auth::None ? 0 : 12);
   const uint32_t cb = cipher_blocks(m_.crypto.cipher, plain), hb = hash_blocks(m_.crypto.auth, body);
-  u.cs.sealed->inc();
-  if (cb) u.cs.enc_bytes->inc(plain);
-  if (hb) u.cs.auth_bytes->inc(body);
-  const uint32_t len = static_cast<uint32_t>(sealed.size());  // (not in the call: the lambda takes `sealed`)
-  crypt_work(node, "encrypt", u.txb->offset(b), len, cb, hb, [this, node, b, f = std::move(sealed), k = std::move(in_mac)]() mutable {
+  crypt_work(node, "encrypt", Cau::Op::Seal, *u.txb, b, sealed_size(m_.crypto.cipher, m_.crypto.auth, plain + 14), dst, id, cb, hb, [this, node, plain, body, cb, hb, k = std::move(in_mac)](Cau::Error e, Buf b) mutable {
     Units& u = *u_[node];
-    if (!u.txb->live(b)) return;  // EM lost its contents with the power
-    u.txb->put(b, f);
+    if (e != Cau::Error::None) {
+      u.cs.seal_failed->inc();
+      u.txb->release(b);
+      k({});
+      return tx_buffers_freed(node);
+    }
+    u.cs.sealed->inc();
+    if (cb) u.cs.enc_bytes->inc(plain);
+    if (hb) u.cs.auth_bytes->inc(body);
     ldma_send(node, b, std::move(k));
   });
 }
@@ -987,7 +1028,7 @@ void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
                     std::vector<uint8_t> f;
                     const bool sent = !d.error() && u.mac_tx.take(d.dst, &f);
                     if (u.txb->live(b)) u.txb->release(b);
-                    if (sent) k(std::move(f));
+                    k(sent ? std::move(f) : std::vector<uint8_t>{});  // (empty: not sent)
                     tx_buffers_freed(node);
                   }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
 }
@@ -1096,17 +1137,24 @@ void Mbp2System::open_received(uint32_t node, Buf b, RxReady ready) {
     ready(nullptr);
     return;
   }
-  // What the CAU runs over: the length the header claims, bounded by the frame.
+  // What the CAU runs over: the length the header claims, bounded by the frame. The PME reads
+  // the sequence number from the header; it counts once the CAU has authenticated the frame.
   const uint32_t avail = static_cast<uint32_t>(f.size() - 14);
   const uint32_t claimed = f.size() >= 24 ? (static_cast<uint32_t>(f[22]) << 8 | f[23]) : 0;
+  const uint32_t seq = f.size() >= 22 ? load_be32(f.data() + 18) : 0;
   const uint32_t iv = m_.crypto.cipher == Cipher::None ? 0 : 8;
   const uint32_t body = std::min(avail, 12 + iv + claimed);
   const uint32_t cb = cipher_blocks_of_body(m_.crypto.cipher, std::min(claimed, avail));
   const uint32_t hb = hash_blocks(m_.crypto.auth, body);
-  const uint32_t len = static_cast<uint32_t>(f.size());
-  crypt_work(node, "decrypt", u.rxb->offset(b), len, cb, hb, [this, node, spi, cb, hb, body, b, k = std::move(ready)]() mutable {
+  // Under a rekey the new keys or the old sealed it: the new ones are tried first.
+  const PeerSec& s = u.sec[spi];
+  try_open(node, spi, b, s.sa ? s.sa_id : s.old_id, seq, cb, hb, body, std::move(ready));
+}
+
+void Mbp2System::try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t cb, uint32_t hb, uint32_t body, RxReady ready) {
+  Units& u = *u_[node];
+  crypt_work(node, "decrypt", Cau::Op::Open, *u.rxb, b, b.len, spi, id, cb, hb, [this, node, spi, id, seq, cb, hb, body, k = std::move(ready)](Cau::Error e, Buf b) mutable {
     Units& u = *u_[node];
-    if (!u.rxb->live(b)) return;  // EM lost its contents with the power
     if (hb) u.cs.auth_bytes->inc(body);
     auto reject = [&](Counter* why) {
       why->inc();
@@ -1114,46 +1162,36 @@ void Mbp2System::open_received(uint32_t node, Buf b, RxReady ready) {
       k(nullptr);
     };
     PeerSec& s = u.sec[spi];
-    if (!s.sa && !s.old_sa) return reject(u.cs.rej_no_sa);  // the keys went while the CAU ran
-    std::vector<uint8_t> f = u.rxb->get(b);
-    uint32_t seq = 0;
-    OpenError e = OpenError::BadIcv;
-    ReplayWindow* window = &s.rx_window;
-    if (s.old_sa) {
-      // A rekey is under way: the frame was sealed under the new keys or the old.
-      std::vector<uint8_t> copy = f;
-      if (s.sa) e = s.sa->open(f, nullptr, &seq);
-      if (e == OpenError::None) {
-        s.old_sa.reset();  // the peer has changed over
-      } else {
-        f.swap(copy);
-        e = s.old_sa->open(f, nullptr, &seq);
-        window = &s.old_window;
-        if (e == OpenError::None) u.cs.opened_old->inc();
-        // Sealed under keys this end is still deriving (the peer derived first): the frame
-        // waits in its receive buffer for them rather than being thrown away, while
-        // kRxReserve receive buffers stay free for the frames that bring the keys. Only an
-        // authenticated frame can be told apart from a forged one, so only those.
-        if (e == OpenError::BadIcv && !s.sa && s.started && m_.crypto.auth != Auth::None && s.held_rx.size() < kHeldRxFrames &&
-            u.rxb->in_use() + kRxReserve <= u.rxb->count()) {
-          u.cs.held_rx->inc();
-          s.held_rx.emplace_back(b, std::move(k));
-          return;
-        }
-      }
-    } else {
-      e = s.sa->open(f, nullptr, &seq);
+    const bool was_new = s.sa && s.sa_id == id, was_old = s.old_sa && s.old_id == id;
+    if (!was_new && !was_old) return reject(u.cs.rej_no_sa);  // the keys went while the CAU ran
+    if (e != Cau::Error::None && e != Cau::Error::BadKey && was_new && s.old_sa) return try_open(node, spi, b, s.old_id, seq, cb, hb, body, std::move(k));
+    // Sealed under keys this end is still deriving (the peer derived first): the frame waits
+    // in its receive buffer for them rather than being thrown away, while kRxReserve receive
+    // buffers stay free for the frames that bring the keys. Only an authenticated frame can be
+    // told apart from a forged one, so only those.
+    if (e == Cau::Error::BadIcv && was_old && !s.sa && s.started && m_.crypto.auth != Auth::None && s.held_rx.size() < kHeldRxFrames &&
+        u.rxb->in_use() + kRxReserve <= u.rxb->count()) {
+      u.cs.held_rx->inc();
+      s.held_rx.emplace_back(b, std::move(k));
+      return;
     }
-    if (e == OpenError::BadIcv) return reject(u.cs.rej_auth);
-    if (e != OpenError::None) return reject(u.cs.rej_format);
-    if (window == &s.rx_window && !s.peer_has) new_keys_confirmed(node, spi);  // it sealed under them
+    if (e == Cau::Error::BadIcv) return reject(u.cs.rej_auth);
+    if (e == Cau::Error::BadKey) return reject(u.cs.rej_no_sa);
+    if (e != Cau::Error::None) return reject(u.cs.rej_format);
+    ReplayWindow* window = was_new ? &s.rx_window : &s.old_window;
+    if (was_new && s.old_sa) {  // the peer has changed over
+      s.old_sa.reset();
+      s.old_id = 0;
+    }
+    if (was_old) u.cs.opened_old->inc();
+    if (was_new && !s.peer_has) new_keys_confirmed(node, spi);  // it sealed under them
     // Anti-replay only for authenticated frames: an unauthenticated sequence number proves
     // nothing, and letting it move the window would let a forger stop traffic.
     if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !window->accept(seq)) return reject(u.cs.rej_replay);
     u.cs.opened->inc();
+    // The CAU wrote the plain frame back over the sealed one.
+    const std::vector<uint8_t> f = u.rxb->get(b);
     if (cb) u.cs.dec_bytes->inc(static_cast<uint32_t>(f.size() - 14));
-    // The CAU writes the plain frame back over the sealed one.
-    u.rxb->put(b, f);
     if (is_ip(f)) {  // an IPsec datagram, opened: steered like one in the clear
       k(nullptr);
       return ip_steer(node, b, false);
@@ -1234,6 +1272,7 @@ void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
   // The PME builds the message in EM and hands it to the LDMA, like any frame.
   u.pme->run("key_exchange", Pme::kLow, false, u.pme->instr_ps(m_.rx_desc_instr), [this, node, peer, f = std::move(f)]() mutable {
     to_buffer(node, peer, std::move(f), [this, node, peer](std::vector<uint8_t>&& b) {
+      if (b.empty()) return;  // the LDMA could not send it: the exchange's timer sends again
       ether_->send(node, peer, std::move(b), [this, node](bool) { tx_done(node); });
     }, false);
   });
@@ -1326,6 +1365,7 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
         return;
       }
       s.sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, secret);
+      install_keys(node, peer, false);
       s.peer_pub = pub;
       s.peer_has = s.resp_seen;
       u.cs.kx_done->inc();
@@ -1362,7 +1402,10 @@ void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
   }
   PeerSec fresh;
   fresh.gen = s.gen + 1;
+  fresh.installs = s.installs;
   if (keep_inbound && s.sa) {
+    fresh.old_id = s.sa_id;
+    fresh.old_slot = s.slot;
     fresh.old_sa = std::move(s.sa);
     fresh.old_window = s.rx_window;
     fresh.old_tx_seq = s.tx_seq;

@@ -54,7 +54,7 @@ class Mbp2System : public mbcf::EtherSystem {
   // What a NIC carves in EM: the kernel area (KLI), the descriptor rings of the PGE, ADMA, the
   // two LDMA channels and the CAU, the frame buffers (one per LDMA transmit descriptor, one per
   // receive-ring entry) and the request images (one per request slot).
-  static uint64_t em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring);
+  static uint64_t em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes);
   const Mbp2Config& mbp2_config() const { return m_; }
   mbcf::Task& create_task(uint32_t node, uint32_t ptask, uint32_t key) override;
   // A request rung through an explicit doorbell alias (the normal path uses the task's own):
@@ -109,6 +109,9 @@ class Mbp2System : public mbcf::EtherSystem {
   static constexpr uint64_t kIcuFlushContext = 2ull << 56;    // | ctx << 32
   // The security association node `node` holds for `peer` (nullptr before the key exchange).
   const SecurityAssociation* sa(uint32_t node, uint32_t peer) const { return u_[node]->sec[peer].sa.get(); }
+  // The CAU (nullptr without one) and the key slot of that SA in it.
+  Cau* cau(uint32_t node) { return u_[node]->cau.get(); }
+  uint32_t key_slot(uint32_t node, uint32_t peer) const { return u_[node]->sec[peer].slot; }
   // Starts the Diffie-Hellman exchange with `peer` now (it also starts by itself on the first
   // frame for a peer without keys when crypto.keys = dh).
   void start_key_exchange(uint32_t node, uint32_t peer);
@@ -202,7 +205,12 @@ class Mbp2System : public mbcf::EtherSystem {
   static constexpr size_t kHeldRxFrames = 64;  // received frames a NIC holds for keys being derived
   static constexpr uint32_t kRxReserve = 4;    // receive buffers never held for keys (a RESP must land)
   struct PeerSec {
+    // Each SA has a serial (`sa_id`, `old_id`: which keys a frame in the CAU was posted under)
+    // and, with a CAU, a key slot: 2 x peer and 2 x peer + 1 by turns (`installs`), so a new
+    // SA never takes the slot of the one it renews.
     std::unique_ptr<SecurityAssociation> sa;
+    uint64_t sa_id = 0, old_id = 0;
+    uint32_t slot = 0, old_slot = 0, installs = 0;
     uint32_t tx_seq = 0;
     ReplayWindow rx_window;  // anti-replay for the peer's frames under this SA
     // The SA before a rekey for sequence-number exhaustion: it still opens the peer's frames
@@ -232,6 +240,7 @@ class Mbp2System : public mbcf::EtherSystem {
     Counter *sealed, *opened, *enc_bytes, *dec_bytes, *auth_bytes, *rej_auth, *rej_format, *rej_plain, *rej_no_sa, *rej_replay;
     Counter* rx_no_buffer = nullptr;
     Counter *rekeys = nullptr, *rekeys_seq = nullptr, *seq_exhausted = nullptr, *opened_old = nullptr, *held_rx = nullptr, *confirmed = nullptr;
+    Counter* seal_failed = nullptr;
     Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad;
   };
   struct IpStats {
@@ -428,7 +437,16 @@ class Mbp2System : public mbcf::EtherSystem {
   uint32_t adma_stage(uint32_t node) const;
 
   // crypto (crypto.h): the CAU's work (or the firmware's) over a frame in EM, then `k`.
-  void crypt_work(uint32_t node, const char* what, uint32_t off, uint32_t bytes, uint32_t cblocks, uint32_t hblocks, std::function<void()> k);
+  // The CAU (or, without one, the PME's firmware) seals or opens the frame in `b` under the SA
+  // `id` of `peer`; `k` gets its verdict and the buffer with the result's length. `sealed`:
+  // the length of the frame's sealed form (what the cipher and hash run over).
+  using CryptDone = std::function<void(Cau::Error, Buf)>;
+  void crypt_work(uint32_t node, const char* what, Cau::Op op, FramePool& pool, Buf b, uint32_t sealed, uint32_t peer, uint64_t id,
+                  uint32_t cblocks, uint32_t hblocks, CryptDone k);
+  // Installs `s.sa` (just made) for `peer`: its serial, and its key slot loaded (at boot, by
+  // the OS writing EM; later through the CAU's ring).
+  void install_keys(uint32_t node, uint32_t peer, bool boot);
+  void try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t cblocks, uint32_t hblocks, uint32_t body, RxReady ready);
   // A frame the keys allow to go (rekeying first when its sequence numbers ran out).
   void seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac);
   // The frame takes a transmit buffer in EM (in order, waiting for one if need be), is sealed
@@ -470,6 +488,7 @@ class Mbp2System : public mbcf::EtherSystem {
   Counter &rejected_requests_, &host_requests_, &slot_retries_, &bad_requests_, &ring_waits_;
   Counter* icu_bad_ = nullptr;
   Rng iv_rng_;  // IVs of sealed frames, Diffie-Hellman private values
+  uint64_t sa_serial_ = 0;
 };
 
 }  // namespace mbpsim::mbp2

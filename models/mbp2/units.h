@@ -343,6 +343,7 @@ class DmaEngine : public Unit {
   static constexpr uint32_t kNoContext = ~0u;
   struct Desc {
     uint32_t src = 0, dst = 0, bytes = 0, status = 0, ctx = kNoContext;
+    uint32_t slot = 0;  // where in the ring it is (not a word of it)
     uint32_t number() const { return status & 0xffffff; }
     bool done() const { return (status & kDone) != 0; }
     bool error() const { return (status & kError) != 0; }
@@ -363,8 +364,8 @@ class DmaEngine : public Unit {
   // the end. `move`: the engine moves the bytes through its ports (the LDMA, the PGE fetching,
   // the ADMA writing host memory and reading it for a reply); otherwise their owner moves them
   // (the ADMA's reads for an atomic's old values are the command semantics', the PGE
-  // delivering into a receive structure writes its slot and head, the CAU's transform is the
-  // PME's code) and the engine takes the time.
+  // delivering into a receive structure writes its slot and head, the CAU transforms in place
+  // at completion: `Cau`) and the engine takes the time.
   uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer) {
     return post(at, 0, 0, bytes, xfer);
   }
@@ -520,20 +521,60 @@ struct CryptoConfig {
 // EM and writing the result back (8.3.3). The cipher and hash engines work on the stream side by
 // side (encrypt-then-MAC hashes the ciphertext as it leaves the cipher), so a frame takes the
 // longer of the two, plus its descriptor's set-up.
+//
+// It works from its descriptors and EM alone. Its keys are key blocks in EM's key slots
+// (`key_slot_offset`), which the PME fills with key-load descriptors in the CAU's own ring (a
+// move from a staging block to the slot): a frame posted before a load uses the slot's keys
+// before it, one posted after the new ones, so the PME may reuse a slot while frames sealed
+// under its old keys are still in the ring. A transform's descriptor names the frame (source
+// and destination: in place), its length, and in its fifth word the operation (bits 24-31)
+// and the key slot (bits 0-23). At completion the CAU reads the key block and the frame from
+// EM as they are then, seals or opens the frame there, and hands the PME the descriptor with
+// the result's length and, on a failure, the error bit and the reason (`verdict`); a failed
+// transform writes nothing. It keeps the key schedule of each slot's block (recomputed when
+// the block in EM changed) and reads a block again from EM (charged) when it uses a slot
+// other than the last one.
 class Cau : public Unit {
  public:
-  Cau(Calendar& cal, const CryptoConfig& c, uint32_t ring, Em& em, Stats& st, const std::string& name);
+  enum class Op : uint8_t { Seal = 1, Open = 2 };
+  enum class Error : uint8_t { None, Truncated, BadLength, BadIcv, BadPadding, BadKey, BadRequest };
+  static const char* to_string(Error e);
+  static constexpr uint32_t kMaxFrame = 1514;  // what a sealed frame may grow to (Ethernet's MTU)
+  // The reason a completed descriptor carries (bits 24-26 of its status).
+  static Error verdict(const DmaEngine::Desc& d);
+  // The transform itself (what the CAU's engines do, and the PME's firmware without them).
+  static Error apply(const SecurityAssociation& sa, Op op, std::vector<uint8_t>& frame);
+  Cau(Calendar& cal, const CryptoConfig& c, uint32_t ring, uint32_t key_slots, Em& em, Stats& st, const std::string& name);
   uint64_t compute_ps(uint32_t cipher_blocks, uint32_t hash_blocks) const;
-  // A frame of `bytes` at EM offset `off`, posted at `at`, transformed in place; returns when
-  // the result is in EM, where `done` (the PME's routine) finds its descriptor done.
-  uint64_t run(uint64_t at, uint32_t off, uint32_t bytes, uint32_t cipher_blocks, uint32_t hash_blocks, DmaEngine::Done done = {});
+  // Loads a key block into a slot, through the ring; returns when it is there.
+  uint64_t load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block);
+  // A frame of `bytes` at EM offset `off`, posted at `at`, sealed or opened in place under the
+  // keys of `slot`; returns when the result is in EM, where `done` (the PME's routine) finds
+  // its descriptor done.
+  // `out`: the bytes it will write (a sealed frame is longer; an opened one is at most as long).
+  uint64_t run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cipher_blocks, uint32_t hash_blocks,
+               DmaEngine::Done done = {});
+  uint32_t key_slot_offset(uint32_t slot) const { return keys_off_ + slot * SecurityAssociation::kKeyBlockBytes; }
+  uint32_t key_slots() const { return slots_; }
   uint64_t busy_ps() const { return dma_.busy_ps(); }
   void reset() { dma_.reset(); }  // a power loss: what it had in flight completes nothing
+  // EM the CAU's ring, key slots and key staging take.
+  static uint64_t em_bytes(uint32_t ring, uint32_t key_slots);
 
  private:
+  void transform(DmaEngine::Desc& d);
   CryptoConfig c_;
   Em& em_;
+  EmPort port_;
   DmaEngine dma_;
+  uint32_t slots_, keys_off_, staging_off_;
+  uint32_t last_slot_ = ~0u;  // the slot whose block the CAU read last (its key registers)
+  struct Schedule {
+    std::vector<uint8_t> block;
+    std::unique_ptr<SecurityAssociation> sa;
+  };
+  std::vector<Schedule> schedules_;
+  Counter &transforms_, &failures_, &key_loads_;
 };
 
 // The MEAC1024: 1024-bit modular multiplication and reduction (IBM), one operation at a time.

@@ -267,6 +267,44 @@ TEST(Mbp2Crypto, AFrameAlteredOnTheWireIsRejectedAndResent) {
   EXPECT_TRUE(r.sys->quiet());
 }
 
+// The CAU seals under the key block its slot holds in EM when it runs, not under keys the PME
+// hands it: a block altered in EM makes frames the peer cannot authenticate, and once the block
+// is right again Go-back-N's resend lands the write.
+TEST(Mbp2Crypto, TheCauSealsUnderTheKeyBlockInItsSlotInEm) {
+  Rig r(crypto(Cipher::Des3, Auth::HmacSha1));
+  Cau* cau = r.sys->cau(0);
+  ASSERT_NE(cau, nullptr);
+  const uint32_t off = cau->key_slot_offset(r.sys->key_slot(0, 1));
+  const std::vector<uint8_t> good = r.sys->em(0).read(off, SecurityAssociation::kKeyBlockBytes);
+  EXPECT_EQ(good, r.sys->sa(0, 1)->key_block());  // the OS wrote it at boot
+  const std::vector<uint8_t> other = SecurityAssociation(Cipher::Des3, Auth::HmacSha1, {42}).key_block();
+  r.sys->em(0).write(off, other.data(), static_cast<uint32_t>(other.size()));
+  const Command w = write_bytes(0x10100, 256, 21);
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
+  r.run(5);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_auth"), 1u);
+  EXPECT_EQ(r.byte(1, 0x10100), 0u);
+  r.sys->em(0).write(off, good.data(), static_cast<uint32_t>(good.size()));
+  r.run(100);  // the Go-back-N timeout resends it, sealed under the right keys
+  for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_auth"), 1u);
+  EXPECT_GE(r.counter("system.mbcf.retransmissions"), 1u);
+  // A block that is no key at all: the CAU refuses to seal, and nothing goes out.
+  std::vector<uint8_t> junk = good;
+  junk[0] = 0x7f;
+  r.sys->em(0).write(off, junk.data(), static_cast<uint32_t>(junk.size()));
+  const Command w2 = write_bytes(0x10400, 64, 22);
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w2, 0x10000), [] {}));
+  r.run(5);
+  EXPECT_GE(r.counter("system.node0.mbp2.crypto.seal_failed"), 1u);
+  EXPECT_GE(r.counter("system.node0.mbp2.cau.failures"), 1u);
+  EXPECT_EQ(r.byte(1, 0x10400), 0u);
+  r.sys->em(0).write(off, good.data(), static_cast<uint32_t>(good.size()));
+  r.run(100);
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10400 + i), w2.data[i]) << i;
+  EXPECT_TRUE(r.sys->quiet());
+}
+
 TEST(Mbp2Crypto, AnEncryptingNicTakesNothingInTheClearNorFromAPeerWithoutKeys) {
   Rig r(crypto(Cipher::Des, Auth::HmacSha1));
   Packet p;

@@ -173,26 +173,108 @@ TEST(Mbp2Crypto, CauTimeIsTheLongerOfCipherAndHashAndItsMemoryTrafficSlowsOtherR
   CryptoConfig c;  // 100 MHz, 2 cycles per DES pass, 32 per hash block
   Calendar cal("cal");
   Em em(EmConfig{}, st, "em");
-  Cau cau(cal, c, 4, em, st, "cau");
+  Cau cau(cal, c, 4, 2, em, st, "cau");
   // 1024 bytes of 3DES: 129 blocks x 3 passes x 2 cycles = 7.74 us; the hash is shorter.
   EXPECT_EQ(cipher_blocks(Cipher::Des3, 1024), 387u);
   EXPECT_EQ(cau.compute_ps(387, hash_blocks(Auth::HmacSha1, 1060)), 7740000u);
   EXPECT_EQ(cau.compute_ps(0, 18), 5760000u);  // hash alone: 18 x 32 cycles
   // Its reads and writes share the card memory with the MAC's route.
   const uint32_t frame = em.carve(1024);
-  const uint64_t end = cau.run(0, frame, 1024, 387, 18);
+  const uint64_t end = cau.run(0, Cau::Op::Seal, 1, frame, 1000, 1024, 387, 18);
   EXPECT_GE(end, 7740000u);
-  // Its descriptor names the frame in EM, transformed in place.
+  // Its descriptor names the frame in EM, transformed in place, and the operation and slot.
   const uint32_t desc = 0;  // the CAU's ring was carved first
   EXPECT_EQ(em.load32(desc), frame);
   EXPECT_EQ(em.load32(desc + 4), frame);
-  EXPECT_EQ(em.load32(desc + 8), 1024u);
+  EXPECT_EQ(em.load32(desc + 8), 1000u);
+  EXPECT_EQ(em.load32(desc + 16), 1u << 24 | 1);
   const uint64_t mac_alone = em.access_ps(1024);
   const uint64_t mac = em.access(Route::Mac, 0, 1024);
   EXPECT_GT(mac, mac_alone);
   EXPECT_GT(em.wait_ps(Route::Mac), 0u);
-  EXPECT_EQ(test::stat_value(st, "cau.bytes"), 1024);
-  EXPECT_EQ(test::stat_value(st, "em.crypto.bytes"), 2048);
+  EXPECT_EQ(test::stat_value(st, "cau.bytes"), 1000);
+  // It reads the frame and its slot's key block (the first use of the slot) and writes the
+  // sealed frame.
+  EXPECT_EQ(test::stat_value(st, "em.crypto.bytes"), 1000 + 1024 + SecurityAssociation::kKeyBlockBytes);
+  cau.run(end, Cau::Op::Seal, 1, frame, 1000, 1024, 387, 18);
+  EXPECT_EQ(test::stat_value(st, "em.crypto.bytes"), 2 * (1000 + 1024) + SecurityAssociation::kKeyBlockBytes);  // the same slot: no key read
+}
+
+// The CAU works from its ring and EM alone: keys are loaded into its key slots through its
+// ring, in order with the frames; at completion it seals or opens what EM holds then, under
+// the key block EM holds then, writes the result in place and reports through the descriptor.
+TEST(Mbp2Crypto, TheCauSealsAndOpensWhatEmHoldsUnderTheKeysItsRingLoaded) {
+  Stats st;
+  CryptoConfig c;
+  Calendar cal("cal");
+  Em em(EmConfig{}, st, "em");
+  Cau cau(cal, c, 8, 2, em, st, "cau");
+  const SecurityAssociation k1(Cipher::Des3, Auth::HmacSha1, {1, 2, 3}), k2(Cipher::Des3, Auth::HmacSha1, {4, 5, 6});
+  // A key block is the keys: it makes an association that seals what the original does.
+  const std::vector<uint8_t> b1 = k1.key_block();
+  ASSERT_EQ(b1.size(), SecurityAssociation::kKeyBlockBytes);
+  const auto again = SecurityAssociation::from_key_block(b1.data(), static_cast<uint32_t>(b1.size()));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->fingerprint(), k1.fingerprint());
+  std::vector<uint8_t> bad = b1;
+  bad[2] = 1;  // a reserved byte
+  EXPECT_FALSE(SecurityAssociation::from_key_block(bad.data(), static_cast<uint32_t>(bad.size())));
+  bad = b1;
+  bad[0] = 9;  // no such cipher
+  EXPECT_FALSE(SecurityAssociation::from_key_block(bad.data(), static_cast<uint32_t>(bad.size())));
+
+  const uint8_t iv[8] = {9, 8, 7, 6, 5, 4, 3, 2};
+  const uint32_t a = em.carve(1536), b = em.carve(1536), d = em.carve(1536);
+  auto put = [&](uint32_t off, const std::vector<uint8_t>& f) { em.write(off, f.data(), static_cast<uint32_t>(f.size())); };
+  const std::vector<uint8_t> fa = frame(100, 1), fb = frame(100, 2);
+  const std::vector<uint8_t> pa = prepare_seal(Cipher::Des3, fa, 0, 1, iv), pb = prepare_seal(Cipher::Des3, fb, 0, 2, iv);
+  put(a, pa);
+  put(b, pb);
+  std::vector<DmaEngine::Desc> done;
+  auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
+  const uint32_t n = static_cast<uint32_t>(pa.size());
+  const uint32_t out = sealed_size(Cipher::Des3, Auth::HmacSha1, static_cast<uint32_t>(fa.size()));
+  // Slot 0 gets k1; frame a is sealed under it; slot 0 then gets k2 while a is still in the
+  // ring, and frame b, posted after the load, is sealed under k2.
+  cau.load_key(0, 0, k1.key_block());
+  cau.run(0, Cau::Op::Seal, 0, a, n, out, 10, 10, k);
+  cau.load_key(0, 0, k2.key_block());
+  cau.run(0, Cau::Op::Seal, 0, b, n, out, 10, 10, k);
+  // A byte of frame b changes in EM after its descriptor was posted, before the CAU runs it.
+  std::vector<uint8_t> fb2 = fb;
+  fb2.back() ^= 0x5a;
+  em.write(b + n - 1, &fb2.back(), 1);
+  // A frame under a slot whose block is no key: refused, nothing written.
+  std::vector<uint8_t> zeros(SecurityAssociation::kKeyBlockBytes, 0xee);
+  em.write(cau.key_slot_offset(1), zeros.data(), static_cast<uint32_t>(zeros.size()));
+  put(d, pa);
+  cau.run(0, Cau::Op::Seal, 1, d, n, out, 10, 10, k);
+  sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_US));
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(Cau::verdict(done[0]), Cau::Error::None);
+  EXPECT_EQ(done[0].bytes, out);  // the sealed frame's length, in the descriptor
+  EXPECT_EQ(em.read(a, out), k1.seal(fa, 0, 1, iv));
+  std::vector<uint8_t> got_b = em.read(b, done[1].bytes);
+  EXPECT_EQ(got_b, k2.seal(fb2, 0, 2, iv));  // what EM held when the CAU ran, under k2
+  EXPECT_EQ(Cau::verdict(done[2]), Cau::Error::BadKey);
+  EXPECT_TRUE(done[2].error());
+  EXPECT_EQ(em.read(d, n), pa);
+
+  // Opening: a frame under the wrong keys fails authentication and stays as it was; under the
+  // right ones it is written back in the clear.
+  done.clear();
+  const uint64_t t = cal.now_ps();
+  cau.run(t, Cau::Op::Open, 0, a, out, out, 10, 10, k);  // a was sealed under k1; slot 0 holds k2
+  cau.run(t, Cau::Op::Open, 0, b, out, out, 10, 10, k);
+  sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_US));
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(Cau::verdict(done[0]), Cau::Error::BadIcv);
+  EXPECT_EQ(em.read(a, out), k1.seal(fa, 0, 1, iv));
+  EXPECT_EQ(Cau::verdict(done[1]), Cau::Error::None);
+  EXPECT_EQ(done[1].bytes, fb2.size());
+  EXPECT_EQ(em.read(b, done[1].bytes), fb2);
+  EXPECT_EQ(test::stat_value(st, "cau.key_loads"), 2);
+  EXPECT_EQ(test::stat_value(st, "cau.failures"), 2);
 }
 
 TEST(Mbp2Crypto, MeacOperationsQueueAndFirmwareKernelsPayForUncachedFrames) {
