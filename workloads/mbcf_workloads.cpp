@@ -25,6 +25,9 @@ void declare_mbcf_workload_params(ParamSchema& s) {
   s.add({"workload.transfers", T::Int, 1024, "", "peak: MBCF_WRITEs per size", 16, 1e9});
   s.add({"workload.ack_every", T::Int, 16, "", "peak: a status check every N transmissions (6.2.3)", 1, 1e6});
   s.add({"workload.protocol", T::String, "udp", "", "datagram: udp | tcp (MBP2 message passing)", -1e300, 1e300, {"udp", "tcp"}});
+  s.add({"workload.timeout_us", T::Double, 1e6, "us",
+         "datagram, UDP: how long the user library waits for an echo before sending again, and the stream's receiver for the next datagram once the sender is done (a library's choice: longer than a first contact's key exchange, 0.4 s in the MBP2P's firmware; idle simulated time costs nothing)",
+         1, 1e9});
   s.add({"workload.calc_nodes", T::Int, 1, "nodes", "raytrace: calculator nodes (node 0 displays)", 1, 253});
   s.add({"workload.payload_bytes", T::Int, 64, "pixels", "raytrace: pixels (1 byte each) per MBCF_WRITE; the unit of cyclic distribution", 1, 1408});
   s.add({"workload.width", T::Int, 576, "pixels", "raytrace: picture width (6.2.6)", 1, 1e5});
@@ -544,6 +547,14 @@ class DatagramWorkload : public MbcfWorkload {
         c.fail("workload.sizes", "datagram: a size does not fit one frame (" + std::to_string(room) + " bytes at most, less when sealed)");
     iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
     count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
+    timeout_ps_ = static_cast<uint64_t>(c.get_double("workload.timeout_us") * 1e6);
+    if (proto_ == mbp2::kIpProtoTcp)
+      // The NIC numbers TCP segments and the OCU drops one out of order, but retransmission
+      // (host software) is not modelled: one segment lost, altered or overtaken stalls the
+      // stream for good.
+      for (const char* k : {"ether.loss", "ether.burst_enter", "ether.tamper", "ether.reorder", "ether.blackhole_every_us"})
+        if (c.get_double(k) > 0)
+          c.fail(k, "datagram: TCP's retransmission is not modelled, so a lost, altered or overtaken segment would stall the stream; needs 0 with workload.protocol = tcp (UDP runs under faults)");
     for (uint32_t n = 0; n < 2; ++n) {
       mbp2_->init_ring(n, kPtask, kDst, kSlots, kSlotBytes);
       const bool ok = proto_ == mbp2::kIpProtoUdp
@@ -559,6 +570,9 @@ class DatagramWorkload : public MbcfWorkload {
     s["checked_bytes"] = checked_;
     s["mismatched_datagrams"] = mismatched_;
     s["send_buffer_waits"] = buffer_waits_;
+    s["echo_timeouts"] = echo_timeouts_;
+    s["stray_datagrams"] = stray_;
+    s["duplicate_datagrams"] = duplicates_;
     return s;
   }
 
@@ -585,38 +599,62 @@ class DatagramWorkload : public MbcfWorkload {
     const Task& t = *ts.find(kPtask);
     return ts.load32(t, kDst + 8) != ts.load32(t, kDst + 12);
   }
-  // Takes the next datagram on `node` and checks it against the pattern it was sent with.
-  void take_check(uint32_t node, uint32_t n, uint32_t salt) {
-    std::vector<uint8_t> got;
-    if (!mbp2_->take(node, kPtask, kDst, &got)) internal_error("datagram: the ring was ready but empty");
-    if (got != pattern(n, salt)) ++mismatched_;
-    checked_ += got.size();
+  // A datagram's payload: pattern(), its first bytes replaced by the salt (big-endian; below 4
+  // bytes its low-order bytes), so a datagram says which it is.
+  static std::vector<uint8_t> dgram(uint32_t n, uint32_t salt) {
+    std::vector<uint8_t> d = pattern(n, salt);
+    const uint32_t m = std::min(n, 4u);
+    for (uint32_t i = 0; i < m; ++i) d[i] = static_cast<uint8_t>(salt >> (8 * (m - 1 - i)));
+    return d;
   }
-  // Takes the next datagram of the stream: the next one sent, or (datagrams dropped before it)
-  // a later one, found by its pattern (salts are distinct over 256 datagrams).
+  static uint32_t salt_of(const std::vector<uint8_t>& p) {
+    uint32_t v = 0;
+    for (uint32_t i = 0; i < p.size() && i < 4; ++i) v = v << 8 | p[i];
+    return v;
+  }
+  // Some datagram the workload sent, if not the one expected: a try before, a copy duplicated
+  // on the wire, one left from an earlier phase. Anything else is a payload the system damaged.
+  static bool is_dgram(const std::vector<uint8_t>& p) { return p == dgram(static_cast<uint32_t>(p.size()), salt_of(p)); }
+  // Takes the next datagram of the stream: each says which it is (from 4 bytes; below, the next
+  // one sent or a later one within 256, found by its pattern). A second copy of one (duplicated
+  // on the wire) is not taken again, and another datagram (a request of the echo phase,
+  // duplicated or late) is not the stream's.
   void take_stream(uint32_t n) {
     std::vector<uint8_t> got;
     if (!mbp2_->take(1, kPtask, kDst, &got)) internal_error("datagram: the ring was ready but empty");
-    ++taken_;
     checked_ += got.size();
-    for (uint32_t k = next_; k < count_ && k < next_ + 256; ++k)
-      if (got == pattern(n, 1000 + k)) {
-        next_ = k + 1;
-        return;
-      }
-    ++mismatched_;
-    ++next_;
+    int64_t k = -1;
+    if (n >= 4) {
+      const uint32_t salt = salt_of(got);
+      if (got.size() == n && salt >= 1000 && salt - 1000 < count_ && got == dgram(n, salt)) k = salt - 1000;
+    } else {
+      for (uint32_t j = next_ > 256 ? next_ - 256 : 0; j < count_ && j < next_ + 256 && k < 0; ++j)
+        if (got == dgram(n, 1000 + j)) k = j;
+    }
+    if (k < 0) {
+      if (is_dgram(got)) ++stray_;
+      else ++mismatched_;
+      return;
+    }
+    if (seen_[k]) {
+      ++duplicates_;
+      return;
+    }
+    seen_[k] = true;
+    ++taken_;
+    next_ = std::max<uint32_t>(next_, static_cast<uint32_t>(k) + 1);
   }
   // Writes the datagram of `salt` into send buffer `buf` and sends it from there, once the PGE
   // has fetched the datagram that used the buffer before (the task polls the count of fetched
   // send structures its NIC writes back).
-  void send(uint32_t from, uint32_t n, uint32_t salt, uint32_t buf, std::function<void()> k) {
+  void send(uint32_t from, uint32_t n, uint32_t salt, uint32_t buf, std::function<void()> k) { send(from, dgram(n, salt), buf, std::move(k)); }
+  void send(uint32_t from, std::vector<uint8_t> p, uint32_t buf, std::function<void()> k) {
     const uint32_t b = buf % kBuffers;
     const int64_t before = last_use_[from][b];
     const int64_t m = sent_[from]++;
     last_use_[from][b] = m;
-    auto go = [this, from, n, salt, buf, k = std::move(k)]() mutable {
-      const auto p = pattern(n, salt);
+    auto go = [this, from, p = std::move(p), buf, k = std::move(k)]() mutable {
+      const uint32_t n = static_cast<uint32_t>(p.size());
       sys_->space(from).write(*sys_->space(from).find(kPtask), buffer(buf), p.data(), n);
       if (!mbp2_->send_datagram(from, kPtask, req(from, n, buf), std::move(k))) internal_error("datagram: a send was refused");
     };
@@ -632,31 +670,60 @@ class DatagramWorkload : public MbcfWorkload {
     mark_cpu();
     echo();
   }
-  // --- round trip: node 0 sends, node 1 takes it and sends it back, node 0 takes the echo
+  // --- round trip: node 0 sends, node 1's task echoes every datagram it takes, node 0 takes
+  // the echo. A datagram or its echo lost on the wire: node 0 sends again (a new pattern) after
+  // workload.timeout_us; an echo of an earlier try that arrives later is taken and ignored.
   void echo() {
     const uint32_t n = sizes_[si_];
-    if (i_ == 2) mark_cpu();
+    if (i_ == 0 && !serving_) {
+      serving_ = true;
+      serve(++serve_gen_);
+    }
+    if (i_ == 2 && tries_ == 0) mark_cpu();
     const uint64_t t0 = now();
-    const uint32_t salt = i_;
-    send(0, n, salt, 0, [this, n, t0, salt] {  // one buffer: the echo has one datagram out
-      sys_->poll(0, [this] { return ready(0); }, [this, n, t0, salt] {
-        take_check(0, n, salt);
-        if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
-        if (++i_ < iters_ + 2) return echo();
-        // The sender's CPU per datagram: it sent one and took one per round trip.
-        points_.push_back(point(std::string(name()) + "_ECHO", n, sum_ / iters_ / 1e6, "us", cpu_us_since_mark() / iters_ / 2));
-        stream();
-      });
+    const uint32_t salt = ++salt_;
+    ++tries_;
+    send(0, n, salt, 0, [this, n, t0, salt] { await_echo(n, t0, salt, now() + timeout_ps_); });  // one buffer: one datagram out
+  }
+  void await_echo(uint32_t n, uint64_t t0, uint32_t salt, uint64_t deadline) {
+    sys_->poll_until(0, [this] { return ready(0); }, deadline, [this, n, t0, salt, deadline](bool got) {
+      if (!got) {
+        ++echo_timeouts_;
+        return echo();
+      }
+      std::vector<uint8_t> p;
+      if (!mbp2_->take(0, kPtask, kDst, &p)) internal_error("datagram: the ring was ready but empty");
+      checked_ += p.size();
+      if (p != dgram(n, salt)) {
+        if (is_dgram(p)) ++stray_;
+        else ++mismatched_;
+        return await_echo(n, t0, salt, deadline);
+      }
+      tries_ = 0;
+      if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
+      if (++i_ < iters_ + 2) return echo();
+      serving_ = false;
+      // The sender's CPU per datagram: it sent one and took one per round trip.
+      points_.push_back(point(std::string(name()) + "_ECHO", n, sum_ / iters_ / 1e6, "us", cpu_us_since_mark() / iters_ / 2));
+      stream();
     });
-    sys_->poll(1, [this] { return ready(1); }, [this, n, salt] {
-      take_check(1, n, salt);
-      send(1, n, salt, 0, [] {});
+  }
+  // Node 1's task during an echo phase (`gen`): takes each datagram and sends it back.
+  void serve(uint32_t gen) {
+    auto over = [this, gen] { return !serving_ || gen != serve_gen_; };
+    sys_->poll(1, [this, over] { return ready(1) || over(); }, [this, gen, over] {
+      if (over()) return;  // the echo phase is over: what arrives now is the stream's
+      std::vector<uint8_t> p;
+      if (!mbp2_->take(1, kPtask, kDst, &p)) internal_error("datagram: the ring was ready but empty");
+      checked_ += p.size();
+      send(1, std::move(p), 0, [this, gen] { serve(gen); });
     });
   }
   // --- peak rate: node 0 streams, node 1's task takes what arrives
   void stream() {
     const uint32_t n = sizes_[si_];
     k_ = taken_ = next_ = 0;
+    seen_.assign(count_, false);
     const uint64_t dropped = drops();
     mark_cpu();
     t0_ = now();
@@ -682,11 +749,16 @@ class DatagramWorkload : public MbcfWorkload {
   // UDP has no flow control: a receiving NIC that falls behind the wire drops datagrams
   // (counted). The stream ends when every datagram was taken or dropped (the harness reads the
   // drop counters); the rate is the payload delivered.
+  // Datagrams lost on the wire are never counted by the receiver's NIC: once the sender is done
+  // and nothing arrived for workload.timeout_us, the stream ends with them counted as lost and
+  // its rate taken at the last datagram.
   void receive_next(uint32_t n, uint64_t dropped_before) {
     auto accounted = [this, dropped_before] { return taken_ + (drops() - dropped_before) >= count_; };
-    sys_->poll(1, [this, accounted] { return ready(1) || accounted(); }, [this, n, dropped_before, accounted] {
+    sys_->poll_until(1, [this, accounted] { return ready(1) || accounted(); }, now() + timeout_ps_, [this, n, dropped_before, accounted](bool got) {
+      if (!got && k_ < count_) return receive_next(n, dropped_before);  // the sender is still at it
       if (ready(1)) {
         take_stream(n);
+        last_take_ = now();
         if (window_wait_) {
           auto w = std::move(window_wait_);
           window_wait_ = nullptr;
@@ -694,9 +766,11 @@ class DatagramWorkload : public MbcfWorkload {
         }
         if (!accounted()) return receive_next(n, dropped_before);
       }
-      const double s = (now() - t0_) / 1e12;
+      const double s = ((got ? now() : last_take_) - t0_) / 1e12;
       ordered_json p = point(std::string(name()) + "_STREAM", n, taken_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_since_mark() / count_);
       p["dropped"] = drops() - dropped_before;
+      // (The NIC's drops include second copies it had no room for: never below zero.)
+      p["lost"] = std::max<int64_t>(0, static_cast<int64_t>(count_) - taken_ - static_cast<int64_t>(drops() - dropped_before));
       points_.push_back(p);
       ++si_;
       next_size();
@@ -710,6 +784,12 @@ class DatagramWorkload : public MbcfWorkload {
   double sum_ = 0;
   uint64_t t0_ = 0, checked_ = 0, mismatched_ = 0, buffer_waits_ = 0;
   std::function<void()> window_wait_;  // a TCP sender waiting for the receiver's window
+  uint64_t timeout_ps_ = 0, last_take_ = 0, echo_timeouts_ = 0, stray_ = 0, duplicates_ = 0;
+  // Echo tries have salts of their own, apart from the stream's (1000 + datagram number).
+  static constexpr uint32_t kEchoSalt0 = 0x80000000u;
+  uint32_t salt_ = kEchoSalt0, tries_ = 0, serve_gen_ = 0;
+  bool serving_ = false;
+  std::vector<bool> seen_;  // the stream's datagrams taken
   int64_t sent_[2] = {0, 0};  // datagrams each node's task has sent
   std::vector<int64_t> last_use_[2] = {std::vector<int64_t>(kBuffers, -1), std::vector<int64_t>(kBuffers, -1)};
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 #include "models/core/error.h"
 
@@ -150,6 +151,21 @@ void EtherSystem::poll(uint32_t node, std::function<bool()> pred, std::function<
     return;
   }
   n_[node]->pollers.emplace_back(std::move(pred), std::move(k));
+}
+
+void EtherSystem::poll_until(uint32_t node, std::function<bool()> pred, uint64_t deadline_ps, std::function<void(bool)> k) {
+  auto done = std::make_shared<bool>(false);
+  auto pr = std::make_shared<std::function<bool()>>(std::move(pred));
+  auto p = [this, pr, deadline_ps] { return (*pr)() || cal_.now_ps() >= deadline_ps; };
+  const bool armed = !p();
+  poll(node, p, [pr, done, k = std::move(k)] {
+    *done = true;
+    k((*pr)());
+  });
+  // The deadline passing is noticed on the loop's next iteration, like a condition.
+  if (armed) cal_.at(deadline_ps, [this, node, done] {
+    if (!*done) run_pollers(node, cal_.now_ps());
+  });
 }
 
 void EtherSystem::run_pollers(uint32_t node, uint64_t at) {

@@ -111,6 +111,9 @@ class EtherSystem {
   bool syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k);
   // Busy-polls until `pred()` holds; checked after every interrupt routine on the node.
   void poll(uint32_t node, std::function<bool()> pred, std::function<void()> k);
+  // The same with a deadline (the loop also reads the clock): `k(true)` when `pred()` held,
+  // `k(false)` when the simulated time reached `deadline_ps` first.
+  void poll_until(uint32_t node, std::function<bool()> pred, uint64_t deadline_ps, std::function<void(bool)> k);
   // A light-weight system call (FIFO read, signal-flag reset, TASKQUE read): `fn` runs at its end.
   void lw_syscall(uint32_t node, std::function<void()> fn);
   // A user program invoked by MBCF_SIGNAL; it must end by calling `done()`.

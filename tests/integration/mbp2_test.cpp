@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -1226,6 +1227,43 @@ TEST(Mbp2, FewFrameBuffersDelayOrLoseFramesButEveryWriteLands) {
   EXPECT_GT(r.counter("system.mbcf.retransmissions"), 0u);
   EXPECT_EQ(r.counter("system.node1.mbp2.rx_buffers.high_water"), 2u);
   EXPECT_TRUE(r.sys->quiet());
+}
+
+// UDP under loss: an echo whose datagram or answer was lost is tried again after
+// workload.timeout_us, and a stream ends once nothing arrives for that long after the sender
+// is done, with the datagrams lost on the wire counted. TCP under faults is refused up front:
+// its retransmission is not modelled, so one lost segment would stall the stream.
+TEST(Mbp2Msg, UdpUnderLossRetriesItsEchoesAndCountsWhatTheStreamLost) {
+  const auto s = stats_json("mbp2c-pci.json", "--set workload.kind=datagram --set ether.loss=0.05 --set ether.duplicate=0.05"
+                                              " --set 'workload.sizes=[4,256]' --set workload.transfers=256 --set workload.iterations=20");
+  const auto& sum = s["summary"];
+  ASSERT_TRUE(sum["finished"].get<bool>());
+  EXPECT_EQ(sum["mismatched_datagrams"].get<uint64_t>(), 0u);
+  EXPECT_GT(sum["echo_timeouts"].get<uint64_t>(), 0u);
+  ASSERT_EQ(sum["points"].size(), 4u);
+  uint64_t lost = 0;
+  for (int i : {1, 3}) {
+    const auto& p = sum["points"][i];
+    lost += p["lost"].get<uint64_t>();
+    // Every datagram is taken, dropped by the NIC or lost on the wire, and the rate counts the
+    // ones taken up to the last (not the receiver's final wait).
+    EXPECT_LE(p["lost"].get<uint64_t>() + p["dropped"].get<uint64_t>(), 256u);
+    EXPECT_GT(p["value"].get<double>(), 1.0);
+  }
+  EXPECT_GT(lost, 0u);
+  // The round trips are those of the tries that came back: near the lossless figure.
+  const auto clean = points("mbp2c-pci.json", "--set workload.kind=datagram --set 'workload.sizes=[4]' --set workload.transfers=16 --set workload.iterations=20");
+  EXPECT_NEAR(sum["points"][0]["value"].get<double>(), clean[0]["value"].get<double>(), 0.2 * clean[0]["value"].get<double>());
+  for (const char* fault : {"ether.loss=0.01", "ether.reorder=0.01", "ether.tamper=0.01"}) {
+    const auto d = test::temp_dir("mbp2_tcp_faults");
+    auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbp2c-pci.json") + " --quiet --out " + (d / "o").string() +
+                           " --set workload.kind=datagram --set workload.protocol=tcp --set " + fault);
+    EXPECT_EQ(r.status, 1) << r.output;
+    const std::string key(fault, std::strchr(fault, '='));
+    EXPECT_NE(r.output.find(key), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("retransmission is not modelled"), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
 }
 
 // The datagram workload: UDP and TCP echo and stream between user tasks on both MBP2 configs,
