@@ -998,9 +998,10 @@ void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, b
   const uint32_t plain = static_cast<uint32_t>(frame.size() - 14);
   const uint64_t id = seqp == &s.tx_seq ? s.sa_id : s.old_id;
   u.txb->put(b, prepare_seal(m_.crypto.cipher, frame, node, ++*seqp, iv));
-  const uint32_t body = sealed_size(m_.crypto.cipher, m_.crypto.auth, plain + 14) - 14 - (m_.crypto.auth == Auth::None ? 0 : 12);
+  const uint32_t sealed = sealed_size(m_.crypto.cipher, m_.crypto.auth, plain + 14);
+  const uint32_t body = sealed - 14 - (m_.crypto.auth == Auth::None ? 0 : 12);  // what the hash covers
   const uint32_t cb = cipher_blocks(m_.crypto.cipher, plain), hb = hash_blocks(m_.crypto.auth, body);
-  crypt_work(node, "encrypt", Cau::Op::Seal, *u.txb, b, sealed_size(m_.crypto.cipher, m_.crypto.auth, plain + 14), dst, id, cb, hb, [this, node, plain, body, cb, hb, k = std::move(in_mac)](Cau::Error e, Buf b) mutable {
+  crypt_work(node, "encrypt", Cau::Op::Seal, *u.txb, b, sealed, dst, id, cb, hb, [this, node, plain, body, cb, hb, k = std::move(in_mac)](Cau::Error e, Buf b) mutable {
     Units& u = *u_[node];
     if (e != Cau::Error::None) {
       u.cs.seal_failed->inc();
