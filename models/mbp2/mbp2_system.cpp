@@ -859,9 +859,8 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePo
       if (!pool.live(b)) return;  // EM lost its contents with the power
       const PeerSec& s = u.sec[peer];
       // Slots change hands only by loads posted after the keys they held were dropped.
-      if (!((s.sa && s.sa_id == id) || (s.old_sa && s.old_id == id))) return k(Cau::Error::BadKey, b);
-      const uint32_t slot = s.sa && s.sa_id == id ? s.slot : s.old_slot;
-      u.cau->run(cal_.now_ps(), op, slot, pool.offset(b), b.len, op == Cau::Op::Seal ? sealed : b.len, cb, hb, [this, node, &pool, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
+      if (!s.sa_of(id)) return k(Cau::Error::BadKey, b);
+      u.cau->run(cal_.now_ps(), op, s.slot_of(id), pool.offset(b), b.len, op == Cau::Op::Seal ? sealed : b.len, cb, hb, [this, node, &pool, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
         Units& u = *u_[node];
         if (!pool.live(b)) return;
         const Cau::Error e = Cau::verdict(d);
@@ -880,7 +879,7 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePo
     Units& u = *u_[node];
     if (!pool.live(b)) return;
     const PeerSec& s = u.sec[peer];
-    const SecurityAssociation* sa = s.sa && s.sa_id == id ? s.sa.get() : s.old_sa && s.old_id == id ? s.old_sa.get() : nullptr;
+    const SecurityAssociation* sa = s.sa_of(id);
     if (!sa) return k(Cau::Error::BadKey, b);
     std::vector<uint8_t> f = pool.get(b);
     const Cau::Error e = Cau::apply(*sa, op, f);
@@ -1163,7 +1162,7 @@ void Mbp2System::try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint3
       k(nullptr);
     };
     PeerSec& s = u.sec[spi];
-    const bool was_new = s.sa && s.sa_id == id, was_old = s.old_sa && s.old_id == id;
+    const bool was_new = s.is_new(id), was_old = s.is_old(id);
     if (!was_new && !was_old) return reject(u.cs.rej_no_sa);  // the keys went while the CAU ran
     if (e != Cau::Error::None && e != Cau::Error::BadKey && was_new && s.old_sa) return try_open(node, spi, b, s.old_id, seq, cb, hb, body, std::move(k));
     // Sealed under keys this end is still deriving (the peer derived first): the frame waits

@@ -211,6 +211,11 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<SecurityAssociation> sa;
     uint64_t sa_id = 0, old_id = 0;
     uint32_t slot = 0, old_slot = 0, installs = 0;
+    bool is_new(uint64_t id) const { return sa && sa_id == id; }
+    bool is_old(uint64_t id) const { return old_sa && old_id == id; }
+    // The SA of serial `id` (nullptr once dropped) and its key slot.
+    const SecurityAssociation* sa_of(uint64_t id) const { return is_new(id) ? sa.get() : is_old(id) ? old_sa.get() : nullptr; }
+    uint32_t slot_of(uint64_t id) const { return is_new(id) ? slot : old_slot; }
     uint32_t tx_seq = 0;
     ReplayWindow rx_window;  // anti-replay for the peer's frames under this SA
     // The SA before a rekey for sequence-number exhaustion: it still opens the peer's frames

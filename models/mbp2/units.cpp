@@ -627,10 +627,12 @@ void Cau::transform(DmaEngine::Desc& d) {
   } else {
     // The key block as EM holds it now; its schedule is recomputed only when it changed.
     Schedule& k = schedules_[slot];
-    std::vector<uint8_t> block = em_.read(key_slot_offset(slot), SecurityAssociation::kKeyBlockBytes);
-    if (block != k.block) {
-      k.sa = SecurityAssociation::from_key_block(block.data(), static_cast<uint32_t>(block.size()));
-      k.block = std::move(block);
+    std::array<uint8_t, SecurityAssociation::kKeyBlockBytes> block;
+    em_.read_into(key_slot_offset(slot), block.data(), SecurityAssociation::kKeyBlockBytes);
+    if (!k.sa_made || block != k.block) {
+      k.sa = SecurityAssociation::from_key_block(block.data(), SecurityAssociation::kKeyBlockBytes);
+      k.block = block;
+      k.sa_made = true;
     }
     f.resize(d.bytes);
     if (!k.sa) e = Error::BadKey;

@@ -6,6 +6,7 @@
 // own busy-until time, statistics, and a unit test; Mbp2System (mbp2_system.h) wires them
 // into the send and receive paths of 8.3.3. Times are picoseconds.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -570,7 +571,8 @@ class Cau : public Unit {
   uint32_t slots_, keys_off_, staging_off_;
   uint32_t last_slot_ = ~0u;  // the slot whose block the CAU read last (its key registers)
   struct Schedule {
-    std::vector<uint8_t> block;
+    std::array<uint8_t, SecurityAssociation::kKeyBlockBytes> block{};
+    bool sa_made = false;  // `sa` is the schedule of `block` (null: no key)
     std::unique_ptr<SecurityAssociation> sa;
   };
   std::vector<Schedule> schedules_;
