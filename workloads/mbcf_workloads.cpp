@@ -19,7 +19,7 @@ using namespace mbpsim::mbcf;
 
 void declare_mbcf_workload_params(ParamSchema& s) {
   using T = ParamType;
-  s.add({"workload.sizes", T::IntList, json::array({4, 16, 64, 256, 1024}), "bytes", "rtt, oneway, peak: payload sizes to measure", 1, 1408});
+  s.add({"workload.sizes", T::IntList, json::array({4, 16, 64, 256, 1024}), "bytes", "rtt, oneway, peak: payload sizes to measure (at most 1408: one MBCF packet's data); datagram: payload sizes (UDP up to 65507, in IP fragments beyond one frame; TCP one frame)", 1, 65507});
   s.add({"workload.commands", T::Json, json::array(), "", "rtt: [write, read, swap] by default; oneway: [write, fifo, signal]", -1e300, 1e300});
   s.add({"workload.iterations", T::Int, 20, "", "rtt, oneway: measured repetitions per point (after 2 unmeasured ones)", 1, 1e9});
   s.add({"workload.transfers", T::Int, 1024, "", "peak: MBCF_WRITEs per size", 16, 1e9});
@@ -89,6 +89,9 @@ ordered_json MbcfWorkload::host_figures(double wall_s) const {
 
 namespace {
 
+// The most data the MBCF workloads put in one packet: Tables 6.2 and 6.9 go up to 1408 bytes.
+constexpr uint32_t kMbcfMaxSize = 1408;
+
 Command cmd_of(Cmd k, uint32_t laddr, uint32_t n, const std::vector<uint8_t>& data) {
   Command c;
   c.cmd = k;
@@ -127,12 +130,14 @@ std::vector<std::string> commands(const Config& c, std::vector<std::string> dflt
   return out;
 }
 
-std::vector<uint32_t> sizes(const Config& c, uint32_t min) {
+// The sizes, each within [min, max] (`why` says where max comes from).
+std::vector<uint32_t> sizes(const Config& c, uint32_t min, uint32_t max = kMbcfMaxSize, const char* why = "one MBCF packet's data") {
   std::vector<uint32_t> s;
   const auto v = c.get_int_list("workload.sizes");
   for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] < static_cast<int64_t>(min) || v[i] > 1024 * 64)
-      c.fail_at("workload.sizes", "workload.sizes[" + std::to_string(i) + "]", "must be at least " + std::to_string(min));
+    if (v[i] < static_cast<int64_t>(min) || v[i] > static_cast<int64_t>(max))
+      c.fail_at("workload.sizes", "workload.sizes[" + std::to_string(i) + "]",
+                "must be between " + std::to_string(min) + " and " + std::to_string(max) + " (" + why + ")");
     s.push_back(static_cast<uint32_t>(v[i]));
   }
   return s;
@@ -540,11 +545,36 @@ class DatagramWorkload : public MbcfWorkload {
     if (!mbp2_) c.fail("workload.kind", "datagram: UDP/TCP steering is the MBP2's; needs mbcf.nic = mbp2");
     if (cfg_.nodes < 2) c.fail("mbcf.nodes", "datagram: needs two nodes");
     proto_ = c.get_string("workload.protocol") == "tcp" ? mbp2::kIpProtoTcp : mbp2::kIpProtoUdp;
-    sizes_ = sizes(c, 1);
-    const uint32_t room = 1500 - mbp2::kIpHeader - (proto_ == mbp2::kIpProtoTcp ? mbp2::kTcpHeader : mbp2::kUdpHeader);
-    for (uint32_t n : sizes_)
-      if (n > room - (mbp2_->mbp2_config().crypto.enabled() ? mbp2::seal_overhead(mbp2_->mbp2_config().crypto.cipher, mbp2_->mbp2_config().crypto.auth) : 0))
-        c.fail("workload.sizes", "datagram: a size does not fit one frame (" + std::to_string(room) + " bytes at most, less when sealed)");
+    sizes_ = sizes(c, 1, mbp2::kUdpMaxPayload, "UDP's largest datagram");
+    // UDP datagrams longer than one frame go in IP fragments, which the receiving NIC holds in
+    // half its receive buffers at most while it reassembles; TCP segments fit one frame.
+    const uint32_t mtu = mbp2_->mtu(), rx_share = std::max<uint32_t>(1, cfg_.rx_ring / 2);
+    uint32_t largest = 0;
+    for (uint32_t n : sizes_) {
+      largest = std::max(largest, n);
+      if (proto_ == mbp2::kIpProtoTcp && n + mbp2::kIpHeader + mbp2::kTcpHeader > mtu)
+        c.fail("workload.sizes", "datagram: a TCP segment of " + std::to_string(n) + " bytes does not fit one frame (" +
+                                     std::to_string(mtu - mbp2::kIpHeader - mbp2::kTcpHeader) + " bytes at most here)");
+      if (proto_ == mbp2::kIpProtoUdp && n > mbp2::kUdpMaxPayload)
+        c.fail("workload.sizes", "datagram: a UDP datagram of " + std::to_string(n) + " bytes is longer than IP allows (" +
+                                     std::to_string(mbp2::kUdpMaxPayload) + " bytes at most)");
+      if (proto_ == mbp2::kIpProtoUdp && mbp2::udp_frames(n, mtu) > rx_share)
+        c.fail("workload.sizes", "datagram: a UDP datagram of " + std::to_string(n) + " bytes takes " + std::to_string(mbp2::udp_frames(n, mtu)) +
+                                     " fragments, more than the " + std::to_string(rx_share) + " receive buffers a NIC reassembles in (half of mbcf.rx_ring)");
+    }
+    // The user's buffers and ring: the usual ones while a datagram fits a frame, larger ones
+    // mapped apart beyond.
+    if (largest + kSlotHeader > kSlotBytes) {
+      buffer_bytes_ = (largest + 63) & ~63u;
+      slot_bytes_ = (mbp2::Mbp2System::kSlotHeader + largest + 63) & ~63u;
+      src_ = kLargeArea;
+      ring_ = kLargeArea + ((kBuffers * buffer_bytes_ + 0xffff) & ~0xffffu);
+      for (uint32_t n = 0; n < 2; ++n) {
+        TaskSpace& ts = sys_->space(n);
+        const uint64_t bytes = ring_ - src_ + mbp2::Mbp2System::kRingHeader + static_cast<uint64_t>(kSlots) * slot_bytes_;
+        ts.map(*ts.find(kPtask), src_, static_cast<uint32_t>((bytes + ts.page_bytes() - 1) / ts.page_bytes()), kPermRW);
+      }
+    }
     iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
     count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
     timeout_ps_ = static_cast<uint64_t>(c.get_double("workload.timeout_us") * 1e6);
@@ -556,10 +586,10 @@ class DatagramWorkload : public MbcfWorkload {
         if (c.get_double(k) > 0)
           c.fail(k, "datagram: TCP's retransmission is not modelled, so a lost, altered or overtaken segment would stall the stream; needs 0 with workload.protocol = tcp (UDP runs under faults)");
     for (uint32_t n = 0; n < 2; ++n) {
-      mbp2_->init_ring(n, kPtask, kDst, kSlots, kSlotBytes);
+      mbp2_->init_ring(n, kPtask, ring_, kSlots, slot_bytes_);
       const bool ok = proto_ == mbp2::kIpProtoUdp
-                          ? mbp2_->bind_udp(n, kPtask, kPort, kDst)
-                          : mbp2_->connect_tcp(n, kPtask, kPort, 1 - n, kPort, kDst, 1000 * (n + 1), 1000 * (2 - n));
+                          ? mbp2_->bind_udp(n, kPtask, kPort, ring_)
+                          : mbp2_->connect_tcp(n, kPtask, kPort, 1 - n, kPort, ring_, 1000 * (n + 1), 1000 * (2 - n));
       if (!ok) internal_error("datagram: binding the port failed");
     }
   }
@@ -577,14 +607,15 @@ class DatagramWorkload : public MbcfWorkload {
   }
 
  private:
-  static constexpr uint32_t kSlots = 32, kSlotBytes = 1536;
+  static constexpr uint32_t kSlots = 32, kSlotBytes = 1536, kSlotHeader = mbp2::Mbp2System::kSlotHeader;
+  static constexpr uint32_t kLargeArea = 0x1000000;  // buffers and ring for datagrams beyond a frame
   static constexpr uint16_t kPort = 7;
   const char* name() const { return proto_ == mbp2::kIpProtoTcp ? "TCP" : "UDP"; }
   // The user's send buffers: the PGE reads a payload when it fetches the send structure, so a
   // task may not reuse a buffer before (send() waits for it); the stream cycles through
   // kBuffers of them.
   static constexpr uint32_t kBuffers = 32, kBufferBytes = 2048;
-  static uint32_t buffer(uint32_t k) { return kSrc + (k % kBuffers) * kBufferBytes; }
+  uint32_t buffer(uint32_t k) const { return src_ + (k % kBuffers) * buffer_bytes_; }
   mbp2::Mbp2System::DatagramRequest req(uint32_t from, uint32_t n, uint32_t k) const {
     mbp2::Mbp2System::DatagramRequest d;
     d.proto = proto_;
@@ -597,7 +628,7 @@ class DatagramWorkload : public MbcfWorkload {
   bool ready(uint32_t node) {
     TaskSpace& ts = sys_->space(node);
     const Task& t = *ts.find(kPtask);
-    return ts.load32(t, kDst + 8) != ts.load32(t, kDst + 12);
+    return ts.load32(t, ring_ + 8) != ts.load32(t, ring_ + 12);
   }
   // A datagram's payload: pattern(), its first bytes replaced by the salt (big-endian; below 4
   // bytes its low-order bytes), so a datagram says which it is.
@@ -621,7 +652,7 @@ class DatagramWorkload : public MbcfWorkload {
   // duplicated or late) is not the stream's.
   void take_stream(uint32_t n) {
     std::vector<uint8_t> got;
-    if (!mbp2_->take(1, kPtask, kDst, &got)) internal_error("datagram: the ring was ready but empty");
+    if (!mbp2_->take(1, kPtask, ring_, &got)) internal_error("datagram: the ring was ready but empty");
     checked_ += got.size();
     int64_t k = -1;
     if (n >= 4) {
@@ -665,6 +696,7 @@ class DatagramWorkload : public MbcfWorkload {
   }
   void next_size() {
     if (si_ == sizes_.size()) return finish();
+    fragmented_ = proto_ == mbp2::kIpProtoUdp && mbp2::udp_frames(sizes_[si_], mbp2_->mtu()) > 1;
     i_ = 0;
     sum_ = 0;
     mark_cpu();
@@ -692,7 +724,7 @@ class DatagramWorkload : public MbcfWorkload {
         return echo();
       }
       std::vector<uint8_t> p;
-      if (!mbp2_->take(0, kPtask, kDst, &p)) internal_error("datagram: the ring was ready but empty");
+      if (!mbp2_->take(0, kPtask, ring_, &p)) internal_error("datagram: the ring was ready but empty");
       checked_ += p.size();
       if (p != dgram(n, salt)) {
         if (is_dgram(p)) ++stray_;
@@ -714,7 +746,7 @@ class DatagramWorkload : public MbcfWorkload {
     sys_->poll(1, [this, over] { return ready(1) || over(); }, [this, gen, over] {
       if (over()) return;  // the echo phase is over: what arrives now is the stream's
       std::vector<uint8_t> p;
-      if (!mbp2_->take(1, kPtask, kDst, &p)) internal_error("datagram: the ring was ready but empty");
+      if (!mbp2_->take(1, kPtask, ring_, &p)) internal_error("datagram: the ring was ready but empty");
       checked_ += p.size();
       send(1, std::move(p), 0, [this, gen] { serve(gen); });
     });
@@ -731,8 +763,10 @@ class DatagramWorkload : public MbcfWorkload {
     send_next(n);
   }
   // Between NICs that encrypt, the receiver loses sealed frames it could not open or had no
-  // buffer for without knowing what they carried: here every sealed frame is a datagram.
-  uint64_t drops() const { return mbp2_->datagrams_dropped(1) + mbp2_->sealed_frames_lost(1); }
+  // buffer for without knowing what they carried: here every sealed frame is a datagram,
+  // unless datagrams go in fragments (a lost fragment's datagram is counted when its
+  // reassembly gives up).
+  uint64_t drops() const { return mbp2_->datagrams_dropped(1) + (fragmented_ ? 0 : mbp2_->sealed_frames_lost(1)); }
   void send_next(uint32_t n) {
     if (k_ == count_) return;
     if (proto_ == mbp2::kIpProtoTcp && k_ - taken_ >= kSlots) {
@@ -778,6 +812,8 @@ class DatagramWorkload : public MbcfWorkload {
   }
 
   mbp2::Mbp2System* mbp2_ = nullptr;
+  uint32_t src_ = kSrc, ring_ = kDst, buffer_bytes_ = kBufferBytes, slot_bytes_ = kSlotBytes;
+  bool fragmented_ = false;  // this size's datagrams go in IP fragments
   uint8_t proto_ = mbp2::kIpProtoUdp;
   std::vector<uint32_t> sizes_;
   uint32_t iters_ = 0, count_ = 0, si_ = 0, i_ = 0, k_ = 0, taken_ = 0, next_ = 0;

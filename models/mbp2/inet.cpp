@@ -96,6 +96,38 @@ std::vector<uint8_t> build_inet(const Datagram& d, const uint8_t* payload, uint3
   return f;
 }
 
+uint32_t udp_frames(uint32_t n, uint32_t mtu) {
+  const uint32_t l4 = kUdpHeader + n;
+  if (kIpHeader + l4 <= mtu) return 1;
+  const uint32_t q = (mtu - kIpHeader) & ~7u;  // each fragment's piece, but the last
+  return (l4 + q - 1) / q;
+}
+
+std::vector<std::vector<uint8_t>> fragment_ip(std::vector<uint8_t> whole, uint32_t mtu) {
+  if (mtu < kIpHeader + 8) internal_error("fragment_ip: an MTU with no room for a fragment");
+  if (whole.size() < kEth + kIpHeader) internal_error("fragment_ip: no IP header");
+  std::vector<std::vector<uint8_t>> out;
+  const uint32_t l4 = load_be16(&whole[kEth + 2]) - kIpHeader;
+  if (kIpHeader + l4 <= mtu) {
+    out.push_back(std::move(whole));
+    return out;
+  }
+  const uint32_t q = (mtu - kIpHeader) & ~7u;  // each fragment's piece, but the last
+  for (uint32_t off = 0; off < l4; off += q) {
+    const uint32_t len = std::min(q, l4 - off);
+    std::vector<uint8_t> f(kEth + kIpHeader + len);
+    std::copy(whole.begin(), whole.begin() + kEth + kIpHeader, f.begin());
+    std::copy(whole.begin() + kEth + kIpHeader + off, whole.begin() + kEth + kIpHeader + off + len, f.begin() + kEth + kIpHeader);
+    uint8_t* ip = &f[kEth];
+    store_be16(ip + 2, kIpHeader + len);
+    store_be16(ip + 6, (off + len < l4 ? 0x2000 : 0) | off / 8);  // MF, offset in 8-byte units
+    store_be16(ip + 10, 0);
+    store_be16(ip + 10, static_cast<uint16_t>(~fold(ones_sum(ip, kIpHeader))));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 uint16_t l4_checksum(const std::vector<uint8_t>& f) {
   if (f.size() < kEth + kIpHeader) return 0xffff;
   const uint8_t* ip = &f[kEth];
@@ -141,6 +173,72 @@ InetError parse_inet(const std::vector<uint8_t>& f, Parsed& out, bool check_l4) 
   out.payload_len = ip_len - kIpHeader - l4h;
   if (check_l4 && !l4_verifies(f)) return InetError::BadChecksum;
   return InetError::None;
+}
+
+bool is_fragment(const std::vector<uint8_t>& f) {
+  return f.size() >= kEth + kIpHeader && ether_type(f) == kEtherTypeIpv4 && (load_be16(&f[kEth + 6]) & 0x3fff) != 0;
+}
+
+InetError parse_fragment(const std::vector<uint8_t>& f, Fragment& out) {
+  if (f.size() < kEth + kIpHeader) return InetError::Truncated;
+  if (ether_type(f) != kEtherTypeIpv4) return InetError::BadIpHeader;
+  const uint8_t* ip = &f[kEth];
+  if (ip[0] != 0x45) return InetError::BadIpHeader;
+  const uint32_t ip_len = load_be16(ip + 2);
+  if (ip_len < kIpHeader || kEth + ip_len > f.size()) return InetError::BadIpHeader;
+  if (fold(ones_sum(ip, kIpHeader)) != 0xffff) return InetError::BadIpChecksum;
+  const uint32_t flags = load_be16(ip + 6);
+  out.src_node = load_be32(ip + 12) & 0xffff;
+  out.dst_node = load_be32(ip + 16) & 0xffff;
+  out.proto = ip[9];
+  out.ip_id = static_cast<uint16_t>(load_be16(ip + 4));
+  out.offset = (flags & 0x1fff) * 8;
+  out.len = ip_len - kIpHeader;
+  out.more = (flags & 0x2000) != 0;
+  out.data_off = kEth + kIpHeader;
+  if (flags & 0x4000) return InetError::BadIpHeader;  // DF with a fragment's fields
+  if (out.proto != kIpProtoUdp && out.proto != kIpProtoTcp) return InetError::UnknownProto;
+  if (out.offset + out.len > kIpMaxPacket - kIpHeader) return InetError::BadLength;
+  if (out.more && (out.len == 0 || out.len % 8)) return InetError::BadLength;
+  return InetError::None;
+}
+
+Reassembly::Add Reassembly::add(uint32_t offset, uint32_t len, bool more, uint32_t tag) {
+  const uint32_t end = offset + len;
+  if (last_ && (end > total_ || (!more && end != total_))) return Add::Bad;
+  auto it = std::lower_bound(pieces_.begin(), pieces_.end(), offset, [](const Piece& p, uint32_t o) { return p.offset < o; });
+  if (it != pieces_.end() && it->offset == offset && it->len == len) return more || last_ ? Add::Duplicate : Add::Bad;
+  if (it != pieces_.end() && it->offset < end) return Add::Bad;  // overlaps the next piece
+  if (it != pieces_.begin() && std::prev(it)->offset + std::prev(it)->len > offset) return Add::Bad;
+  if (!more) {
+    for (const Piece& p : pieces_)
+      if (p.offset + p.len > end) return Add::Bad;  // a piece lies past the end this one sets
+    last_ = true;
+    total_ = end;
+  }
+  pieces_.insert(it, Piece{offset, len, tag});
+  held_ += len;
+  return complete() ? Add::Complete : Add::Held;
+}
+
+bool Reassembly::complete() const { return last_ && held_ == total_; }
+
+std::vector<uint8_t> join_fragments(const std::vector<std::vector<uint8_t>>& frames) {
+  if (frames.empty()) internal_error("join_fragments: no fragments");
+  uint32_t total = 0;
+  for (const auto& f : frames) total += load_be16(&f[kEth + 2]) - kIpHeader;
+  std::vector<uint8_t> out(frames[0].begin(), frames[0].begin() + kEth + kIpHeader);
+  out.reserve(kEth + kIpHeader + total);
+  for (const auto& f : frames) {
+    const uint32_t len = load_be16(&f[kEth + 2]) - kIpHeader;
+    out.insert(out.end(), f.begin() + kEth + kIpHeader, f.begin() + kEth + kIpHeader + len);
+  }
+  uint8_t* ip = &out[kEth];
+  store_be16(ip + 2, kIpHeader + total);
+  store_be16(ip + 6, 0);
+  store_be16(ip + 10, 0);
+  store_be16(ip + 10, static_cast<uint16_t>(~fold(ones_sum(ip, kIpHeader))));
+  return out;
 }
 
 }  // namespace mbpsim::mbp2

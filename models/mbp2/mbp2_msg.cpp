@@ -8,9 +8,13 @@
 // structure and writes the payload into its next slot. Frames for no bound port go to the
 // kernel's receive structure (the PGE in bypass mode) with an ICU interrupt to the host.
 //
-// Not modelled: IP fragmentation (a datagram fits one frame) and TCP's reliability (ACKs,
-// retransmission, windows, congestion control): a segment the OCU finds out of order is
-// dropped and counted.
+// A UDP datagram longer than one frame goes in IP fragments: the PGE fetches its payload into
+// EM's large image, the PME cuts it (fragment_ip); the receiving PME files each fragment in its
+// receive buffer and, once the pieces cover the datagram, has the PGE gather them into the
+// ring's slot (RFC 815 reassembly on the card; inet.h).
+//
+// Not modelled: TCP's reliability (ACKs, retransmission, windows, congestion control): a
+// segment the OCU finds out of order is dropped and counted.
 #include <algorithm>
 
 #include "models/core/bytes.h"
@@ -133,8 +137,7 @@ bool Mbp2System::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequ
   if (node >= nodes() || !space(node).find(ptask)) return false;
   if (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) return false;
   if (r.dst_node >= nodes() || r.dst_node == node) return false;
-  const uint32_t l4h = r.proto == kIpProtoTcp ? kTcpHeader : kUdpHeader;
-  if (static_cast<uint64_t>(r.len) + kIpHeader + l4h + frame_overhead_ > 1500) return false;
+  if (!sendable(r.proto, r.len)) return false;
   if (r.proto == kIpProtoTcp) {
     const int64_t c = find_conn(node, kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
     if (c < 0 || u_[node]->kli->load32(kConnTable + static_cast<uint32_t>(c) * kConnBytes + 8) != ptask + 1) return false;
@@ -216,9 +219,8 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
     free_entry(node, ptask, e, true);
   };
   if (r.bypass) u.ip.tx_bypass_rejected->inc();
-  const uint32_t l4h = r.proto == kIpProtoTcp ? kTcpHeader : kUdpHeader;
   if (pb >> 24 != kSendDatagram || (pb & 0xff00fe) != 0 || (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) || r.dst_node >= nodes() ||
-      r.dst_node == node || static_cast<uint64_t>(r.len) + kIpHeader + l4h + frame_overhead_ > 1500 || r.bypass || !t ||
+      r.dst_node == node || !sendable(r.proto, r.len) || r.bypass || !t ||
       !usable(ts, *t, r.laddr, r.len, kPermRead))
     return refuse();
   uint64_t pa_struct = 0, pa_data = 0;
@@ -227,8 +229,9 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   const uint32_t inc = n_[node]->incarnation;
   auto pge = [this, node, ptask, e, r, pa_struct, pa_data, inc]() mutable {
     Units& u = *u_[node];
-    // The payload goes to the image buffer of the PGE's descriptor slot.
-    const uint32_t img = u.dg_images + u.pge->next_slot() * FramePool::kBufBytes;
+    // The payload goes to the image buffer of the PGE's descriptor slot, or to the large image
+    // when it will be cut into fragments.
+    const uint32_t img = r.len <= FramePool::kBufBytes ? u.dg_images + u.pge->next_slot() * FramePool::kBufBytes : u.dg_large;
     pge_fetch(node, ptask, e, img, pa_struct, kDatagramStructBytes, pa_data, r.len, r.len,
               [this, node, ptask, e, r, inc](const DmaEngine::Desc& d) mutable {
                 if (!n_[node]->up || n_[node]->incarnation != inc) return;
@@ -249,8 +252,10 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
   Units& u = *u_[node];
   // The PGE's completion interrupts the PME, which writes the headers in front of the image
   // (the CSU-T's sum plus the pseudo-header; without a CSU the firmware sums the words).
+  // (A fragmented datagram: the headers of every fragment.)
   const uint32_t words = (inet_header_bytes(r.proto) - 14 + r.len + 3) / 4;
-  uint64_t dur = u.pme->instr_ps(m_.ip_header_instr);
+  const uint32_t frames = r.proto == kIpProtoUdp ? udp_frames(r.len, mtu()) : 1;
+  uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * frames);
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   u.pme->run("ip_header", Pme::kNormal, true, dur, [this, node, ptask, r, payload = std::move(payload)]() mutable {
     Units& u = *u_[node];
@@ -276,10 +281,13 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
     u.ip.tx->inc();
     u.ip.tx_bytes->inc(r.len);
     const uint32_t dst = r.dst_node;
-    nic_transmit(node, dst, std::move(f), [this, node, dst](std::vector<uint8_t>&& b) {
-      if (b.empty()) return;  // the NIC could not send it (a datagram: nothing resends it)
-      ether_->send(node, dst, std::move(b), [this, node](bool) { tx_done(node); });
-    });
+    std::vector<std::vector<uint8_t>> frames = fragment_ip(std::move(f), mtu());
+    if (frames.size() > 1) u.ip.tx_fragments->inc(static_cast<uint32_t>(frames.size()));
+    for (std::vector<uint8_t>& fr : frames)
+      nic_transmit(node, dst, std::move(fr), [this, node, dst](std::vector<uint8_t>&& b) {
+        if (b.empty()) return;  // the NIC could not send it (a datagram: nothing resends it)
+        ether_->send(node, dst, std::move(b), [this, node](bool) { tx_done(node); });
+      });
   });
 }
 
@@ -292,30 +300,48 @@ void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
   std::vector<uint8_t> f = u.rxb->get(b);
   Parsed p;
   const InetError e = parse_inet(f, p, !u.csu);  // without a CSU the firmware checks the sum
+  if (e == InetError::Fragment) return ip_fragment(node, b, interrupt, std::move(f));
+  std::vector<Run> runs{{b, p.payload_off, p.payload_len}};
+  steer(node, {b}, std::move(runs), std::move(f), p, e, interrupt, false);
+}
+
+void Mbp2System::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> runs, std::vector<uint8_t> f, const Parsed& p, InetError e,
+                       bool interrupt, bool joined) {
+  Units& u = *u_[node];
   int64_t conn = -1;
   uint32_t reg = 0;
   if (e == InetError::None) {
     conn = find_conn(node, p.d.proto, p.d.dst_port, p.d.src_node, p.d.src_port);
     if (conn >= 0 && p.d.proto == kIpProtoTcp) reg = u.kli->load32(kConnTable + static_cast<uint32_t>(conn) * kConnBytes + 20);
   }
-  const uint32_t words = static_cast<uint32_t>((f.size() - 14 + 3) / 4);
+  // (A joined datagram's words were summed fragment by fragment.)
+  const uint32_t words = joined ? 0 : static_cast<uint32_t>((f.size() - 14 + 3) / 4);
   uint64_t dur = u.pme->instr_ps(m_.ip_steer_instr + (interrupt ? m_.rx_desc_instr : 0));
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   if (conn >= 0 && p.d.proto == kIpProtoTcp && reg == 0) dur += u.pme->instr_ps(m_.fw_order_instr);
-  u.pme->run("ip_steer", Pme::kNormal, interrupt, dur, [this, node, b, f = std::move(f), p, e, conn, reg]() mutable {
+  u.pme->run("ip_steer", Pme::kNormal, interrupt, dur,
+             [this, node, bufs = std::move(bufs), runs = std::move(runs), f = std::move(f), p, e, conn, reg, joined]() mutable {
     Units& u = *u_[node];
-    if (!u.rxb->live(b)) return;  // EM lost its contents with the power
-    // A frame not delivered gives its buffer back now; a delivered one when its DMA is done.
+    for (const Buf& b : bufs)
+      if (!u.rxb->live(b)) return;  // EM lost its contents with the power
+    // A datagram not delivered gives its buffers back now; a delivered one when its DMA is done.
+    auto release = [&] {
+      for (const Buf& b : bufs) u.rxb->release(b);
+      run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
+    };
     auto drop = [&](Counter* why) {
       why->inc();
-      u.rxb->release(b);
-      run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
+      release();
     };
     if (e == InetError::BadChecksum) return drop(u.ip.rx_bad_checksum);
     if (e != InetError::None) return drop(u.ip.rx_malformed);
-    if (u.csu && !u.csu->receive(f)) return drop(u.ip.rx_bad_checksum);  // CSU-R summed it as the LDMA wrote it
+    // CSU-R summed it as the LDMA wrote it (a joined datagram: the PME folds the pieces' sums).
+    if (u.csu && !(joined ? u.csu->joined(f) : u.csu->receive(f))) return drop(u.ip.rx_bad_checksum);
     if (p.d.dst_node != node) return drop(u.ip.rx_not_ours);
-    if (conn < 0) return kernel_deliver(node, b);
+    if (conn < 0) {  // the kernel's: its frames as they came (the host's stack reassembles)
+      for (const Buf& b : bufs) kernel_deliver(node, b);
+      return;
+    }
     uint32_t next = 0;
     if (p.d.proto == kIpProtoTcp) {
       const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
@@ -324,11 +350,7 @@ void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
       if (!in_order) return drop(u.ip.rx_out_of_order);
       next = p.d.seq + p.payload_len;
     }
-    if (!pge_deliver(node, conn, b, p)) {
-      u.rxb->release(b);
-      run_pollers(node, cal_.now_ps());
-      return;
-    }
+    if (!pge_deliver(node, conn, bufs, runs, p)) return release();
     if (p.d.proto == kIpProtoTcp) {
       const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
       u.kli->store32(off + 24, next);
@@ -337,7 +359,118 @@ void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
   });
 }
 
-bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p) {
+void Mbp2System::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<uint8_t> f) {
+  Units& u = *u_[node];
+  const uint32_t words = static_cast<uint32_t>((f.size() - 14 + 3) / 4);
+  uint64_t dur = u.pme->instr_ps(m_.ip_reasm_instr + (interrupt ? m_.rx_desc_instr : 0));
+  if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);  // the piece's partial sum
+  u.pme->run("ip_reasm", Pme::kNormal, interrupt, dur, [this, node, b, f = std::move(f)]() mutable {
+    Units& u = *u_[node];
+    if (!u.rxb->live(b)) return;
+    u.ip.rx_fragments->inc();
+    auto drop = [&](Counter* why) {
+      why->inc();
+      u.rxb->release(b);
+      run_pollers(node, cal_.now_ps());
+    };
+    Fragment fr;
+    if (parse_fragment(f, fr) != InetError::None || fr.dst_node != node) return drop(u.ip.rx_fragments_dropped);
+    if (u.csu) u.csu->fragment(f);
+    const uint64_t key = static_cast<uint64_t>(fr.src_node) << 24 | static_cast<uint64_t>(fr.proto) << 16 | fr.ip_id;
+    auto it = u.reasm.find(key);
+    const uint64_t now = cal_.now_ps(), window = static_cast<uint64_t>(m_.reasm_timeout_us * 1e6);
+    while (!u.reasm_done.empty() && u.reasm_done.front().second + window <= now) u.reasm_done.pop_front();
+    if (it == u.reasm.end() &&
+        std::any_of(u.reasm_done.begin(), u.reasm_done.end(), [key](const std::pair<uint64_t, uint64_t>& d) { return d.first == key; }))
+      return drop(u.ip.rx_fragment_duplicates);  // a late copy of a datagram already made
+    if (it != u.reasm.end() && it->second.doomed) return drop(u.ip.rx_fragments_dropped);
+    if (it == u.reasm.end()) {
+      it = u.reasm.emplace(key, Units::Reasm{}).first;
+      const uint64_t serial = it->second.serial = ++u.reasm_serial;
+      const uint32_t inc = n_[node]->incarnation;
+      cal_.after(window, [this, node, key, serial, inc] {
+        Units& u = *u_[node];
+        auto it = u.reasm.find(key);
+        if (n_[node]->incarnation != inc || it == u.reasm.end() || it->second.serial != serial) return;
+        if (it->second.doomed) {
+          u.reasm.erase(it);  // (counted when it was given up)
+          return;
+        }
+        reasm_give_up(node, key, u.ip.rx_reasm_timeout);
+      });
+    }
+    // Half the receive buffers at most wait in reassemblies: the rest keep taking MBCF frames
+    // and whole datagrams. A piece that would complete its datagram frees buffers and is always
+    // taken; one that cannot be held costs its datagram, whose pieces are freed at once (it can
+    // never complete) and whose later fragments are dropped as they come.
+    if (u.reasm_held >= std::max<uint32_t>(1, u.rxb->count() / 2)) {
+      Reassembly probe = it->second.r;
+      if (probe.add(fr.offset, fr.len, fr.more, 0) == Reassembly::Add::Held) {  // (a copy or a bad piece: as below)
+        u.rxb->release(b);
+        u.ip.rx_fragments_dropped->inc();
+        return reasm_give_up(node, key, u.ip.rx_reasm_no_room, true);
+      }
+    }
+    Units::Reasm& R = it->second;
+    switch (R.r.add(fr.offset, fr.len, fr.more, static_cast<uint32_t>(R.bufs.size()))) {
+      case Reassembly::Add::Duplicate: return drop(u.ip.rx_fragment_duplicates);
+      case Reassembly::Add::Bad:
+        u.rxb->release(b);
+        return reasm_give_up(node, key, u.ip.rx_reasm_bad);
+      case Reassembly::Add::Held:
+        R.bufs.push_back(b);
+        ++u.reasm_held;
+        return;
+      case Reassembly::Add::Complete: break;
+    }
+    R.bufs.push_back(b);
+    // The pieces in offset order make the datagram; its payload is the runs behind the
+    // transport header, which the PGE gathers into the ring's slot.
+    std::vector<Buf> bufs;
+    std::vector<std::vector<uint8_t>> frames;
+    for (const Reassembly::Piece& pc : R.r.pieces()) {
+      bufs.push_back(R.bufs[pc.tag]);
+      frames.push_back(pc.tag + 1 == R.bufs.size() ? std::move(f) : u.rxb->get(R.bufs[pc.tag]));
+    }
+    const std::vector<Reassembly::Piece> pieces = R.r.pieces();
+    u.reasm_held -= static_cast<uint32_t>(R.bufs.size() - 1);
+    u.reasm.erase(it);
+    u.reasm_done.emplace_back(key, now);
+    if (u.reasm_done.size() > kReasmDone) u.reasm_done.pop_front();
+    u.ip.rx_reassembled->inc();
+    std::vector<uint8_t> whole = join_fragments(frames);
+    Parsed p;
+    const InetError e = parse_inet(whole, p, false);  // the sum: the CSU's pieces, or the firmware's, folded in steer
+    InetError err = e;
+    if (e == InetError::None && !u.csu && !l4_verifies(whole)) err = InetError::BadChecksum;
+    std::vector<Run> runs;
+    const uint32_t l4h = p.payload_off - (14 + kIpHeader);
+    for (size_t i = 0; i < pieces.size() && err == InetError::None; ++i) {
+      const uint32_t from = std::max(pieces[i].offset, l4h), to = pieces[i].offset + pieces[i].len;
+      if (to > from) runs.push_back(Run{bufs[i], 14 + kIpHeader + (from - pieces[i].offset), to - from});
+    }
+    steer(node, std::move(bufs), std::move(runs), std::move(whole), p, err, false, true);
+  });
+}
+
+void Mbp2System::reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool doom) {
+  Units& u = *u_[node];
+  auto it = u.reasm.find(key);
+  if (it == u.reasm.end()) return;
+  for (const Buf& b : it->second.bufs) u.rxb->release(b);
+  u.reasm_held -= static_cast<uint32_t>(it->second.bufs.size());
+  if (doom) {
+    it->second.bufs.clear();
+    it->second.r = Reassembly{};
+    it->second.doomed = true;
+  } else {
+    u.reasm.erase(it);
+  }
+  why->inc();
+  run_pollers(node, cal_.now_ps());
+}
+
+bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>& bufs, const std::vector<Run>& runs, const Parsed& p) {
   Units& u = *u_[node];
   TaskSpace& ts = space(node);
   const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
@@ -369,21 +502,35 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p
   uint64_t pa_ring = 0, pa_slot = 0;
   const uint64_t refill = translate(node, ptask, ring, kRingHeader, &pa_ring) +
                           translate(node, ptask, static_cast<uint32_t>(slot), kSlotHeader + len, &pa_slot);
-  auto dma = [this, node, ptask, ring, slot, head, len, pa_ring, pa_slot, p, b]() mutable {
+  auto dma = [this, node, ptask, ring, slot, head, len, pa_ring, pa_slot, p, bufs, runs]() mutable {
     Units& u = *u_[node];
-    const uint32_t src = u.rxb->offset(b) + p.payload_off;  // the payload in the receive buffer
+    // The payload in the receive buffers: one descriptor gathers the runs (a fragmented
+    // datagram's, one per fragment) into the slot, then writes its header and the head.
+    const uint32_t src = runs.empty() ? u.rxb->offset(bufs[0]) : u.rxb->offset(runs[0].b) + runs[0].off;
     u.pge->post(cal_.now_ps(), src, pa_slot, kRingHeader + len + kSlotHeader + 4, [&](uint64_t s) {
       uint64_t b = u.bus->dma(s, pa_ring, kRingHeader);  // read the ring header
-      if (len) b = u.bus->dma(b, pa_slot + kSlotHeader, len);
+      uint64_t at = pa_slot + kSlotHeader;
+      for (const Run& r : runs)
+        if (r.len) {
+          b = u.bus->dma(b, at, r.len);
+          at += r.len;
+        }
       b = u.bus->dma(b, pa_slot, kSlotHeader);
       b = u.bus->dma(b, pa_ring + 8, 4);                   // publish the head
       return std::max(b, u.em->access(Route::Host, s, len + kSlotHeader));
-    }, [this, node, ptask, ring, slot, head, len, p, b](const DmaEngine::Desc&) {
+    }, [this, node, ptask, ring, slot, head, len, p, bufs, runs](const DmaEngine::Desc&) {
       // The PGE's completion (its descriptor done); it wrote the slot and the head itself.
       Units& u = *u_[node];
-      if (!u.rxb->live(b)) return;  // the power went: EM and the PGE's transfer are lost
-      const std::vector<uint8_t> f = u.rxb->get(b);
-      u.rxb->release(b);
+      for (const Buf& b : bufs)
+        if (!u.rxb->live(b)) return;  // the power went: EM and the PGE's transfer are lost
+      std::vector<uint8_t> payload;
+      payload.reserve(len);
+      for (const Run& r : runs) {
+        const std::vector<uint8_t> f = u.rxb->get(r.b);
+        payload.insert(payload.end(), f.begin() + r.off, f.begin() + r.off + r.len);
+      }
+      for (const Buf& b : bufs) u.rxb->release(b);
+      if (payload.size() != len) internal_error("node " + std::to_string(node) + ": a datagram's runs do not make its payload");
       TaskSpace& ts = space(node);
       Task* t = ts.find(ptask);
       if (!t || !usable(ts, *t, slot, kSlotHeader + len, kPermRW)) {  // unmapped meanwhile
@@ -392,7 +539,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p
       }
       const uint32_t s = static_cast<uint32_t>(slot);
       mbcf::TaskSpace::Via via(ts, &u.frames);  // the PGE writes at the frames its TLB gives
-      if (len) ts.write(*t, s + kSlotHeader, f.data() + p.payload_off, len);
+      if (len) ts.write(*t, s + kSlotHeader, payload.data(), len);
       ts.store32(*t, s, len);
       ts.store32(*t, s + 4, p.d.src_node);
       ts.store32(*t, s + 8, static_cast<uint32_t>(p.d.src_port) << 16 | p.d.dst_port);

@@ -80,6 +80,8 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"mbp2.ocu_registers", T::Int, 64, "registers", "OCU registers: one per MBCF peer first, then TCP connections; beyond them the firmware checks order (an assumption: the thesis gives no size)", 1, 1 << 16});
   s.add({"mbp2.ip_header_instr", T::Double, 80.0, "instructions", "PME: look up the connection, write the 14-byte Ethernet, 20-byte IP and 8/20-byte UDP/TCP headers (about 12 words), the IP header checksum (5 words) and the pseudo-header's sum, advance TCP's sequence (an estimate from the work)", 0, 1e6});
   s.add({"mbp2.ip_steer_instr", T::Double, 100.0, "instructions", "PME: check the IP header and its checksum, find the port or connection in the table in EM (a hashed probe), take the CSU/OCU results, write the PGE's descriptor (an estimate from the work)", 0, 1e6});
+  s.add({"mbp2.ip_reasm_instr", T::Double, 60.0, "instructions", "PME, per IP fragment received: find the datagram's entry by source and identification (a hashed probe in EM), insert the piece in its offset-ordered list, add the CSU's partial sum; on the last one, fold the sums with the pseudo-header (an estimate from the work)", 0, 1e6});
+  s.add({"mbp2.reasm_timeout_us", T::Double, 1e6, "us", "how long the PME keeps an incomplete datagram's fragments in receive buffers before giving them back (a firmware policy, not a hardware fact: RFC 1122 asks hosts for 60-120 s, a NIC holding EM buffers gives up sooner; the datagram workload retries after workload.timeout_us)", 1, 1e12});
   s.add({"mbp2.fw_csum_instr_per_word", T::Double, 2.5, "instructions", "PME firmware checksum per 32-bit word: a load and an add-with-carry, unrolled (loop overhead 0.5)", 0, 1e6});
   s.add({"mbp2.fw_order_instr", T::Double, 15.0, "instructions", "PME firmware order check: load the expected sequence from EM, compare, branch, store the next", 0, 1e6});
   s.add({"mbp2.kernel_ring_slots", T::Int, 64, "frames", "the kernel's receive structure for frames to no bound port (written by the PGE in bypass mode)", 1, 1 << 20});
@@ -132,6 +134,8 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.ocu_registers = static_cast<uint32_t>(c.get_int("mbp2.ocu_registers"));
   m.ip_header_instr = c.get_double("mbp2.ip_header_instr");
   m.ip_steer_instr = c.get_double("mbp2.ip_steer_instr");
+  m.ip_reasm_instr = c.get_double("mbp2.ip_reasm_instr");
+  m.reasm_timeout_us = c.get_double("mbp2.reasm_timeout_us");
   m.fw_csum_instr_per_word = c.get_double("mbp2.fw_csum_instr_per_word");
   m.fw_order_instr = c.get_double("mbp2.fw_order_instr");
   m.kernel_ring_slots = static_cast<uint32_t>(c.get_int("mbp2.kernel_ring_slots"));

@@ -32,6 +32,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
   em_port = std::make_unique<EmPort>(*em);
   dg_images = em->carve(c.ring_entries * FramePool::kBufBytes);
+  dg_large = em->carve(kLargeImageBytes);
   adma_stage = em->carve(c.ring_entries * FramePool::kBufBytes);
   ldma_tx->connect(em_port.get(), &mac_tx);
   ldma_rx->connect(&mac_rx, em_port.get());
@@ -55,11 +56,19 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     x.rx_kernel_dropped = &st.counter(ib + "rx_kernel_dropped", "frames for no bound port dropped: the kernel's receive structure was full");
     x.rx_ring_full = &st.counter(ib + "rx_ring_full", "datagrams dropped because the task's receive ring was full");
     x.rx_bad_ring = &st.counter(ib + "rx_bad_ring", "datagrams dropped because the receive ring was unmapped, malformed or its slots too small");
-    x.rx_malformed = &st.counter(ib + "rx_malformed", "IP frames rejected: truncated, bad header or header checksum, fragment, unknown protocol, bad length");
+    x.rx_malformed = &st.counter(ib + "rx_malformed", "IP datagrams rejected: truncated, bad header or header checksum, unknown protocol, bad length");
     x.rx_bad_checksum = &st.counter(ib + "rx_bad_checksum", "UDP/TCP frames whose checksum failed (CSU-R or firmware)");
     x.rx_not_ours = &st.counter(ib + "rx_not_ours", "IP frames addressed to another node");
     x.rx_out_of_order = &st.counter(ib + "rx_out_of_order", "TCP segments dropped as duplicates or beyond a gap (OCU or firmware)");
     x.rx_no_buffer = &st.counter(ib + "rx_no_buffer", "UDP/TCP frames lost at the LDMA: every receive buffer was taken (the PME fell behind the wire)");
+    x.tx_fragments = &st.counter(ib + "tx_fragments", "IP fragments sent: frames of UDP datagrams longer than one frame");
+    x.rx_fragments = &st.counter(ib + "rx_fragments", "IP fragments received by the PME");
+    x.rx_fragments_dropped = &st.counter(ib + "rx_fragments_dropped", "IP fragments dropped: malformed or for another node, no receive buffer at the LDMA (their datagram then times out), or of a datagram given up for want of room");
+    x.rx_fragment_duplicates = &st.counter(ib + "rx_fragment_duplicates", "IP fragments received again (the first copy kept)");
+    x.rx_reassembled = &st.counter(ib + "rx_reassembled", "datagrams reassembled from IP fragments (then steered like any)");
+    x.rx_reasm_timeout = &st.counter(ib + "rx_reasm_timeout", "datagrams given up incomplete after mbp2.reasm_timeout_us (their buffers freed)");
+    x.rx_reasm_bad = &st.counter(ib + "rx_reasm_bad", "datagrams given up because their fragments disagree (overlapping pieces, a piece past the end, two ends)");
+    x.rx_reasm_no_room = &st.counter(ib + "rx_reasm_no_room", "datagrams given up because a fragment found the reassemblies' share of the receive buffers (half) taken: their pieces freed at once, the rest dropped as they come");
   }
   if (c.crypto.enabled()) {
     if (c.crypto.cau) cau = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, 2 * nodes, *em, st, b + "cau");
@@ -150,7 +159,8 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
 uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes) {
   const uint64_t rings = 4 * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
   const uint64_t cau = c.crypto.enabled() && c.crypto.cau ? Cau::em_bytes(c.ring_entries, 2 * nodes) : 0;
-  return Kli::kBytes + rings + cau + (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
+  return Kli::kBytes + rings + cau + kLargeImageBytes +
+         (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
 }
 
 uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
@@ -1100,6 +1110,7 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRead
   // routine.
   const bool ip = !crypto && is_ip(frame);
   if (kx || ip) ready(nullptr);
+  const bool frag = ip && is_fragment(frame);
   const bool taken = ldma_receive(node, std::move(frame), [this, node, kx, ip, crypto, ready](Buf b) mutable {
     if (!b.valid()) {
       if (!kx && !ip) ready(nullptr);
@@ -1114,7 +1125,8 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRead
                [this, node, b, k = std::move(ready)]() mutable { open_received(node, b, std::move(k)); });
   });
   if (!taken && ip) {  // UDP/TCP has no Go-back-N under it: the datagram is gone
-    u_[node]->ip.rx_no_buffer->inc();
+    // (A fragment's datagram is counted when its reassembly gives up.)
+    (frag ? u_[node]->ip.rx_fragments_dropped : u_[node]->ip.rx_no_buffer)->inc();
     run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
   }
   if (!taken && !kx && !ip) {
@@ -1420,6 +1432,9 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.txb->reset();
   u.rxb->reset();
   u.reqb->reset();
+  u.reasm.clear();  // (their buffers are gone with EM)
+  u.reasm_done.clear();
+  u.reasm_held = 0;
   u.decoded.clear();
   u.tlb->clear();  // its entries are lost with the power; the PME refills them again
   // The programs are gone too: the entries of their send rings are theirs to write again.

@@ -40,6 +40,8 @@ struct Mbp2Config {
   uint32_t ocu_registers = 64;
   double ip_header_instr = 80;      // PME: build the IP and UDP/TCP headers of a datagram
   double ip_steer_instr = 100;      // PME: check the IP header, find the port or connection, post to the PGE
+  double ip_reasm_instr = 60;       // PME: file one received IP fragment
+  double reasm_timeout_us = 1e6;    // PME: an incomplete datagram's fragments are given up after this
   double fw_csum_instr_per_word = 2.5;  // PME firmware checksum without the CSU
   double fw_order_instr = 15;       // PME firmware order check without an OCU register
   uint32_t kernel_ring_slots = 64;  // the kernel's receive structure
@@ -145,18 +147,27 @@ class Mbp2System : public mbcf::EtherSystem {
   bool connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port, uint32_t remote_node, uint16_t remote_port,
                    uint32_t ring_laddr, uint32_t send_iss, uint32_t recv_irs);
   // A user task sends a datagram; `k` runs when the doorbell write returns. False (nothing
-  // done) when it cannot be a datagram: too long for one frame, no such task or peer, or a TCP
+  // done) when it cannot be a datagram: UDP longer than IP allows (kUdpMaxPayload; longer than
+  // one frame goes in fragments), TCP longer than one frame, no such task or peer, or a TCP
   // connection the task does not own.
   bool send_datagram(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::function<void()> k);
+  // The largest IP packet one frame carries (1500 less what sealing adds), and whether a
+  // datagram of `len` payload bytes can be sent (UDP up to IP's limit, in fragments beyond one
+  // frame; TCP in one frame).
+  uint32_t mtu() const { return 1500 - frame_overhead_; }
+  bool sendable(uint8_t proto, uint64_t len) const {
+    return proto == kIpProtoUdp ? len <= kUdpMaxPayload : len + kIpHeader + kTcpHeader <= mtu();
+  }
   // The task takes the oldest datagram of its ring (loads, and a store of the tail): false if
   // the ring is empty.
   bool take(uint32_t node, uint32_t ptask, uint32_t ring_laddr, std::vector<uint8_t>* payload, RxInfo* info = nullptr);
   // Datagrams for a bound port that a node's NIC could not deliver (ring full or unusable, TCP
-  // out of order, bad checksum or header, no receive buffer at the LDMA).
+  // out of order, bad checksum or header, no receive buffer at the LDMA, a reassembly given
+  // up). A datagram whose fragments were all lost is not among them: nothing of it came.
   uint64_t datagrams_dropped(uint32_t node) const {
     const IpStats& x = u_[node]->ip;
     return x.rx_ring_full->value + x.rx_bad_ring->value + x.rx_out_of_order->value + x.rx_bad_checksum->value + x.rx_malformed->value +
-           x.rx_no_buffer->value;
+           x.rx_no_buffer->value + x.rx_reasm_timeout->value + x.rx_reasm_bad->value + x.rx_reasm_no_room->value;
   }
   // Sealed frames a NIC that encrypts lost before it could open them: no receive buffer at the
   // LDMA, or refused by the CAU. What they carried cannot be known (Go-back-N resends MBCF
@@ -250,7 +261,8 @@ class Mbp2System : public mbcf::EtherSystem {
   };
   struct IpStats {
     Counter *tx, *tx_bytes, *tx_rejected, *tx_bypass_rejected, *rx, *rx_bytes, *rx_kernel, *rx_kernel_dropped, *rx_ring_full, *rx_bad_ring,
-        *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order, *rx_no_buffer;
+        *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order, *rx_no_buffer, *tx_fragments, *rx_fragments,
+        *rx_fragments_dropped, *rx_fragment_duplicates, *rx_reassembled, *rx_reasm_timeout, *rx_reasm_bad, *rx_reasm_no_room;
   };
   struct TxWait {
     uint32_t dst;
@@ -310,6 +322,29 @@ class Mbp2System : public mbcf::EtherSystem {
     // The PGE's image buffer for a datagram's payload: one per PGE descriptor slot (a slot's
     // next descriptor runs only after the PME took the previous one's payload).
     uint32_t dg_images = 0;
+    // The PGE's image of a datagram longer than one frame (up to IP's 64 KiB): its payload, cut
+    // into fragments by the PME. One is enough: the PGE serves descriptors in order and the PME
+    // takes a payload when its descriptor completes, before the next one's bytes land.
+    uint32_t dg_large = 0;
+    // Datagrams being reassembled (by source << 24 | protocol << 16 | identification): the
+    // pieces, each in its receive buffer (a piece's tag indexes `bufs`), and which entry this is
+    // (its timeout gives up only the entry it was set for).
+    struct Reasm {
+      Reassembly r;
+      std::vector<Buf> bufs;
+      uint64_t serial = 0;
+      // Given up for want of room (a piece that could not be held): nothing is held, and the
+      // datagram's later fragments are dropped as they come until the timeout forgets it.
+      bool doomed = false;
+    };
+    std::map<uint64_t, Reasm> reasm;
+    // The datagrams reassembled last (key, when), so that a late duplicate of one of their
+    // fragments is dropped rather than opening a reassembly that can only time out: the last
+    // kReasmDone of them, for mbp2.reasm_timeout_us. (An identification reused within that
+    // window is IP's own hazard, RFC 4963.)
+    std::deque<std::pair<uint64_t, uint64_t>> reasm_done;
+    uint32_t reasm_held = 0;  // receive buffers they hold (at most half the ring)
+    uint64_t reasm_serial = 0;
     // What the PME made of each image when the PGE's completion came (by buffer serial): the
     // header build decodes again only if the bytes in EM changed meanwhile (a speed-up only).
     struct Decoded {
@@ -402,8 +437,26 @@ class Mbp2System : public mbcf::EtherSystem {
   // The PGE writes the payload into the next slot of the connection's ring; false (counted)
   // when the ring is full, unmapped, malformed or its slots too small.
   // Both read the frame from its receive buffer `b`, and free it when their DMA is done.
-  bool pge_deliver(uint32_t node, int64_t conn, Buf b, const Parsed& p);
+  // A datagram's payload lies in its frames' receive buffers, in runs (one per fragment, or
+  // one): `off` is where the run starts in the buffer's frame.
+  struct Run {
+    Buf b;
+    uint32_t off, len;
+  };
+  bool pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>& bufs, const std::vector<Run>& runs, const Parsed& p);
   void kernel_deliver(uint32_t node, Buf b);
+  // The PME's check and steering of a datagram (its frames' buffers `bufs`, the datagram `f`:
+  // one frame, or the fragments joined), after `parse_inet` gave `p` and `e`; `joined`: the
+  // CSU's partial sums are folded rather than one frame's verified.
+  void steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> runs, std::vector<uint8_t> f, const Parsed& p, InetError e,
+             bool interrupt, bool joined);
+  // An IP fragment in `b`: filed with its datagram's others (RFC 815); the last one to come
+  // makes the datagram, which is then steered.
+  void ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<uint8_t> f);
+  // Gives a reassembly up (its buffers back, `why` counted); `doom`: its later fragments are
+  // dropped until the timeout forgets it.
+  void reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool doom = false);
+  static constexpr uint32_t kLargeImageBytes = 65536, kReasmDone = 64;
   static bool is_ip(const std::vector<uint8_t>& frame);
   // A PGE request whose translations cost `refill` of PME time (0: all hits): `post` starts
   // its DMA once the PME has refilled the TLB; requests are served in order.

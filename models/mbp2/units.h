@@ -460,6 +460,11 @@ class Csu : public Unit {
   uint16_t transmit(const std::vector<uint8_t>& frame);
   // CSU-R: true when the frame's checksum verifies.
   bool receive(const std::vector<uint8_t>& frame);
+  // CSU-R on an IP fragment: a partial sum over its piece, which the PME keeps (a piece alone
+  // has no verdict); `joined` is the PME's fold of a reassembled datagram's partial sums with
+  // its pseudo-header: true when the whole datagram verifies.
+  void fragment(const std::vector<uint8_t>& frame);
+  bool joined(const std::vector<uint8_t>& whole);
 
  private:
   Counter &tx_, &rx_, &bad_, &bytes_;

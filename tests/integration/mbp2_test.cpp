@@ -778,7 +778,11 @@ TEST(Mbp2Msg, TheSenderRefusesBypassUnreadablePayloadsAndOversizedDatagrams) {
   d.bypass = true;  // a user task asking for untranslated addresses
   Mbp2System::DatagramRequest far = udp_to(7, 0, 100);
   far.laddr = 0x40000;  // not mapped in the task
-  EXPECT_FALSE(r.sys->send_datagram(0, 1, udp_to(7, 0, 1473), [] {}));  // 1472 is UDP's most in one frame
+  EXPECT_FALSE(r.sys->send_datagram(0, 1, udp_to(7, 0, kUdpMaxPayload + 1), [] {}));  // longer than IP allows
+  Mbp2System::DatagramRequest seg = udp_to(7, 0, 1461);  // TCP is never fragmented: 1460 is its most
+  seg.proto = kIpProtoTcp;
+  ASSERT_TRUE(r.sys->connect_tcp(0, 1, 4000, 1, 7, kRing, 0, 0));
+  EXPECT_FALSE(r.sys->send_datagram(0, 1, seg, [] {}));
   Mbp2System::DatagramRequest self = udp_to(7, 0, 4);
   self.dst_node = 0;
   EXPECT_FALSE(r.sys->send_datagram(0, 1, self, [] {}));
@@ -795,17 +799,193 @@ TEST(Mbp2Msg, DatagramsBetweenEncryptingNicsAreSealedLikeIpsec) {
   r.sys->init_ring(1, 1, kRing, 4, 2048);
   ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kRing));
   const auto p = put_payload(r, 0, 1000, 6);
-  ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_to(7, 0, 1000), [] {}));
-  // What fits in the clear does not fit sealed.
-  EXPECT_FALSE(r.sys->send_datagram(0, 1, udp_to(7, 0, 1472), [] {}));
+  // What fits one frame in the clear does not once sealed: it goes in two fragments, each
+  // sealed on its own.
+  const auto q = put_payload(r, 1024, 1472, 7);
+  send_all(r, {udp_to(7, 0, 1000), udp_to(7, 1024, 1472)});
   r.run(5);
   std::vector<uint8_t> got;
   ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
   EXPECT_EQ(got, p);
+  ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
+  EXPECT_EQ(got, q);
   EXPECT_FALSE(sn.saw(std::vector<uint8_t>(p.begin() + 300, p.begin() + 332)));
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.frames_sealed"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_opened"), 1u);
+  EXPECT_FALSE(sn.saw(std::vector<uint8_t>(q.begin() + 1300, q.begin() + 1332)));
+  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_fragments"), 2u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.frames_sealed"), 3u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_opened"), 3u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reassembled"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 2u);
+}
+
+// ---- IP fragments (RFC 791, RFC 815)
+
+// Datagrams longer than a frame: payloads and rings in a larger area of both tasks.
+constexpr uint32_t kBigSrc = 0x40000, kBigRing = 0x60000;
+
+void map_big(Rig& r) {
+  for (uint32_t n = 0; n < 2; ++n) r.sys->space(n).map(r.task(n), kBigSrc, 0x40000 / r.sys->space(n).page_bytes(), kPermRW);
+}
+
+std::vector<uint8_t> put_big(Rig& r, uint32_t off, uint32_t n, uint8_t tag) {
+  std::vector<uint8_t> p(n);
+  for (uint32_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(tag * 29 + i * 7 + (i >> 8));
+  r.sys->space(0).write(r.task(0), kBigSrc + off, p.data(), n);
+  return p;
+}
+
+Mbp2System::DatagramRequest udp_big(uint32_t port, uint32_t off, uint32_t n) {
+  Mbp2System::DatagramRequest d = udp_to(port, 0, n);
+  d.laddr = kBigSrc + off;
+  return d;
+}
+
+// A UDP datagram longer than a frame leaves in IP fragments, each a frame on the wire; the
+// receiving NIC holds them in its receive buffers until the last comes, checks the checksum the
+// CSU summed piece by piece, and the PGE gathers the pieces into the ring's slot. A datagram for
+// no bound port reaches the kernel as the fragments that came (the host's stack reassembles).
+TEST(Mbp2Msg, AUdpDatagramLongerThanAFrameGoesInFragmentsAndArrivesWhole) {
+  Rig r;
+  map_big(r);
+  Sniffer sn(r);
+  r.sys->init_ring(1, 1, kBigRing, 2, Mbp2System::kSlotHeader + 9000);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
+  const auto p = put_big(r, 0, 9000, 3);
+  put_big(r, 0x10000, 3000, 4);
+  send_all(r, {udp_big(7, 0, 9000), udp_big(53, 0x10000, 3000)});
+  r.run(5);
+  std::vector<uint8_t> got;
+  Mbp2System::RxInfo info;
+  ASSERT_TRUE(r.sys->take(1, 1, kBigRing, &got, &info));
+  EXPECT_EQ(got, p);
+  EXPECT_EQ(info.src_port, 4000);
+  EXPECT_FALSE(r.sys->take(1, 1, kBigRing, &got));
+  const uint32_t frags = udp_frames(9000, 1500);
+  EXPECT_EQ(frags, 7u);  // 9008 bytes of UDP in pieces of 1480
+  ASSERT_EQ(sn.frames.size(), frags + 3u);
+  for (const auto& f : sn.frames) {
+    EXPECT_LE(f.size(), 1514u);
+    EXPECT_TRUE(is_fragment(f));
+  }
+  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_datagrams"), 2u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_fragments"), frags + 3u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.pge.bytes"), 12000u + 2 * Mbp2System::kDatagramStructBytes);  // one fetch each
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_fragments"), frags + 3u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reassembled"), 2u);
   EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_bytes"), 9000u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.csu.rx"), 2u);  // one verdict per datagram
+  EXPECT_EQ(r.counter("system.node1.mbp2.csu.bad"), 0u);
+  EXPECT_GT(r.counter("system.node1.mbp2.pme.handler.ip_reasm_ps"), 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.pge.errors"), 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.adma.bytes"), 0u);
+  EXPECT_EQ(r.sys->host_busy_ps(1) > 0, true);  // the kernel's frames interrupted the host
+  ASSERT_EQ(r.sys->kernel_received(1).size(), 3u);
+  for (const auto& f : r.sys->kernel_received(1)) EXPECT_TRUE(is_fragment(f));
+  EXPECT_EQ(r.sys->rx_buffers(1).in_use(), 0u);  // every fragment's buffer given back
+  EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
+}
+
+// Without a CSU the firmware sums each fragment as it files it, and folds the sums once.
+TEST(Mbp2Msg, WithoutACsuTheFirmwareSumsEachFragmentItFiles) {
+  Mbp2Config m;
+  m.csu = false;
+  Rig r(m);
+  map_big(r);
+  r.sys->init_ring(1, 1, kBigRing, 2, Mbp2System::kSlotHeader + 4000);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
+  const auto p = put_big(r, 0, 4000, 5);
+  ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_big(7, 0, 4000), [] {}));
+  r.run(5);
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(r.sys->take(1, 1, kBigRing, &got));
+  EXPECT_EQ(got, p);
+  const Mbp2Config& c = r.sys->mbp2_config();
+  Pme& pme = r.sys->pme(1);
+  uint64_t want = 0;
+  for (uint32_t l4 : {1480u, 1480u, 1048u}) {  // 4008 bytes of UDP
+    const uint32_t words = (20 + l4 + 3) / 4;
+    want += pme.instr_ps(c.ip_reasm_instr + c.rx_desc_instr) + pme.kernel_ps(c.fw_csum_instr_per_word * words, words) + pme.interrupt_ps();
+  }
+  EXPECT_EQ(r.counter("system.node1.mbp2.pme.handler.ip_reasm_ps"), want);
+  EXPECT_EQ(r.counter("system.node1.mbp2.pme.handler.ip_steer_ps"), pme.instr_ps(c.ip_steer_instr));  // the joined datagram
+}
+
+// Fragments lost, duplicated and overtaken on the wire: every datagram the task takes is one
+// that was sent, whole, and none twice; one with a piece lost is given up after the
+// reassembly timeout, its buffers back in the pool.
+TEST(Mbp2Msg, FragmentsLostDuplicatedOrOvertakenMakeEachDatagramOnceOrTimeOut) {
+  Mbp2Config m;
+  m.reasm_timeout_us = 2000;
+  EtherSysConfig e;
+  e.ether.loss = 0.06;
+  e.ether.duplicate = 0.2;
+  e.ether.reorder = 0.3;
+  e.ether.reorder_max_ns = 40000;
+  Rig r(m, e);
+  map_big(r);
+  r.sys->init_ring(1, 1, kBigRing, 32, Mbp2System::kSlotHeader + 4000);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
+  constexpr uint32_t kCount = 24;
+  std::vector<std::vector<uint8_t>> sent;
+  for (uint32_t i = 0; i < kCount; ++i) {
+    sent.push_back(put_big(r, 4096 * i, 4000, static_cast<uint8_t>(i + 1)));
+    r.sys->cal().at(static_cast<uint64_t>(i) * 60'000'000, [&r, i] { ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_big(7, 4096 * i, 4000), [] {})); });
+  }
+  r.run(20);
+  std::vector<bool> seen(kCount, false);
+  std::vector<uint8_t> got;
+  uint32_t taken = 0;
+  while (r.sys->take(1, 1, kBigRing, &got)) {
+    const auto it = std::find(sent.begin(), sent.end(), got);
+    ASSERT_NE(it, sent.end()) << "a datagram that was never sent";
+    const size_t k = static_cast<size_t>(it - sent.begin());
+    EXPECT_FALSE(seen[k]) << "datagram " << k << " twice";
+    seen[k] = true;
+    ++taken;
+  }
+  EXPECT_EQ(taken, r.counter("system.node1.mbp2.ip.rx_delivered"));
+  // Every copy is recognised, whether its datagram is still being reassembled or was made
+  // already (a late copy opens no reassembly that could only time out).
+  EXPECT_GT(r.counter("system.ether.injected_duplicates"), 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_fragment_duplicates"), r.counter("system.ether.injected_duplicates"));
+  // Each lost fragment (seed 1: in different datagrams, each with a piece that came) costs its
+  // datagram, given up once the timeout passed, and counted as dropped.
+  const uint64_t lost = r.counter("system.ether.injected_losses");
+  EXPECT_GT(lost, 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reasm_timeout"), lost);
+  EXPECT_EQ(taken + lost, kCount);
+  EXPECT_EQ(r.sys->datagrams_dropped(1), lost);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reasm_bad"), 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.csu.bad"), 0u);
+  EXPECT_EQ(r.sys->rx_buffers(1).in_use(), 0u);  // the incomplete ones timed out
+}
+
+// A fragment whose piece overlaps one held with other bounds (rewritten on the wire, its header
+// checksum made good) spoils the datagram: it is given up at once and its buffers freed.
+TEST(Mbp2Msg, AFragmentThatOverlapsAnotherSpoilsItsDatagram) {
+  Rig r;
+  map_big(r);
+  r.sys->init_ring(1, 1, kBigRing, 2, Mbp2System::kSlotHeader + 2000);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
+  r.sys->ether().set_tap([](uint32_t to, const std::vector<uint8_t>& f) {
+    if (to != 1 || !is_fragment(f) || (f[20] & 0x1f) == 0 && f[21] == 0) return;
+    auto& g = const_cast<std::vector<uint8_t>&>(f);
+    g[21] = static_cast<uint8_t>(g[21] - 1);  // 8 bytes earlier: into the first piece
+    g[24] = g[25] = 0;
+    const uint16_t c = static_cast<uint16_t>(~fold(ones_sum(&g[14], 20)));
+    g[24] = static_cast<uint8_t>(c >> 8);
+    g[25] = static_cast<uint8_t>(c);
+  });
+  put_big(r, 0, 2000, 9);
+  ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_big(7, 0, 2000), [] {}));
+  r.run(5);
+  EXPECT_FALSE(r.sys->take(1, 1, kBigRing, nullptr));
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_fragments"), 2u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reasm_bad"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reassembled"), 0u);
+  EXPECT_EQ(r.sys->datagrams_dropped(1), 1u);
+  EXPECT_EQ(r.sys->rx_buffers(1).in_use(), 0u);
 }
 
 // Every unit is a SystemC module under its node's NIC module, and the DMA engines' descriptor
@@ -1289,6 +1469,67 @@ TEST(Mbp2Msg, TheDatagramWorkloadChecksEveryPayloadOnBothConfigs) {
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("workload.kind"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("mbcf.nic = mbp2"), std::string::npos) << r.output;
+}
+
+// The datagram workload beyond one frame: UDP datagrams up to IP's limit go in fragments on both
+// configs, in the clear and sealed, every payload checked; under loss each datagram is taken,
+// dropped (a reassembly given up) or lost, never mangled. A size whose fragments the receiving
+// NIC could never hold (more than half its receive buffers) is a config error, as is TCP beyond a
+// frame.
+TEST(Mbp2Msg, TheDatagramWorkloadSendsDatagramsBeyondAFrameInFragments) {
+  for (const char* cfg : {"mbp2p-ss20.json", "mbp2c-pci.json", "mbp2c-secure.json"}) {
+    const auto s = stats_json(cfg, "--set workload.kind=datagram --set 'workload.sizes=[1473,20000]' --set workload.transfers=32"
+                                   " --set workload.iterations=4");
+    const auto& sum = s["summary"];
+    ASSERT_TRUE(sum["finished"].get<bool>()) << cfg;
+    EXPECT_EQ(sum["mismatched_datagrams"].get<uint64_t>(), 0u) << cfg;
+    const auto& ip = s["stats"]["system"]["node1"]["mbp2"]["ip"];
+    // UDP has no flow control: a receiver slower than the wire (the prototype's SBus, the
+    // CAU opening every fragment) drops some; each stream datagram is taken, dropped by the NIC
+    // (counted once, whichever of its fragments it could not hold) or lost whole on the wire.
+    uint64_t taken = 0, lost = 0, checked = 2u * (1473 + 20000) * (4 + 2);  // 6 echoes per size, both ways
+    for (int i : {1, 3}) {
+      const auto& p = sum["points"][i];
+      const uint64_t t = 32 - p["dropped"].get<uint64_t>() - p["lost"].get<uint64_t>();
+      taken += t;
+      lost += p["lost"].get<uint64_t>();
+      checked += t * p["size"].get<uint64_t>();
+    }
+    EXPECT_EQ(ip["rx_delivered"].get<uint64_t>(), taken + 2 * 6) << cfg;
+    EXPECT_EQ(sum["checked_bytes"].get<uint64_t>(), checked) << cfg;
+    EXPECT_LE(lost, 1u) << cfg;  // a datagram none of whose fragments found a receive buffer
+    EXPECT_EQ(ip["rx_reassembled"].get<uint64_t>(), ip["rx_delivered"].get<uint64_t>()) << cfg;  // every one came in fragments
+  }
+  // The PCI card keeps up with the wire: nothing dropped, every datagram reassembled.
+  const auto s = stats_json("mbp2c-pci.json", "--set workload.kind=datagram --set 'workload.sizes=[1473,20000]' --set workload.transfers=32"
+                                              " --set workload.iterations=4");
+  for (int i : {1, 3}) {
+    EXPECT_EQ(s["summary"]["points"][i]["dropped"].get<uint64_t>(), 0u);
+    EXPECT_EQ(s["summary"]["points"][i]["lost"].get<uint64_t>(), 0u);
+  }
+  EXPECT_EQ(s["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_reassembled"].get<uint64_t>(), 2u * (6 + 32));
+  EXPECT_EQ(s["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_fragments"].get<uint64_t>(), (6u + 32u) * (2u + 14u));  // 20,008 bytes: 14 pieces
+  const auto lossy = stats_json("mbp2c-pci.json", "--set workload.kind=datagram --set 'workload.sizes=[6000]' --set workload.transfers=256"
+                                                  " --set workload.iterations=4 --set ether.loss=0.02 --set ether.duplicate=0.02"
+                                                  " --set workload.timeout_us=3000 --set mbp2.reasm_timeout_us=2000");
+  const auto& ls = lossy["summary"];
+  ASSERT_TRUE(ls["finished"].get<bool>());
+  EXPECT_EQ(ls["mismatched_datagrams"].get<uint64_t>(), 0u);
+  const auto& stream = ls["points"][1];
+  EXPECT_GT(stream["dropped"].get<uint64_t>(), 0u);
+  const uint64_t taken = lossy["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_delivered"].get<uint64_t>() - 6 - ls["echo_timeouts"].get<uint64_t>();
+  EXPECT_LE(taken + stream["dropped"].get<uint64_t>() + stream["lost"].get<uint64_t>(), 256u);
+  EXPECT_EQ(lossy["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_reasm_timeout"].get<uint64_t>(), stream["dropped"].get<uint64_t>());
+  for (const char* bad : {"--set 'workload.sizes=[65507]'", "--set workload.protocol=tcp --set 'workload.sizes=[1461]'",
+                          "--set 'workload.sizes=[65508]'"}) {
+    const auto d = test::temp_dir("mbp2_datagram_sizes");
+    auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbp2c-pci.json") + " --quiet --out " + (d / "o").string() +
+                           " --set workload.kind=datagram " + bad);
+    EXPECT_EQ(r.status, 1) << bad << r.output;
+    EXPECT_NE(r.output.find("workload.sizes"), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(d / "o" / "stats.json")) << bad;
+  }
 }
 
 // A UDP stream of small datagrams between NICs that encrypt outruns the receiver's CAU: sealed

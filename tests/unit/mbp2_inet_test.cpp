@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "models/core/rng.h"
 #include "models/core/stats.h"
 #include "models/mbp2/inet.h"
 #include "models/mbp2/units.h"
@@ -117,6 +118,150 @@ TEST(Inet, MalformedFramesAreRefusedWithoutReadingPastTheirEnd) {
   EXPECT_EQ(parse_inet(bad, out), InetError::None);
 }
 
+// ---- IP fragmentation and reassembly (RFC 791, RFC 815)
+
+// Every fragment of a datagram longer than the MTU: an IP packet within it, a piece at a
+// multiple of 8 bytes, the pieces back to back, the last without MF; the UDP header and its
+// checksum in the first only. Joined in any order of arrival, they make the datagram again.
+TEST(Inet, ADatagramCutIntoFragmentsJoinsBackWhateverTheOrderTheyCome) {
+  for (uint32_t mtu : {1500u, 1500u - 44u, 576u})
+    for (uint32_t n : {1473u, 2952u, 2953u, 8192u, kUdpMaxPayload}) {
+      SCOPED_TRACE("mtu " + std::to_string(mtu) + " payload " + std::to_string(n));
+      const auto p = payload(n, static_cast<uint8_t>(n));
+      const auto whole = build_inet(dg(kIpProtoUdp), p.data(), n);
+      const auto frames = fragment_ip(whole, mtu);
+      ASSERT_EQ(frames.size(), udp_frames(n, mtu));
+      ASSERT_GT(frames.size(), 1u);
+      uint32_t next = 0;
+      for (size_t i = 0; i < frames.size(); ++i) {
+        const auto& f = frames[i];
+        EXPECT_LE(f.size(), 14 + mtu);
+        Parsed pp;
+        EXPECT_EQ(parse_inet(f, pp), InetError::Fragment);
+        EXPECT_TRUE(is_fragment(f));
+        Fragment fr;
+        ASSERT_EQ(parse_fragment(f, fr), InetError::None) << i;
+        EXPECT_EQ(fr.offset, next);
+        EXPECT_EQ(fr.offset % 8, 0u);
+        EXPECT_EQ(fr.more, i + 1 < frames.size());
+        EXPECT_EQ(fr.ip_id, 99);
+        EXPECT_EQ(fr.src_node, 3u);
+        EXPECT_EQ(fr.dst_node, 258u);
+        EXPECT_EQ(fr.proto, kIpProtoUdp);
+        next += fr.len;
+      }
+      EXPECT_EQ(next, kUdpHeader + n);
+      // Arrival in a shuffled order (seeded; the seed is in the trace): complete only with the
+      // last piece to come, and the join is the datagram parse_inet accepts, payload intact.
+      for (uint64_t seed : {1u, 2u, 3u}) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        Rng rng(seed, "fragments");
+        std::vector<uint32_t> order(frames.size());
+        for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+        for (uint32_t i = static_cast<uint32_t>(order.size()); i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
+        Reassembly r;
+        for (size_t k = 0; k < order.size(); ++k) {
+          Fragment fr;
+          ASSERT_EQ(parse_fragment(frames[order[k]], fr), InetError::None);
+          EXPECT_EQ(r.add(fr.offset, fr.len, fr.more, order[k]), k + 1 < order.size() ? Reassembly::Add::Held : Reassembly::Add::Complete);
+        }
+        std::vector<std::vector<uint8_t>> in_order;
+        for (const auto& pc : r.pieces()) in_order.push_back(frames[pc.tag]);
+        const auto joined = join_fragments(in_order);
+        Parsed pp;
+        ASSERT_EQ(parse_inet(joined, pp), InetError::None);
+        EXPECT_EQ(std::vector<uint8_t>(joined.begin() + pp.payload_off, joined.end()), p);
+        EXPECT_EQ(r.total(), kUdpHeader + n);
+      }
+    }
+}
+
+TEST(Inet, ADatagramThatFitsOneFrameIsSentWholeWithDontFragment) {
+  const auto p = payload(1472, 1);
+  const auto whole = build_inet(dg(kIpProtoUdp), p.data(), 1472);
+  const auto frames = fragment_ip(whole, 1500);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0], whole);
+  EXPECT_EQ(whole[14 + 6], 0x40);  // DF
+  EXPECT_FALSE(is_fragment(whole));
+  EXPECT_EQ(udp_frames(1472, 1500), 1u);
+  EXPECT_EQ(udp_frames(1473, 1500), 2u);
+  EXPECT_EQ(udp_frames(1472, 1456), 2u);  // less room once sealed
+}
+
+// The first copy of a piece stays; a piece that disagrees with what is held (overlapping with
+// other bounds, past the end the last piece set, a second end) spoils the datagram.
+TEST(Inet, ReassemblyKeepsTheFirstCopyAndRefusesPiecesThatDisagree) {
+  using A = Reassembly::Add;
+  {
+    Reassembly r;
+    EXPECT_EQ(r.add(1480, 520, false, 1), A::Held);  // the last first: the total is known
+    EXPECT_EQ(r.total(), 2000u);
+    EXPECT_EQ(r.add(1480, 520, false, 2), A::Duplicate);
+    EXPECT_FALSE(r.complete());
+    EXPECT_EQ(r.add(0, 1480, true, 3), A::Complete);
+    ASSERT_EQ(r.pieces().size(), 2u);
+    EXPECT_EQ(r.pieces()[0].tag, 3u);
+    EXPECT_EQ(r.pieces()[1].tag, 1u);
+    EXPECT_EQ(r.add(0, 1480, true, 4), A::Duplicate);
+  }
+  {
+    Reassembly r;
+    EXPECT_EQ(r.add(0, 1480, true, 0), A::Held);
+    EXPECT_EQ(r.add(1472, 16, true, 1), A::Bad);  // overlaps the first piece's end
+    EXPECT_EQ(r.add(8, 8, true, 1), A::Bad);      // inside it
+    EXPECT_EQ(r.add(0, 8, true, 1), A::Bad);      // same start, other length
+  }
+  {
+    Reassembly r;
+    EXPECT_EQ(r.add(1480, 1480, true, 0), A::Held);
+    EXPECT_EQ(r.add(0, 1000, false, 1), A::Bad);  // an end before a piece already held
+  }
+  {
+    Reassembly r;
+    EXPECT_EQ(r.add(0, 1480, true, 0), A::Held);
+    EXPECT_EQ(r.add(2960, 100, false, 1), A::Held);
+    EXPECT_EQ(r.add(2960, 200, false, 2), A::Bad);  // a second, different end
+    EXPECT_EQ(r.add(4000, 8, true, 2), A::Bad);     // past the end
+    EXPECT_EQ(r.add(1480, 1480, true, 2), A::Complete);
+  }
+}
+
+TEST(Inet, MalformedFragmentsAreRefusedWithoutReadingPastTheirEnd) {
+  const auto p = payload(3000, 5);
+  const auto frames = fragment_ip(build_inet(dg(kIpProtoUdp), p.data(), 3000), 1500);
+  auto refix = [](std::vector<uint8_t> g) {
+    g[24] = g[25] = 0;
+    const uint16_t c = static_cast<uint16_t>(~fold(ones_sum(&g[14], 20)));
+    g[24] = static_cast<uint8_t>(c >> 8);
+    g[25] = static_cast<uint8_t>(c);
+    return g;
+  };
+  Fragment fr;
+  ASSERT_EQ(parse_fragment(frames[0], fr), InetError::None);
+  for (size_t n = 0; n < 34; ++n) {
+    const std::vector<uint8_t> t(frames[0].begin(), frames[0].begin() + static_cast<std::ptrdiff_t>(n));
+    EXPECT_NE(parse_fragment(t, fr), InetError::None) << n;
+  }
+  auto bad = frames[0];
+  bad[14 + 10] ^= 1;
+  EXPECT_EQ(parse_fragment(bad, fr), InetError::BadIpChecksum);
+  bad = frames[0];
+  bad[16] = 0x05;  // 1296 bytes: a non-final piece of 1276, not a multiple of 8
+  bad[17] = 0x10;
+  EXPECT_EQ(parse_fragment(refix(bad), fr), InetError::BadLength);
+  bad = frames[1];
+  bad[14 + 6] = 0x1f;  // offset 8184 * 8: past IP's 65,535 bytes
+  bad[14 + 7] = 0xf8;
+  EXPECT_EQ(parse_fragment(refix(bad), fr), InetError::BadLength);
+  bad = frames[1];
+  bad[14 + 6] |= 0x40;  // DF on a fragment
+  EXPECT_EQ(parse_fragment(refix(bad), fr), InetError::BadIpHeader);
+  bad = frames[1];
+  bad[14 + 9] = 1;  // ICMP
+  EXPECT_EQ(parse_fragment(refix(bad), fr), InetError::UnknownProto);
+}
+
 TEST(Mbp2Csu, SumsWhatStreamsAndCatchesAnAlteredByte) {
   Stats st;
   Csu csu(st, "csu");
@@ -168,15 +313,29 @@ TEST(Inet, FuzzCorpusFramesParse) {
         test::write_text(dir / ((proto == kIpProtoUdp ? "udp-" : "tcp-") + std::to_string(n) + ".bin"),
                          std::string(f.begin(), f.end()));
       }
+    // The first and last fragments of a 2000-byte UDP datagram.
+    const auto p = payload(2000, 7);
+    const auto frags = fragment_ip(build_inet(dg(kIpProtoUdp), p.data(), 2000), 1500);
+    for (size_t i = 0; i < frags.size(); ++i)
+      test::write_text(dir / ("udp-frag-" + std::to_string(i) + ".bin"), std::string(frags[i].begin(), frags[i].end()));
   }
-  size_t n = 0;
+  size_t n = 0, frags = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string s = test::read_text(e.path());
+    const std::vector<uint8_t> f(s.begin(), s.end());
     Parsed p;
-    EXPECT_EQ(parse_inet(std::vector<uint8_t>(s.begin(), s.end()), p, true), InetError::None) << e.path();
+    Fragment fr;
+    if (e.path().filename().string().find("frag") != std::string::npos) {
+      EXPECT_EQ(parse_inet(f, p, true), InetError::Fragment) << e.path();
+      EXPECT_EQ(parse_fragment(f, fr), InetError::None) << e.path();
+      ++frags;
+    } else {
+      EXPECT_EQ(parse_inet(f, p, true), InetError::None) << e.path();
+    }
     ++n;
   }
-  EXPECT_EQ(n, 8u);
+  EXPECT_EQ(n, 10u);
+  EXPECT_EQ(frags, 2u);
 }
 
 }  // namespace
