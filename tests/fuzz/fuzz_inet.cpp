@@ -3,6 +3,7 @@
 // past the frame; a frame it accepts must have its payload inside the frame; a fragment it
 // accepts must lie inside the frame and inside IP's 65,535 bytes, and a reassembly of it whose
 // pieces cover the datagram must join into a frame that holds them all.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
