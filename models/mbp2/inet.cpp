@@ -143,13 +143,22 @@ bool l4_verifies(const std::vector<uint8_t>& f) {
   return l4_checksum(f) == 0;
 }
 
-InetError parse_inet(const std::vector<uint8_t>& f, Parsed& out, bool check_l4) {
+namespace {
+// An Ethernet frame carrying IPv4 without options whose total length fits the frame: None, and
+// that length. (Its header checksum is the caller's to check.)
+InetError ip_header(const std::vector<uint8_t>& f, uint32_t* ip_len) {
   if (f.size() < kEth + kIpHeader) return InetError::Truncated;
-  if (ether_type(f) != kEtherTypeIpv4) return InetError::BadIpHeader;
+  if (ether_type(f) != kEtherTypeIpv4 || f[kEth] != 0x45) return InetError::BadIpHeader;
+  *ip_len = load_be16(&f[kEth + 2]);
+  if (*ip_len < kIpHeader || kEth + *ip_len > f.size()) return InetError::BadIpHeader;
+  return InetError::None;
+}
+}  // namespace
+
+InetError parse_inet(const std::vector<uint8_t>& f, Parsed& out, bool check_l4) {
+  uint32_t ip_len = 0;
+  if (const InetError e = ip_header(f, &ip_len); e != InetError::None) return e;
   const uint8_t* ip = &f[kEth];
-  if (ip[0] != 0x45) return InetError::BadIpHeader;
-  const uint32_t ip_len = load_be16(ip + 2);
-  if (ip_len < kIpHeader || kEth + ip_len > f.size()) return InetError::BadIpHeader;
   if ((load_be16(ip + 6) & 0x3fff) != 0) return InetError::Fragment;  // MF set or an offset
   if (fold(ones_sum(ip, kIpHeader)) != 0xffff) return InetError::BadIpChecksum;
   Datagram& d = out.d;
@@ -180,12 +189,9 @@ bool is_fragment(const std::vector<uint8_t>& f) {
 }
 
 InetError parse_fragment(const std::vector<uint8_t>& f, Fragment& out) {
-  if (f.size() < kEth + kIpHeader) return InetError::Truncated;
-  if (ether_type(f) != kEtherTypeIpv4) return InetError::BadIpHeader;
+  uint32_t ip_len = 0;
+  if (const InetError e = ip_header(f, &ip_len); e != InetError::None) return e;
   const uint8_t* ip = &f[kEth];
-  if (ip[0] != 0x45) return InetError::BadIpHeader;
-  const uint32_t ip_len = load_be16(ip + 2);
-  if (ip_len < kIpHeader || kEth + ip_len > f.size()) return InetError::BadIpHeader;
   if (fold(ones_sum(ip, kIpHeader)) != 0xffff) return InetError::BadIpChecksum;
   const uint32_t flags = load_be16(ip + 6);
   out.src_node = load_be32(ip + 12) & 0xffff;
