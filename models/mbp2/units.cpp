@@ -15,6 +15,8 @@ Unit::Unit(const std::string& stat_name, const char* module)
 
 namespace {
 uint64_t ps_of(double cycles, double mhz) { return static_cast<uint64_t>(std::llround(cycles * 1e6 / mhz)); }
+// The simulated present: bookings that ended by now can be forgotten.
+uint64_t now_ps() { return static_cast<uint64_t>(sc_core::sc_time_stamp().value()); }
 }  // namespace
 
 // ------------------------------------------------------------------ BIU
@@ -55,23 +57,27 @@ double HostBus::transfer_cycles(uint64_t addr, uint32_t bytes) const {
   return cyc;
 }
 
+uint64_t HostBus::grant_ps() const { return cycles_ps(c_.overhead_cycles + static_cast<double>(c_.max_burst) / c_.width_bytes); }
+
 uint64_t HostBus::dma(uint64_t at, uint64_t addr, uint32_t bytes) {
-  const uint64_t start = std::max(at, free_);
+  time_.forget_before(now_ps());
   const uint64_t dur = cycles_ps(transfer_cycles(addr, bytes));
-  free_ = start + dur;
+  const uint64_t end = time_.book(at, dur, grant_ps());
   bytes_.inc(bytes);
   busy_ps_.inc(dur);
-  wait_ps_.inc(start - at);
-  return free_;
+  wait_ps_.inc(end - at - dur);
+  return end;
 }
 
 uint64_t HostBus::pio(uint64_t at) {
   // Arbitration is per burst: a programmed write waits for the burst in progress, not for the
-  // whole DMA transfer, which it then delays by its own length.
-  const uint64_t burst = cycles_ps(c_.overhead_cycles + static_cast<double>(c_.max_burst) / c_.width_bytes);
-  const uint64_t start = std::max(at, std::min(free_, at + burst));
+  // whole DMA transfer, which it then delays by its own length (the bursts it displaces take
+  // the bus's next free time: the DMA's promised end cannot move, so the write's time is
+  // booked there instead).
+  time_.forget_before(now_ps());
   const uint64_t dur = cycles_ps(c_.pio_cycles);
-  free_ = std::max(free_, start) + dur;
+  const uint64_t start = std::min(time_.first_fit(at, dur), at + grant_ps());
+  time_.book(at, dur, 0);
   pios_.inc();
   busy_ps_.inc(dur);
   wait_ps_.inc(start - at);
@@ -140,13 +146,15 @@ uint64_t Em::access_ps(uint32_t bytes) const {
 
 uint64_t Em::access(Route r, uint64_t at, uint32_t bytes) {
   const int i = static_cast<int>(r);
-  const uint64_t start = std::max(at, free_);
+  time_.forget_before(now_ps());
   const uint64_t dur = access_ps(bytes);
-  free_ = start + dur;
+  // A grant is one burst: a row access and a full burst of words.
+  const uint64_t grant = ps_of(c_.access_cycles + std::ceil(c_.burst_bytes / static_cast<double>(c_.width_bytes)), c_.clock_mhz);
+  const uint64_t end = time_.book(at, dur, grant);
   bytes_[i]->inc(bytes);
   busy_[i]->inc(dur);
-  wait_[i]->inc(start - at);
-  return free_;
+  wait_[i]->inc(end - at - dur);
+  return end;
 }
 
 // ------------------------------------------------------------------ TLB

@@ -21,6 +21,7 @@
 
 #include "models/core/calendar.h"
 #include "models/core/stats.h"
+#include "models/core/timeline.h"
 #include "models/mbp2/crypto.h"
 
 namespace mbpsim::mbp2 {
@@ -44,9 +45,12 @@ struct BusConfig {
   double pio_cycles = 20;      // one programmed single-word write by the host CPU (a doorbell)
 };
 
-// The bus is one shared resource. DMA transfers of the PGE and the ADMA queue for it in
-// arrival order (whole transfers); a programmed write by the host wins the next arbitration,
-// so it waits at most for the burst in progress and delays the DMA by its own length.
+// The bus is one shared resource, granted burst by burst. DMA transfers of the PGE and the
+// ADMA book its time when their descriptors are posted (a `Timeline`): a transfer takes the
+// earliest free bursts from when it may start, so one posted later but due earlier uses the
+// gaps between bookings made before it. A programmed write by the host wins the next
+// arbitration, so it waits at most for the burst in progress and delays the DMA by its own
+// length.
 class HostBus : public Unit {
  public:
   HostBus(const BusConfig& c, Stats& st, const std::string& name);
@@ -63,8 +67,9 @@ class HostBus : public Unit {
   uint64_t busy_ps() const { return busy_ps_.value; }
 
  private:
+  uint64_t grant_ps() const;  // one maximum burst with its overhead
   BusConfig c_;
-  uint64_t free_ = 0;
+  Timeline time_;
   Counter &bytes_, &busy_ps_, &wait_ps_, &pios_;
 };
 
@@ -82,13 +87,17 @@ struct EmConfig {
   uint32_t bytes = 8u << 20;  // capacity: what the units carve must fit
 };
 
-// One memory port shared by four routes: an access waits for the ones before it, so a
-// saturated route slows the others as a real SDRAM would.
+// One memory port shared by four routes, granted burst by burst: a saturated route slows the
+// others as a real SDRAM would. The DMA engines book an access's time when its descriptor is
+// posted (a `Timeline`); an access takes the earliest free bursts from when it may start, so
+// one due earlier uses the gaps between accesses booked before it rather than queueing behind
+// all of them.
 class Em : public Unit {
  public:
   Em(const EmConfig& c, Stats& st, const std::string& name);
   uint64_t access_ps(uint32_t bytes) const;
-  // Reserves the memory for `bytes` on `route`, starting no earlier than `at`; returns the end.
+  // Reserves the memory for `bytes` on `route`, starting no earlier than `at`, in whole bursts
+  // where the bookings already made leave gaps; returns the end.
   uint64_t access(Route r, uint64_t at, uint32_t bytes);
   uint64_t busy_ps(Route r) const { return busy_[static_cast<int>(r)]->value; }
   uint64_t wait_ps(Route r) const { return wait_[static_cast<int>(r)]->value; }
@@ -107,7 +116,7 @@ class Em : public Unit {
  private:
   EmConfig c_;
   std::vector<uint8_t> mem_;
-  uint64_t free_ = 0;
+  Timeline time_;
   Counter* bytes_[kRoutes];
   Counter* busy_[kRoutes];
   Counter* wait_[kRoutes];

@@ -969,7 +969,7 @@ TEST(Mbp2Msg, AFragmentThatOverlapsAnotherSpoilsItsDatagram) {
   r.sys->init_ring(1, 1, kBigRing, 2, Mbp2System::kSlotHeader + 2000);
   ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
   r.sys->ether().set_tap([](uint32_t to, const std::vector<uint8_t>& f) {
-    if (to != 1 || !is_fragment(f) || (f[20] & 0x1f) == 0 && f[21] == 0) return;
+    if (to != 1 || !is_fragment(f) || ((f[20] & 0x1f) == 0 && f[21] == 0)) return;
     auto& g = const_cast<std::vector<uint8_t>&>(f);
     g[21] = static_cast<uint8_t>(g[21] - 1);  // 8 bytes earlier: into the first piece
     g[24] = g[25] = 0;

@@ -72,6 +72,27 @@ TEST(Mbp2Em, ASaturatedRouteSlowsTheOthers) {
   EXPECT_EQ(test::stat_value(st2, "em2.mac.bytes"), 1024u);
 }
 
+// Accesses are booked when their descriptors are posted, often ahead of time. One booked later
+// but due earlier takes the bursts left free before the earlier bookings instead of queueing
+// behind them; a transfer longer than a gap takes it in whole bursts (7 cycles each here).
+TEST(Mbp2Em, AnAccessDueEarlierUsesTheGapsBeforeLaterBookings) {
+  Stats st;
+  EmConfig c;
+  Em em(c, st, "em");
+  const uint64_t cyc = 25000, burst = 7 * cyc;
+  const uint64_t host_end = em.access(Route::Host, 100 * cyc, 2048);  // booked ahead: 448 cycles
+  EXPECT_EQ(host_end, 548 * cyc);
+  // The MAC's frame, due now, fits before it.
+  EXPECT_EQ(em.access(Route::Mac, 0, 64), 14 * cyc);
+  EXPECT_EQ(em.wait_ps(Route::Mac), 0u);
+  // 1 KiB (32 bursts, 224 cycles) due now: 12 bursts fill cycles 14-98, the 2 cycles left are
+  // less than a burst, the other 20 bursts follow the host's transfer.
+  const uint64_t pme_end = em.access(Route::Pme, 0, 1024);
+  EXPECT_EQ(pme_end, 548 * cyc + 20 * burst);
+  EXPECT_EQ(em.wait_ps(Route::Pme), pme_end - 224 * cyc);
+  EXPECT_EQ(em.wait_ps(Route::Host), 0u);
+}
+
 TEST(Mbp2Tlb, ContextTagsKeepAddressSpacesApartAndLruEvicts) {
   Stats st;
   Tlb t(2, st, "tlb");
