@@ -228,27 +228,29 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   if (r.len) refill += translate(node, ptask, r.laddr, r.len, &pa_data);
   const uint32_t inc = n_[node]->incarnation;
   auto pge = [this, node, ptask, e, r, pa_struct, pa_data, inc]() mutable {
-    Units& u = *u_[node];
-    // The payload goes to the image buffer of the PGE's descriptor slot, or to the large image
-    // when it will be cut into fragments.
-    const uint32_t img = r.len <= FramePool::kBufBytes ? u.dg_images + u.pge->next_slot() * FramePool::kBufBytes : u.dg_large;
-    pge_fetch(node, ptask, e, img, pa_struct, kDatagramStructBytes, pa_data, r.len, r.len,
-              [this, node, ptask, e, r, inc](const DmaEngine::Desc& d) mutable {
+    if (n_[node]->incarnation != inc) return true;  // taken before a power loss: it died with it
+    // The payload goes to a free image: a frame's, or a large one when it is longer.
+    const int32_t img = take_image(node, r.len > FramePool::kBufBytes);
+    if (img < 0) return false;
+    pge_fetch(node, ptask, e, image_offset(node, img), pa_struct, kDatagramStructBytes, pa_data, r.len, r.len,
+              [this, node, ptask, e, r, inc, img](const DmaEngine::Desc& d) mutable {
                 if (!n_[node]->up || n_[node]->incarnation != inc) return;
                 if (d.error()) {  // the task can no longer read the payload, or it went
                   u_[node]->ip.tx_rejected->inc();
+                  image_done(node, img, inc);
                   return free_entry(node, ptask, e, true);
                 }
-                // The PME takes the payload from the image before the slot is used again.
+                // (The PME's header and the LDMA work from the image; the model carries its bytes.)
                 std::vector<uint8_t> payload = d.bytes ? u_[node]->em->read(d.dst, d.bytes) : std::vector<uint8_t>{};
                 free_entry(node, ptask, e, true);
-                datagram_send(node, ptask, r, std::move(payload));
+                datagram_send(node, ptask, r, std::move(payload), img);
               });
+    return true;
   };
   pge_submit(node, refill, std::move(pge));
 }
 
-void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload) {
+void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img) {
   Units& u = *u_[node];
   // The PGE's completion interrupts the PME, which writes the headers in front of the image
   // (the CSU-T's sum plus the pseudo-header; without a CSU the firmware sums the words).
@@ -257,7 +259,9 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
   const uint32_t frames = r.proto == kIpProtoUdp ? udp_frames(r.len, mtu()) : 1;
   uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * frames);
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
-  u.pme->run("ip_header", Pme::kNormal, true, dur, [this, node, ptask, r, payload = std::move(payload)]() mutable {
+  const uint32_t inc = n_[node]->incarnation;
+  u.pme->run("ip_header", Pme::kNormal, true, dur, [this, node, ptask, r, img, inc, payload = std::move(payload)]() mutable {
+    if (n_[node]->incarnation != inc) return;
     Units& u = *u_[node];
     Datagram d;
     d.proto = r.proto;
@@ -271,7 +275,7 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
       const uint32_t off = kConnTable + static_cast<uint32_t>(c) * kConnBytes;
       if (c < 0 || u.kli->load32(off + 8) != ptask + 1) {  // closed meanwhile
         u.ip.tx_rejected->inc();
-        return;
+        return image_done(node, img, inc);
       }
       d.seq = u.kli->load32(off + 16);
       u.kli->store32(off + 16, d.seq + r.len);
@@ -283,10 +287,14 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
     const uint32_t dst = r.dst_node;
     std::vector<std::vector<uint8_t>> frames = fragment_ip(std::move(f), mtu());
     if (frames.size() > 1) u.ip.tx_fragments->inc(static_cast<uint32_t>(frames.size()));
+    u.dg_held[static_cast<uint32_t>(img)] += static_cast<uint32_t>(frames.size()) - 1;  // the frames take the fetch's hold over
     for (std::vector<uint8_t>& fr : frames)
-      nic_transmit(node, dst, std::move(fr), [this, node, dst](std::vector<uint8_t>&& b) {
+      nic_transmit(node, dst, std::move(fr), [this, node, dst, img, inc](std::vector<uint8_t>&& b) {
+        image_done(node, img, inc);  // the LDMA has read the frame from it (or gave it up)
         if (b.empty()) return;  // the NIC could not send it (a datagram: nothing resends it)
-        ether_->send(node, dst, std::move(b), [this, node](bool) { tx_done(node); });
+        ether_->send(node, dst, std::move(b), [this, node, inc = n_[node]->incarnation](bool) {
+          if (n_[node]->incarnation == inc) tx_done(node);
+        });
       });
   });
 }
@@ -551,6 +559,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>
       // The PGE's completion: the PME collects its descriptor.
       u.pme->run("pge_done", Pme::kLow, true, u.pme->instr_ps(m_.tx_done_instr), [] {});
     });
+    return true;
   };
   pge_submit(node, refill, std::move(dma));
   return true;

@@ -50,6 +50,10 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"mbp2.pge_setup_ns", T::Double, 200.0, "ns", "PGE: from the doorbell to its first bus request (8 cycles of the 40 MHz controller)", 0, 1e9});
   s.add({"mbp2.adma_setup_ns", T::Double, 200.0, "ns", "ADMA: descriptor fetch from EM to the first bus request", 0, 1e9});
   s.add({"mbp2.ldma_setup_ns", T::Double, 100.0, "ns", "LDMA: descriptor fetch to the first MAC transfer", 0, 1e9});
+  s.add({"mbp2.mac_tx_fifo_bytes", T::Int, 16384, "bytes",
+         "MAC transmit FIFO: frame bytes the LDMA may have put in the MAC ahead of the wire (the thesis gives no size; 16 KiB is the "
+         "transmit share of a contemporary gigabit controller's packet buffer, the Intel 82544's 64 KiB split 48/16 by default)",
+         1514, 1 << 24});
   // Crypto (8.2 CAU and MEAC1024, 8.3.6). Throughputs are design targets or estimates from the
   // algorithms' structure: the thesis gives no figures.
   s.add({"crypto.cipher", T::String, "none", "", "none | des | 3des: payload encryption between MBP2s (CBC, random IV per frame)", -1e300, 1e300, {"none", "des", "3des"}});
@@ -128,6 +132,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.pge_setup_ns = c.get_double("mbp2.pge_setup_ns");
   m.adma_setup_ns = c.get_double("mbp2.adma_setup_ns");
   m.ldma_setup_ns = c.get_double("mbp2.ldma_setup_ns");
+  m.mac_tx_fifo_bytes = static_cast<uint32_t>(c.get_int("mbp2.mac_tx_fifo_bytes"));
   m.ring_entries = static_cast<uint32_t>(c.get_int("mbp2.ring_entries"));
   m.csu = c.get_bool("mbp2.csu");
   m.ocu = c.get_bool("mbp2.ocu");

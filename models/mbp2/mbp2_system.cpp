@@ -32,7 +32,8 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
   em_port = std::make_unique<EmPort>(*em);
   dg_images = em->carve(c.ring_entries * FramePool::kBufBytes);
-  dg_large = em->carve(kLargeImageBytes);
+  dg_large = em->carve(kLargeImages * kLargeImageBytes);
+  dg_held.assign(c.ring_entries + kLargeImages, 0);
   adma_stage = em->carve(c.ring_entries * FramePool::kBufBytes);
   ldma_tx->connect(em_port.get(), &mac_tx);
   ldma_rx->connect(&mac_rx, em_port.get());
@@ -68,6 +69,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     x.rx_reassembled = &st.counter(ib + "rx_reassembled", "datagrams reassembled from IP fragments (then steered like any)");
     x.rx_reasm_timeout = &st.counter(ib + "rx_reasm_timeout", "datagrams given up incomplete after mbp2.reasm_timeout_us (their buffers freed)");
     x.rx_reasm_bad = &st.counter(ib + "rx_reasm_bad", "datagrams given up because their fragments disagree (overlapping pieces, a piece past the end, two ends)");
+    x.tx_image_waits = &st.counter(ib + "tx_image_waits", "times the PGE found no free image in EM for the next datagram and waited (its frames not yet read by the LDMA)");
     x.rx_reasm_no_room = &st.counter(ib + "rx_reasm_no_room", "datagrams given up because a fragment found the reassemblies' share of the receive buffers (half) taken: their pieces freed at once, the rest dropped as they come");
   }
   if (c.crypto.enabled()) {
@@ -159,7 +161,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
 uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes) {
   const uint64_t rings = 4 * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
   const uint64_t cau = c.crypto.enabled() && c.crypto.cau ? Cau::em_bytes(c.ring_entries, 2 * nodes) : 0;
-  return Kli::kBytes + rings + cau + kLargeImageBytes +
+  return Kli::kBytes + rings + cau + kLargeImages * kLargeImageBytes +
          (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
 }
 
@@ -449,13 +451,14 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
     // not fit its buffer).
     if (mbcf::kHeaderBytes + cbytes + payload > mbcf::kMaxPacketBytes) {
       free_entry(node, ptask, e, true);
-      return bad_request(node, ptask, ~0u, true);
+      bad_request(node, ptask, ~0u, true);
+      return true;
     }
     FramePool::Buf b;
     if (!u.reqb->alloc(&b)) {
       fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
            std::to_string(m_.request_slots) + ")");
-      return;
+      return true;
     }
     // The PGE walks the structure into the image: the commands, then the payload from its
     // address, as they are in host memory when it reads them, at the frames its TLB gives.
@@ -484,6 +487,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
                   build_from_image(node, ptask, ltask, b);
                 });
               });
+    return true;
   };
   pge_submit(node, refill, std::move(pge));
 }
@@ -537,10 +541,10 @@ void Mbp2System::build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask,
   submit(node, dst, std::move(p));
 }
 
-void Mbp2System::pge_submit(uint32_t node, uint64_t refill, std::function<void()> post) {
+void Mbp2System::pge_submit(uint32_t node, uint64_t refill, std::function<bool()> post) {
   Units& u = *u_[node];
   u.pge_wait.emplace_back(refill, std::move(post));
-  if (!u.pge_stalled) pge_next(node);
+  if (!u.pge_stalled && !u.pge_blocked) pge_next(node);
 }
 
 void Mbp2System::pge_next(uint32_t node) {
@@ -549,18 +553,55 @@ void Mbp2System::pge_next(uint32_t node) {
     auto [refill, post] = std::move(u.pge_wait.front());
     u.pge_wait.pop_front();
     if (refill == 0) {
-      post();
-      continue;
+      if (post()) continue;
+      // No room in EM for what it would fetch: the PGE waits, and the requests behind it too.
+      u.pge_wait.emplace_front(0, std::move(post));
+      u.pge_blocked = true;
+      return;
     }
     // A TLB miss interrupts the PME, and the PGE waits for the entry: requests behind this one
     // wait too (they never overtake it).
     u.pge_stalled = true;
-    u.pme->run("tlb_refill", Pme::kHigh, false, refill, [this, node, post = std::move(post)] {
-      post();
-      u_[node]->pge_stalled = false;
+    u.pme->run("tlb_refill", Pme::kHigh, false, refill, [this, node, post = std::move(post)]() mutable {
+      Units& u = *u_[node];
+      u.pge_stalled = false;
+      if (!post()) {
+        u.pge_wait.emplace_front(0, std::move(post));
+        u.pge_blocked = true;
+        return;
+      }
       pge_next(node);
     });
     return;
+  }
+}
+
+int32_t Mbp2System::take_image(uint32_t node, bool large) {
+  Units& u = *u_[node];
+  const size_t from = large ? m_.ring_entries : 0, to = large ? u.dg_held.size() : m_.ring_entries;
+  for (size_t i = from; i < to; ++i)
+    if (u.dg_held[i] == 0) {
+      u.dg_held[i] = 1;  // the fetch
+      return static_cast<int32_t>(i);
+    }
+  u.ip.tx_image_waits->inc();
+  return -1;
+}
+
+uint32_t Mbp2System::image_offset(uint32_t node, int32_t img) const {
+  const Units& u = *u_[node];
+  const uint32_t i = static_cast<uint32_t>(img);
+  return i < m_.ring_entries ? u.dg_images + i * FramePool::kBufBytes : u.dg_large + (i - m_.ring_entries) * kLargeImageBytes;
+}
+
+void Mbp2System::image_done(uint32_t node, int32_t img, uint32_t inc) {
+  if (n_[node]->incarnation != inc) return;  // (EM was lost with the power, and its images)
+  Units& u = *u_[node];
+  uint32_t& h = u.dg_held[static_cast<uint32_t>(img)];
+  if (h == 0) internal_error("node " + std::to_string(node) + ": a datagram image released twice");
+  if (--h == 0 && u.pge_blocked) {
+    u.pge_blocked = false;
+    pge_next(node);
   }
 }
 
@@ -659,6 +700,7 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
 
 void Mbp2System::tx_done(uint32_t node) {
   Units& u = *u_[node];
+  mac_freed(node);
   u.pme->run("tx_done", Pme::kLow, true, u.pme->instr_ps(m_.tx_done_instr), [] {});
 }
 
@@ -1025,12 +1067,40 @@ void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, b
   });
 }
 
-// The LDMA reads the frame from its buffer into the MAC's transmit FIFO; at its completion the
-// PME's routine finds the descriptor done, frees the buffer, and the MAC sends what the FIFO
-// holds under the descriptor's destination.
+// The LDMA reads the frame from its buffer into the MAC's transmit FIFO once the FIFO has room
+// for it (frames wait in their buffers, in order, until then); at its completion the PME's
+// routine finds the descriptor done, frees the buffer, and the MAC sends what the FIFO holds
+// under the descriptor's destination. The frame holds its room until its last bit has left the
+// wire (`tx_done`).
 void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
   Units& u = *u_[node];
+  if (!u.mac_wait.empty() || !mac_room(u, b.len)) {
+    u.mac_wait.emplace_back(b, std::move(in_mac));
+    return;
+  }
+  ldma_start(node, b, std::move(in_mac));
+}
+
+bool Mbp2System::mac_room(const Units& u, uint32_t len) const { return u.mac_tx_lens.empty() || u.mac_tx_bytes + len <= m_.mac_tx_fifo_bytes; }
+
+void Mbp2System::mac_freed(uint32_t node) {
+  Units& u = *u_[node];
+  if (!u.mac_tx_lens.empty()) {  // frames leave the FIFO in the order they went in
+    u.mac_tx_bytes -= u.mac_tx_lens.front();
+    u.mac_tx_lens.pop_front();
+  }
+  while (!u.mac_wait.empty() && mac_room(u, u.mac_wait.front().first.len)) {
+    auto [b, k] = std::move(u.mac_wait.front());
+    u.mac_wait.pop_front();
+    ldma_start(node, b, std::move(k));
+  }
+}
+
+void Mbp2System::ldma_start(uint32_t node, Buf b, InMac in_mac) {
+  Units& u = *u_[node];
   const uint32_t len = b.len;
+  u.mac_tx_bytes += len;
+  u.mac_tx_lens.push_back(len);
   const uint32_t at = u.mac_tx.next();
   u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), at, len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); },
                   [this, node, b, k = std::move(in_mac)](const DmaEngine::Desc& d) mutable {
@@ -1038,6 +1108,7 @@ void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
                     std::vector<uint8_t> f;
                     const bool sent = !d.error() && u.mac_tx.take(d.dst, &f);
                     if (u.txb->live(b)) u.txb->release(b);
+                    if (!sent) mac_freed(node);  // nothing went into the FIFO
                     k(sent ? std::move(f) : std::vector<uint8_t>{});  // (empty: not sent)
                     tx_buffers_freed(node);
                   }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
@@ -1285,7 +1356,9 @@ void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
   u.pme->run("key_exchange", Pme::kLow, false, u.pme->instr_ps(m_.rx_desc_instr), [this, node, peer, f = std::move(f)]() mutable {
     to_buffer(node, peer, std::move(f), [this, node, peer](std::vector<uint8_t>&& b) {
       if (b.empty()) return;  // the LDMA could not send it: the exchange's timer sends again
-      ether_->send(node, peer, std::move(b), [this, node](bool) { tx_done(node); });
+      ether_->send(node, peer, std::move(b), [this, node, inc = n_[node]->incarnation](bool) {
+        if (n_[node]->incarnation == inc) tx_done(node);
+      });
     }, false);
   });
 }
@@ -1414,6 +1487,7 @@ void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
   }
   PeerSec fresh;
   fresh.gen = s.gen + 1;
+  fresh.waiting = std::move(s.waiting);  // frames waiting for keys wait for the next ones
   fresh.installs = s.installs;
   if (keep_inbound && s.sa) {
     fresh.old_id = s.sa_id;
@@ -1453,6 +1527,14 @@ void Mbp2System::nic_power_off(uint32_t node) {
   if (u.cau) u.cau->reset();
   u.mac_tx.clear();
   u.mac_rx.clear();
+  u.mac_tx_bytes = 0;
+  u.mac_tx_lens.clear();
+  u.mac_wait.clear();
+  // The PGE's images are gone with EM; requests it had not started die with the power (an
+  // old one left waiting for an image is dropped when it comes up: `datagram_fetch`).
+  std::fill(u.dg_held.begin(), u.dg_held.end(), 0);
+  u.pge_blocked = false;
+  for (PeerSec& s : u.sec) s.waiting.clear();  // frames waiting for keys: lost
   u.rx_queued.clear();
   u.rx_current = Buf{};
   if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;

@@ -34,6 +34,7 @@ struct Mbp2Config {
   uint32_t send_ring_entries = 32;   // send structures per task in host memory (its send ring)
   uint32_t request_slots = 256;      // EM slots for MBCF requests taken from doorbells and not yet sent
   double pge_setup_ns = 200, adma_setup_ns = 200, ldma_setup_ns = 100;
+  uint32_t mac_tx_fifo_bytes = 16384;  // the MAC's transmit FIFO: the LDMA waits for room
   uint32_t ring_entries = 16;
   // message passing (TCP/IP, UDP/IP): the CSU and OCU, and the PME's routines
   bool csu = true, ocu = true;      // MBP2P has both in its FPGA ("the same features as the MBP2C", 8.4)
@@ -262,7 +263,8 @@ class Mbp2System : public mbcf::EtherSystem {
   struct IpStats {
     Counter *tx, *tx_bytes, *tx_rejected, *tx_bypass_rejected, *rx, *rx_bytes, *rx_kernel, *rx_kernel_dropped, *rx_ring_full, *rx_bad_ring,
         *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order, *rx_no_buffer, *tx_fragments, *rx_fragments,
-        *rx_fragments_dropped, *rx_fragment_duplicates, *rx_reassembled, *rx_reasm_timeout, *rx_reasm_bad, *rx_reasm_no_room;
+        *rx_fragments_dropped, *rx_fragment_duplicates, *rx_reassembled, *rx_reasm_timeout, *rx_reasm_bad, *rx_reasm_no_room,
+        *tx_image_waits;
   };
   struct TxWait {
     uint32_t dst;
@@ -315,17 +317,27 @@ class Mbp2System : public mbcf::EtherSystem {
     // The LDMA's ports: EM, and the MAC's transmit and receive FIFOs (frames, by number).
     std::unique_ptr<EmPort> em_port;
     MacFifo mac_tx, mac_rx;
+    // The transmit FIFO (mbp2.mac_tx_fifo_bytes) holds a frame from the LDMA's start until its
+    // last bit left the wire: frames in transmit buffers wait, in order, for room (the wire
+    // paces the LDMA, and through the buffers everything behind it). Its frames' lengths, in
+    // the order they go.
+    uint32_t mac_tx_bytes = 0;
+    std::deque<uint32_t> mac_tx_lens;
+    std::deque<std::pair<Buf, InMac>> mac_wait;
     // Frame buffers in EM: one per LDMA transmit descriptor, and the receive ring's
     // (mbcf.rx_ring). Frames that find no transmit buffer wait in order.
     std::unique_ptr<FramePool> txb, rxb;
     std::unique_ptr<FramePool> reqb;  // request images, from the PGE's fetch to the header build
-    // The PGE's image buffer for a datagram's payload: one per PGE descriptor slot (a slot's
-    // next descriptor runs only after the PME took the previous one's payload).
+    // The PGE's images of datagrams' payloads: mbp2.ring_entries of one frame each, and
+    // kLargeImages for datagrams beyond a frame (up to IP's 64 KiB, cut into fragments by the
+    // PME: two, so one is fetched while the other's fragments leave). An image is held from the
+    // fetch until the LDMA has read the last frame made from it (the LDMA gathers a frame's
+    // headers from its transmit buffer and its payload from the image): `dg_held` counts what
+    // still needs each (the fetch, then its frames not yet read), the small ones first. The
+    // PGE takes a datagram only when an image for it is free (`pge_blocked` until one is).
     uint32_t dg_images = 0;
-    // The PGE's image of a datagram longer than one frame (up to IP's 64 KiB): its payload, cut
-    // into fragments by the PME. One is enough: the PGE serves descriptors in order and the PME
-    // takes a payload when its descriptor completes, before the next one's bytes land.
     uint32_t dg_large = 0;
+    std::vector<uint32_t> dg_held;
     // Datagrams being reassembled (by source << 24 | protocol << 16 | identification): the
     // pieces, each in its receive buffer (a piece's tag indexes `bufs`), and which entry this is
     // (its timeout gives up only the entry it was set for).
@@ -367,8 +379,11 @@ class Mbp2System : public mbcf::EtherSystem {
     // The OCU register that checks each peer's END_P (-1: the firmware checks). MBCF peers
     // take the first registers, TCP connections the rest.
     std::vector<int32_t> mbcf_ocu;
-    std::deque<std::pair<uint64_t, std::function<void()>>> pge_wait;  // requests behind a TLB miss
-    bool pge_stalled = false;
+    // Requests the PGE has yet to start, in order, each with the TLB refill it needs first;
+    // one returns false when it cannot start yet (no image free).
+    std::deque<std::pair<uint64_t, std::function<bool()>>> pge_wait;
+    bool pge_stalled = false;  // behind a TLB refill
+    bool pge_blocked = false;  // the request in front waits for an image
     uint16_t ip_id = 0;
     std::vector<PeerSec> sec;
     CryptoStats cs{};
@@ -430,7 +445,7 @@ class Mbp2System : public mbcf::EtherSystem {
   int64_t find_conn(uint32_t node, uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const;
   bool add_conn(uint32_t node, const std::vector<uint32_t>& words);
   void datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e);
-  void datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload);
+  void datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img);
   // A received IP frame in EM: checked, steered and delivered; `interrupt`: the PME is entered
   // by the LDMA's completion (false when it already runs the receive, after a decryption).
   void ip_steer(uint32_t node, Buf b, bool interrupt);
@@ -456,11 +471,17 @@ class Mbp2System : public mbcf::EtherSystem {
   // Gives a reassembly up (its buffers back, `why` counted); `doom`: its later fragments are
   // dropped until the timeout forgets it.
   void reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool doom = false);
-  static constexpr uint32_t kLargeImageBytes = 65536, kReasmDone = 64;
+  static constexpr uint32_t kLargeImageBytes = 65536, kLargeImages = 2, kReasmDone = 64;
   static bool is_ip(const std::vector<uint8_t>& frame);
   // A PGE request whose translations cost `refill` of PME time (0: all hits): `post` starts
   // its DMA once the PME has refilled the TLB; requests are served in order.
-  void pge_submit(uint32_t node, uint64_t refill, std::function<void()> post);
+  void pge_submit(uint32_t node, uint64_t refill, std::function<bool()> post);
+  // The PGE's datagram images (Units::dg_held): a free one for a payload beyond a frame or
+  // not, or -1; where it lies in EM; one use of it over (a frame read by the LDMA, or the
+  // datagram refused), from the incarnation `inc`.
+  int32_t take_image(uint32_t node, bool large);
+  uint32_t image_offset(uint32_t node, int32_t img) const;
+  void image_done(uint32_t node, int32_t img, uint32_t inc);
   void pge_next(uint32_t node);
   // The PGE fetches a send structure of `sbytes` and `data` payload bytes into EM: returns the end.
   // The PGE's descriptor for the send structure at `entry` of `ptask`'s send area (its context):
@@ -513,6 +534,9 @@ class Mbp2System : public mbcf::EtherSystem {
   void to_buffer(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac, bool seal);
   void from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bool seal);
   void ldma_send(uint32_t node, Buf b, InMac in_mac);
+  void ldma_start(uint32_t node, Buf b, InMac in_mac);
+  void mac_freed(uint32_t node);  // a frame left the MAC's transmit FIFO
+  bool mac_room(const Units& u, uint32_t len) const;
   void tx_buffers_freed(uint32_t node);
   // The LDMA writes a frame from the MAC into a receive buffer; `k` runs at its completion
   // with the buffer (nothing happens if the power went meanwhile). False: no buffer was free,

@@ -886,6 +886,58 @@ TEST(Mbp2Msg, AUdpDatagramLongerThanAFrameGoesInFragmentsAndArrivesWhole) {
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
 }
 
+// The wire paces the sender: the LDMA puts a frame into the MAC only when its transmit FIFO has
+// room, and the PGE fetches a datagram only into a free image, held until the LDMA has read the
+// last frame made from it (two large images: one fetched while the other's fragments leave).
+// So the NIC never holds more than its FIFO and images, whatever the host posts: here six
+// 20,000-byte datagrams (14 frames each) posted back to back, with a FIFO of two frames.
+TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
+  Mbp2Config mc;
+  mc.mac_tx_fifo_bytes = 2 * 1514;
+  // The MBP2C's 64-bit 66 MHz PCI and 100 MHz EM: the PGE fetches faster than the wire drains.
+  mc.bus.kind = BusConfig::Kind::Pci;
+  mc.bus.clock_mhz = 66;
+  mc.bus.width_bytes = 8;
+  mc.bus.max_burst = 256;
+  mc.em.clock_mhz = 100;
+  Rig r(mc);
+  map_big(r);
+  r.sys->init_ring(1, 1, kBigRing, 6, Mbp2System::kSlotHeader + 20000);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
+  std::vector<std::vector<uint8_t>> sent;
+  std::vector<Mbp2System::DatagramRequest> q;
+  for (uint32_t i = 0; i < 6; ++i) {
+    sent.push_back(put_big(r, i * 20000, 20000, static_cast<uint8_t>(i + 1)));
+    q.push_back(udp_big(7, i * 20000, 20000));
+  }
+  // At each frame's arrival: what the sender's LDMA had taken into the MAC, and what its PGE
+  // had fetched, against the frames that had left the wire by then.
+  uint32_t seen = 0, worst_ahead = 0, fetched_at_dg1_frame10 = 99;
+  r.sys->ether().set_tap([&](uint32_t to, const std::vector<uint8_t>&) {
+    if (to != 1) return;
+    ++seen;
+    const uint32_t posted = static_cast<uint32_t>(r.counter("system.node0.mbp2.ldma_tx.descriptors"));
+    worst_ahead = std::max(worst_ahead, posted - seen);
+    if (seen == 10) fetched_at_dg1_frame10 = r.sys->fetched(0, 1);
+  });
+  send_all(r, q);
+  r.run(20);
+  // At most the frame on the wire and the two in the FIFO are ahead of the ones that arrived.
+  EXPECT_LE(worst_ahead, 3u);
+  EXPECT_GE(worst_ahead, 2u);  // (and the FIFO was used)
+  // The first datagram still had frames to read when its tenth arrived: its image was held,
+  // and the third datagram was not fetched.
+  EXPECT_EQ(fetched_at_dg1_frame10, 2u);
+  EXPECT_GT(r.counter("system.node0.mbp2.ip.tx_image_waits"), 0u);
+  EXPECT_EQ(seen, 6u * 14);
+  std::vector<uint8_t> got;
+  for (uint32_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(r.sys->take(1, 1, kBigRing, &got)) << i;
+    EXPECT_EQ(got, sent[i]) << i;
+  }
+  EXPECT_EQ(r.sys->fetched(0, 1), 6u);
+}
+
 // Without a CSU the firmware sums each fragment as it files it, and folds the sums once.
 TEST(Mbp2Msg, WithoutACsuTheFirmwareSumsEachFragmentItFiles) {
   Mbp2Config m;
