@@ -261,7 +261,7 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   const uint32_t inc = n_[node]->incarnation;
   u.pme->run("ip_header", Pme::kNormal, true, dur, [this, node, ptask, r, img, inc, payload = std::move(payload)]() mutable {
-    if (n_[node]->incarnation != inc) return;
+    if (!n_[node]->up || n_[node]->incarnation != inc) return;
     Units& u = *u_[node];
     Datagram d;
     d.proto = r.proto;

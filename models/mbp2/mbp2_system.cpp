@@ -595,7 +595,7 @@ uint32_t Mbp2System::image_offset(uint32_t node, int32_t img) const {
 }
 
 void Mbp2System::image_done(uint32_t node, int32_t img, uint32_t inc) {
-  if (n_[node]->incarnation != inc) return;  // (EM was lost with the power, and its images)
+  if (!n_[node]->up || n_[node]->incarnation != inc) return;  // (EM was lost with the power, and its images)
   Units& u = *u_[node];
   uint32_t& h = u.dg_held[static_cast<uint32_t>(img)];
   if (h == 0) internal_error("node " + std::to_string(node) + ": a datagram image released twice");
