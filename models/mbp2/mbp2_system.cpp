@@ -1083,9 +1083,15 @@ void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
 
 bool Mbp2System::mac_room(const Units& u, uint32_t len) const { return u.mac_tx_lens.empty() || u.mac_tx_bytes + len <= m_.mac_tx_fifo_bytes; }
 
-void Mbp2System::mac_freed(uint32_t node) {
+void Mbp2System::mac_freed(uint32_t node, uint32_t unsent) {
   Units& u = *u_[node];
-  if (!u.mac_tx_lens.empty()) {  // frames leave the FIFO in the order they went in
+  if (unsent) {  // its room was kept from the LDMA's start: any entry of its length is its
+    auto it = std::find(u.mac_tx_lens.rbegin(), u.mac_tx_lens.rend(), unsent);
+    if (it != u.mac_tx_lens.rend()) {
+      u.mac_tx_bytes -= unsent;
+      u.mac_tx_lens.erase(std::next(it).base());
+    }
+  } else if (!u.mac_tx_lens.empty()) {  // frames leave the FIFO in the order they went in
     u.mac_tx_bytes -= u.mac_tx_lens.front();
     u.mac_tx_lens.pop_front();
   }
@@ -1108,7 +1114,7 @@ void Mbp2System::ldma_start(uint32_t node, Buf b, InMac in_mac) {
                     std::vector<uint8_t> f;
                     const bool sent = !d.error() && u.mac_tx.take(d.dst, &f);
                     if (u.txb->live(b)) u.txb->release(b);
-                    if (!sent) mac_freed(node);  // nothing went into the FIFO
+                    if (!sent) mac_freed(node, b.len);  // nothing went into the FIFO
                     k(sent ? std::move(f) : std::vector<uint8_t>{});  // (empty: not sent)
                     tx_buffers_freed(node);
                   }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);

@@ -535,7 +535,9 @@ class Mbp2System : public mbcf::EtherSystem {
   void from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bool seal);
   void ldma_send(uint32_t node, Buf b, InMac in_mac);
   void ldma_start(uint32_t node, Buf b, InMac in_mac);
-  void mac_freed(uint32_t node);  // a frame left the MAC's transmit FIFO
+  // A frame left the MAC's transmit FIFO (the oldest, off the wire), or `unsent` bytes the
+  // LDMA reserved and did not put there.
+  void mac_freed(uint32_t node, uint32_t unsent = 0);
   bool mac_room(const Units& u, uint32_t len) const;
   void tx_buffers_freed(uint32_t node);
   // The LDMA writes a frame from the MAC into a receive buffer; `k` runs at its completion
