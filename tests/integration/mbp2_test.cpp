@@ -886,20 +886,25 @@ TEST(Mbp2Msg, AUdpDatagramLongerThanAFrameGoesInFragmentsAndArrivesWhole) {
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
 }
 
+// The MBP2C's 64-bit 66 MHz PCI and 100 MHz EM: the PGE fetches faster than the wire drains.
+Mbp2Config pci_fetches_faster_than_the_wire() {
+  Mbp2Config mc;
+  mc.bus.kind = BusConfig::Kind::Pci;
+  mc.bus.clock_mhz = 66;
+  mc.bus.width_bytes = 8;
+  mc.bus.max_burst = 256;
+  mc.em.clock_mhz = 100;
+  return mc;
+}
+
 // The wire paces the sender: the LDMA puts a frame into the MAC only when its transmit FIFO has
 // room, and the PGE fetches a datagram only into a free image, held until the LDMA has read the
 // last frame made from it (two large images: one fetched while the other's fragments leave).
 // So the NIC never holds more than its FIFO and images, whatever the host posts: here six
 // 20,000-byte datagrams (14 frames each) posted back to back, with a FIFO of two frames.
 TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
-  Mbp2Config mc;
+  Mbp2Config mc = pci_fetches_faster_than_the_wire();
   mc.mac_tx_fifo_bytes = 2 * 1514;
-  // The MBP2C's 64-bit 66 MHz PCI and 100 MHz EM: the PGE fetches faster than the wire drains.
-  mc.bus.kind = BusConfig::Kind::Pci;
-  mc.bus.clock_mhz = 66;
-  mc.bus.width_bytes = 8;
-  mc.bus.max_burst = 256;
-  mc.em.clock_mhz = 100;
   Rig r(mc);
   map_big(r);
   r.sys->init_ring(1, 1, kBigRing, 6, Mbp2System::kSlotHeader + 20000);
@@ -942,13 +947,7 @@ TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
 // and the FIFO are empty again, nothing from before is sent by the next incarnation or frees
 // anything of it, and datagrams sent after power-on arrive whole.
 TEST(Mbp2Msg, APowerLossMidStreamLeavesNoImageOrFifoHeld) {
-  Mbp2Config mc;
-  mc.bus.kind = BusConfig::Kind::Pci;
-  mc.bus.clock_mhz = 66;
-  mc.bus.width_bytes = 8;
-  mc.bus.max_burst = 256;
-  mc.em.clock_mhz = 100;
-  Rig r(mc);
+  Rig r(pci_fetches_faster_than_the_wire());
   map_big(r);
   r.sys->init_ring(1, 1, kBigRing, 6, Mbp2System::kSlotHeader + 20000);
   ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
