@@ -553,27 +553,27 @@ void Mbp2System::pge_next(uint32_t node) {
     auto [refill, post] = std::move(u.pge_wait.front());
     u.pge_wait.pop_front();
     if (refill == 0) {
-      if (post()) continue;
-      // No room in EM for what it would fetch: the PGE waits, and the requests behind it too.
-      u.pge_wait.emplace_front(0, std::move(post));
-      u.pge_blocked = true;
+      if (pge_start(node, post)) continue;
       return;
     }
     // A TLB miss interrupts the PME, and the PGE waits for the entry: requests behind this one
     // wait too (they never overtake it).
     u.pge_stalled = true;
     u.pme->run("tlb_refill", Pme::kHigh, false, refill, [this, node, post = std::move(post)]() mutable {
-      Units& u = *u_[node];
-      u.pge_stalled = false;
-      if (!post()) {
-        u.pge_wait.emplace_front(0, std::move(post));
-        u.pge_blocked = true;
-        return;
-      }
-      pge_next(node);
+      u_[node]->pge_stalled = false;
+      if (pge_start(node, post)) pge_next(node);
     });
     return;
   }
+}
+
+bool Mbp2System::pge_start(uint32_t node, std::function<bool()>& post) {
+  if (post()) return true;
+  // No room in EM for what it would fetch: the PGE waits, and the requests behind it too.
+  Units& u = *u_[node];
+  u.pge_wait.emplace_front(0, std::move(post));
+  u.pge_blocked = true;
+  return false;
 }
 
 int32_t Mbp2System::take_image(uint32_t node, bool large) {

@@ -483,6 +483,9 @@ class Mbp2System : public mbcf::EtherSystem {
   uint32_t image_offset(uint32_t node, int32_t img) const;
   void image_done(uint32_t node, int32_t img, uint32_t inc);
   void pge_next(uint32_t node);
+  // Starts a request the PGE has reached; one that cannot start yet goes back in front and
+  // blocks the PGE (false).
+  bool pge_start(uint32_t node, std::function<bool()>& post);
   // The PGE fetches a send structure of `sbytes` and `data` payload bytes into EM: returns the end.
   // The PGE's descriptor for the send structure at `entry` of `ptask`'s send area (its context):
   // the engine walks it into `dst` in EM; the bus and EM time are those of reading the

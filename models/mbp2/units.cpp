@@ -24,6 +24,7 @@ uint64_t now_ps() { return static_cast<uint64_t>(sc_core::sc_time_stamp().value(
 HostBus::HostBus(const BusConfig& c, Stats& st, const std::string& n)
     : Unit(n),
       c_(c),
+      grant_ps_(cycles_ps(c.overhead_cycles + static_cast<double>(c.max_burst) / c.width_bytes)),
       bytes_(st.counter(n + ".dma_bytes", "bytes moved by DMA over the host bus")),
       busy_ps_(st.counter(n + ".busy_ps", "time the host bus was in use")),
       wait_ps_(st.counter(n + ".wait_ps", "time DMA and programmed accesses waited for the bus")),
@@ -57,12 +58,10 @@ double HostBus::transfer_cycles(uint64_t addr, uint32_t bytes) const {
   return cyc;
 }
 
-uint64_t HostBus::grant_ps() const { return cycles_ps(c_.overhead_cycles + static_cast<double>(c_.max_burst) / c_.width_bytes); }
-
 uint64_t HostBus::dma(uint64_t at, uint64_t addr, uint32_t bytes) {
   time_.forget_before(now_ps());
   const uint64_t dur = cycles_ps(transfer_cycles(addr, bytes));
-  const uint64_t end = time_.book(at, dur, grant_ps());
+  const uint64_t end = time_.book(at, dur, grant_ps_);
   bytes_.inc(bytes);
   busy_ps_.inc(dur);
   wait_ps_.inc(end - at - dur);
@@ -76,7 +75,7 @@ uint64_t HostBus::pio(uint64_t at) {
   // booked there instead).
   time_.forget_before(now_ps());
   const uint64_t dur = cycles_ps(c_.pio_cycles);
-  const uint64_t start = std::min(time_.first_fit(at, dur), at + grant_ps());
+  const uint64_t start = std::min(time_.first_fit(at, dur), at + grant_ps_);
   time_.book(at, dur, 0);
   pios_.inc();
   busy_ps_.inc(dur);
@@ -96,7 +95,11 @@ const char* name(Route r) {
   return "?";
 }
 
-Em::Em(const EmConfig& c, Stats& st, const std::string& n) : Unit(n), c_(c) {
+Em::Em(const EmConfig& c, Stats& st, const std::string& n)
+    : Unit(n),
+      c_(c),
+      // A grant is one burst: a row access and a full burst of words.
+      grant_ps_(ps_of(c.access_cycles + std::ceil(c.burst_bytes / static_cast<double>(c.width_bytes)), c.clock_mhz)) {
   for (int i = 0; i < kRoutes; ++i) {
     const std::string r = n + "." + mbp2::name(static_cast<Route>(i));
     bytes_[i] = &st.counter(r + ".bytes", "bytes through this route of the card memory");
@@ -148,9 +151,7 @@ uint64_t Em::access(Route r, uint64_t at, uint32_t bytes) {
   const int i = static_cast<int>(r);
   time_.forget_before(now_ps());
   const uint64_t dur = access_ps(bytes);
-  // A grant is one burst: a row access and a full burst of words.
-  const uint64_t grant = ps_of(c_.access_cycles + std::ceil(c_.burst_bytes / static_cast<double>(c_.width_bytes)), c_.clock_mhz);
-  const uint64_t end = time_.book(at, dur, grant);
+  const uint64_t end = time_.book(at, dur, grant_ps_);
   bytes_[i]->inc(bytes);
   busy_[i]->inc(dur);
   wait_[i]->inc(end - at - dur);

@@ -67,8 +67,8 @@ class HostBus : public Unit {
   uint64_t busy_ps() const { return busy_ps_.value; }
 
  private:
-  uint64_t grant_ps() const;  // one maximum burst with its overhead
   BusConfig c_;
+  uint64_t grant_ps_;  // one maximum burst with its overhead
   Timeline time_;
   Counter &bytes_, &busy_ps_, &wait_ps_, &pios_;
 };
@@ -115,6 +115,7 @@ class Em : public Unit {
 
  private:
   EmConfig c_;
+  uint64_t grant_ps_;  // one burst: a row access and a full burst of words
   std::vector<uint8_t> mem_;
   Timeline time_;
   Counter* bytes_[kRoutes];
