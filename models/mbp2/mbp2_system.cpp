@@ -690,12 +690,21 @@ void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
 
 void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) {
   Units& u = *u_[node];
-  // A routine that started the ADMA answers only once it is done.
-  const uint64_t now = cal_.now_ps();
-  if (u.adma_end > now) dur = std::max(dur, u.adma_end - now);
   const bool intr = u.interrupt_next;
   u.interrupt_next = false;
-  u.pme->run(intr ? "receive" : "protocol", Pme::kNormal, intr, dur, std::move(fn));
+  const char* handler = intr ? "receive" : "protocol";
+  if (u.adma_posts.empty()) return u.pme->run(handler, Pme::kNormal, intr, dur, std::move(fn));
+  // The routine posts its ADMA descriptors when its work is done, and answers only once the
+  // ADMA has done them (a status reply must follow the data into the host's memory).
+  const uint32_t inc = n_[node]->incarnation;
+  u.pme->run(handler, Pme::kNormal, intr, dur, std::move(fn), [this, node, inc, posts = std::move(u.adma_posts)](std::function<void()> resume) {
+    Units& u = *u_[node];
+    if (!n_[node]->up || n_[node]->incarnation != inc) return resume();  // the power went: the staged data with it
+    uint32_t last = 0;
+    for (const auto& post : posts) last = post();
+    u.adma->when_done(last, std::move(resume));
+  });
+  u.adma_posts.clear();
 }
 
 void Mbp2System::tx_done(uint32_t node) {
@@ -716,8 +725,9 @@ uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
 // and the ADMA writes into host memory, one descriptor per run of bytes in a frame, through the
 // translation the PME made (a TLB miss interrupts it for the refill); what a READ returns, the
 // ADMA reads from host memory into EM, in the same order among the writes as the command ran,
-// and the reply takes it from there. The routine waits for the ADMA before it answers (a status
-// reply must follow the data into the host's memory). An atomic's old values are read by the
+// and the reply takes it from there. The routine posts the descriptors when its own work (the
+// refills among it) is done, and waits for the ADMA before it answers (a status reply must
+// follow the data into the host's memory): `protocol_work`. An atomic's old values are read by the
 // command semantics when they run (the ADMA's descriptor takes the time): the PME computes the
 // new values from them, so reading them again later could disagree. The ADMA's descriptors
 // name host physical addresses.
@@ -740,15 +750,15 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResu
       }
     }
   if (!rd && !atomic && !wb.untaken()) return 0;
-  const uint64_t now = cal_.now_ps();
-  uint64_t at = now, end = now;
-  auto timed = [&](uint64_t pa, uint32_t n) {
+  // The routine's own time: the TLB refills its translations take.
+  uint64_t refill = 0;
+  auto timed = [&u](uint64_t pa, uint32_t n) -> DmaEngine::Xfer {
     return [&u, pa, n](uint64_t s) { return std::max(u.bus->dma(s, pa, n), u.em->access(Route::Host, s, n)); };
   };
   if (atomic) {
     uint64_t pa = 0;
-    at += translate(node, p.dst_ptask, atomic_laddr, atomic, &pa);
-    end = u.adma->post(at, pa, 0, atomic, timed(pa, atomic));
+    refill += translate(node, p.dst_ptask, atomic_laddr, atomic, &pa);
+    u.adma_posts.push_back([this, node, pa, atomic, xfer = timed(pa, atomic)] { return u_[node]->adma->post(cal_.now_ps(), pa, 0, atomic, xfer); });
   }
   auto read = [&] {
     const uint32_t h = ++u.next_read ? u.next_read : ++u.next_read;
@@ -759,18 +769,21 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResu
       const uint32_t laddr = rd->laddr + off;
       const uint32_t n = std::min(rd->length - off, pb - laddr % pb);
       uint64_t pa = 0;
-      at += translate(node, p.dst_ptask, laddr, n, &pa);
+      refill += translate(node, p.dst_ptask, laddr, n, &pa);
       ++ar.pending;
-      end = u.adma->post(at, pa, adma_stage(node), n, timed(pa, n), [this, node, h](const DmaEngine::Desc& d) {
+      u.adma_posts.push_back([this, node, h, pa, n, xfer = timed(pa, n)] {
         Units& u = *u_[node];
-        auto it = u.adma_reads.find(h);
-        if (it == u.adma_reads.end()) return;
-        --it->second.pending;
-        if (d.error()) it->second.failed = true;
-        const size_t o = it->second.bytes.size();
-        it->second.bytes.resize(o + d.bytes);
-        u.em->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
-      }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
+        return u.adma->post(cal_.now_ps(), pa, adma_stage(node), n, xfer, [this, node, h](const DmaEngine::Desc& d) {
+          Units& u = *u_[node];
+          auto it = u.adma_reads.find(h);
+          if (it == u.adma_reads.end()) return;
+          --it->second.pending;
+          if (d.error()) it->second.failed = true;
+          const size_t o = it->second.bytes.size();
+          it->second.bytes.resize(o + d.bytes);
+          u.em->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
+        }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
+      });
       off += n;
     }
   };
@@ -778,15 +791,17 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResu
     if (rd && i == r.read_after_writes) read();
     const mbcf::WriteBuffer::Write& w = wb.untaken_write(i);
     const uint32_t n = static_cast<uint32_t>(w.bytes.size());
-    at += translate(node, w.ptask, w.laddr, n, nullptr);
-    u.adma_numbers.push_back(u.adma->next_number());
-    end = u.adma->post(at, adma_stage(node), w.pa, n, timed(w.pa, n), [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); },
-                       DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, w.bytes);
+    refill += translate(node, w.ptask, w.laddr, n, nullptr);
+    u.adma_posts.push_back([this, node, pa = w.pa, n, bytes = w.bytes, xfer = timed(w.pa, n)] {
+      Units& u = *u_[node];
+      u.adma_numbers.push_back(u.adma->next_number());
+      return u.adma->post(cal_.now_ps(), adma_stage(node), pa, n, xfer, [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); },
+                          DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, bytes);
+    });
   }
   if (rd && r.read_after_writes >= wb.untaken()) read();
   wb.take();
-  u.adma_end = std::max(u.adma_end, end);
-  return end - now;
+  return refill;
 }
 
 // The reply leaves with what the ADMA read into EM (the routine waited for it).
@@ -1108,7 +1123,7 @@ void Mbp2System::ldma_start(uint32_t node, Buf b, InMac in_mac) {
   u.mac_tx_bytes += len;
   u.mac_tx_lens.push_back(len);
   const uint32_t at = u.mac_tx.next();
-  u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), at, len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); },
+  u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), at, len, [&u, len](uint64_t s) { return u.em->access(Route::Mac, s, len); },
                   [this, node, b, k = std::move(in_mac)](const DmaEngine::Desc& d) mutable {
                     Units& u = *u_[node];
                     std::vector<uint8_t> f;
@@ -1128,7 +1143,7 @@ bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::
   if (!u.rxb->alloc(&b)) return false;  // every receive buffer is full: the frame is lost
   const uint32_t len = static_cast<uint32_t>(frame.size());
   const uint32_t from = u.mac_rx.put(std::move(frame));
-  u.ldma_rx->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&](uint64_t s) { return u.em->access(Route::Mac, s, len); },
+  u.ldma_rx->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&u, len](uint64_t s) { return u.em->access(Route::Mac, s, len); },
                   [this, node, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
                     Units& u = *u_[node];
                     if (d.error()) {  // the descriptor named no frame the FIFO holds: none arrived
@@ -1528,7 +1543,7 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.adma_writes.clear();  // staged in EM: lost
   u.adma_numbers.clear();
   u.adma_reads.clear();
-  u.adma_end = 0;
+  u.adma_posts.clear();
   u.quiesce_waiters.clear();  // (the node's programs are gone)
   if (u.cau) u.cau->reset();
   u.mac_tx.clear();

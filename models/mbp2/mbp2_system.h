@@ -298,7 +298,8 @@ class Mbp2System : public mbcf::EtherSystem {
     std::deque<uint32_t> adma_numbers;
     uint32_t adma_stage = 0;
     bool poll_on_drain = false;  // a poll ran while writes were still buffered
-    uint64_t adma_end = 0;       // the receive routine answers no earlier (it waits for the ADMA)
+    // The receive routine's ADMA descriptors, posted when its work is done (each returns its number).
+    std::vector<std::function<uint32_t()>> adma_posts;
     // What the ADMA read from host memory for a READ's reply, by handle (ExecResult::nic_reply):
     // its descriptors still to complete, and the bytes they brought into EM, in order.
     struct AdmaRead {
@@ -490,8 +491,8 @@ class Mbp2System : public mbcf::EtherSystem {
   // The PGE's descriptor for the send structure at `entry` of `ptask`'s send area (its context):
   // the engine walks it into `dst` in EM; the bus and EM time are those of reading the
   // structure at pa_struct and the payload at pa_data. `done` reads the completion.
-  uint64_t pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes, uint64_t pa_data,
-                     uint32_t data, uint32_t image, DmaEngine::Done done);
+  void pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes, uint64_t pa_data,
+                 uint32_t data, uint32_t image, DmaEngine::Done done);
   // The PGE's source port: it reads a send structure in a task's send area (through its TLB),
   // and gives the request image it describes: an MBCF request's commands and payload, a
   // datagram's payload. A structure that does not decode, an image length other than the

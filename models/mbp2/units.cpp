@@ -259,8 +259,8 @@ uint64_t Pme::kernel_ps(double instructions, double shared_words) const {
   return ps_of(cyc, c_.clock_mhz);
 }
 
-void Pme::run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn) {
-  q_.push(Job{pr, seq_++, handler, interrupt, dur, std::move(fn)});
+void Pme::run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn, Hold hold) {
+  q_.push(Job{pr, seq_++, handler, interrupt, dur, std::move(fn), std::move(hold)});
   if (!running_) next();
 }
 
@@ -284,9 +284,22 @@ void Pme::next() {
   if (it == per_handler_.end())
     it = per_handler_.emplace(j.handler, &st_.counter(name_ + ".handler." + j.handler + "_ps", "firmware time in this handler")).first;
   it->second->inc(dur);
-  cal_.after(dur, [this, fn = std::move(j.fn)] {
-    fn();
-    next();
+  if (!j.hold) {
+    cal_.after(dur, [this, fn = std::move(j.fn)] {
+      fn();
+      next();
+    });
+    return;
+  }
+  cal_.after(dur, [this, fn = std::move(j.fn), hold = std::move(j.hold), handler = it->second]() mutable {
+    const uint64_t t0 = cal_.now_ps();
+    hold([this, t0, handler, fn = std::move(fn)] {
+      const uint64_t held = cal_.now_ps() - t0;
+      busy_.inc(held);
+      handler->inc(held);
+      fn();
+      next();
+    });
   });
 }
 
@@ -457,7 +470,6 @@ DmaEngine::DmaEngine(Calendar& cal, Em& em, uint32_t ring, double setup_ns, Stat
       errors_(st.counter(n + ".errors", "descriptors naming an address a port does not have (nothing moved)")) {
   if (ring_ == 0) internal_error("a descriptor ring needs at least one entry");
   ring_off_ = em_.carve(ring_ * kDescBytes);
-  slot_end_.assign(ring_, 0);
 }
 
 void DmaEngine::write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx,
@@ -476,72 +488,117 @@ DmaEngine::Desc DmaEngine::desc(uint32_t slot) const {
   return Desc{em_.load32(d), em_.load32(d + 4), em_.load32(d + 8), em_.load32(d + 12), em_.load32(d + 16), slot % ring_};
 }
 
-uint64_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t)>& xfer, Done done,
-                         uint32_t ctx, uint32_t read_bytes, Move move, std::vector<uint8_t> src_bytes) {
+uint32_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, Xfer xfer, Done done, uint32_t ctx, uint32_t read_bytes,
+                         Move move, std::vector<uint8_t> src_bytes) {
   const uint32_t number = posted_++;
   const uint32_t slot = number % ring_;
-  uint64_t write = at;
-  if (slot_end_[slot] > at) {  // the slot's previous descriptor is still the engine's
-    ring_full_.inc();
-    write = slot_end_[slot];
-  }
-  // The producer writes the descriptor when its slot is free (after the previous one's done).
-  const uint64_t epoch = epoch_;
   const uint32_t status = kOwn | (move != Move::Owner ? kMove : 0) | (move == Move::Back ? kBack : 0) | (number & 0xffffff);
-  if (write <= cal_.now_ps()) write_desc(slot, src, dst, bytes, status, ctx, src_bytes);
-  else
-    cal_.at(write, [this, slot, src, dst, bytes, status, ctx, epoch, b = std::move(src_bytes)] {
-      if (epoch == epoch_) write_desc(slot, src, dst, bytes, status, ctx, b);
-    });
-  const uint64_t start = std::max(write, free_) + setup_ps_;
-  const uint64_t end = std::max(start, xfer(start));
-  busy_.inc(end - start);
-  free_ = end;
-  slot_end_[slot] = end;
+  // The slot is free once every descriptor a ring's length before this one is done.
+  const bool room = q_.size() < ring_;
+  if (!room) ring_full_.inc();
   descs_.inc();
   bytes_.inc(read_bytes == ~0u ? bytes : read_bytes);
-  // One engine serves its descriptors in order, so they complete in the order posted.
-  in_flight_.push_back(InFlight{number, Desc{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, status, ctx, slot}, std::move(done)});
-  cal_.at(end, [this, slot, number, epoch] {
-    if (epoch == epoch_) complete(slot, number);
-  });
-  return end;
+  q_.push_back(Entry{number, at, Desc{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, status, ctx, slot}, status,
+                     std::move(src_bytes), std::move(xfer), std::move(done)});
+  if (room) schedule_write(q_.back());
+  return number;
 }
 
-void DmaEngine::complete(uint32_t slot, uint32_t number) {
-  if (in_flight_.empty() || in_flight_.front().number != number) internal_error(std::string(name()) + ": a descriptor completed out of order");
-  InFlight f = std::move(in_flight_.front());
-  in_flight_.pop_front();
-  Done done = std::move(f.done);
+// The producer writes the descriptor (and its bytes) at its time, or when its slot frees.
+void DmaEngine::schedule_write(Entry& e) {
+  if (e.at <= cal_.now_ps()) return written(e);
+  cal_.at(e.at, [this, number = e.number, epoch = epoch_] {
+    if (epoch != epoch_) return;
+    for (Entry& x : q_)
+      if (x.number == number) return written(x);
+  });
+}
+
+void DmaEngine::written(Entry& e) {
+  write_desc(e.posted.slot, e.posted.src, e.posted.dst, e.posted.bytes, e.status, e.posted.ctx, e.src_bytes);
+  e.written = true;
+  std::vector<uint8_t>().swap(e.src_bytes);
+  try_start();
+}
+
+// One engine serves its descriptors in order: the front, once written, after the setup.
+void DmaEngine::try_start() {
+  if (running_ || q_.empty() || !q_.front().written) return;
+  running_ = true;
+  if (setup_ps_ == 0) return begin();
+  cal_.after(setup_ps_, [this, epoch = epoch_] {
+    if (epoch == epoch_) begin();
+  });
+}
+
+void DmaEngine::begin() {
+  Entry& e = q_.front();
+  const uint64_t s = cal_.now_ps();
+  const uint64_t end = std::max(s, e.xfer(s));
+  Xfer().swap(e.xfer);  // (what it captured is not needed any more)
+  busy_.inc(end - s);
+  cal_.at(end, [this, epoch = epoch_] {
+    if (epoch == epoch_) complete();
+  });
+}
+
+void DmaEngine::complete() {
+  if (q_.empty() || !running_) internal_error(std::string(name()) + ": a descriptor completed that was not started");
+  Entry f = std::move(q_.front());
+  q_.pop_front();
+  running_ = false;
+  const uint32_t slot = f.posted.slot;
   // The engine works from the descriptor as it is in EM.
   Desc d = desc(slot);
   if (mutant::on(mutant::Id::DmaMovesPosted)) d = Desc{f.posted.src, f.posted.dst, f.posted.bytes, d.status, f.posted.ctx, slot};
-  if (!(d.status & kOwn) || d.number() != (number & 0xffffff)) {
+  if (!(d.status & kOwn) || d.number() != (f.number & 0xffffff)) {
     lost_.inc();
-    return;
-  }
-  uint32_t status = kDone | (d.status & (kMove | kBack)) | d.number();
-  if (src_ && dst_ && d.move() && d.bytes) {
-    staging_.resize(d.bytes);
-    DmaPort* from = d.back() ? dst_ : src_;
-    DmaPort* to = d.back() ? src_ : dst_;
-    if (!from->read(d.src, d.ctx, staging_.data(), d.bytes) || !to->write(d.dst, d.ctx, staging_.data(), d.bytes)) {
-      status |= kError;
-      errors_.inc();
+  } else {
+    uint32_t status = kDone | (d.status & (kMove | kBack)) | d.number();
+    if (src_ && dst_ && d.move() && d.bytes) {
+      staging_.resize(d.bytes);
+      DmaPort* from = d.back() ? dst_ : src_;
+      DmaPort* to = d.back() ? src_ : dst_;
+      if (!from->read(d.src, d.ctx, staging_.data(), d.bytes) || !to->write(d.dst, d.ctx, staging_.data(), d.bytes)) {
+        status |= kError;
+        errors_.inc();
+      }
     }
+    // It hands the descriptor back; the owner reads it from the ring.
+    em_.store32(ring_off_ + slot * kDescBytes + 12, status);
+    const uint64_t epoch = epoch_;
+    if (f.done) f.done(desc(slot));
+    if (epoch != epoch_) return;  // the owner's routine reset the engine (a power loss)
   }
-  // It hands the descriptor back; the owner reads it from the ring.
-  em_.store32(ring_off_ + slot * kDescBytes + 12, status);
-  if (done) done(desc(slot));
+  // The slot is free: a descriptor that waited for it is written.
+  if (q_.size() >= ring_ && !q_[ring_ - 1].written) schedule_write(q_[ring_ - 1]);
+  if (!waiters_.empty()) {
+    std::vector<std::function<void()>> ready;
+    for (size_t i = 0; i < waiters_.size();)
+      if (finished(waiters_[i].first)) {
+        ready.push_back(std::move(waiters_[i].second));
+        waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    for (auto& fn : ready) fn();
+  }
+  try_start();
+}
+
+void DmaEngine::when_done(uint32_t number, std::function<void()> fn) {
+  if (finished(number)) return fn();
+  waiters_.emplace_back(number, std::move(fn));
 }
 
 void DmaEngine::reset() {
   ++epoch_;
-  in_flight_.clear();
   // The engine stops: the next descriptor waits for no transfer from before.
-  const uint64_t now = cal_.now_ps();
-  free_ = std::min(free_, now);
-  for (uint64_t& e : slot_end_) e = std::min(e, now);
+  q_.clear();
+  running_ = false;
+  // Whoever waited for a descriptor from before hears it will not complete.
+  for (auto& w : waiters_) cal_.after(0, std::move(w.second));
+  waiters_.clear();
 }
 
 // ------------------------------------------------------------------ CAU, MEAC1024
@@ -601,19 +658,19 @@ uint64_t Cau::compute_ps(uint32_t cb, uint32_t hb) const {
   return std::max(ps_of(cb * c_.des_cycles_per_block, c_.cau_clock_mhz), ps_of(hb * c_.hash_cycles_per_block, c_.cau_clock_mhz));
 }
 
-uint64_t Cau::load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block) {
+void Cau::load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block) {
   if (slot >= slots_ || block.size() != SecurityAssociation::kKeyBlockBytes) internal_error(std::string(name()) + ": a key load for a slot it does not have");
   key_loads_.inc();
   const uint32_t b = SecurityAssociation::kKeyBlockBytes;
   const uint32_t staging = staging_off_ + dma_.next_slot() * b;  // written with the descriptor
-  return dma_.post(at, staging, key_slot_offset(slot), b, [&](uint64_t s) { return em_.access(Route::Crypto, s, 2 * b); }, {},
-                   DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, std::move(block));
+  dma_.post(at, staging, key_slot_offset(slot), b, [this, b](uint64_t s) { return em_.access(Route::Crypto, s, 2 * b); }, {},
+            DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, std::move(block));
 }
 
-uint64_t Cau::run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cb, uint32_t hb, DmaEngine::Done done) {
+void Cau::run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cb, uint32_t hb, DmaEngine::Done done) {
   const uint32_t key = slot == last_slot_ ? 0 : SecurityAssociation::kKeyBlockBytes;
   last_slot_ = slot;
-  return dma_.post(at, off, off, bytes, [&](uint64_t s) {
+  dma_.post(at, off, off, bytes, [this, bytes, out, key, cb, hb](uint64_t s) {
     // Its DMA reads the frame (and a key block for a slot other than the last) and writes the
     // result over the crypto route, while it computes.
     const uint64_t mem = em_.access(Route::Crypto, s, bytes + out + key);

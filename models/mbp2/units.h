@@ -194,8 +194,11 @@ class Pme : public Unit {
   uint64_t kernel_ps(double instructions, double shared_words) const;
   uint64_t interrupt_ps() const { return c_.register_sets ? 0 : instr_ps(c_.interrupt_instr); }
   // Runs a handler for `dur` (plus the interrupt cost if `interrupt`), then `fn`. Handlers run
-  // one at a time to completion; waiting ones are taken by priority, then arrival.
-  void run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn);
+  // one at a time to completion; waiting ones are taken by priority, then arrival. `hold`,
+  // when given, is called after `dur` with the handler's continuation: the handler keeps the
+  // PME (it polls a unit's completion) until `hold` calls it, once; that time is its own.
+  using Hold = std::function<void(std::function<void()> resume)>;
+  void run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn, Hold hold = {});
   uint64_t busy_ps() const { return busy_.value; }
   uint64_t interrupts() const { return interrupts_.value; }
   bool idle() const { return !running_ && q_.empty(); }
@@ -208,6 +211,7 @@ class Pme : public Unit {
     bool interrupt;
     uint64_t dur;
     std::function<void()> fn;
+    Hold hold;
     bool operator>(const Job& o) const { return pr != o.pr ? pr > o.pr : seq > o.seq; }
   };
   void next();
@@ -369,22 +373,27 @@ class DmaEngine : public Unit {
     src_ = src;
     dst_ = dst;
   }
-  // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s);
-  // `done` is the owner's completion routine for it; `read_bytes`, when the engine reads more
-  // than it writes (the PGE reads a structure's header too), is what `bytes` counts. Returns
-  // the end. `move`: the engine moves the bytes through its ports (the LDMA, the PGE fetching,
-  // the ADMA writing host memory and reading it for a reply); otherwise their owner moves them
-  // (the ADMA's reads for an atomic's old values are the command semantics', the PGE
-  // delivering into a receive structure writes its slot and head, the CAU transforms in place
-  // at completion: `Cau`) and the engine takes the time.
-  uint64_t post(uint64_t at, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer) {
-    return post(at, 0, 0, bytes, xfer);
-  }
+  // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s).
+  // The engine calls xfer when it starts the transfer (its previous descriptor done, this one
+  // written, its setup over), not when the descriptor is posted: the memories and the bus are
+  // booked in the order the engines really reach them, so a deep queue books nothing ahead.
+  // `done` is the owner's completion routine; `read_bytes`, when the engine reads more than
+  // it writes (the PGE reads a structure's header too), is what `bytes` counts. Returns the
+  // descriptor's number (for `when_done`). `move`: the engine moves the bytes through its
+  // ports (the LDMA, the PGE fetching, the ADMA writing host memory and reading it for a
+  // reply); otherwise their owner moves them (the ADMA's reads for an atomic's old values are
+  // the command semantics', the PGE delivering into a receive structure writes its slot and
+  // head, the CAU transforms in place at completion: `Cau`) and the engine takes the time.
+  using Xfer = std::function<uint64_t(uint64_t start)>;
+  uint32_t post(uint64_t at, uint32_t bytes, Xfer xfer) { return post(at, 0, 0, bytes, std::move(xfer)); }
   // `src_bytes`: what the producer writes into EM at `src` together with the descriptor (when
   // its slot is free): the bytes a move takes from EM.
-  uint64_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, const std::function<uint64_t(uint64_t start)>& xfer,
-                Done done = {}, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u, Move move = Move::Owner,
-                std::vector<uint8_t> src_bytes = {});
+  uint32_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, Xfer xfer, Done done = {}, uint32_t ctx = kNoContext,
+                uint32_t read_bytes = ~0u, Move move = Move::Owner, std::vector<uint8_t> src_bytes = {});
+  // Runs `fn` once descriptor `number` has completed (at once if it has, or if a reset lost it;
+  // after a reset, from the calendar).
+  void when_done(uint32_t number, std::function<void()> fn);
+  bool finished(uint32_t number) const { return q_.empty() || static_cast<int32_t>(q_.front().number - number) > 0; }
   void reset();
   Desc desc(uint32_t slot) const;  // the descriptor in a slot, as it is in EM
   uint32_t next_slot() const { return posted_ % ring_; }  // the slot the next post takes
@@ -396,22 +405,31 @@ class DmaEngine : public Unit {
  private:
   void write_desc(uint32_t slot, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t status, uint32_t ctx,
                   const std::vector<uint8_t>& src_bytes);
-  void complete(uint32_t slot, uint32_t number);
+  struct Entry {
+    uint32_t number;
+    uint64_t at;  // when its producer writes it (once its slot is free)
+    Desc posted;  // as posted (the engine works from the ring; kept for the mutant only)
+    uint32_t status;
+    std::vector<uint8_t> src_bytes;
+    Xfer xfer;
+    Done done;  // the owner's routine
+    bool written = false;
+  };
+  void schedule_write(Entry& e);
+  void written(Entry& e);
+  void try_start();
+  void begin();
+  void complete();
   Calendar& cal_;
   Em& em_;
   uint32_t ring_;
   uint32_t ring_off_;
   uint64_t setup_ps_;
-  uint64_t free_ = 0;
   uint32_t posted_ = 0;
-  uint64_t epoch_ = 0;               // reset() makes the descriptors in flight stale
-  std::vector<uint64_t> slot_end_;   // when each slot's descriptor completes
-  struct InFlight {
-    uint32_t number;
-    Desc posted;  // as posted (the engine works from the ring; kept for the mutant only)
-    Done done;    // the owner's routine
-  };
-  std::deque<InFlight> in_flight_;  // oldest first
+  uint64_t epoch_ = 0;  // reset() makes the descriptors in flight stale
+  std::deque<Entry> q_;  // posted and not complete, oldest first; the engine serves the front
+  bool running_ = false;  // the front is being set up or transferred
+  std::vector<std::pair<uint32_t, std::function<void()>>> waiters_;
   DmaPort* src_ = nullptr;
   DmaPort* dst_ = nullptr;
   std::vector<uint8_t> staging_;
@@ -562,14 +580,14 @@ class Cau : public Unit {
   static Error apply(const SecurityAssociation& sa, Op op, std::vector<uint8_t>& frame);
   Cau(Calendar& cal, const CryptoConfig& c, uint32_t ring, uint32_t key_slots, Em& em, Stats& st, const std::string& name);
   uint64_t compute_ps(uint32_t cipher_blocks, uint32_t hash_blocks) const;
-  // Loads a key block into a slot, through the ring; returns when it is there.
-  uint64_t load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block);
+  // Loads a key block into a slot, through the ring, in order with the frames.
+  void load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block);
   // A frame of `bytes` at EM offset `off`, posted at `at`, sealed or opened in place under the
-  // keys of `slot`; returns when the result is in EM, where `done` (the PME's routine) finds
-  // its descriptor done.
+  // keys of `slot`; when the result is in EM, `done` (the PME's routine) finds its descriptor
+  // done.
   // `out`: the bytes it will write (a sealed frame is longer; an opened one is at most as long).
-  uint64_t run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cipher_blocks, uint32_t hash_blocks,
-               DmaEngine::Done done = {});
+  void run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cipher_blocks, uint32_t hash_blocks,
+           DmaEngine::Done done = {});
   uint32_t key_slot_offset(uint32_t slot) const { return keys_off_ + slot * SecurityAssociation::kKeyBlockBytes; }
   uint32_t key_slots() const { return slots_; }
   uint64_t busy_ps() const { return dma_.busy_ps(); }

@@ -180,23 +180,32 @@ TEST(Mbp2Crypto, CauTimeIsTheLongerOfCipherAndHashAndItsMemoryTrafficSlowsOtherR
   EXPECT_EQ(cau.compute_ps(0, 18), 5760000u);  // hash alone: 18 x 32 cycles
   // Its reads and writes share the card memory with the MAC's route.
   const uint32_t frame = em.carve(1024);
-  const uint64_t end = cau.run(0, Cau::Op::Seal, 1, frame, 1000, 1024, 387, 18);
-  EXPECT_GE(end, 7740000u);
+  uint64_t end = 0;
+  cau.run(0, Cau::Op::Seal, 1, frame, 1000, 1024, 387, 18, [&](const DmaEngine::Desc&) { end = cal.now_ps(); });
   // Its descriptor names the frame in EM, transformed in place, and the operation and slot.
   const uint32_t desc = 0;  // the CAU's ring was carved first
   EXPECT_EQ(em.load32(desc), frame);
   EXPECT_EQ(em.load32(desc + 4), frame);
   EXPECT_EQ(em.load32(desc + 8), 1000u);
   EXPECT_EQ(em.load32(desc + 16), 1u << 24 | 1);
+  // Nothing is booked before the engine starts (after its setup); then it holds EM's grants.
+  const uint64_t setup = static_cast<uint64_t>(c.cau_setup_ns * 1000);
+  ASSERT_GT(setup, 0u);
   const uint64_t mac_alone = em.access_ps(1024);
-  const uint64_t mac = em.access(Route::Mac, 0, 1024);
-  EXPECT_GT(mac, mac_alone);
+  EXPECT_EQ(em.access(Route::Mac, 0, 64), em.access_ps(64));
+  sc_core::sc_start(sc_core::sc_time::from_value(setup + 1000));
+  const uint64_t t = cal.now_ps();
+  const uint64_t mac = em.access(Route::Mac, t, 1024);
+  EXPECT_GT(mac, t + mac_alone);
   EXPECT_GT(em.wait_ps(Route::Mac), 0u);
+  sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_US));
+  EXPECT_GE(end, setup + 7740000u);
   EXPECT_EQ(test::stat_value(st, "cau.bytes"), 1000);
   // It reads the frame and its slot's key block (the first use of the slot) and writes the
   // sealed frame.
   EXPECT_EQ(test::stat_value(st, "em.crypto.bytes"), 1000 + 1024 + SecurityAssociation::kKeyBlockBytes);
-  cau.run(end, Cau::Op::Seal, 1, frame, 1000, 1024, 387, 18);
+  cau.run(cal.now_ps(), Cau::Op::Seal, 1, frame, 1000, 1024, 387, 18);
+  sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_US));
   EXPECT_EQ(test::stat_value(st, "em.crypto.bytes"), 2 * (1000 + 1024) + SecurityAssociation::kKeyBlockBytes);  // the same slot: no key read
 }
 

@@ -234,15 +234,38 @@ TEST(Mbp2Icu, MessagesTravelInOrderEachWay) {
   EXPECT_EQ(test::stat_value(st, "icu.to_host"), 2u);
 }
 
+// The engine serves its descriptors in order, each after its setup, and calls a transfer's
+// timing only when it starts it: nothing is booked for the descriptors waiting behind.
 TEST(Mbp2Dma, DescriptorsAreServedInOrderAfterTheirSetup) {
   Stats st;
   Calendar cal("cal");
   Em em(EmConfig{}, st, "em");
   DmaEngine d(cal, em, 2, 100, st, "dma");
-  auto xfer = [](uint64_t s) { return s + 1000000; };
-  EXPECT_EQ(d.post(0, 64, xfer), 100000u + 1000000);
-  EXPECT_EQ(d.post(0, 64, xfer), 2 * (100000u + 1000000));  // waits for the first
-  EXPECT_EQ(d.post(0, 64, xfer), 3 * (100000u + 1000000));
+  std::vector<uint64_t> starts, ends;
+  auto xfer = [&](uint64_t s) {
+    starts.push_back(s);
+    EXPECT_EQ(s, cal.now_ps());  // timed when it starts, not ahead
+    return s + 1000000;
+  };
+  auto k = [&](const DmaEngine::Desc&) { ends.push_back(cal.now_ps()); };
+  std::vector<uint32_t> numbers;
+  for (int i = 0; i < 3; ++i) numbers.push_back(d.post(0, 0, 0, 64, xfer, k));
+  EXPECT_EQ(numbers, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_TRUE(starts.empty());  // (the setup comes first)
+  EXPECT_FALSE(d.finished(0));
+  uint64_t waited = 0;
+  d.when_done(1, [&] { waited = cal.now_ps(); });
+  sc_core::sc_start(sc_core::sc_time(1250, sc_core::SC_NS));
+  EXPECT_EQ(starts.size(), 2u);  // the third is not timed while the second runs
+  sc_core::sc_start(sc_core::sc_time(3, sc_core::SC_US));
+  const uint64_t one = 100000u + 1000000;
+  EXPECT_EQ(starts, (std::vector<uint64_t>{100000, one + 100000, 2 * one + 100000}));
+  EXPECT_EQ(ends, (std::vector<uint64_t>{one, 2 * one, 3 * one}));  // each waits for the one before
+  EXPECT_EQ(waited, 2 * one);
+  EXPECT_TRUE(d.finished(2));
+  bool at_once = false;
+  d.when_done(0, [&] { at_once = true; });
+  EXPECT_TRUE(at_once);
   EXPECT_EQ(test::stat_value(st, "dma.ring_full"), 1u);  // two outstanding when the third came
   EXPECT_EQ(test::stat_value(st, "dma.bytes"), 192u);
 }
@@ -398,11 +421,16 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   // A power loss: the descriptor in flight is forgotten.
   const uint32_t from = mac.put({9, 9, 9, 9});
   const uint64_t t0 = cal.now_ps();
-  r.post(t0, from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
+  const uint32_t before = r.post(t0, from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
+  bool heard = false;
+  r.when_done(before, [&] { heard = true; });
   r.reset();
   // The engine stopped: a descriptor posted now waits for nothing from before.
-  EXPECT_EQ(r.post(t0, 0, 0, 4, xfer), t0 + 1000000);
+  uint64_t end = 0;
+  r.post(t0, 0, 0, 4, xfer, [&](const DmaEngine::Desc&) { end = cal.now_ps(); });
   sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_US));
+  EXPECT_EQ(end, t0 + 1000000);
+  EXPECT_TRUE(heard);  // whoever waited for the lost one is let go
   EXPECT_EQ(done.size(), 2u);
   EXPECT_EQ(em.load32(b), 0u);
   EXPECT_EQ(r.desc(0).status & DmaEngine::kDone, 0u);  // the one from before never completed
