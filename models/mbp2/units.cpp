@@ -521,19 +521,16 @@ void DmaEngine::written(Entry& e) {
   try_start();
 }
 
-// One engine serves its descriptors in order: the front, once written, after the setup.
+// One engine serves its descriptors in order: the front, once written, after the setup. It
+// books the transfer then, for when the setup is over (a setup ahead, no more).
 void DmaEngine::try_start() {
   if (running_ || q_.empty() || !q_.front().written) return;
   running_ = true;
-  if (setup_ps_ == 0) return begin();
-  cal_.after(setup_ps_, [this, epoch = epoch_] {
-    if (epoch == epoch_) begin();
-  });
+  begin(cal_.now_ps() + setup_ps_);
 }
 
-void DmaEngine::begin() {
+void DmaEngine::begin(uint64_t s) {
   Entry& e = q_.front();
-  const uint64_t s = cal_.now_ps();
   const uint64_t end = std::max(s, e.xfer(s));
   Xfer().swap(e.xfer);  // (what it captured is not needed any more)
   busy_.inc(end - s);

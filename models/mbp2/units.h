@@ -88,8 +88,8 @@ struct EmConfig {
 };
 
 // One memory port shared by four routes, granted burst by burst: a saturated route slows the
-// others as a real SDRAM would. The DMA engines book an access's time when its descriptor is
-// posted (a `Timeline`); an access takes the earliest free bursts from when it may start, so
+// others as a real SDRAM would. The DMA engines book an access's time when they start the
+// transfer (a `Timeline`); an access takes the earliest free bursts from when it may start, so
 // one due earlier uses the gaps between accesses booked before it rather than queueing behind
 // all of them.
 class Em : public Unit {
@@ -374,9 +374,10 @@ class DmaEngine : public Unit {
     dst_ = dst;
   }
   // A descriptor posted at `at` whose transfer, once started at time s, ends at xfer(s).
-  // The engine calls xfer when it starts the transfer (its previous descriptor done, this one
-  // written, its setup over), not when the descriptor is posted: the memories and the bus are
-  // booked in the order the engines really reach them, so a deep queue books nothing ahead.
+  // The engine calls xfer when it takes the descriptor (its previous one done, this one
+  // written), for a start after its setup, not when the descriptor is posted: the memories and
+  // the bus are booked in the order the engines really reach them, a setup ahead at most, so a
+  // deep queue books nothing ahead.
   // `done` is the owner's completion routine; `read_bytes`, when the engine reads more than
   // it writes (the PGE reads a structure's header too), is what `bytes` counts. Returns the
   // descriptor's number (for `when_done`). `move`: the engine moves the bytes through its
@@ -418,7 +419,7 @@ class DmaEngine : public Unit {
   void schedule_write(Entry& e);
   void written(Entry& e);
   void try_start();
-  void begin();
+  void begin(uint64_t start);
   void complete();
   Calendar& cal_;
   Em& em_;
@@ -428,7 +429,7 @@ class DmaEngine : public Unit {
   uint32_t posted_ = 0;
   uint64_t epoch_ = 0;  // reset() makes the descriptors in flight stale
   std::deque<Entry> q_;  // posted and not complete, oldest first; the engine serves the front
-  bool running_ = false;  // the front is being set up or transferred
+  bool running_ = false;  // the front is being transferred (or set up)
   std::vector<std::pair<uint32_t, std::function<void()>>> waiters_;
   DmaPort* src_ = nullptr;
   DmaPort* dst_ = nullptr;
