@@ -498,8 +498,8 @@ uint32_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   if (!room) ring_full_.inc();
   descs_.inc();
   bytes_.inc(read_bytes == ~0u ? bytes : read_bytes);
-  q_.push_back(Entry{number, at, Desc{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, status, ctx, slot}, status,
-                     std::move(src_bytes), std::move(xfer), std::move(done)});
+  q_.push_back(Entry{number, at, Desc{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, status, ctx, slot}, std::move(src_bytes),
+                     std::move(xfer), std::move(done)});
   if (room) schedule_write(q_.back());
   return number;
 }
@@ -508,14 +508,13 @@ uint32_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
 void DmaEngine::schedule_write(Entry& e) {
   if (e.at <= cal_.now_ps()) return written(e);
   cal_.at(e.at, [this, number = e.number, epoch = epoch_] {
-    if (epoch != epoch_) return;
-    for (Entry& x : q_)
-      if (x.number == number) return written(x);
+    // (not written, so not started: still in the queue, whose numbers run on from the front's)
+    if (epoch == epoch_) written(q_[number - q_.front().number]);
   });
 }
 
 void DmaEngine::written(Entry& e) {
-  write_desc(e.posted.slot, e.posted.src, e.posted.dst, e.posted.bytes, e.status, e.posted.ctx, e.src_bytes);
+  write_desc(e.posted.slot, e.posted.src, e.posted.dst, e.posted.bytes, e.posted.status, e.posted.ctx, e.src_bytes);
   e.written = true;
   std::vector<uint8_t>().swap(e.src_bytes);
   try_start();

@@ -409,8 +409,7 @@ class DmaEngine : public Unit {
   struct Entry {
     uint32_t number;
     uint64_t at;  // when its producer writes it (once its slot is free)
-    Desc posted;  // as posted (the engine works from the ring; kept for the mutant only)
-    uint32_t status;
+    Desc posted;  // as the producer writes it into the ring (the engine works from the ring)
     std::vector<uint8_t> src_bytes;
     Xfer xfer;
     Done done;  // the owner's routine
