@@ -158,9 +158,9 @@ void Mbp2System::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32
   Units& u = *u_[node];
   const uint32_t total = sbytes + data;
   u.pge->post(cal_.now_ps(), send_entry_laddr(entry), dst, image, [&u, pa_struct, sbytes, pa_data, data, total](uint64_t s) {
-    uint64_t b = u.bus->dma(s, pa_struct, sbytes);
-    if (data > 0) b = u.bus->dma(b, pa_data, data);
-    return std::max(b, u.em->access(Route::Host, s, total));
+    std::vector<HostBus::Span> spans{{pa_struct, sbytes}};
+    if (data > 0) spans.push_back({pa_data, data});
+    return host_transfer(*u.bus, *u.em, s, spans, total);
   }, std::move(done), ptask, total, DmaEngine::Move::Forward);
 }
 
@@ -516,16 +516,16 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>
     // datagram's, one per fragment) into the slot, then writes its header and the head.
     const uint32_t src = runs.empty() ? u.rxb->offset(bufs[0]) : u.rxb->offset(runs[0].b) + runs[0].off;
     u.pge->post(cal_.now_ps(), src, pa_slot, kRingHeader + len + kSlotHeader + 4, [&u, pa_ring, pa_slot, runs, len](uint64_t s) {
-      uint64_t b = u.bus->dma(s, pa_ring, kRingHeader);  // read the ring header
+      std::vector<HostBus::Span> spans{{pa_ring, kRingHeader}};  // read the ring header
       uint64_t at = pa_slot + kSlotHeader;
       for (const Run& r : runs)
         if (r.len) {
-          b = u.bus->dma(b, at, r.len);
+          spans.push_back({at, r.len});
           at += r.len;
         }
-      b = u.bus->dma(b, pa_slot, kSlotHeader);
-      b = u.bus->dma(b, pa_ring + 8, 4);                   // publish the head
-      return std::max(b, u.em->access(Route::Host, s, len + kSlotHeader));
+      spans.push_back({pa_slot, kSlotHeader});
+      spans.push_back({pa_ring + 8, 4});  // publish the head
+      return host_transfer(*u.bus, *u.em, s, spans, len + kSlotHeader);
     }, [this, node, ptask, ring, slot, head, len, p, bufs, runs](const DmaEngine::Desc&) {
       // The PGE's completion (its descriptor done); it wrote the slot and the head itself.
       Units& u = *u_[node];
@@ -576,7 +576,7 @@ void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
   // addresses (bypass mode: a kernel request, no TLB), then the PME interrupts the host.
   const uint32_t len = b.len;
   u.pge->post(cal_.now_ps(), u.rxb->offset(b), 0, len, [&u, len](uint64_t s) {
-    return std::max(u.bus->dma(s, 0, len), u.em->access(Route::Host, s, len));
+    return host_transfer(*u.bus, *u.em, s, {{0, len}}, len);
   }, [this, node, len, b](const DmaEngine::Desc&) {
     Units& u = *u_[node];
     if (!u.rxb->live(b)) return;

@@ -753,7 +753,7 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResu
   // The routine's own time: the TLB refills its translations take.
   uint64_t refill = 0;
   auto timed = [&u](uint64_t pa, uint32_t n) -> DmaEngine::Xfer {
-    return [&u, pa, n](uint64_t s) { return std::max(u.bus->dma(s, pa, n), u.em->access(Route::Host, s, n)); };
+    return [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); };
   };
   if (atomic) {
     uint64_t pa = 0;
@@ -1123,7 +1123,7 @@ void Mbp2System::ldma_start(uint32_t node, Buf b, InMac in_mac) {
   u.mac_tx_bytes += len;
   u.mac_tx_lens.push_back(len);
   const uint32_t at = u.mac_tx.next();
-  u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), at, len, [&u, len](uint64_t s) { return u.em->access(Route::Mac, s, len); },
+  u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), at, len, [&u, len](uint64_t s) { return Finish(s, u.em->access(Route::Mac, s, len)); },
                   [this, node, b, k = std::move(in_mac)](const DmaEngine::Desc& d) mutable {
                     Units& u = *u_[node];
                     std::vector<uint8_t> f;
@@ -1143,7 +1143,7 @@ bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::
   if (!u.rxb->alloc(&b)) return false;  // every receive buffer is full: the frame is lost
   const uint32_t len = static_cast<uint32_t>(frame.size());
   const uint32_t from = u.mac_rx.put(std::move(frame));
-  u.ldma_rx->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&u, len](uint64_t s) { return u.em->access(Route::Mac, s, len); },
+  u.ldma_rx->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&u, len](uint64_t s) { return Finish(s, u.em->access(Route::Mac, s, len)); },
                   [this, node, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
                     Units& u = *u_[node];
                     if (d.error()) {  // the descriptor named no frame the FIFO holds: none arrived

@@ -58,29 +58,38 @@ double HostBus::transfer_cycles(uint64_t addr, uint32_t bytes) const {
   return cyc;
 }
 
-uint64_t HostBus::dma(uint64_t at, uint64_t addr, uint32_t bytes) {
-  time_.forget_before(now_ps());
-  const uint64_t dur = cycles_ps(transfer_cycles(addr, bytes));
-  const uint64_t end = time_.book(at, dur, grant_ps_);
-  bytes_.inc(bytes);
+uint64_t HostBus::dma_ps(const std::vector<Span>& spans) const {
+  double cyc = 0;
+  for (const Span& sp : spans) cyc += transfer_cycles(sp.addr, sp.bytes);
+  return cycles_ps(cyc);
+}
+
+FairShare::Booking HostBus::dma(uint64_t at, const std::vector<Span>& spans) {
+  for (const Span& sp : spans) bytes_.inc(sp.bytes);
+  const uint64_t dur = dma_ps(spans);
+  FairShare::Booking b = time_.book(now_ps(), at, dur);
   busy_ps_.inc(dur);
-  wait_ps_.inc(end - at - dur);
-  return end;
+  count_wait();
+  return b;
 }
 
 uint64_t HostBus::pio(uint64_t at) {
   // Arbitration is per burst: a programmed write waits for the burst in progress, not for the
-  // whole DMA transfer, which it then delays by its own length (the bursts it displaces take
-  // the bus's next free time: the DMA's promised end cannot move, so the write's time is
-  // booked there instead).
-  time_.forget_before(now_ps());
+  // whole DMA transfer, which it then delays by its own length.
   const uint64_t dur = cycles_ps(c_.pio_cycles);
-  const uint64_t start = std::min(time_.first_fit(at, dur), at + grant_ps_);
-  time_.book(at, dur, 0);
+  const auto [start, end] = time_.priority(now_ps(), at, dur, grant_ps_);
   pios_.inc();
   busy_ps_.inc(dur);
   wait_ps_.inc(start - at);
-  return start + dur;
+  count_wait();
+  return end;
+}
+
+// What the DMA transfers waited: the bus's running sum, which grows as later requests delay
+// transfers in progress.
+void HostBus::count_wait() {
+  wait_ps_.inc(time_.wait(0) - waited_);
+  waited_ = time_.wait(0);
 }
 
 // ------------------------------------------------------------------ EM
@@ -97,9 +106,7 @@ const char* name(Route r) {
 
 Em::Em(const EmConfig& c, Stats& st, const std::string& n)
     : Unit(n),
-      c_(c),
-      // A grant is one burst: a row access and a full burst of words.
-      grant_ps_(ps_of(c.access_cycles + std::ceil(c.burst_bytes / static_cast<double>(c.width_bytes)), c.clock_mhz)) {
+      c_(c) {
   for (int i = 0; i < kRoutes; ++i) {
     const std::string r = n + "." + mbp2::name(static_cast<Route>(i));
     bytes_[i] = &st.counter(r + ".bytes", "bytes through this route of the card memory");
@@ -147,15 +154,23 @@ uint64_t Em::access_ps(uint32_t bytes) const {
   return ps_of(bursts * c_.access_cycles + words, c_.clock_mhz);
 }
 
-uint64_t Em::access(Route r, uint64_t at, uint32_t bytes) {
+FairShare::Booking Em::access(Route r, uint64_t at, uint32_t bytes, uint64_t pace) {
   const int i = static_cast<int>(r);
-  time_.forget_before(now_ps());
   const uint64_t dur = access_ps(bytes);
-  const uint64_t end = time_.book(at, dur, grant_ps_);
+  FairShare::Booking b = time_.book(now_ps(), at, dur, static_cast<uint32_t>(i), pace);
   bytes_[i]->inc(bytes);
   busy_[i]->inc(dur);
-  wait_[i]->inc(end - at - dur);
-  return end;
+  // Every route's wait: this access may have delayed the others' in progress.
+  for (int k = 0; k < kRoutes; ++k) {
+    const uint64_t w = time_.wait(static_cast<uint32_t>(k));
+    wait_[k]->inc(w - waited_[k]);
+    waited_[k] = w;
+  }
+  return b;
+}
+
+Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const std::vector<HostBus::Span>& spans, uint32_t em_bytes) {
+  return Finish(at, bus.dma(at, spans), em.access(Route::Host, at, em_bytes, bus.dma_ps(spans)));
 }
 
 // ------------------------------------------------------------------ TLB
@@ -530,11 +545,20 @@ void DmaEngine::try_start() {
 
 void DmaEngine::begin(uint64_t s) {
   Entry& e = q_.front();
-  const uint64_t end = std::max(s, e.xfer(s));
+  e.start = s;
+  e.finish = e.xfer(s);
   Xfer().swap(e.xfer);  // (what it captured is not needed any more)
-  busy_.inc(end - s);
-  cal_.at(end, [this, epoch = epoch_] {
-    if (epoch == epoch_) complete();
+  arm();
+}
+
+// The transfer is over when the last of its bookings is; a booking made since may have delayed
+// it, so the engine looks again when the end it was told comes.
+void DmaEngine::arm() {
+  const Entry& e = q_.front();
+  cal_.at(std::max(e.start, e.finish.end()), [this, epoch = epoch_] {
+    if (epoch != epoch_) return;
+    if (q_.front().finish.end() > cal_.now_ps()) return arm();
+    complete();
   });
 }
 
@@ -543,6 +567,7 @@ void DmaEngine::complete() {
   Entry f = std::move(q_.front());
   q_.pop_front();
   running_ = false;
+  busy_.inc(cal_.now_ps() - f.start);
   const uint32_t slot = f.posted.slot;
   // The engine works from the descriptor as it is in EM.
   Desc d = desc(slot);
@@ -659,7 +684,7 @@ void Cau::load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block) {
   key_loads_.inc();
   const uint32_t b = SecurityAssociation::kKeyBlockBytes;
   const uint32_t staging = staging_off_ + dma_.next_slot() * b;  // written with the descriptor
-  dma_.post(at, staging, key_slot_offset(slot), b, [this, b](uint64_t s) { return em_.access(Route::Crypto, s, 2 * b); }, {},
+  dma_.post(at, staging, key_slot_offset(slot), b, [this, b](uint64_t s) { return Finish(s, em_.access(Route::Crypto, s, 2 * b)); }, {},
             DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, std::move(block));
 }
 
@@ -669,8 +694,9 @@ void Cau::run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, u
   dma_.post(at, off, off, bytes, [this, bytes, out, key, cb, hb](uint64_t s) {
     // Its DMA reads the frame (and a key block for a slot other than the last) and writes the
     // result over the crypto route, while it computes.
-    const uint64_t mem = em_.access(Route::Crypto, s, bytes + out + key);
-    return std::max(mem, s + compute_ps(cb, hb));
+    // Its DMA streams through EM at the cipher's pace, not faster.
+    const uint64_t compute = compute_ps(cb, hb);
+    return Finish(s + compute, em_.access(Route::Crypto, s, bytes + out + key, compute));
   }, [this, done = std::move(done)](const DmaEngine::Desc& posted) {
     DmaEngine::Desc d = posted;
     transform(d);

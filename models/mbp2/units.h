@@ -21,7 +21,7 @@
 
 #include "models/core/calendar.h"
 #include "models/core/stats.h"
-#include "models/core/timeline.h"
+#include "models/core/fair_share.h"
 #include "models/mbp2/crypto.h"
 
 namespace mbpsim::mbp2 {
@@ -45,12 +45,11 @@ struct BusConfig {
   double pio_cycles = 20;      // one programmed single-word write by the host CPU (a doorbell)
 };
 
-// The bus is one shared resource, granted burst by burst. DMA transfers of the PGE and the
-// ADMA book its time when their descriptors are posted (a `Timeline`): a transfer takes the
-// earliest free bursts from when it may start, so one posted later but due earlier uses the
-// gaps between bookings made before it. A programmed write by the host wins the next
-// arbitration, so it waits at most for the burst in progress and delays the DMA by its own
-// length.
+// The bus is one shared resource, granted burst by burst in round robin among the DMA
+// transfers that want it (the PGE's and the ADMA's), modelled as a `FairShare`: a transfer
+// books its time when its engine takes it, and one booked later shares the bus from its start
+// on, delaying those in progress. A programmed write by the host wins the next arbitration, so
+// it waits at most for the burst in progress and delays the DMA by its own length.
 class HostBus : public Unit {
  public:
   HostBus(const BusConfig& c, Stats& st, const std::string& name);
@@ -59,17 +58,26 @@ class HostBus : public Unit {
   // PCI bursts take any start and length (byte enables) up to the maximum burst.
   double transfer_cycles(uint64_t addr, uint32_t bytes) const;
   uint64_t cycles_ps(double cycles) const;
-  // Reserves the bus for a DMA transfer that may start at `at`; returns its end.
-  uint64_t dma(uint64_t at, uint64_t addr, uint32_t bytes);
+  // Books a DMA transfer that may start at `at`: one span, or several the engine moves one
+  // after another in one tenure of its own (a structure's header, then its data).
+  struct Span {
+    uint64_t addr;
+    uint32_t bytes;
+  };
+  FairShare::Booking dma(uint64_t at, uint64_t addr, uint32_t bytes) { return dma(at, {Span{addr, bytes}}); }
+  FairShare::Booking dma(uint64_t at, const std::vector<Span>& spans);
+  uint64_t dma_ps(const std::vector<Span>& spans) const;  // their time alone
   // A programmed write by the host (a doorbell): returns when it completes.
   uint64_t pio(uint64_t at);
   const BusConfig& config() const { return c_; }
   uint64_t busy_ps() const { return busy_ps_.value; }
 
  private:
+  void count_wait();
   BusConfig c_;
   uint64_t grant_ps_;  // one maximum burst with its overhead
-  Timeline time_;
+  FairShare time_;
+  uint64_t waited_ = 0;  // the DMA wait already counted
   Counter &bytes_, &busy_ps_, &wait_ps_, &pios_;
 };
 
@@ -87,18 +95,19 @@ struct EmConfig {
   uint32_t bytes = 8u << 20;  // capacity: what the units carve must fit
 };
 
-// One memory port shared by four routes, granted burst by burst: a saturated route slows the
-// others as a real SDRAM would. The DMA engines book an access's time when they start the
-// transfer (a `Timeline`); an access takes the earliest free bursts from when it may start, so
-// one due earlier uses the gaps between accesses booked before it rather than queueing behind
-// all of them.
+// One memory port shared by four routes, granted burst by burst in round robin among the
+// accesses that want it (a `FairShare`): a saturated route slows the others as a real SDRAM
+// would, and an access booked later shares the memory from its start on instead of queueing
+// behind the ones in progress. The DMA engines book an access when they take the transfer.
 class Em : public Unit {
  public:
   Em(const EmConfig& c, Stats& st, const std::string& name);
   uint64_t access_ps(uint32_t bytes) const;
-  // Reserves the memory for `bytes` on `route`, starting no earlier than `at`, in whole bursts
-  // where the bookings already made leave gaps; returns the end.
-  uint64_t access(Route r, uint64_t at, uint32_t bytes);
+  // Books `bytes` on `route`, starting no earlier than `at`; the booking's end is predicted
+  // from the accesses booked so far (later ones may delay it). `pace`: the access cannot be
+  // quicker than that (its bytes come from, or go to, a slower unit: the host bus, a cipher),
+  // so it leaves the memory's other bursts to the other routes (`FairShare::book`).
+  FairShare::Booking access(Route r, uint64_t at, uint32_t bytes, uint64_t pace = 0);
   uint64_t busy_ps(Route r) const { return busy_[static_cast<int>(r)]->value; }
   uint64_t wait_ps(Route r) const { return wait_[static_cast<int>(r)]->value; }
   // The memory's contents where units keep shared structures (descriptor rings): `carve`
@@ -115,13 +124,17 @@ class Em : public Unit {
 
  private:
   EmConfig c_;
-  uint64_t grant_ps_;  // one burst: a row access and a full burst of words
   std::vector<uint8_t> mem_;
-  Timeline time_;
+  FairShare time_{kRoutes};
+  uint64_t waited_[kRoutes] = {};  // each route's wait already counted
   Counter* bytes_[kRoutes];
   Counter* busy_[kRoutes];
   Counter* wait_[kRoutes];
 };
+
+// A DMA transfer between host memory and EM (the PGE, the ADMA): the bus moves `spans` in one
+// tenure; EM takes `em_bytes` on the host route, at the bus's pace. It ends when both are over.
+Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const std::vector<HostBus::Span>& spans, uint32_t em_bytes);
 
 // ------------------------------------------------------------------ TLB
 
@@ -343,7 +356,7 @@ class MacFifo : public DmaPort {
 // (`Desc`), in ring order; a descriptor that is no longer the one posted (something overwrote
 // its status) is not handed on and is counted in `lost`. At most `ring` are outstanding: a
 // descriptor for a slot whose previous one is still owned by the engine waits until it
-// completes. The transfer's time is charged, when posted, for the length posted.
+// completes. The transfer's time is booked when the engine takes it, for the length posted.
 // Addresses are host physical for the host side and EM offsets for the card side (a frame
 // buffer of a FramePool, the data inside one). `reset` (a power loss) forgets every descriptor
 // in flight: they move nothing and complete nothing.
@@ -385,7 +398,9 @@ class DmaEngine : public Unit {
   // reply); otherwise their owner moves them (the ADMA's reads for an atomic's old values are
   // the command semantics', the PGE delivering into a receive structure writes its slot and
   // head, the CAU transforms in place at completion: `Cau`) and the engine takes the time.
-  using Xfer = std::function<uint64_t(uint64_t start)>;
+  // xfer returns when the transfer ends: its bookings of the shared memory and bus, whose
+  // ends later bookings may still delay; the engine completes when the last of them is over.
+  using Xfer = std::function<Finish(uint64_t start)>;
   uint32_t post(uint64_t at, uint32_t bytes, Xfer xfer) { return post(at, 0, 0, bytes, std::move(xfer)); }
   // `src_bytes`: what the producer writes into EM at `src` together with the descriptor (when
   // its slot is free): the bytes a move takes from EM.
@@ -414,11 +429,14 @@ class DmaEngine : public Unit {
     Xfer xfer;
     Done done;  // the owner's routine
     bool written = false;
+    uint64_t start = 0;  // its transfer's start, once taken
+    Finish finish;       // and end
   };
   void schedule_write(Entry& e);
   void written(Entry& e);
   void try_start();
   void begin(uint64_t start);
+  void arm();  // completes the front when its transfer is over
   void complete();
   Calendar& cal_;
   Em& em_;

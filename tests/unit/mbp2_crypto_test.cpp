@@ -194,7 +194,7 @@ TEST(Mbp2Crypto, CauTimeIsTheLongerOfCipherAndHashAndItsMemoryTrafficSlowsOtherR
   const uint64_t mac_alone = em.access_ps(1024);
   sc_core::sc_start(sc_core::sc_time::from_value(setup + 1000));
   const uint64_t t = cal.now_ps();
-  const uint64_t mac = em.access(Route::Mac, t, 1024);
+  const uint64_t mac = em.access(Route::Mac, t, 1024).end();
   EXPECT_GT(mac, t + mac_alone);
   EXPECT_GT(em.wait_ps(Route::Mac), 0u);
   sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_US));

@@ -40,17 +40,30 @@ TEST(Mbp2Bus, PciTakesAnyAlignmentAtFullSpeed) {
   EXPECT_DOUBLE_EQ(b.transfer_cycles(0, 512), 2 * (4 + 32));
 }
 
-TEST(Mbp2Bus, DmaAndProgrammedWritesQueueForOneBus) {
+// DMA transfers share the bus burst by burst; a programmed write wins the next arbitration,
+// waiting only for the burst in progress, and the transfers stand still while it runs.
+TEST(Mbp2Bus, DmaTransfersShareTheBusAndAProgrammedWriteWinsTheNextBurst) {
   Stats st;
   BusConfig c;
   HostBus b(c, st, "biu");
-  const uint64_t e1 = b.dma(0, 0, 64);    // 2 bursts of 11 cycles = 880 ns
-  EXPECT_EQ(e1, 880000u);
-  const uint64_t e2 = b.pio(100000);      // waits for the burst in progress only (11 cycles)
-  EXPECT_EQ(e2, 100000 + 440000 + b.cycles_ps(c.pio_cycles));
-  EXPECT_EQ(test::stat_value(st, "biu.wait_ps"), 440000);
-  const uint64_t e3 = b.dma(0, 0, 32);    // the DMA behind them was pushed back by the write
-  EXPECT_EQ(e3, e1 + b.cycles_ps(c.pio_cycles) + 440000);
+  const uint64_t pio = b.cycles_ps(c.pio_cycles);  // 20 cycles: 800 ns
+  const auto d1 = b.dma(0, 0, 64);                 // 2 bursts of 11 cycles = 880 ns
+  EXPECT_EQ(d1.end(), 880000u);
+  const uint64_t e2 = b.pio(100000);  // waits for the burst in progress only (11 cycles)
+  EXPECT_EQ(e2, 100000 + 440000 + pio);
+  EXPECT_EQ(d1.end(), 880000 + pio);  // the DMA stood still meanwhile
+  EXPECT_EQ(test::stat_value(st, "biu.wait_ps"), 440000 + pio);
+  // A second transfer due at once shares the bus with the first: 0-540 ns at half speed each
+  // (270 ns of work), both stand still for the write, then the second's 170 ns left take 340.
+  const auto d2 = b.dma(0, 0, 32);  // 440 ns alone
+  EXPECT_EQ(d2.end(), 540000 + pio + 340000);
+  EXPECT_EQ(d1.end(), 880000 + pio + 440000);  // delayed by all of the second's work
+  EXPECT_EQ(test::stat_value(st, "biu.wait_ps"), 440000 + pio + 440000 + (d2.end() - 440000));
+  // Several spans in one tenure cost their bursts added up.
+  Stats st2;
+  HostBus b2(c, st2, "biu2");
+  EXPECT_EQ(b2.dma(0, {{0, 64}, {4, 32}}).end(), b2.cycles_ps(b2.transfer_cycles(0, 64) + b2.transfer_cycles(4, 32)));
+  EXPECT_EQ(test::stat_value(st2, "biu2.dma_bytes"), 96);
 }
 
 TEST(Mbp2Em, ASaturatedRouteSlowsTheOthers) {
@@ -59,38 +72,45 @@ TEST(Mbp2Em, ASaturatedRouteSlowsTheOthers) {
   Em em(c, st, "em");
   EXPECT_EQ(em.access_ps(32), static_cast<uint64_t>((3 + 4) * 25000));
   // Alone, a 64-byte host access takes 14 cycles.
-  const uint64_t alone = em.access(Route::Host, 0, 64);
-  EXPECT_EQ(alone, 14u * 25000);
-  // The MAC route streams 1 KiB; a PME access posted meanwhile waits for it.
+  EXPECT_EQ(em.access(Route::Host, 0, 64).end(), 14u * 25000);
+  // The MAC route streams 1 KiB (224 cycles); a PME access (4 cycles) booked meanwhile takes
+  // every other burst, at half speed, and delays the MAC by its own length.
   Stats st2;
   Em em2(c, st2, "em2");
-  const uint64_t mac_end = em2.access(Route::Mac, 0, 1024);
-  const uint64_t pme_end = em2.access(Route::Pme, 1000, 8);
-  EXPECT_EQ(pme_end, mac_end + em2.access_ps(8));
-  EXPECT_EQ(em2.wait_ps(Route::Pme), mac_end - 1000);
-  EXPECT_EQ(em2.wait_ps(Route::Mac), 0u);
+  const auto mac = em2.access(Route::Mac, 0, 1024);
+  const auto pme = em2.access(Route::Pme, 1000, 8);
+  EXPECT_EQ(pme.end(), 1000 + 2 * em2.access_ps(8));
+  EXPECT_EQ(mac.end(), 224 * 25000 + em2.access_ps(8));
+  EXPECT_EQ(em2.wait_ps(Route::Pme), em2.access_ps(8));
+  EXPECT_EQ(em2.wait_ps(Route::Mac), em2.access_ps(8));
   EXPECT_EQ(test::stat_value(st2, "em2.mac.bytes"), 1024u);
 }
 
-// Accesses are booked when their descriptors are posted, often ahead of time. One booked later
-// but due earlier takes the bursts left free before the earlier bookings instead of queueing
-// behind them; a transfer longer than a gap takes it in whole bursts (7 cycles each here).
-TEST(Mbp2Em, AnAccessDueEarlierUsesTheGapsBeforeLaterBookings) {
+// An access booked ahead (an engine's setup still running) shares the memory only from its
+// start; one booked later but due earlier shares it from its own start, and everything in
+// progress slows while it does.
+TEST(Mbp2Em, AnAccessBookedAheadSharesTheMemoryOnlyFromItsStart) {
   Stats st;
   EmConfig c;
   Em em(c, st, "em");
-  const uint64_t cyc = 25000, burst = 7 * cyc;
-  const uint64_t host_end = em.access(Route::Host, 100 * cyc, 2048);  // booked ahead: 448 cycles
-  EXPECT_EQ(host_end, 548 * cyc);
-  // The MAC's frame, due now, fits before it.
-  EXPECT_EQ(em.access(Route::Mac, 0, 64), 14 * cyc);
+  const uint64_t cyc = 25000;
+  const auto host = em.access(Route::Host, 100 * cyc, 2048);  // 448 cycles from cycle 100
+  EXPECT_EQ(host.end(), 548 * cyc);
+  // The MAC's frame, due now, is over before it starts.
+  const auto mac = em.access(Route::Mac, 0, 64);
+  EXPECT_EQ(mac.end(), 14 * cyc);
   EXPECT_EQ(em.wait_ps(Route::Mac), 0u);
-  // 1 KiB (32 bursts, 224 cycles) due now: 12 bursts fill cycles 14-98, the 2 cycles left are
-  // less than a burst, the other 20 bursts follow the host's transfer.
-  const uint64_t pme_end = em.access(Route::Pme, 0, 1024);
-  EXPECT_EQ(pme_end, 548 * cyc + 20 * burst);
-  EXPECT_EQ(em.wait_ps(Route::Pme), pme_end - 224 * cyc);
-  EXPECT_EQ(em.wait_ps(Route::Host), 0u);
+  EXPECT_EQ(host.end(), 548 * cyc);
+  // 1 KiB (224 cycles) due now: it shares with the MAC until cycle 28 (14 served), runs alone
+  // until 100 (86), then shares with the host's transfer for its 138 left: over at 376; the
+  // host's is delayed 138 cycles, the MAC's 14.
+  const auto pme = em.access(Route::Pme, 0, 1024);
+  EXPECT_EQ(mac.end(), 28 * cyc);
+  EXPECT_EQ(pme.end(), 376 * cyc);
+  EXPECT_EQ(host.end(), 686 * cyc);
+  EXPECT_EQ(em.wait_ps(Route::Mac), 14 * cyc);
+  EXPECT_EQ(em.wait_ps(Route::Pme), 152 * cyc);
+  EXPECT_EQ(em.wait_ps(Route::Host), 138 * cyc);
 }
 
 TEST(Mbp2Tlb, ContextTagsKeepAddressSpacesApartAndLruEvicts) {
@@ -268,6 +288,29 @@ TEST(Mbp2Dma, DescriptorsAreServedInOrderAfterTheirSetup) {
   EXPECT_TRUE(at_once);
   EXPECT_EQ(test::stat_value(st, "dma.ring_full"), 1u);  // two outstanding when the third came
   EXPECT_EQ(test::stat_value(st, "dma.bytes"), 192u);
+}
+
+// A transfer's end is what its bookings say when it comes: an access booked after the engine
+// took its descriptor shares the memory and delays it, and the engine completes then.
+TEST(Mbp2Dma, ATransferDelayedByALaterAccessCompletesWhenItIsReallyOver) {
+  Stats st;
+  Calendar cal("cal");
+  Em em(EmConfig{}, st, "em");  // 40 MHz: 1 KiB is 224 cycles, 5.6 us
+  DmaEngine d(cal, em, 2, 0, st, "dma");
+  uint64_t told = 0, done = 0;
+  d.post(0, 0, 0, 1024, [&](uint64_t s) {
+    const Finish f(s, em.access(Route::Mac, s, 1024));
+    told = f.end();
+    return f;
+  }, [&](const DmaEngine::Desc&) { done = cal.now_ps(); });
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
+  EXPECT_EQ(told, 5600000u);
+  // 256 bytes on another route (56 cycles, 1.4 us) share the memory from 1 us on.
+  const auto other = em.access(Route::Crypto, cal.now_ps(), 256);
+  EXPECT_EQ(other.end(), 1000000u + 2 * 1400000);
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+  EXPECT_EQ(done, 5600000u + 1400000);
+  EXPECT_EQ(test::stat_value(st, "dma.busy_ps"), 5600000 + 1400000);
 }
 
 // The ring is real bytes in EM: a posted descriptor holds its addresses and length with the
