@@ -23,6 +23,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   tlb = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
   frames.tlb = tlb.get();
   pme = std::make_unique<Pme>(cal, c.pme, st, b + "pme");
+  pme->attach(em.get());
   kli = std::make_unique<Kli>(*bus, st, b + "kli");
   icu = std::make_unique<Icu>(st, b + "icu");
   uli = std::make_unique<Uli>(*kli, st, b + "uli");

@@ -154,12 +154,17 @@ uint64_t Em::access_ps(uint32_t bytes) const {
   return ps_of(bursts * c_.access_cycles + words, c_.clock_mhz);
 }
 
-FairShare::Booking Em::access(Route r, uint64_t at, uint32_t bytes, uint64_t pace) {
+FairShare::Booking Em::access(Route r, uint64_t at, uint32_t bytes, uint64_t pace) { return book(r, at, bytes, access_ps(bytes), pace); }
+
+FairShare::Booking Em::scattered(Route r, uint64_t at, uint32_t accesses, uint32_t each, uint64_t pace) {
+  return book(r, at, static_cast<uint64_t>(accesses) * each, accesses * access_ps(each), pace);
+}
+
+FairShare::Booking Em::book(Route r, uint64_t at, uint64_t bytes, uint64_t work, uint64_t pace) {
   const int i = static_cast<int>(r);
-  const uint64_t dur = access_ps(bytes);
-  FairShare::Booking b = time_.book(now_ps(), at, dur, static_cast<uint32_t>(i), pace);
+  FairShare::Booking b = time_.book(now_ps(), at, work, static_cast<uint32_t>(i), pace);
   bytes_[i]->inc(bytes);
-  busy_[i]->inc(dur);
+  busy_[i]->inc(work);
   // Every route's wait: this access may have delayed the others' in progress.
   for (int k = 0; k < kRoutes; ++k) {
     const uint64_t w = time_.wait(static_cast<uint32_t>(k));
@@ -254,7 +259,8 @@ Pme::Pme(Calendar& cal, const PmeConfig& c, Stats& st, const std::string& n)
       name_(n),
       busy_(st.counter(n + ".busy_ps", "time the PME ran firmware (interrupt entry included)")),
       interrupts_(st.counter(n + ".interrupts", "interrupts taken by the PME")),
-      int_ps_(st.counter(n + ".interrupt_ps", "time spent entering and leaving interrupts (0 with register sets)")) {}
+      int_ps_(st.counter(n + ".interrupt_ps", "time spent entering and leaving interrupts (0 with register sets)")),
+      mem_stall_(st.counter(n + ".em_stall_ps", "time handlers waited for their EM accesses beyond their own run (the other routes had the memory)")) {}
 
 double Pme::cpi() const {
   const double bus = c_.clock_mhz / c_.bus_mhz;  // core cycles per processor-bus cycle
@@ -266,6 +272,11 @@ double Pme::cpi() const {
 }
 
 uint64_t Pme::instr_ps(double instructions) const { return ps_of(instructions * cpi(), c_.clock_mhz); }
+
+double Pme::em_accesses(uint64_t dur) const {
+  const double instructions = static_cast<double>(dur) * c_.clock_mhz / 1e6 / cpi();
+  return instructions * c_.shared_per_instr * (c_.cache_control ? 0.25 : 1.0);
+}
 
 uint64_t Pme::kernel_ps(double instructions, double shared_words) const {
   const double bus = c_.clock_mhz / c_.bus_mhz;
@@ -299,23 +310,44 @@ void Pme::next() {
   if (it == per_handler_.end())
     it = per_handler_.emplace(j.handler, &st_.counter(name_ + ".handler." + j.handler + "_ps", "firmware time in this handler")).first;
   it->second->inc(dur);
+  // Its uncached words (or line fills) go to EM over the run, one access each.
+  FairShare::Booking mem;
+  if (em_) {
+    const auto n = static_cast<uint32_t>(std::llround(em_accesses(dur)));
+    if (n > 0) mem = em_->scattered(Route::Pme, cal_.now_ps(), n, c_.cache_control ? 16 : 4, dur);
+  }
+  Counter* handler = it->second;
   if (!j.hold) {
-    cal_.after(dur, [this, fn = std::move(j.fn)] {
-      fn();
-      next();
+    cal_.after(dur, [this, mem, handler, fn = std::move(j.fn)]() mutable {
+      wait_mem(std::move(mem), handler, [this, fn = std::move(fn)] {
+        fn();
+        next();
+      });
     });
     return;
   }
-  cal_.after(dur, [this, fn = std::move(j.fn), hold = std::move(j.hold), handler = it->second]() mutable {
-    const uint64_t t0 = cal_.now_ps();
-    hold([this, t0, handler, fn = std::move(fn)] {
-      const uint64_t held = cal_.now_ps() - t0;
-      busy_.inc(held);
-      handler->inc(held);
-      fn();
-      next();
+  cal_.after(dur, [this, mem, fn = std::move(j.fn), hold = std::move(j.hold), handler]() mutable {
+    wait_mem(std::move(mem), handler, [this, fn = std::move(fn), hold = std::move(hold), handler]() mutable {
+      const uint64_t t0 = cal_.now_ps();
+      hold([this, t0, handler, fn = std::move(fn)] {
+        const uint64_t held = cal_.now_ps() - t0;
+        busy_.inc(held);
+        handler->inc(held);
+        fn();
+        next();
+      });
     });
   });
+}
+
+void Pme::wait_mem(FairShare::Booking mem, Counter* handler, std::function<void()> k) {
+  const uint64_t now = cal_.now_ps(), end = mem.end();
+  if (end <= now) return k();
+  // The run's last accesses are still waiting for the memory: the PME stalls on them.
+  busy_.inc(end - now);
+  handler->inc(end - now);
+  mem_stall_.inc(end - now);
+  cal_.at(end, [this, mem = std::move(mem), handler, k = std::move(k)]() mutable { wait_mem(std::move(mem), handler, std::move(k)); });
 }
 
 // ------------------------------------------------------------------ ULI

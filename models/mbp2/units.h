@@ -108,6 +108,9 @@ class Em : public Unit {
   // quicker than that (its bytes come from, or go to, a slower unit: the host bus, a cipher),
   // so it leaves the memory's other bursts to the other routes (`FairShare::book`).
   FairShare::Booking access(Route r, uint64_t at, uint32_t bytes, uint64_t pace = 0);
+  // `accesses` separate accesses of `each` bytes (a processor's uncached words or line
+  // fills: each its own burst), paced over `pace`.
+  FairShare::Booking scattered(Route r, uint64_t at, uint32_t accesses, uint32_t each, uint64_t pace);
   uint64_t busy_ps(Route r) const { return busy_[static_cast<int>(r)]->value; }
   uint64_t wait_ps(Route r) const { return wait_[static_cast<int>(r)]->value; }
   // The memory's contents where units keep shared structures (descriptor rings): `carve`
@@ -124,6 +127,7 @@ class Em : public Unit {
 
  private:
   EmConfig c_;
+  FairShare::Booking book(Route r, uint64_t at, uint64_t bytes, uint64_t work, uint64_t pace);
   std::vector<uint8_t> mem_;
   FairShare time_{kRoutes};
   uint64_t waited_[kRoutes] = {};  // each route's wait already counted
@@ -206,6 +210,13 @@ class Pme : public Unit {
   // buffers shared with the DMAs (uncached, or filled by line with cache-control instructions).
   uint64_t kernel_ps(double instructions, double shared_words) const;
   uint64_t interrupt_ps() const { return c_.register_sets ? 0 : instr_ps(c_.interrupt_instr); }
+  // The card memory its uncached loads and stores reach (the PME route). Attached, a handler
+  // books the accesses its run makes there (`em_accesses`), paced over the run, and ends no
+  // earlier than they do: a memory saturated by the other routes slows the PME.
+  void attach(Em* em) { em_ = em; }
+  // The EM accesses a run of `dur` makes by the CPI model's mix: `shared_per_instr` uncached
+  // words per instruction, or a line fill for four of them with cache-control instructions.
+  double em_accesses(uint64_t dur) const;
   // Runs a handler for `dur` (plus the interrupt cost if `interrupt`), then `fn`. Handlers run
   // one at a time to completion; waiting ones are taken by priority, then arrival. `hold`,
   // when given, is called after `dur` with the handler's continuation: the handler keeps the
@@ -228,14 +239,17 @@ class Pme : public Unit {
     bool operator>(const Job& o) const { return pr != o.pr ? pr > o.pr : seq > o.seq; }
   };
   void next();
+  // Runs `k` once the run's EM accesses are over (at once when they already are).
+  void wait_mem(FairShare::Booking mem, Counter* handler, std::function<void()> k);
   Calendar& cal_;
+  Em* em_ = nullptr;
   PmeConfig c_;
   Stats& st_;
   std::string name_;
   std::priority_queue<Job, std::vector<Job>, std::greater<Job>> q_;
   bool running_ = false;
   uint64_t seq_ = 0;
-  Counter &busy_, &interrupts_, &int_ps_;
+  Counter &busy_, &interrupts_, &int_ps_, &mem_stall_;
   std::map<std::string, Counter*> per_handler_;
 };
 

@@ -200,6 +200,36 @@ TEST(Mbp2Pme, RegisterSetsMakeInterruptsFreeAndPriorityOrdersWaitingHandlers) {
   EXPECT_TRUE(conv.idle());
 }
 
+// The PME's uncached loads and stores (the CPI model's shared accesses) reach EM on its route:
+// a handler books them there, paced over its run; alone it is not slowed, but a memory crowded
+// by the other routes gives it less than its pace and the handler stalls on its last accesses.
+TEST(Mbp2Pme, AHandlersUncachedAccessesLoadEmAndACrowdedMemoryStallsIt) {
+  Stats st;
+  Calendar cal("cal");
+  PmeConfig c;  // the MBP2P's: CPI 10.7, 0.1 uncached words per instruction
+  Pme p(cal, c, st, "pme");
+  Em em(EmConfig{}, st, "em");  // 40 MHz: one word access is 4 cycles, 100 ns
+  p.attach(&em);
+  const uint64_t dur = p.instr_ps(1000);
+  EXPECT_NEAR(p.em_accesses(dur), 100, 0.01);
+  uint64_t done = 0;
+  p.run("h", Pme::kNormal, false, dur, [&] { done = cal.now_ps(); });
+  EXPECT_EQ(test::stat_value(st, "em.pme.bytes"), 400);
+  EXPECT_EQ(test::stat_value(st, "em.pme.busy_ps"), 100 * em.access_ps(4));
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+  EXPECT_EQ(done, dur);
+  EXPECT_EQ(test::stat_value(st, "pme.em_stall_ps"), 0);
+  // Twenty streams on the MAC route: an equal share (1/21) is below the PME's pace (10 us of
+  // accesses in 107 us), so its accesses take twice its run.
+  for (int i = 0; i < 20; ++i) em.access(Route::Mac, cal.now_ps(), 1 << 16);
+  const uint64_t t0 = cal.now_ps();
+  p.run("h", Pme::kNormal, false, dur, [&] { done = cal.now_ps(); });
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+  EXPECT_EQ(done, t0 + 21 * 100 * em.access_ps(4));
+  EXPECT_EQ(test::stat_value(st, "pme.em_stall_ps"), static_cast<int64_t>(done - t0 - dur));
+  EXPECT_EQ(test::stat_value(st, "pme.busy_ps"), static_cast<int64_t>(dur + (done - t0)));
+}
+
 TEST(Mbp2Uli, TheAliasNamesTheTaskAndAForeignAliasIsRejected) {
   Stats st;
   HostBus bus(BusConfig{}, st, "biu");
