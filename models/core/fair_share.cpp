@@ -21,7 +21,10 @@ FairShare::Booking FairShare::book(uint64_t now, uint64_t at, uint64_t work, uin
   j->left = static_cast<double>(work);
   if (work == 0) return Booking(j);  // nothing to serve
   settle(now);
-  jobs_.push_back(j);
+  // Kept in order of start (booking order among equals): the fluid admits them in that order.
+  auto pos = jobs_.end();
+  while (pos != jobs_.begin() && (*(pos - 1))->at > j->at) --pos;
+  jobs_.insert(pos, j);
   // Alone, with no priority holder to come, it ends at its end alone (the common case: most
   // transfers find the resource idle).
   if (jobs_.size() > 1 || !freezes_.empty()) predict();
@@ -71,17 +74,14 @@ bool FairShare::frozen(double t, double* until) const {
 double FairShare::rel(uint64_t t) const { return t > t0_ ? static_cast<double>(t - t0_) : 0.0; }
 
 void FairShare::serve(double until, std::vector<double>& left, std::vector<double>& fin) {
-  const size_t n = jobs_.size();
-  order_.resize(n);
-  for (size_t i = 0; i < n; ++i) order_[i] = i;
-  std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return jobs_[a]->at < jobs_[b]->at; });
+  const size_t n = jobs_.size();  // in order of start
   fin.assign(n, -1.0);
   active_.clear();
   double t = 0;
   size_t next = 0;
   for (;;) {
-    while (next < n && rel(jobs_[order_[next]]->at) <= t) {
-      const size_t i = order_[next++];
+    while (next < n && rel(jobs_[next]->at) <= t) {
+      const size_t i = next++;
       if (left[i] > 0) active_.push_back(i);
       else fin[i] = t;
     }
@@ -92,16 +92,17 @@ void FairShare::serve(double until, std::vector<double>& left, std::vector<doubl
       continue;
     }
     if (active_.empty()) {
-      t = std::min(rel(jobs_[order_[next]]->at), until);
+      t = std::min(rel(jobs_[next]->at), until);
       continue;
     }
     double horizon = until;
     for (const auto& f : freezes_)
       if (rel(f.first) > t) horizon = std::min(horizon, rel(f.first));
-    if (next < n) horizon = std::min(horizon, rel(jobs_[order_[next]]->at));
+    if (next < n) horizon = std::min(horizon, rel(jobs_[next]->at));
     // Max-min shares: in order of their caps, each takes its cap or an equal part of what the
     // ones before left, whichever is less.
-    std::sort(active_.begin(), active_.end(), [&](size_t a, size_t b) { return jobs_[a]->cap < jobs_[b]->cap || (jobs_[a]->cap == jobs_[b]->cap && a < b); });
+    if (active_.size() > 1)
+      std::sort(active_.begin(), active_.end(), [&](size_t a, size_t b) { return jobs_[a]->cap < jobs_[b]->cap || (jobs_[a]->cap == jobs_[b]->cap && a < b); });
     rate_.resize(n);
     double free = 1.0, first_over = kInf;
     size_t m = active_.size();

@@ -75,11 +75,11 @@ class FairShare {
   double rel(uint64_t t) const;                // a time relative to t0_ (0 before it)
   void serve(double until, std::vector<double>& left, std::vector<double>& fin);
   uint64_t t0_ = 0;  // the settled time: `left` is as of then
-  std::vector<std::shared_ptr<Job>> jobs_;  // booked and not over at t0_, in booking order
+  std::vector<std::shared_ptr<Job>> jobs_;  // booked and not over at t0_, in order of start
   std::vector<std::pair<uint64_t, uint64_t>> freezes_;  // priority holders' [start, end)
   std::vector<uint64_t> wait_;
   std::vector<double> sim_left_, fin_;  // scratch for settle() and predict()
-  std::vector<size_t> order_, active_;
+  std::vector<size_t> active_;
   std::vector<double> rate_;  // scratch: each active transfer's share
 };
 

@@ -319,10 +319,14 @@ void Pme::next() {
   Counter* handler = it->second;
   if (!j.hold) {
     cal_.after(dur, [this, mem, handler, fn = std::move(j.fn)]() mutable {
-      wait_mem(std::move(mem), handler, [this, fn = std::move(fn)] {
-        fn();
-        next();
-      });
+      if (mem.end() > cal_.now_ps()) {  // (the common case, served in time, builds no continuation)
+        return wait_mem(std::move(mem), handler, [this, fn = std::move(fn)] {
+          fn();
+          next();
+        });
+      }
+      fn();
+      next();
     });
     return;
   }
