@@ -68,11 +68,12 @@ bool FairShare::frozen(double t, double* until) const {
   return any;
 }
 
-// The fluid: from the settled time on, the transfers that may start and have work left share
-// the resource equally, except while a priority holder has it. `until` is relative to t0_;
-// `fin[i]` gets the relative time transfer i finished (or stays negative).
 double FairShare::rel(uint64_t t) const { return t > t0_ ? static_cast<double>(t - t0_) : 0.0; }
 
+// The fluid: from the settled time on, the transfers that may start and have work left share
+// the resource (max-min, each at most its cap), except while a priority holder has it.
+// `until` is relative to t0_; `fin[i]` gets the relative time transfer i finished (or stays
+// negative).
 void FairShare::serve(double until, std::vector<double>& left, std::vector<double>& fin) {
   const size_t n = jobs_.size();  // in order of start
   fin.assign(n, -1.0);

@@ -266,7 +266,7 @@ double Pme::cpi() const {
   const double bus = c_.clock_mhz / c_.bus_mhz;  // core cycles per processor-bus cycle
   // With explicit fill and write-back instructions the shared areas are cacheable: one line
   // fill replaces several uncached accesses (taken as a quarter of them).
-  const double shared = c_.shared_per_instr * (c_.cache_control ? 0.25 : 1.0);
+  const double shared = c_.shared_per_instr * (c_.cache_control ? 1.0 / kLineWords : 1.0);
   return c_.base_cpi + c_.imiss_per_instr * c_.line_fill_bus_cycles * bus + shared * c_.shared_bus_cycles * bus +
          c_.store_per_instr * c_.wt_stall_bus_cycles * bus;
 }
@@ -275,12 +275,12 @@ uint64_t Pme::instr_ps(double instructions) const { return ps_of(instructions * 
 
 double Pme::em_accesses(uint64_t dur) const {
   const double instructions = static_cast<double>(dur) * c_.clock_mhz / 1e6 / cpi();
-  return instructions * c_.shared_per_instr * (c_.cache_control ? 0.25 : 1.0);
+  return instructions * c_.shared_per_instr * (c_.cache_control ? 1.0 / kLineWords : 1.0);
 }
 
 uint64_t Pme::kernel_ps(double instructions, double shared_words) const {
   const double bus = c_.clock_mhz / c_.bus_mhz;
-  const double per_word = c_.cache_control ? c_.line_fill_bus_cycles / 4 : c_.shared_bus_cycles;  // a line is 4 words
+  const double per_word = c_.cache_control ? c_.line_fill_bus_cycles / kLineWords : c_.shared_bus_cycles;
   const double cyc = instructions * (c_.base_cpi + c_.store_per_instr * c_.wt_stall_bus_cycles * bus) + shared_words * per_word * bus;
   return ps_of(cyc, c_.clock_mhz);
 }
@@ -314,7 +314,7 @@ void Pme::next() {
   FairShare::Booking mem;
   if (em_) {
     const auto n = static_cast<uint32_t>(std::llround(em_accesses(dur)));
-    if (n > 0) mem = em_->scattered(Route::Pme, cal_.now_ps(), n, c_.cache_control ? 16 : 4, dur);
+    if (n > 0) mem = em_->scattered(Route::Pme, cal_.now_ps(), n, c_.cache_control ? 4 * kLineWords : 4, dur);
   }
   Counter* handler = it->second;
   if (!j.hold) {

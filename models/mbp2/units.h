@@ -200,6 +200,9 @@ struct PmeConfig {
 class Pme : public Unit {
  public:
   enum Priority : int { kHigh = 0, kNormal = 1, kLow = 2 };
+  // A cache line: four 32-bit words. With cache-control instructions one line fill (or write
+  // back) stands for four uncached word accesses to the shared areas.
+  static constexpr uint32_t kLineWords = 4;
   Pme(Calendar& cal, const PmeConfig& c, Stats& st, const std::string& name);
   double cpi() const;
   uint64_t instr_ps(double instructions) const;
