@@ -153,6 +153,11 @@ void FairShare::settle(uint64_t now) {
   freezes_.erase(std::remove_if(freezes_.begin(), freezes_.end(), [now](const auto& f) { return f.second <= now; }), freezes_.end());
 }
 
+void FairShare::stop_all(uint64_t now) {
+  settle(now);
+  jobs_.clear();
+}
+
 void FairShare::predict() {
   sim_left_.resize(jobs_.size());
   for (size_t i = 0; i < jobs_.size(); ++i) sim_left_[i] = jobs_[i]->left;

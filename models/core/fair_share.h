@@ -60,6 +60,9 @@ class FairShare {
   // in progress ends before), holds it alone for `dur`, and the transfers in progress stand
   // still meanwhile. Returns {start, end}.
   std::pair<uint64_t, uint64_t> priority(uint64_t now, uint64_t at, uint64_t dur, uint64_t grant);
+  // Every transfer in progress stops at `now` (its requester lost its power): it takes no more
+  // of the resource. Their bookings keep the ends last predicted; priority holders stay.
+  void stop_all(uint64_t now);
   // Time requester `tag` waited beyond its transfers' work: the sum, over its transfers, of
   // predicted end - start - work (grows as later bookings delay them).
   uint64_t wait(uint32_t tag) const { return wait_[tag]; }

@@ -1541,6 +1541,8 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.tx_wait.clear();
   // The engines stop: what they had in flight moves nothing and completes nothing.
   for (DmaEngine* e : {u.pge.get(), u.adma.get(), u.ldma_tx.get(), u.ldma_rx.get()}) e->reset();
+  u.em->power_off();  // and what they had in flight takes no more of EM or the bus
+  u.bus->power_off();
   u.adma_writes.clear();  // staged in EM: lost
   u.adma_numbers.clear();
   u.adma_reads.clear();

@@ -85,6 +85,8 @@ uint64_t HostBus::pio(uint64_t at) {
   return end;
 }
 
+void HostBus::power_off() { time_.stop_all(now_ps()); }
+
 // What the DMA transfers waited: the bus's running sum, which grows as later requests delay
 // transfers in progress.
 void HostBus::count_wait() {
@@ -173,6 +175,8 @@ FairShare::Booking Em::book(Route r, uint64_t at, uint64_t bytes, uint64_t work,
   }
   return b;
 }
+
+void Em::power_off() { time_.stop_all(now_ps()); }
 
 Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const std::vector<HostBus::Span>& spans, uint32_t em_bytes) {
   return Finish(at, bus.dma(at, spans), em.access(Route::Host, at, em_bytes, bus.dma_ps(spans)));

@@ -69,6 +69,8 @@ class HostBus : public Unit {
   uint64_t dma_ps(const std::vector<Span>& spans) const;  // their time alone
   // A programmed write by the host (a doorbell): returns when it completes.
   uint64_t pio(uint64_t at);
+  // The NIC lost its power: its DMA transfers on the bus stop (the host's writes do not).
+  void power_off();
   const BusConfig& config() const { return c_; }
   uint64_t busy_ps() const { return busy_ps_.value; }
 
@@ -111,6 +113,7 @@ class Em : public Unit {
   // `accesses` separate accesses of `each` bytes (a processor's uncached words or line
   // fills: each its own burst), paced over `pace`.
   FairShare::Booking scattered(Route r, uint64_t at, uint32_t accesses, uint32_t each, uint64_t pace);
+  void power_off();  // every access in progress stops
   uint64_t busy_ps(Route r) const { return busy_[static_cast<int>(r)]->value; }
   uint64_t wait_ps(Route r) const { return wait_[static_cast<int>(r)]->value; }
   // The memory's contents where units keep shared structures (descriptor rings): `carve`

@@ -74,6 +74,19 @@ TEST(FairShare, APacedTransferTakesItsPaceAndLeavesTheRest) {
   EXPECT_EQ(k.wait(0), 0u);
 }
 
+// A requester that loses its power stops: what it had in progress takes no more of the
+// resource, and what comes next has it alone.
+TEST(FairShare, StoppedTransfersTakeNoMoreOfTheResource) {
+  FairShare f;
+  const auto a = f.book(0, 0, 1000);
+  f.book(0, 0, 1000);
+  EXPECT_EQ(a.end(), 2000u);
+  f.stop_all(500);
+  EXPECT_EQ(f.jobs(), 0u);
+  EXPECT_EQ(a.end(), 2000u);  // (its holder was stopped too: the end is not used)
+  EXPECT_EQ(f.book(500, 500, 100).end(), 600u);
+}
+
 // A programmed write wins the next arbitration: it waits for the burst in progress (at most a
 // grant), holds the resource alone, and the transfers in progress stand still meanwhile.
 TEST(FairShare, APriorityRequestWaitsOneGrantAndDelaysTheTransfers) {

@@ -113,6 +113,17 @@ TEST(Mbp2Em, AnAccessBookedAheadSharesTheMemoryOnlyFromItsStart) {
   EXPECT_EQ(em.wait_ps(Route::Host), 138 * cyc);
 }
 
+// A power loss stops the engines, and what they had in flight takes no more of the memory: an
+// access after it is served alone.
+TEST(Mbp2Em, APowerLossStopsTheAccessesInProgress) {
+  Stats st;
+  Em em(EmConfig{}, st, "em");
+  em.access(Route::Mac, 0, 1 << 16);
+  EXPECT_EQ(em.access(Route::Host, 0, 64).end(), 2 * em.access_ps(64));  // sharing
+  em.power_off();
+  EXPECT_EQ(em.access(Route::Host, 0, 64).end(), em.access_ps(64));  // alone
+}
+
 TEST(Mbp2Tlb, ContextTagsKeepAddressSpacesApartAndLruEvicts) {
   Stats st;
   Tlb t(2, st, "tlb");
