@@ -158,9 +158,8 @@ void Mbp2System::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32
   Units& u = *u_[node];
   const uint32_t total = sbytes + data;
   u.pge->post(cal_.now_ps(), send_entry_laddr(entry), dst, image, [&u, pa_struct, sbytes, pa_data, data, total](uint64_t s) {
-    std::vector<HostBus::Span> spans{{pa_struct, sbytes}};
-    if (data > 0) spans.push_back({pa_data, data});
-    return host_transfer(*u.bus, *u.em, s, spans, total);
+    if (data == 0) return host_transfer(*u.bus, *u.em, s, {{pa_struct, sbytes}}, total);
+    return host_transfer(*u.bus, *u.em, s, {{pa_struct, sbytes}, {pa_data, data}}, total);
   }, std::move(done), ptask, total, DmaEngine::Move::Forward);
 }
 

@@ -58,13 +58,13 @@ double HostBus::transfer_cycles(uint64_t addr, uint32_t bytes) const {
   return cyc;
 }
 
-uint64_t HostBus::dma_ps(const std::vector<Span>& spans) const {
+uint64_t HostBus::dma_ps(const Spans& spans) const {
   double cyc = 0;
   for (const Span& sp : spans) cyc += transfer_cycles(sp.addr, sp.bytes);
   return cycles_ps(cyc);
 }
 
-FairShare::Booking HostBus::dma(uint64_t at, const std::vector<Span>& spans) {
+FairShare::Booking HostBus::dma(uint64_t at, const Spans& spans) {
   for (const Span& sp : spans) bytes_.inc(sp.bytes);
   const uint64_t dur = dma_ps(spans);
   FairShare::Booking b = time_.book(now_ps(), at, dur);
@@ -178,7 +178,7 @@ FairShare::Booking Em::book(Route r, uint64_t at, uint64_t bytes, uint64_t work,
 
 void Em::power_off() { time_.stop_all(now_ps()); }
 
-Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const std::vector<HostBus::Span>& spans, uint32_t em_bytes) {
+Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const HostBus::Spans& spans, uint32_t em_bytes) {
   return Finish(at, bus.dma(at, spans), em.access(Route::Host, at, em_bytes, bus.dma_ps(spans)));
 }
 

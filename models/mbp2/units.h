@@ -7,6 +7,7 @@
 // into the send and receive paths of 8.3.3. Times are picoseconds.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -64,9 +65,24 @@ class HostBus : public Unit {
     uint64_t addr;
     uint32_t bytes;
   };
+  // The spans of one transfer: one or two held here (nothing allocated), or a caller's vector
+  // borrowed for the call.
+  class Spans {
+   public:
+    Spans(Span a) : own_{a, Span{}}, n_(1) {}                      // NOLINT(google-explicit-constructor)
+    Spans(Span a, Span b) : own_{a, b}, n_(2) {}
+    Spans(const std::vector<Span>& v) : v_(&v), n_(v.size()) {}  // NOLINT(google-explicit-constructor)
+    const Span* begin() const { return v_ ? v_->data() : own_.data(); }
+    const Span* end() const { return begin() + n_; }
+
+   private:
+    std::array<Span, 2> own_{};
+    const std::vector<Span>* v_ = nullptr;
+    size_t n_;
+  };
   FairShare::Booking dma(uint64_t at, uint64_t addr, uint32_t bytes) { return dma(at, {Span{addr, bytes}}); }
-  FairShare::Booking dma(uint64_t at, const std::vector<Span>& spans);
-  uint64_t dma_ps(const std::vector<Span>& spans) const;  // their time alone
+  FairShare::Booking dma(uint64_t at, const Spans& spans);
+  uint64_t dma_ps(const Spans& spans) const;  // their time alone
   // A programmed write by the host (a doorbell): returns when it completes.
   uint64_t pio(uint64_t at);
   // The NIC lost its power: its DMA transfers on the bus stop (the host's writes do not).
@@ -141,7 +157,7 @@ class Em : public Unit {
 
 // A DMA transfer between host memory and EM (the PGE, the ADMA): the bus moves `spans` in one
 // tenure; EM takes `em_bytes` on the host route, at the bus's pace. It ends when both are over.
-Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const std::vector<HostBus::Span>& spans, uint32_t em_bytes);
+Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const HostBus::Spans& spans, uint32_t em_bytes);
 
 // ------------------------------------------------------------------ TLB
 
