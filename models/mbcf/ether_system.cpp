@@ -602,8 +602,11 @@ void EtherSystem::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRea
 
 uint64_t EtherSystem::tx_ready_ps(uint32_t node, uint32_t bytes) {
   Node& N = *n_[node];
-  // The descriptor fetch of the next frame overlaps the DMA of the one before.
-  const uint64_t t0 = std::max(cal_.now_ps() + static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), N.tx_free);
+  // One DMA engine fetches a frame's descriptor, then its data: a frame kicked while the one
+  // before is still in the engine waits for it, then for its own fetch. A NIC that prefetches
+  // descriptors fetches the next one during the DMA of the one before.
+  const uint64_t lat = static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000);
+  const uint64_t t0 = c_.nic_tx_prefetch ? std::max(cal_.now_ps() + lat, N.tx_free) : std::max(cal_.now_ps(), N.tx_free) + lat;
   const uint64_t start = std::max(t0, N.bus_free);
   const uint64_t end = start + dma_ps(std::max<uint32_t>(bytes, 60));
   N.bus_free = end;

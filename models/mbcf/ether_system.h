@@ -50,6 +50,7 @@ struct EtherSysConfig {
   // NIC
   double nic_tx_latency_ns = 3000, nic_rx_latency_ns = 4000;
   bool nic_rx_cut_through = false;
+  bool nic_tx_prefetch = false;  // the next frame's descriptor fetch overlaps the DMA of the one before
   uint32_t rx_ring = 64;
   // Go-back-N
   uint32_t th1 = 16, th2 = 64, th1_min = 2, tx_buffers = 256;
