@@ -59,6 +59,9 @@ void declare_mbcf_params(ParamSchema& s) {
 
   s.add({"ether.medium", T::String, "hub", "", "hub (half duplex, CSMA/CD) | switch (full duplex) | direct (a cable between two nodes)"});
   s.add({"ether.rate_mbps", T::Double, 100.0, "Mb/s", "10, 100 or 1000", 1, 1e5});
+  s.add({"ether.lance_mode", T::Bool, true, "",
+         "half duplex: the MAC waits ether.ipg0_nibbles more before it transmits after another station's frame (the FEPS ASIC of the SS20's FastEthernet adapter: \"lance_mode\", on by default; hme(7D) platform notes, 1996)"});
+  s.add({"ether.ipg0_nibbles", T::Int, 16, "nibble times", "the LANCE-mode gap: 16 nibble times (hme default), 6.4 us at 10 Mb/s, 0.64 us at 100 Mb/s", 0, 31});
   s.add({"ether.prop_ns", T::Double, 560.0, "ns", "station to station: 2 x 10 m of cable (5 ns/m) plus a class II repeater (46 bit times) or a switch port", 0, 1e9});
   s.add({"ether.switch_latency_ns", T::Double, 3000.0, "ns", "switch: forwarding decision after a frame is in (store-and-forward)", 0, 1e9});
   s.add({"ether.switch_queue_frames", T::Int, 64, "frames", "switch output queue; tail drop beyond", 1, 1 << 20});
@@ -130,6 +133,8 @@ EtherSysConfig EtherSysConfig::from(const Config& c) {
     c.fail("ether.medium", "a direct cable connects exactly 2 nodes (mbcf.nodes is " + std::to_string(e.nodes) + ")");
   e.ether.rate_mbps = c.get_double("ether.rate_mbps");
   e.ether.prop_ns = c.get_double("ether.prop_ns");
+  e.ether.lance_mode = c.get_bool("ether.lance_mode");
+  e.ether.ipg0_nibbles = static_cast<uint32_t>(c.get_int("ether.ipg0_nibbles"));
   e.ether.switch_latency_ns = c.get_double("ether.switch_latency_ns");
   e.ether.switch_queue_frames = static_cast<uint32_t>(c.get_int("ether.switch_queue_frames"));
   e.ether.loss = c.get_double("ether.loss");

@@ -188,10 +188,18 @@ void EtherSegment::port_kick(uint32_t d) {
 
 // ---- half duplex: one collision domain
 
+uint64_t EtherSegment::hub_earliest(uint32_t s) const {
+  if (!carried_) return 0;
+  uint64_t gap = kIfg * 8 * bit_ps_;
+  if (c_.lance_mode && last_sender_ != kNobody && last_sender_ != s) gap += c_.ipg0_nibbles * 4 * bit_ps_;
+  return busy_until_ + gap;
+}
+
 void EtherSegment::hub_try(uint32_t s) {
   const uint64_t now = cal_.now_ps();
-  if (now < busy_until_) {  // carrier sensed: 1-persistent deferral to the end of the gap
-    cal_.at(busy_until_ + kIfg * 8 * bit_ps_, [this, s] { hub_try(s); });
+  const uint64_t earliest = hub_earliest(s);
+  if (now < earliest) {  // carrier sensed, or its gap not over: 1-persistent deferral
+    cal_.at(earliest, [this, s] { hub_try(s); });
     return;
   }
   if (window_open_ && now <= window_end_) {  // another start has not reached us yet
@@ -214,6 +222,8 @@ void EtherSegment::hub_resolve() {
     Frame& f = st_[s].txq.front();
     const uint64_t end = window_start_ + frame_ps(f.bytes.size());
     busy_until_ = end + prop_ps_;
+    last_sender_ = s;
+    carried_ = true;
     frames_.inc();
     bytes_.inc(kPreamble + f.bytes.size());
     attempts_.sample(f.attempts + 1);
@@ -233,6 +243,8 @@ void EtherSegment::hub_resolve() {
   // Collision: everyone jams, the medium clears, each backs off on its own.
   collisions_.inc();
   busy_until_ = window_end_ + kJamBits * bit_ps_ + prop_ps_;
+  last_sender_ = kNobody;
+  carried_ = true;
   for (uint32_t s : who) {
     Frame& f = st_[s].txq.front();
     if (++f.attempts >= kMaxAttempts) {

@@ -2,9 +2,10 @@
 // preamble and start delimiter, the frame padded to the 64-byte minimum with a CRC-32 FCS
 // (zlib), and a 12-byte interframe gap. Three media:
 //  - switch: full duplex, store-and-forward, a bounded output queue per port (tail drop);
-//  - hub: one half-duplex collision domain, 1-persistent CSMA/CD with collisions detected
-//    within the propagation window, a 32-bit jam and truncated binary exponential back-off
-//    (slot 512 bit times, at most 16 attempts);
+//  - hub: one half-duplex collision domain, 1-persistent CSMA/CD (deference through the
+//    interframe gap after carrier drops) with collisions detected within the propagation
+//    window, a 32-bit jam and truncated binary exponential back-off (slot 512 bit times, at
+//    most 16 attempts), and optionally the LANCE-mode gap of Sun's MACs;
 //  - direct: a full-duplex cable between two stations.
 // Loss can be injected per delivered frame (Bernoulli, or Gilbert-Elliott bursts), seeded; a
 // lost frame is delivered with a corrupted FCS and dropped by the receiving MAC, as on a wire.
@@ -44,6 +45,11 @@ struct EtherConfig {
   // frame to the station is lost for blackhole_us; the gaps between periods are exponential
   // with mean blackhole_every_us (0: never), each station on its own seeded schedule.
   double blackhole_every_us = 0, blackhole_us = 1000;
+  // Half duplex: a MAC in "LANCE mode" (the FEPS and GEM ASICs of Sun's adapters, on by
+  // default) waits `ipg0_nibbles` more after the interframe gap before it transmits, when the
+  // last frame on the medium was another station's; the station that sent it goes on first.
+  bool lance_mode = false;
+  uint32_t ipg0_nibbles = 16;
 };
 const char* to_string(EtherConfig::Medium m);
 
@@ -116,6 +122,12 @@ class EtherSegment {
   bool burst_bad_ = false;
   // hub state
   uint64_t busy_until_ = 0, window_start_ = 0, window_end_ = 0;
+  static constexpr uint32_t kNobody = ~0u;
+  uint32_t last_sender_ = kNobody;  // whose frame the medium carried last (none after a collision)
+  bool carried_ = false;            // the medium has carried something (a gap to keep)
+  // When station `s` may start: the interframe gap after carrier drops, and the LANCE-mode
+  // gap more if the last frame was not its own.
+  uint64_t hub_earliest(uint32_t s) const;
   std::vector<uint32_t> contenders_;
   bool window_open_ = false;
 
