@@ -55,6 +55,8 @@ void declare_mbcf_params(ParamSchema& s) {
   s.add({"nic.rx_latency_ns", T::Double, 4000.0, "ns", "NIC: from the end of the frame's DMA to the interrupt routine (descriptor write-back, interrupt dispatch) [calibrated]", 0, 1e9});
   s.add({"nic.tx_prefetch", T::Bool, false, "",
          "the NIC fetches the next frame's descriptor while the frame before is in its DMA (true), or, with one DMA engine for descriptors and data, after it (false: a frame kicked behind another waits nic.tx_latency_ns more)", 0, 1});
+  s.add({"nic.tx_streams", T::Bool, false, "",
+         "the NIC's transmit FIFO is smaller than a frame (the AMD LANCE's 48 bytes): it streams each frame from memory as it leaves and takes the next only once the one before has left the MAC, nic.tx_latency_ns later (its turnaround)", 0, 1});
   s.add({"nic.rx_cut_through", T::Bool, false, "", "receive DMA overlaps reception (true) or starts after the whole frame is in (false)", 0, 1});
 
   s.add({"ether.medium", T::String, "hub", "", "hub (half duplex, CSMA/CD) | switch (full duplex) | direct (a cable between two nodes)"});
@@ -124,6 +126,7 @@ EtherSysConfig EtherSysConfig::from(const Config& c) {
   e.nic_rx_latency_ns = c.get_double("nic.rx_latency_ns");
   e.nic_rx_cut_through = c.get_bool("nic.rx_cut_through");
   e.nic_tx_prefetch = c.get_bool("nic.tx_prefetch");
+  e.nic_tx_streams = c.get_bool("nic.tx_streams");
   const std::string m = c.get_string("ether.medium");
   if (m == "hub") e.ether.medium = net::EtherConfig::Medium::Hub;
   else if (m == "switch") e.ether.medium = net::EtherConfig::Medium::Switch;

@@ -362,11 +362,13 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   nic_transmit(node, dst, std::move(bytes), [this, node, dst, inc, sequenced](std::vector<uint8_t>&& b) {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
     if (b.empty()) {  // the NIC dropped it
+      if (c_.nic_tx_streams) stream_next(node);
       if (sequenced) arm_timer(node, dst);
       return;
     }
     ether_->send(node, dst, std::move(b), [this, node, dst, inc, sequenced](bool) {
       if (!n_[node]->up || n_[node]->incarnation != inc) return;
+      if (c_.nic_tx_streams) stream_next(node);
       tx_done(node);
       // The acknowledgement timer runs from when a frame has left the MAC, not from the
       // request: on a slow or busy medium a frame can wait in the transmit queue for longer
@@ -588,6 +590,12 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
 // ------------------------------------------------------------------ the executor (MBCF/Ether)
 
 void EtherSystem::nic_transmit(uint32_t node, uint32_t, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>&&)> in_mac) {
+  if (c_.nic_tx_streams) {
+    Node& N = *n_[node];
+    N.tx_stream.emplace_back(std::move(frame), std::move(in_mac));
+    if (!N.tx_streaming) stream_next(node);
+    return;
+  }
   const uint64_t end = tx_ready_ps(node, static_cast<uint32_t>(frame.size()));
   cal_.at(end, [k = std::move(in_mac), f = std::move(frame)]() mutable { k(std::move(f)); });
 }
@@ -597,6 +605,20 @@ void EtherSystem::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRea
   cal_.at(t, [k = std::move(ready), f = std::move(frame)]() mutable {
     Rx r{std::move(f), 0};
     k(&r);
+  });
+}
+
+// Its turnaround over, the frame goes into the MAC, the DMA keeping pace with the wire; the
+// next waits until this one has left (the MAC's completion, or a frame given up).
+void EtherSystem::stream_next(uint32_t node) {
+  Node& N = *n_[node];
+  N.tx_streaming = !N.tx_stream.empty();
+  if (!N.tx_streaming) return;
+  auto next = std::move(N.tx_stream.front());
+  N.tx_stream.pop_front();
+  cal_.after(static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), [this, node, epoch = N.tx_epoch, f = std::move(next)]() mutable {
+    if (n_[node]->tx_epoch != epoch) return;  // the power went: the NIC forgot it
+    f.second(std::move(f.first));
   });
 }
 
@@ -1074,6 +1096,9 @@ void EtherSystem::power_off(uint32_t node) {
   N.save_waiters.clear();  // calls that waited for the save area die with their programs
   ++N.user_ver;
   nic_power_off(node);
+  N.tx_stream.clear();
+  N.tx_streaming = false;
+  ++N.tx_epoch;
   ether_->set_deaf(node, true);
   N.ring.clear();
   N.ring_used = 0;

@@ -51,6 +51,10 @@ struct EtherSysConfig {
   double nic_tx_latency_ns = 3000, nic_rx_latency_ns = 4000;
   bool nic_rx_cut_through = false;
   bool nic_tx_prefetch = false;  // the next frame's descriptor fetch overlaps the DMA of the one before
+  // A transmit FIFO smaller than a frame (the LANCE's 48 bytes): the NIC streams a frame from
+  // memory as it leaves, so it takes the next frame only once the one before has left the
+  // MAC, nic_tx_latency_ns later (its turnaround: descriptor, status and FIFO prefill).
+  bool nic_tx_streams = false;
   uint32_t rx_ring = 64;
   // Go-back-N
   uint32_t th1 = 16, th2 = 64, th1_min = 2, tx_buffers = 256;
@@ -299,6 +303,10 @@ class EtherSystem {
     std::vector<std::pair<std::function<bool()>, std::function<void()>>> pollers;
     // NIC and bus
     uint64_t bus_free = 0, tx_free = 0;
+    // A streaming NIC (nic_tx_streams): frames waiting for it, and whether one is in the MAC.
+    std::deque<std::pair<std::vector<uint8_t>, std::function<void(std::vector<uint8_t>&&)>>> tx_stream;
+    bool tx_streaming = false;
+    uint64_t tx_epoch = 0;
     std::deque<Rx> ring;  // received, DMA'd, waiting for the interrupt routine
     uint32_t ring_used = 0;
     bool in_isr = false;
@@ -317,6 +325,8 @@ class EtherSystem {
   };
 
   uint64_t dma_ps(uint32_t bytes) const;
+  // A streaming NIC takes its next frame (the one before has left the MAC, or it was idle).
+  void stream_next(uint32_t node);
   void interrupt(uint32_t node, uint64_t dur, std::function<void()> fn);
   void schedule_user_end(uint32_t node);
   // Wakes the programs polling memory whose conditions now hold (after `poll_cycles`).
