@@ -941,7 +941,7 @@ TEST(MbcfEther, OneDmaEngineFetchesTheNextDescriptorOnlyAfterTheFrameBefore) {
 
 // The 10BASE-T row is the SS20's built-in LANCE, whose small transmit FIFO streams each frame:
 // its turnaround between frames (27.5 us) is calibrated on the 64-byte point, and the 16- to
-// 1408-byte points follow; the 4-byte point is +12.5% against a figure printed with one
+// 1408-byte points follow; the 4-byte point is +13% against a figure printed with one
 // significant digit (0.04), so it is left out.
 TEST(Calibration, Table62TenMegabitHub) {
   within(run_points("mbcf-ss20-10t.json", "--set 'workload.sizes=[16,64,256,1024,1408]' --set workload.transfers=2048"), {0.17, 0.48, 0.89, 1.13, 1.17},
