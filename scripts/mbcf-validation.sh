@@ -5,7 +5,8 @@
 # configs with no per-workload setting.
 #   scripts/mbcf-validation.sh [--quick]     (--quick: skip the ray-tracing tables)
 # The hub rows of Table 6.2 are the mean of 3 seeds x 8192 transfers per size: on a hub the
-# CSMA/CD back-off makes one 1024-transfer run vary by several percent.
+# CSMA/CD back-off can make one run vary by several percent (in these two-station streams the
+# LANCE-mode gap and the LANCE's turnarounds now keep frames from colliding, and the seeds agree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin/mbpsim
