@@ -911,9 +911,9 @@ TEST(Calibration, Table610OneWay1000SX) {
   within(run_points("mbcf-ultra60-1000sx.json", ""), {9.6, 11.0, 11.5, 16.2, 35.9}, 0.10, "6.10");
 }
 
-// Table 6.2's 100BASE-T hub from 256 bytes, where the wire is the limit: within 10% because
-// the adapters' LANCE-mode gap keeps the receiver's acknowledgements from colliding with the
-// sender's stream (without it the capture effect cost up to 9%).
+// Table 6.2's 100BASE-T hub from 256 bytes, where the wire is the limit: a drift guard (with
+// the LANCE-mode gap +1% to +6%; without it -7% to -9%, still inside the bound, so the gap
+// itself is checked by the EtherHub unit tests).
 TEST(Calibration, Table62HalfDuplexHubFrom256Bytes) {
   within(run_points("mbcf-ss20-100t-half.json", "--set workload.kind=peak --set 'workload.sizes=[256,1024,1408]' --set workload.transfers=4096"),
          {8.56, 11.13, 11.48}, 0.10, "6.2 100BASE-T hub");
