@@ -131,10 +131,9 @@ TEST(GoBackN, NoLossSwitch) {
   exactly_once_in_order(c, 1, 500);
 }
 
-// One seed per test: SystemC elaborates once per process. Each runs with host kernels
-// (MBCF/Ether) and with MBP2 NICs running the same protocol in firmware.
-// Three NICs: MBCF/Ether's conventional one, the same streaming each frame through a small
-// FIFO (the LANCE: nic.tx_streams), and the MBP2 running the protocol in firmware.
+// One seed per test: SystemC elaborates once per process. Each runs with three NICs: MBCF/Ether's
+// conventional one, the same streaming each frame through a small FIFO (the LANCE:
+// nic.tx_streams), and the MBP2 running the protocol in firmware.
 struct NicSeed {
   bool mbp2;
   uint64_t seed;
