@@ -31,6 +31,7 @@ enum class Id : unsigned char {
   TlbKeepsLeftContext,    // mbp2: the NIC's TLB keeps the entries of a task that left the node
   DmaMovesPosted,         // mbp2: a DMA engine moves what it was posted, not what its descriptor in EM names
   AdmaWritesAtExecute,    // mbp2: the command semantics write host memory themselves, before the ADMA moves anything
+  AtomicFromExecute,      // mbp2: an atomic's result is what the semantics computed at the PME's check, not from the ADMA's read
 };
 
 struct Entry {
@@ -47,7 +48,7 @@ inline constexpr Entry kAll[] = {
     {Id::LocalRepliesHeld, "local_replies_held"},                 {Id::FifoeStopShared, "fifoe_stop_shared"},
     {Id::SaveAreaUnbounded, "save_area_unbounded"},               {Id::DoorbellIgnoresSlots, "doorbell_ignores_slots"},
     {Id::TlbKeepsLeftContext, "tlb_keeps_left_context"},         {Id::DmaMovesPosted, "dma_moves_posted"},
-    {Id::AdmaWritesAtExecute, "adma_writes_at_execute"},
+    {Id::AdmaWritesAtExecute, "adma_writes_at_execute"},   {Id::AtomicFromExecute, "atomic_from_execute"},
 };
 
 #ifdef MBPSIM_MUTANTS

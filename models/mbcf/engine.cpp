@@ -168,6 +168,31 @@ bool wants_reply(const Command& c, Status st) {
          (c.opt.reply == ReplyMode::OnlyFailures && is_failure(st));
 }
 
+}  // namespace
+
+Status atomic_effect(const Command& c, uint32_t ref, uint8_t* mem) {
+  if (c.cmd == Cmd::CompSwap && ref != c.flag_value) return Status::CompareFailed;
+  // The shared atomic semantics, applied to the target in 32-bit words (SPARC words).
+  std::vector<uint8_t> old(c.length);
+  for (uint32_t off = 0; off + 4 <= c.length;) {
+    AtomicArgs a;
+    a.width = 4;
+    if (c.cmd == Cmd::FetchAdd) {
+      a.op = AtomicOp::FetchAddVec;
+      a.count = static_cast<uint8_t>(std::min<uint32_t>(8, (c.length - off) / 4));
+    } else {
+      a.op = AtomicOp::Swap;
+      a.count = 1;
+    }
+    for (int i = 0; i < a.count; ++i) a.operand[i] = load_le(c.data.data() + off + 4 * i, 4);
+    apply_atomic(a, mem + off, old.data() + off);
+    off += a.bytes();
+  }
+  return Status::Succeeded;
+}
+
+namespace {
+
 // Runs one command of the lump. Returns false on violation or page fault (L says which).
 bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
   Task& t = L.task();
@@ -208,26 +233,9 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
       if (c.cmd == Cmd::CompSwap && !L.ok(c.flag_laddr, 4, kPermRead)) return false;
       rdata.resize(c.length);
       L.read(c.laddr, rdata.data(), c.length);
-      if (c.cmd == Cmd::CompSwap && L.load32(c.flag_laddr) != c.flag_value) {
-        st = Status::CompareFailed;  // nothing changes; the current contents go back
-        break;
-      }
-      // The shared atomic semantics, applied to the target in 32-bit words (SPARC words).
-      std::vector<uint8_t> mem(rdata), old(c.length);
-      for (uint32_t off = 0; off < c.length;) {
-        AtomicArgs a;
-        a.width = 4;
-        if (c.cmd == Cmd::FetchAdd) {
-          a.op = AtomicOp::FetchAddVec;
-          a.count = static_cast<uint8_t>(std::min<uint32_t>(8, (c.length - off) / 4));
-        } else {
-          a.op = AtomicOp::Swap;
-          a.count = 1;
-        }
-        for (int i = 0; i < a.count; ++i) a.operand[i] = load_le(c.data.data() + off + 4 * i, 4);
-        apply_atomic(a, mem.data() + off, old.data() + off);
-        off += a.bytes();
-      }
+      std::vector<uint8_t> mem(rdata);
+      st = atomic_effect(c, c.cmd == Cmd::CompSwap ? L.load32(c.flag_laddr) : 0, mem.data());
+      if (st != Status::Succeeded) break;  // nothing changes; the current contents go back
       L.write(c.laddr, mem.data(), c.length);
       r.data_bytes += 2 * c.length;
       break;

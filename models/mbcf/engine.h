@@ -61,6 +61,13 @@ ExecResult execute(TaskSpace& ts, const Packet& p, uint32_t max_reply_bytes = kM
 // the sender's check that they fit a frame.
 uint32_t reply_packet_bytes(const std::vector<Command>& cmds);
 
+// An atomic command's effect (SWAP, FETCH_ADD, COMP_SWAP; its length a multiple of 4): `mem`
+// holds the target's c.length old bytes and gets the new ones; `ref` is the word COMP_SWAP
+// compares (what c.flag_laddr holds; the others ignore it). Returns Succeeded, or
+// CompareFailed with `mem` unchanged. `execute` reads and writes through the task space at
+// once (the host kernel's way); the MBP2's PME reads the old bytes with its ADMA first.
+Status atomic_effect(const Command& c, uint32_t ref, uint8_t* mem);
+
 // Light-weight system calls (4.1, 4.3).
 // Takes the oldest entry of the FIFO whose structure is at `fifo`; nullopt when empty.
 std::optional<std::vector<uint8_t>> fifo_pop(TaskSpace& ts, Task& t, uint32_t fifo);

@@ -7,6 +7,8 @@
 
 #include "models/core/bytes.h"
 #include "models/core/error.h"
+#include "models/mbcf/atomic.h"
+#include "models/mbcf/engine.h"
 
 namespace mbpsim::mbp2 {
 
@@ -121,6 +123,8 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
                              "requests whose task found every entry of its send ring still unfetched (mbp2.send_ring_entries) and waited, holding the CPU, for the PGE")),
       iv_rng_(seed, "mbp2.cau.iv") {
   icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
+  atomic_changed_ = &st.counter("system.mbp2.atomic_operands_changed",
+                                "atomics whose operands the host changed between the PME's check of the command and the ADMA's read of them (the result is computed from what the ADMA read)");
   walkers_.resize(ec.nodes);
   host_mem_.resize(ec.nodes);
   for (uint32_t n = 0; n < ec.nodes; ++n) {
@@ -698,14 +702,18 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
   // The routine posts its ADMA descriptors when its work is done, and answers only once the
   // ADMA has done them (a status reply must follow the data into the host's memory).
   const uint32_t inc = n_[node]->incarnation;
-  u.pme->run(handler, Pme::kNormal, intr, dur, std::move(fn), [this, node, inc, posts = std::move(u.adma_posts)](std::function<void()> resume) {
-    Units& u = *u_[node];
-    if (!n_[node]->up || n_[node]->incarnation != inc) return resume();  // the power went: the staged data with it
-    uint32_t last = 0;
-    for (const auto& post : posts) last = post();
-    u.adma->when_done(last, std::move(resume));
-  });
+  u.pme->run(handler, Pme::kNormal, intr, dur, std::move(fn),
+             [this, node, inc, posts = std::move(u.adma_posts), then = std::move(u.adma_then)](std::function<void()> resume) {
+               Units& u = *u_[node];
+               auto lost = [this, node, inc] { return !n_[node]->up || n_[node]->incarnation != inc; };
+               if (lost()) return resume();  // the power went: the staged data with it
+               uint32_t last = 0;
+               for (const auto& post : posts) last = post();
+               if (!then) return u.adma->when_done(last, std::move(resume));
+               u.adma->when_done(last, [lost, then, resume] { lost() ? resume() : then(resume); });
+             });
   u.adma_posts.clear();
+  u.adma_then = nullptr;
 }
 
 void Mbp2System::tx_done(uint32_t node) {
@@ -728,76 +736,97 @@ uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
 // ADMA reads from host memory into EM, in the same order among the writes as the command ran,
 // and the reply takes it from there. The routine posts the descriptors when its own work (the
 // refills among it) is done, and waits for the ADMA before it answers (a status reply must
-// follow the data into the host's memory): `protocol_work`. An atomic's old values are read by the
-// command semantics when they run (the ADMA's descriptor takes the time): the PME computes the
-// new values from them, so reading them again later could disagree. The ADMA's descriptors
-// name host physical addresses.
+// follow the data into the host's memory): `protocol_work`. An atomic (it travels alone, 4.4)
+// takes two steps: the ADMA reads its operands (COMP_SWAP's reference word, the target) into
+// EM; then the PME computes from what was read, with the shared semantics (atomic_effect), and
+// the ADMA writes the result (atomic_step). What the semantics computed when the PME checked
+// the command is not written: a host store in between is in what the ADMA read. The ADMA's
+// descriptors name host physical addresses.
 uint32_t Mbp2System::adma_stage(uint32_t node) const {
   const Units& u = *u_[node];
   return u.adma_stage + u.adma->next_slot() * FramePool::kBufBytes;
 }
 
+uint64_t Mbp2System::adma_read(uint32_t node, uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* first_pa) {
+  Units& u = *u_[node];
+  Units::AdmaRead& ar = u.adma_reads[h];
+  const uint32_t pb = c_.page_bytes;
+  uint64_t refill = 0;
+  for (uint32_t off = 0; off < n;) {
+    const uint32_t la = laddr + off;
+    const uint32_t k = std::min(n - off, pb - la % pb);
+    uint64_t pa = 0;
+    refill += translate(node, ptask, la, k, &pa);
+    if (!off && first_pa) *first_pa = pa;
+    ++ar.pending;
+    u.adma_posts.push_back([this, node, h, pa, k] {
+      Units& u = *u_[node];
+      return u.adma->post(cal_.now_ps(), pa, adma_stage(node), k, [&u, pa, k](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, k}}, k); },
+                          [this, node, h](const DmaEngine::Desc& d) {
+                            Units& u = *u_[node];
+                            auto it = u.adma_reads.find(h);
+                            if (it == u.adma_reads.end()) return;
+                            --it->second.pending;
+                            if (d.error()) it->second.failed = true;
+                            const size_t o = it->second.bytes.size();
+                            it->second.bytes.resize(o + d.bytes);
+                            u.em->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
+                          },
+                          DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
+    });
+    off += k;
+  }
+  return refill;
+}
+
 uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResult& r) {
   Units& u = *u_[node];
   mbcf::WriteBuffer& wb = u.adma_writes;
-  const mbcf::Command* rd = nullptr;
-  uint32_t atomic = 0, atomic_laddr = 0;
+  const mbcf::Command *rd = nullptr, *atomic = nullptr;
   if (r.outcome == mbcf::ExecResult::Outcome::Done)
     for (const mbcf::Command& c : p.cmds) {
       if (c.cmd == Cmd::Read && c.length && !rd) rd = &c;
-      if (mbcf::is_atomic(c.cmd)) {
-        if (!atomic) atomic_laddr = c.laddr;
-        atomic += c.length;
-      }
+      if (mbcf::is_atomic(c.cmd)) atomic = &c;
     }
   if (!rd && !atomic && !wb.untaken()) return 0;
+  auto handle = [&u] { return ++u.next_read ? u.next_read : ++u.next_read; };
+  if (atomic) {
+    if (p.cmds.size() != 1 || r.replies.size() != 1) internal_error("node " + std::to_string(node) + ": an atomic command did not travel alone");
+    wb.discard_untaken();  // (what the semantics computed: the PME computes from what the ADMA reads)
+    const uint32_t h = handle();
+    r.nic_reply = h;
+    Units::AdmaRead& ar = u.adma_reads[h];
+    ar.atomic = *atomic;
+    ar.ptask = p.dst_ptask;
+    ar.exec_old = r.replies[0].data;
+    ar.exec_status = static_cast<mbcf::Status>(r.replies[0].status);
+    ++u.atomics;
+    uint64_t refill = 0;
+    if (atomic->cmd == Cmd::CompSwap) refill += adma_read(node, p.dst_ptask, atomic->flag_laddr, 4, h, nullptr);
+    uint64_t pa = 0;
+    refill += adma_read(node, p.dst_ptask, atomic->laddr, atomic->length, h, &pa);  // (one page: the semantics checked)
+    u.adma_reads[h].pa = pa;
+    u.adma_then = [this, node, h](std::function<void()> resume) { atomic_step(node, h, std::move(resume)); };
+    return refill;
+  }
   // The routine's own time: the TLB refills its translations take.
   uint64_t refill = 0;
-  auto timed = [&u](uint64_t pa, uint32_t n) -> DmaEngine::Xfer {
-    return [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); };
-  };
-  if (atomic) {
-    uint64_t pa = 0;
-    refill += translate(node, p.dst_ptask, atomic_laddr, atomic, &pa);
-    u.adma_posts.push_back([this, node, pa, atomic, xfer = timed(pa, atomic)] { return u_[node]->adma->post(cal_.now_ps(), pa, 0, atomic, xfer); });
-  }
   auto read = [&] {
-    const uint32_t h = ++u.next_read ? u.next_read : ++u.next_read;
-    Units::AdmaRead& ar = u.adma_reads[h];
+    const uint32_t h = handle();
     r.nic_reply = h;
-    const uint32_t pb = c_.page_bytes;
-    for (uint32_t off = 0; off < rd->length;) {
-      const uint32_t laddr = rd->laddr + off;
-      const uint32_t n = std::min(rd->length - off, pb - laddr % pb);
-      uint64_t pa = 0;
-      refill += translate(node, p.dst_ptask, laddr, n, &pa);
-      ++ar.pending;
-      u.adma_posts.push_back([this, node, h, pa, n, xfer = timed(pa, n)] {
-        Units& u = *u_[node];
-        return u.adma->post(cal_.now_ps(), pa, adma_stage(node), n, xfer, [this, node, h](const DmaEngine::Desc& d) {
-          Units& u = *u_[node];
-          auto it = u.adma_reads.find(h);
-          if (it == u.adma_reads.end()) return;
-          --it->second.pending;
-          if (d.error()) it->second.failed = true;
-          const size_t o = it->second.bytes.size();
-          it->second.bytes.resize(o + d.bytes);
-          u.em->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
-        }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
-      });
-      off += n;
-    }
+    refill += adma_read(node, p.dst_ptask, rd->laddr, rd->length, h, nullptr);
   };
   for (size_t i = 0; i < wb.untaken(); ++i) {
     if (rd && i == r.read_after_writes) read();
     const mbcf::WriteBuffer::Write& w = wb.untaken_write(i);
     const uint32_t n = static_cast<uint32_t>(w.bytes.size());
     refill += translate(node, w.ptask, w.laddr, n, nullptr);
-    u.adma_posts.push_back([this, node, pa = w.pa, n, bytes = w.bytes, xfer = timed(w.pa, n)] {
+    u.adma_posts.push_back([this, node, pa = w.pa, n, bytes = w.bytes] {
       Units& u = *u_[node];
       u.adma_numbers.push_back(u.adma->next_number());
-      return u.adma->post(cal_.now_ps(), adma_stage(node), pa, n, xfer, [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); },
-                          DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, bytes);
+      return u.adma->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
+                          [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u,
+                          DmaEngine::Move::Forward, bytes);
     });
   }
   if (rd && r.read_after_writes >= wb.untaken()) read();
@@ -805,18 +834,55 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResu
   return refill;
 }
 
-// The reply leaves with what the ADMA read into EM (the routine waited for it).
+void Mbp2System::atomic_step(uint32_t node, uint32_t h, std::function<void()> resume) {
+  Units& u = *u_[node];
+  auto it = u.adma_reads.find(h);
+  if (it == u.adma_reads.end()) return resume();  // (lost with the power)
+  Units::AdmaRead& ar = it->second;
+  const mbcf::Command& c = *ar.atomic;
+  const uint32_t ref_bytes = c.cmd == Cmd::CompSwap ? 4 : 0;
+  if (ar.pending || ar.failed || ar.bytes.size() != ref_bytes + c.length)
+    internal_error("node " + std::to_string(node) + ": the ADMA did not read an atomic's operands");
+  const uint32_t ref = ref_bytes ? static_cast<uint32_t>(mbcf::load_le(ar.bytes.data(), 4)) : 0;
+  ar.bytes.erase(ar.bytes.begin(), ar.bytes.begin() + ref_bytes);
+  if (mutant::on(mutant::Id::AtomicFromExecute)) ar.bytes = ar.exec_old;
+  std::vector<uint8_t> mem = ar.bytes;
+  ar.status = mbcf::atomic_effect(c, mutant::on(mutant::Id::AtomicFromExecute) && ar.exec_status == mbcf::Status::Succeeded ? c.flag_value : ref,
+                                  mem.data());
+  ar.computed = true;
+  if (ar.bytes != ar.exec_old || ar.status != ar.exec_status) atomic_changed_->inc();
+  --u.atomics;
+  if (ar.status != mbcf::Status::Succeeded) {
+    adma_drained(node);
+    return resume();
+  }
+  mbcf::WriteBuffer& wb = u.adma_writes;
+  wb.add(ar.pa, ar.ptask, c.laddr, mem.data(), c.length, true);
+  wb.take();
+  u.adma_numbers.push_back(u.adma->next_number());
+  const uint64_t pa = ar.pa;
+  const uint32_t n = c.length;
+  const uint32_t num = u.adma->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
+                                    [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u,
+                                    DmaEngine::Move::Forward, mem);
+  u.adma->when_done(num, std::move(resume));
+}
+
+// The reply leaves with what the ADMA read into EM (the routine waited for it), and an atomic's
+// with the status the PME computed from it.
 void Mbp2System::nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) {
   Units& u = *u_[node];
   auto it = u.adma_reads.find(handle);
   if (it == u.adma_reads.end()) return;  // (lost with the power; nothing is sent then)
   Units::AdmaRead ar = std::move(it->second);
   u.adma_reads.erase(it);
-  if (ar.pending || ar.failed) internal_error("node " + std::to_string(node) + ": a READ's reply left without the data the ADMA was to read");
+  if (ar.pending || ar.failed || (ar.atomic && !ar.computed))
+    internal_error("node " + std::to_string(node) + ": a reply left without the data the ADMA was to read");
   for (mbcf::Command& c : replies)
     if (c.cmd == Cmd::Reply && !c.data.empty()) {
-      if (c.data.size() != ar.bytes.size()) internal_error("node " + std::to_string(node) + ": the ADMA read a READ's data in another length");
+      if (c.data.size() != ar.bytes.size()) internal_error("node " + std::to_string(node) + ": the ADMA read a reply's data in another length");
       c.data = std::move(ar.bytes);
+      if (ar.atomic) c.status = static_cast<uint32_t>(ar.status);
       return;
     }
   internal_error("node " + std::to_string(node) + ": a READ's reply carries no data");
@@ -831,7 +897,12 @@ void Mbp2System::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
     u.adma_writes.retire();
     if (num == d.number()) break;
   }
-  if (u.adma_writes.size()) return;
+  adma_drained(node);
+}
+
+void Mbp2System::adma_drained(uint32_t node) {
+  Units& u = *u_[node];
+  if (u.adma_writes.size() || u.atomics) return;
   std::deque<std::function<void()>> w;
   w.swap(u.quiesce_waiters);
   for (auto& f : w) f();
@@ -849,13 +920,13 @@ void Mbp2System::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
 // entry it stored, and that entry would never invoke its program.
 void Mbp2System::nic_quiesce(uint32_t node, std::function<void()> fn) {
   Units& u = *u_[node];
-  if (!u.adma_writes.size()) return fn();
+  if (!u.adma_writes.size() && !u.atomics) return fn();
   u.quiesce_waiters.push_back(std::move(fn));
 }
 
 void Mbp2System::run_pollers(uint32_t node, uint64_t at) {
   // A program polling for what the ADMA has still to write looks again once it is written.
-  if (u_[node]->adma_writes.size()) u_[node]->poll_on_drain = true;
+  if (u_[node]->adma_writes.size() || u_[node]->atomics) u_[node]->poll_on_drain = true;
   EtherSystem::run_pollers(node, at);
 }
 
@@ -1547,6 +1618,8 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.adma_numbers.clear();
   u.adma_reads.clear();
   u.adma_posts.clear();
+  u.adma_then = nullptr;
+  u.atomics = 0;
   u.quiesce_waiters.clear();  // (the node's programs are gone)
   if (u.cau) u.cau->reset();
   u.mac_tx.clear();

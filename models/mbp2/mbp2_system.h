@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -298,15 +299,27 @@ class Mbp2System : public mbcf::EtherSystem {
     std::deque<uint32_t> adma_numbers;
     uint32_t adma_stage = 0;
     bool poll_on_drain = false;  // a poll ran while writes were still buffered
-    // The receive routine's ADMA descriptors, posted when its work is done (each returns its number).
+    // The receive routine's ADMA descriptors, posted when its work is done (each returns its
+    // number), and what it does once they are done before it goes on (an atomic's second step).
     std::vector<std::function<uint32_t()>> adma_posts;
-    // What the ADMA read from host memory for a READ's reply, by handle (ExecResult::nic_reply):
-    // its descriptors still to complete, and the bytes they brought into EM, in order.
+    std::function<void(std::function<void()> resume)> adma_then;
+    // What the ADMA read from host memory for a READ's or an atomic's reply, by handle
+    // (ExecResult::nic_reply): its descriptors still to complete, and the bytes they brought
+    // into EM, in order. An atomic's (`atomic`: the command) are COMP_SWAP's reference word,
+    // then the target; the PME computes from them (atomic_step) and leaves in `bytes` the old
+    // contents the reply carries, in `status` its status.
     struct AdmaRead {
       uint32_t pending = 0;
       bool failed = false;
       std::vector<uint8_t> bytes;
+      std::optional<mbcf::Command> atomic;
+      uint32_t ptask = 0;
+      uint64_t pa = 0;                 // the target's host physical address
+      std::vector<uint8_t> exec_old;   // what the semantics found when the PME checked it
+      mbcf::Status exec_status = mbcf::Status::Succeeded, status = mbcf::Status::Succeeded;
+      bool computed = false;
     };
+    uint32_t atomics = 0;  // atomics read but not yet computed: their writes are still to come
     std::unordered_map<uint32_t, AdmaRead> adma_reads;
     uint32_t next_read = 0;
     std::deque<std::function<void()>> quiesce_waiters;  // light-weight calls waiting for the ADMA
@@ -516,6 +529,15 @@ class Mbp2System : public mbcf::EtherSystem {
   std::vector<HostMemory> host_mem_;
   // An ADMA descriptor that wrote a buffered write completed: it leaves the buffer.
   void adma_wrote(uint32_t node, const DmaEngine::Desc& d);
+  // Nothing the commands wrote is still on its way into host memory: the light-weight calls
+  // and the pollers that waited for that go on.
+  void adma_drained(uint32_t node);
+  // Posts the ADMA reads of the task's [laddr, laddr + n) into EM (one descriptor per page),
+  // for the reply with handle h; returns the TLB refills' time, sets *pa to the first byte's.
+  uint64_t adma_read(uint32_t node, uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* pa);
+  // An atomic's second step, once the ADMA has read its operands into EM: the PME computes the
+  // result from them and, if the target changes, has the ADMA write it; then `resume`.
+  void atomic_step(uint32_t node, uint32_t h, std::function<void()> resume);
   // The ADMA's staging buffer in EM for its next descriptor.
   uint32_t adma_stage(uint32_t node) const;
 
@@ -575,6 +597,7 @@ class Mbp2System : public mbcf::EtherSystem {
   std::vector<std::map<uint32_t, SendRing>> rings_;  // per node, by Ptask (host memory)
   Counter &rejected_requests_, &host_requests_, &slot_retries_, &bad_requests_, &ring_waits_;
   Counter* icu_bad_ = nullptr;
+  Counter* atomic_changed_ = nullptr;
   Rng iv_rng_;  // IVs of sealed frames, Diffie-Hellman private values
   uint64_t sa_serial_ = 0;
 };

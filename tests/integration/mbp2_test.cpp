@@ -1207,6 +1207,103 @@ TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
+// An atomic takes two steps on the MBP2 (8.3.3: the PME realises MBCF by controlling the ADMA):
+// the ADMA reads the target into EM, the PME computes from what it read, then the ADMA writes
+// the result; the write's descriptor is posted only after the read is done. A host store to the
+// target after the PME checked the command but before the ADMA read it is in the old value the
+// reply carries, and the sum is taken from it (the host's store is not lost).
+TEST(Mbp2, AFetchAddComputesFromWhatTheAdmaReadAndWritesOnlyAfterIt) {
+  Rig r;
+  const uint32_t init = 10, host = 100, add = 5;
+  uint8_t w[4];
+  store_le(w, 4, init);
+  r.sys->space(1).write(r.task(1), 0x10100, w, 4);
+  Command fa;
+  fa.cmd = Cmd::FetchAdd;
+  fa.laddr = 0x10100;
+  fa.length = 4;
+  fa.data.resize(4);
+  store_le(fa.data.data(), 4, add);
+  fa.data_laddr = 0x10800;
+  fa.status_laddr = 0x10810;
+  fa.opt.reply = ReplyMode::Status;
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {fa}}, [] {}));
+  DmaEngine& adma = r.sys->adma(1);
+  int steps = 0;
+  while (!(adma.desc(0).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+  ASSERT_TRUE(adma.desc(0).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
+  EXPECT_TRUE(adma.desc(0).back());
+  EXPECT_FALSE(adma.desc(1).status & DmaEngine::kOwn) << "the write was posted before the operand was read";
+  store_le(w, 4, host);
+  r.sys->space(1).write(r.task(1), 0x10100, w, 4);  // the host, before the ADMA reads
+  r.run(50);
+  EXPECT_EQ(r.sys->failure(), "");
+  EXPECT_TRUE(adma.desc(0).done() && adma.desc(1).done());
+  EXPECT_FALSE(adma.desc(1).back());
+  EXPECT_EQ(adma.desc(1).bytes, 4u);
+  uint8_t got[4];
+  r.sys->space(1).read(r.task(1), 0x10100, got, 4);
+  EXPECT_EQ(load_le(got, 4), host + add);
+  r.sys->space(0).read(r.task(0), 0x10800, got, 4);
+  EXPECT_EQ(load_le(got, 4), host) << "the reply carries the old value the ADMA read";
+  r.sys->space(0).read(r.task(0), 0x10810, got, 4);
+  EXPECT_EQ(load_le(got, 4), static_cast<uint32_t>(Status::Succeeded));
+  EXPECT_EQ(r.counter("system.mbp2.atomic_operands_changed"), 1u);
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+}
+
+// COMP_SWAP compares the reference word the ADMA read, not the one the PME saw when it checked
+// the command: a reference the host changes in between turns a swap into CompareFailed (the
+// target is untouched and no write is posted), and the other way round.
+void comp_swap_under_a_host_store(bool to_fail) {
+  {
+    Rig r;
+    uint8_t w[4];
+    store_le(w, 4, 0x1111);
+    r.sys->space(1).write(r.task(1), 0x10100, w, 4);  // the target
+    store_le(w, 4, to_fail ? 7 : 8);
+    r.sys->space(1).write(r.task(1), 0x10200, w, 4);  // the reference word
+    Command cs;
+    cs.cmd = Cmd::CompSwap;
+    cs.laddr = 0x10100;
+    cs.length = 4;
+    cs.data.resize(4);
+    store_le(cs.data.data(), 4, 0x2222);
+    cs.flag_laddr = 0x10200;
+    cs.flag_value = 7;
+    cs.data_laddr = 0x10800;
+    cs.status_laddr = 0x10810;
+    cs.opt.reply = ReplyMode::Status;
+    ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {cs}}, [] {}));
+    DmaEngine& adma = r.sys->adma(1);
+    int steps = 0;
+    while (!(adma.desc(0).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+    ASSERT_TRUE(adma.desc(0).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
+    store_le(w, 4, to_fail ? 8 : 7);
+    r.sys->space(1).write(r.task(1), 0x10200, w, 4);  // the host, before the ADMA reads
+    r.run(50);
+    EXPECT_EQ(r.sys->failure(), "");
+    // The reference word and the target read into EM; a write only for a swap.
+    EXPECT_TRUE(adma.desc(0).back() && adma.desc(0).done());
+    EXPECT_EQ(adma.desc(0).bytes, 4u);
+    EXPECT_TRUE(adma.desc(1).back() && adma.desc(1).done());
+    EXPECT_EQ(adma.desc(2).done(), !to_fail);
+    EXPECT_FALSE(adma.desc(2).status & DmaEngine::kOwn);
+    uint8_t got[4];
+    r.sys->space(1).read(r.task(1), 0x10100, got, 4);
+    EXPECT_EQ(load_le(got, 4), to_fail ? 0x1111u : 0x2222u);
+    r.sys->space(0).read(r.task(0), 0x10800, got, 4);
+    EXPECT_EQ(load_le(got, 4), 0x1111u);
+    r.sys->space(0).read(r.task(0), 0x10810, got, 4);
+    EXPECT_EQ(load_le(got, 4), static_cast<uint32_t>(to_fail ? Status::CompareFailed : Status::Succeeded));
+    EXPECT_EQ(r.counter("system.mbp2.atomic_operands_changed"), 1u);
+    EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  }
+}
+
+TEST(Mbp2, ACompSwapComparesTheReferenceWordTheAdmaReadAndFailsWhenTheHostSpoiledIt) { comp_swap_under_a_host_store(true); }
+TEST(Mbp2, ACompSwapComparesTheReferenceWordTheAdmaReadAndSwapsWhenTheHostSetIt) { comp_swap_under_a_host_store(false); }
+
 // Frames are bytes in EM between the units (8.3.3): the MAC sends what the LDMA reads from the
 // transmit buffer its descriptor names, and the receive routine decodes what the LDMA wrote
 // into the receive buffer its descriptor names. A byte changed in EM while the frame lies there
