@@ -85,9 +85,10 @@ std::vector<uint8_t> build_inet(const Datagram& d, const uint8_t* payload, uint3
     store_be16(l4 + 4, l4h + n);
   } else {
     store_be32(l4 + 4, d.seq);
+    store_be32(l4 + 8, d.ack);
     l4[12] = 5 << 4;
-    l4[13] = 0x18;  // PSH | ACK
-    store_be16(l4 + 14, 0xffff);
+    l4[13] = d.flags;
+    store_be16(l4 + 14, d.window);
   }
   if (n) std::copy(payload, payload + n, l4 + l4h);
   uint16_t c = l4_checksum(f);
@@ -176,6 +177,9 @@ InetError parse_inet(const std::vector<uint8_t>& f, Parsed& out, bool check_l4) 
     if (load_be16(l4 + 4) != ip_len - kIpHeader) return InetError::BadLength;
   } else {
     d.seq = load_be32(l4 + 4);
+    d.ack = load_be32(l4 + 8);
+    d.flags = l4[13];
+    d.window = static_cast<uint16_t>(load_be16(l4 + 14));
     if ((l4[12] >> 4) != 5) return InetError::BadLength;
   }
   out.payload_off = kEth + kIpHeader + l4h;

@@ -8,8 +8,9 @@
 //       protocol (17 UDP, 6 TCP), header checksum, source and destination addresses 10.0.h.l
 //       (the Pnode, as in mbcf::mac_of)
 //   34  UDP (8): ports, length, checksum over the pseudo-header, header and payload
-//       TCP (20, no options): ports, sequence, acknowledgement, offset 5, flags PSH|ACK,
-//       window, checksum (as UDP's), urgent 0
+//       TCP (20, no options): ports, sequence, acknowledgement, offset 5, flags (PSH|ACK on a
+//       segment with data, ACK alone on a pure acknowledgement), window, checksum (as UDP's),
+//       urgent 0
 //   .. payload
 // A UDP datagram longer than one frame travels in IP fragments (RFC 791): the datagram's IP
 // payload (UDP header and data) cut at multiples of 8 bytes, each piece behind a copy of the IP
@@ -25,6 +26,7 @@ namespace mbpsim::mbp2 {
 constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 constexpr uint8_t kIpProtoUdp = 17, kIpProtoTcp = 6;
 constexpr uint32_t kIpHeader = 20, kUdpHeader = 8, kTcpHeader = 20;
+constexpr uint8_t kTcpPsh = 0x08, kTcpAck = 0x10;  // TCP header flags
 // The largest IP packet (its 16-bit total length), and so the largest UDP payload.
 constexpr uint32_t kIpMaxPacket = 0xffff, kUdpMaxPayload = kIpMaxPacket - kIpHeader - kUdpHeader;
 
@@ -41,7 +43,10 @@ struct Datagram {
   uint8_t proto = kIpProtoUdp;
   uint32_t src_node = 0, dst_node = 0;
   uint16_t src_port = 0, dst_port = 0;
-  uint32_t seq = 0;  // TCP only
+  uint32_t seq = 0;  // TCP only: sequence, acknowledgement, flags, window
+  uint32_t ack = 0;
+  uint8_t flags = kTcpPsh | kTcpAck;
+  uint16_t window = 0xffff;
   uint16_t ip_id = 0;
 };
 

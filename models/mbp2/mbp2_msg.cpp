@@ -13,8 +13,7 @@
 // receive buffer and, once the pieces cover the datagram, has the PGE gather them into the
 // ring's slot (RFC 815 reassembly on the card; inet.h).
 //
-// Not modelled: TCP's reliability (ACKs, retransmission, windows, congestion control): a
-// segment the OCU finds out of order is dropped and counted.
+// TCP's acknowledgements, retransmission and windows are the PME's too: mbp2_tcp.cpp.
 #include <algorithm>
 
 #include "models/core/bytes.h"
@@ -67,7 +66,7 @@ int64_t Mbp2System::find_conn(uint32_t node, uint8_t proto, uint16_t local_port,
   return -1;
 }
 
-bool Mbp2System::add_conn(uint32_t node, const std::vector<uint32_t>& words) {
+int64_t Mbp2System::add_conn(uint32_t node, const std::vector<uint32_t>& words) {
   Kli& k = *u_[node]->kli;
   for (uint32_t i = 0; i < kConns; ++i) {
     const uint32_t off = kConnTable + i * kConnBytes;
@@ -76,9 +75,9 @@ bool Mbp2System::add_conn(uint32_t node, const std::vector<uint32_t>& words) {
     for (size_t w = 0; w < words.size() && w < kConnBytes / 4; ++w)
       for (int j = 0; j < 4; ++j) b[4 * w + j] = static_cast<uint8_t>(words[w] >> (24 - 8 * j));
     k.write(cal_.now_ps(), off, b.data(), kConnBytes);  // the OS's programmed writes (at set-up)
-    return true;
+    return i;
   }
-  return false;
+  return -1;
 }
 
 bool Mbp2System::bind_udp(uint32_t node, uint32_t ptask, uint16_t port, uint32_t ring) {
@@ -86,7 +85,7 @@ bool Mbp2System::bind_udp(uint32_t node, uint32_t ptask, uint16_t port, uint32_t
   const Task* t = ts.find(ptask);
   if (!t || port == 0 || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
   if (find_conn(node, kIpProtoUdp, port, 0, 0) >= 0) return false;
-  return add_conn(node, {static_cast<uint32_t>(kIpProtoUdp) << 24 | port, 0, ptask + 1, ring, 0, 0, 0, 0});
+  return add_conn(node, {static_cast<uint32_t>(kIpProtoUdp) << 24 | port, 0, ptask + 1, ring, 0, 0, 0, 0}) >= 0;
 }
 
 bool Mbp2System::connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port, uint32_t remote_node, uint16_t remote_port,
@@ -101,8 +100,21 @@ bool Mbp2System::connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port,
     reg = ++u.ocu_used;
     u.ocu->arm(reg - 1, recv_irs);
   }
-  return add_conn(node, {static_cast<uint32_t>(kIpProtoTcp) << 24 | local_port, (remote_node & 0xffff) << 16 | remote_port,
-                         ptask + 1, ring, send_iss, reg, recv_irs, 0});
+  const int64_t c = add_conn(node, {static_cast<uint32_t>(kIpProtoTcp) << 24 | local_port, (remote_node & 0xffff) << 16 | remote_port,
+                                    ptask + 1, ring, send_iss, reg, recv_irs, 0});
+  if (c < 0) return false;
+  Tcp& T = u.tcp[static_cast<uint32_t>(c)] = Tcp{};
+  T.ptask = ptask;
+  T.peer = remote_node;
+  T.lport = local_port;
+  T.rport = remote_port;
+  T.una = send_iss;
+  // RFC 3390's initial window; no window from the peer yet (no handshake): the largest unscaled one.
+  T.cwnd = std::min(4 * mss(), std::max(2 * mss(), 4380u));
+  T.rto = static_cast<uint64_t>(m_.tcp_rto_initial_us * 1e6);
+  T.rx_slots = ts.load32(*t, ring);
+  T.rx_slot_bytes = ts.load32(*t, ring + 4);
+  return true;
 }
 
 bool Mbp2System::take(uint32_t node, uint32_t ptask, uint32_t ring, std::vector<uint8_t>* payload, RxInfo* info) {
@@ -255,7 +267,8 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
   // (the CSU-T's sum plus the pseudo-header; without a CSU the firmware sums the words).
   // (A fragmented datagram: the headers of every fragment.)
   const uint32_t words = (inet_header_bytes(r.proto) - 14 + r.len + 3) / 4;
-  const uint32_t frames = r.proto == kIpProtoUdp ? udp_frames(r.len, mtu()) : 1;
+  // (A TCP segment's headers are built when it is sent: tcp_output.)
+  const uint32_t frames = r.proto == kIpProtoUdp ? udp_frames(r.len, mtu()) : 0;
   uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * frames);
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   const uint32_t inc = n_[node]->incarnation;
@@ -278,6 +291,9 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
       }
       d.seq = u.kli->load32(off + 16);
       u.kli->store32(off + 16, d.seq + r.len);
+      u.ip.tx->inc();
+      u.ip.tx_bytes->inc(r.len);
+      return tcp_queue(node, static_cast<uint32_t>(c), d.seq, r.len, img);  // (the image is held until acknowledged)
     }
     std::vector<uint8_t> f = build_inet(d, payload.data(), r.len);
     if (u.csu) u.csu->transmit(f);
@@ -325,7 +341,10 @@ void Mbp2System::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> ru
   const uint32_t words = joined ? 0 : static_cast<uint32_t>((f.size() - 14 + 3) / 4);
   uint64_t dur = u.pme->instr_ps(m_.ip_steer_instr + (interrupt ? m_.rx_desc_instr : 0));
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
-  if (conn >= 0 && p.d.proto == kIpProtoTcp && reg == 0) dur += u.pme->instr_ps(m_.fw_order_instr);
+  if (conn >= 0 && p.d.proto == kIpProtoTcp) {
+    dur += u.pme->instr_ps(m_.tcp_ack_instr);  // the ACK and window it carries
+    if (reg == 0 && p.payload_len) dur += u.pme->instr_ps(m_.fw_order_instr);
+  }
   u.pme->run("ip_steer", Pme::kNormal, interrupt, dur,
              [this, node, bufs = std::move(bufs), runs = std::move(runs), f = std::move(f), p, e, conn, reg, joined]() mutable {
     Units& u = *u_[node];
@@ -350,18 +369,30 @@ void Mbp2System::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> ru
       return;
     }
     uint32_t next = 0;
-    if (p.d.proto == kIpProtoTcp) {
-      const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
+    const bool tcp = p.d.proto == kIpProtoTcp;
+    if (tcp) {
+      const uint32_t c = static_cast<uint32_t>(conn);
+      tcp_ack_in(node, c, p.d, p.payload_len);  // the sender's half first
+      if (p.payload_len == 0) return release();  // a pure acknowledgement
+      const uint32_t off = kConnTable + c * kConnBytes;
       const uint32_t expected = reg ? u.ocu->expected(reg - 1) : u.kli->load32(off + 24);
       const bool in_order = reg ? u.ocu->check(reg - 1, p.d.seq) == Ocu::Order::InOrder : p.d.seq == expected;
-      if (!in_order) return drop(u.ip.rx_out_of_order);
+      if (!in_order) {
+        drop(u.ip.rx_out_of_order);
+        return tcp_received(node, c, false);  // a duplicate ACK says where we are
+      }
       next = p.d.seq + p.payload_len;
     }
-    if (!pge_deliver(node, conn, bufs, runs, p)) return release();
-    if (p.d.proto == kIpProtoTcp) {
+    if (!pge_deliver(node, conn, bufs, runs, p)) {
+      release();
+      if (tcp) tcp_received(node, static_cast<uint32_t>(conn), false);  // (the window says why)
+      return;
+    }
+    if (tcp) {
       const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
       u.kli->store32(off + 24, next);
       if (reg) u.ocu->advance(reg - 1, next);
+      tcp_received(node, static_cast<uint32_t>(conn), true);
     }
   });
 }
@@ -493,6 +524,11 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>
   {
     mbcf::TaskSpace::Via via(ts, &u.frames);
     slots = ts.load32(*t, ring), sb = ts.load32(*t, ring + 4), tail = ts.load32(*t, ring + 12);
+  }
+  if (auto it = u.tcp.find(static_cast<uint32_t>(conn)); it != u.tcp.end()) {  // what the window is counted from
+    it->second.rx_slots = slots;
+    it->second.rx_slot_bytes = sb;
+    it->second.rx_tail = tail;
   }
   const uint32_t head = u.kli->load32(off + 28);
   const uint32_t len = p.payload_len;

@@ -85,6 +85,12 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"mbp2.ip_header_instr", T::Double, 80.0, "instructions", "PME: look up the connection, write the 14-byte Ethernet, 20-byte IP and 8/20-byte UDP/TCP headers (about 12 words), the IP header checksum (5 words) and the pseudo-header's sum, advance TCP's sequence (an estimate from the work)", 0, 1e6});
   s.add({"mbp2.ip_steer_instr", T::Double, 100.0, "instructions", "PME: check the IP header and its checksum, find the port or connection in the table in EM (a hashed probe), take the CSU/OCU results, write the PGE's descriptor (an estimate from the work)", 0, 1e6});
   s.add({"mbp2.ip_reasm_instr", T::Double, 60.0, "instructions", "PME, per IP fragment received: find the datagram's entry by source and identification (a hashed probe in EM), insert the piece in its offset-ordered list, add the CSU's partial sum; on the last one, fold the sums with the pseudo-header (an estimate from the work)", 0, 1e6});
+  s.add({"mbp2.tcp_ack_instr", T::Double, 40.0, "instructions", "PME, per TCP segment received: compare its ACK with the oldest unacknowledged sequence, release the acknowledged segments' images, take an RTT sample (RFC 6298), grow the congestion window (RFC 5681), restart the timer (an estimate from the work)", 0, 1e6});
+  s.add({"mbp2.tcp_ack_every", T::Int, 2, "segments", "the receiving PME acknowledges every this many in-order segments at once (RFC 5681 4.2: at least every second full-sized segment), out-of-order ones at once", 1, 64});
+  s.add({"mbp2.tcp_delack_us", T::Double, 40000.0, "us", "the delayed acknowledgement's timer (Linux's TCP_DELACK_MIN, 40 ms; RFC 1122 allows up to 500 ms)", 1, 1e7});
+  s.add({"mbp2.tcp_rto_min_us", T::Double, 200000.0, "us", "the retransmission timeout's floor (Linux's TCP_RTO_MIN, 200 ms; RFC 6298 2.4 asks 1 s)", 1, 1e9});
+  s.add({"mbp2.tcp_rto_initial_us", T::Double, 1e6, "us", "the retransmission timeout before the first RTT sample (RFC 6298 2.1: 1 s)", 1, 1e9});
+  s.add({"mbp2.tcp_max_retries", T::Int, 15, "timeouts", "consecutive retransmission timeouts before the PME gives a connection up and frees its images (Linux's tcp_retries2, 15)", 1, 1000});
   s.add({"mbp2.reasm_timeout_us", T::Double, 1e6, "us", "how long the PME keeps an incomplete datagram's fragments in receive buffers before giving them back (a firmware policy, not a hardware fact: RFC 1122 asks hosts for 60-120 s, a NIC holding EM buffers gives up sooner; the datagram workload retries after workload.timeout_us)", 1, 1e12});
   s.add({"mbp2.fw_csum_instr_per_word", T::Double, 2.5, "instructions", "PME firmware checksum per 32-bit word: a load and an add-with-carry, unrolled (loop overhead 0.5)", 0, 1e6});
   s.add({"mbp2.fw_order_instr", T::Double, 15.0, "instructions", "PME firmware order check: load the expected sequence from EM, compare, branch, store the next", 0, 1e6});
@@ -141,6 +147,12 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   m.ip_steer_instr = c.get_double("mbp2.ip_steer_instr");
   m.ip_reasm_instr = c.get_double("mbp2.ip_reasm_instr");
   m.reasm_timeout_us = c.get_double("mbp2.reasm_timeout_us");
+  m.tcp_ack_instr = c.get_double("mbp2.tcp_ack_instr");
+  m.tcp_ack_every = static_cast<uint32_t>(c.get_int("mbp2.tcp_ack_every"));
+  m.tcp_delack_us = c.get_double("mbp2.tcp_delack_us");
+  m.tcp_rto_min_us = c.get_double("mbp2.tcp_rto_min_us");
+  m.tcp_rto_initial_us = c.get_double("mbp2.tcp_rto_initial_us");
+  m.tcp_max_retries = static_cast<uint32_t>(c.get_int("mbp2.tcp_max_retries"));
   m.fw_csum_instr_per_word = c.get_double("mbp2.fw_csum_instr_per_word");
   m.fw_order_instr = c.get_double("mbp2.fw_order_instr");
   m.kernel_ring_slots = static_cast<uint32_t>(c.get_int("mbp2.kernel_ring_slots"));

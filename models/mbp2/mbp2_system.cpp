@@ -73,6 +73,15 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     x.rx_reasm_timeout = &st.counter(ib + "rx_reasm_timeout", "datagrams given up incomplete after mbp2.reasm_timeout_us (their buffers freed)");
     x.rx_reasm_bad = &st.counter(ib + "rx_reasm_bad", "datagrams given up because their fragments disagree (overlapping pieces, a piece past the end, two ends)");
     x.tx_image_waits = &st.counter(ib + "tx_image_waits", "times the PGE found no free image in EM for the next datagram and waited (its frames not yet read by the LDMA)");
+    x.tcp_acks_tx = &st.counter(ib + "tcp_acks_sent", "pure TCP acknowledgements the PME sent (delayed, or at once for a segment out of order, a duplicate or one the ring had no room for)");
+    x.tcp_acks_rx = &st.counter(ib + "tcp_acks_received", "pure TCP acknowledgements received");
+    x.tcp_dup_acks = &st.counter(ib + "tcp_dup_acks", "duplicate TCP acknowledgements received (RFC 5681: no data, the same ACK and window, data outstanding)");
+    x.tcp_retransmits = &st.counter(ib + "tcp_retransmits", "TCP segments sent again (go-back after a timeout or three duplicate ACKs, or a window probe of a segment sent before)");
+    x.tcp_fast_retransmits = &st.counter(ib + "tcp_fast_retransmits", "go-backs on three duplicate ACKs");
+    x.tcp_timeouts = &st.counter(ib + "tcp_timeouts", "retransmission timeouts (RFC 6298)");
+    x.tcp_probes = &st.counter(ib + "tcp_window_probes", "segments sent into a shut window when the persist timer expired");
+    x.tcp_aborts = &st.counter(ib + "tcp_aborts", "connections given up after mbp2.tcp_max_retries timeouts in a row (their images freed)");
+    x.tcp_window_waits = &st.counter(ib + "tcp_window_waits", "times a queued TCP segment found nothing in flight and the peer's window too small for it");
     x.rx_reasm_no_room = &st.counter(ib + "rx_reasm_no_room", "datagrams given up because a fragment found the reassemblies' share of the receive buffers (half) taken: their pieces freed at once, the rest dropped as they come");
   }
   if (c.crypto.enabled()) {
@@ -1599,6 +1608,16 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.txb->reset();
   u.rxb->reset();
   u.reqb->reset();
+  // TCP's segments and timers are gone with EM (their images too); what the user sends next is
+  // numbered on from where the table says.
+  for (auto& [conn, T] : u.tcp) {
+    T.q.clear();
+    T.sent = 0;
+    T.una = u.kli->load32(kConnTable + conn * kConnBytes + 16);
+    T.timer = T.delack = 0;
+    T.unacked = T.dupacks = T.backoffs = 0;
+    T.recovering = false;
+  }
   u.reasm.clear();  // (their buffers are gone with EM)
   u.reasm_done.clear();
   u.reasm_held = 0;

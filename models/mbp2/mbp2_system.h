@@ -44,6 +44,13 @@ struct Mbp2Config {
   double ip_steer_instr = 100;      // PME: check the IP header, find the port or connection, post to the PGE
   double ip_reasm_instr = 60;       // PME: file one received IP fragment
   double reasm_timeout_us = 1e6;    // PME: an incomplete datagram's fragments are given up after this
+  // TCP on the PME (mbp2_tcp.cpp): acknowledgements, retransmission, windows.
+  double tcp_ack_instr = 40;        // PME: take an incoming segment's ACK and window (free acked images, RTT, cwnd)
+  uint32_t tcp_ack_every = 2;       // receiver: an ACK for every this many in-order segments (RFC 5681 4.2)
+  double tcp_delack_us = 40000;     // ... or when this much time has passed since the first unacknowledged one
+  double tcp_rto_min_us = 200000;   // the retransmission timeout's floor
+  double tcp_rto_initial_us = 1e6;  // before the first RTT sample (RFC 6298 2.1)
+  uint32_t tcp_max_retries = 15;    // consecutive timeouts before the connection is given up
   double fw_csum_instr_per_word = 2.5;  // PME firmware checksum without the CSU
   double fw_order_instr = 15;       // PME firmware order check without an OCU register
   uint32_t kernel_ring_slots = 64;  // the kernel's receive structure
@@ -163,6 +170,10 @@ class Mbp2System : public mbcf::EtherSystem {
   // The task takes the oldest datagram of its ring (loads, and a store of the tail): false if
   // the ring is empty.
   bool take(uint32_t node, uint32_t ptask, uint32_t ring_laddr, std::vector<uint8_t>* payload, RxInfo* info = nullptr);
+  // A TCP connection's bytes sent or queued and not yet acknowledged by its peer (0: none, or
+  // no such connection).
+  uint32_t tcp_unacked(uint32_t node, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const;
+  uint64_t tcp_retransmits(uint32_t node) const { return u_[node]->ip.tcp_retransmits->value; }
   // Datagrams for a bound port that a node's NIC could not deliver (ring full or unusable, TCP
   // out of order, bad checksum or header, no receive buffer at the LDMA, a reassembly given
   // up). A datagram whose fragments were all lost is not among them: nothing of it came.
@@ -266,6 +277,37 @@ class Mbp2System : public mbcf::EtherSystem {
         *rx_malformed, *rx_bad_checksum, *rx_not_ours, *rx_out_of_order, *rx_no_buffer, *tx_fragments, *rx_fragments,
         *rx_fragments_dropped, *rx_fragment_duplicates, *rx_reassembled, *rx_reasm_timeout, *rx_reasm_bad, *rx_reasm_no_room,
         *tx_image_waits;
+    Counter *tcp_acks_tx, *tcp_acks_rx, *tcp_dup_acks, *tcp_retransmits, *tcp_fast_retransmits, *tcp_timeouts, *tcp_probes,
+        *tcp_aborts, *tcp_window_waits;
+  };
+  // One TCP connection's state in the PME's firmware (EM). Sending: the segments the PGE
+  // fetched, oldest first, each keeping its image in EM until acknowledged ([0, sent) are in
+  // flight, the rest wait for the window); the oldest unacknowledged sequence, the peer's
+  // window, congestion control (RFC 5681) and the retransmission timer (RFC 6298). Receiving:
+  // the ring's geometry and the tail the PGE last read (the window it advertises), and the
+  // in-order segments not yet acknowledged (delayed ACKs).
+  struct TcpSeg {
+    uint32_t seq = 0, len = 0;
+    int32_t img = -1;
+    uint64_t sent_ps = 0;  // its last transmission
+    uint32_t tx = 0;       // transmissions so far (an RTT sample only from one sent once: Karn)
+    uint32_t pass = 0;     // the pass that last picked it (a go-back starts a new one)
+  };
+  struct Tcp {
+    uint32_t ptask = 0, peer = 0;
+    uint16_t lport = 0, rport = 0;
+    std::deque<TcpSeg> q;
+    size_t sent = 0;
+    uint32_t una = 0, wnd = 0xffff, cwnd = 0, ssthresh = 0xffff;
+    uint32_t dupacks = 0, recover = 0, pass = 0;
+    bool recovering = false;
+    uint64_t srtt = 0, rttvar = 0, rto = 0;
+    bool rtt_known = false;
+    uint32_t backoffs = 0;
+    uint64_t timer = 0;  // the armed retransmission or persist timer's serial (0: none)
+    uint32_t rx_slots = 0, rx_slot_bytes = 0, rx_tail = 0;
+    uint32_t unacked = 0;  // in-order segments received since the last ACK sent
+    uint64_t delack = 0;   // the armed delayed-ACK timer's serial (0: none)
   };
   struct TxWait {
     uint32_t dst;
@@ -399,6 +441,7 @@ class Mbp2System : public mbcf::EtherSystem {
     bool pge_stalled = false;  // behind a TLB refill
     bool pge_blocked = false;  // the request in front waits for an image
     uint16_t ip_id = 0;
+    std::map<uint32_t, Tcp> tcp;  // the firmware's TCP state in EM, by connection (table index)
     std::vector<PeerSec> sec;
     CryptoStats cs{};
     bool interrupt_next = false;  // the next protocol work starts with an interrupt (a receive)
@@ -457,9 +500,32 @@ class Mbp2System : public mbcf::EtherSystem {
   //   +24 TCP next sequence expected (firmware)  +28 the NIC's producer index of the ring
   static constexpr uint32_t kConnTable = 4096, kConns = 128, kConnBytes = 32;
   int64_t find_conn(uint32_t node, uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const;
-  bool add_conn(uint32_t node, const std::vector<uint32_t>& words);
+  int64_t add_conn(uint32_t node, const std::vector<uint32_t>& words);  // its index, or -1 when the table is full
   void datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e);
   void datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img);
+  // TCP on the PME (mbp2_tcp.cpp; RFC 793, 1122, 5681, 6298, without SACK and without the
+  // handshake: the OS sets a connection up on both nodes with connect_tcp). The receiver keeps
+  // no segment beyond a gap, so a loss is recovered by going back to the oldest unacknowledged
+  // segment and sending all from there (on three duplicate ACKs or a timeout).
+  uint32_t mss() const { return mtu() - kIpHeader - kTcpHeader; }
+  // A segment the PGE fetched (its image held until acknowledged), numbered: queued and sent
+  // when the windows allow.
+  void tcp_queue(uint32_t node, uint32_t conn, uint32_t seq, uint32_t len, int32_t img);
+  // Sends the queued segments the peer's and the congestion window allow, in one PME handler;
+  // arms the persist timer when the peer's window is shut.
+  void tcp_output(uint32_t node, uint32_t conn);
+  // A segment from the peer (its header `d`, `len` payload bytes): the sender's half, its ACK
+  // and window. Part of the steering handler's work.
+  void tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint32_t len);
+  // The receiver's half after a segment with data: `in_order` ones delivered are acknowledged
+  // every mbp2.tcp_ack_every (or after mbp2.tcp_delack_us), anything else at once.
+  void tcp_received(uint32_t node, uint32_t conn, bool delivered);
+  void tcp_send_ack(uint32_t node, uint32_t conn);
+  void tcp_arm(uint32_t node, uint32_t conn);
+  void tcp_timeout(uint32_t node, uint32_t conn);
+  void tcp_abort(uint32_t node, uint32_t conn);
+  uint16_t tcp_window(uint32_t node, uint32_t conn) const;
+  uint32_t tcp_rcv_nxt(uint32_t node, uint32_t conn) const;
   // A received IP frame in EM: checked, steered and delivered; `interrupt`: the PME is entered
   // by the LDMA's completion (false when it already runs the receive, after a decryption).
   void ip_steer(uint32_t node, Buf b, bool interrupt);
@@ -599,6 +665,7 @@ class Mbp2System : public mbcf::EtherSystem {
   Counter* icu_bad_ = nullptr;
   Counter* atomic_changed_ = nullptr;
   Rng iv_rng_;  // IVs of sealed frames, Diffie-Hellman private values
+  uint64_t timer_serial_ = 0;  // TCP's timers, each armed with a fresh serial
   uint64_t sa_serial_ = 0;
 };
 

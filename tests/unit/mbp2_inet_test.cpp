@@ -28,6 +28,9 @@ Datagram dg(uint8_t proto) {
   d.src_port = 5000;
   d.dst_port = 7;
   d.seq = 0xfffffff0u;
+  d.ack = 0x12345678u;
+  d.flags = kTcpAck;
+  d.window = 0x2a00;
   d.ip_id = 99;
   return d;
 }
@@ -63,6 +66,12 @@ TEST(Inet, UdpAndTcpFramesRoundTripWithVerifyingChecksums) {
       EXPECT_EQ(out.d.ip_id, 99);
       if (proto == kIpProtoTcp) {
         EXPECT_EQ(out.d.seq, 0xfffffff0u);
+        EXPECT_EQ(out.d.ack, 0x12345678u);
+        EXPECT_EQ(out.d.flags, kTcpAck);
+        EXPECT_EQ(out.d.window, 0x2a00);
+        EXPECT_EQ(f[14 + 20 + 13], kTcpAck);  // on the wire, where RFC 793 puts them
+        EXPECT_EQ(f[14 + 20 + 8], 0x12);
+        EXPECT_EQ(f[14 + 20 + 14], 0x2a);
       }
       ASSERT_EQ(out.payload_len, n);
       EXPECT_TRUE(std::equal(p.begin(), p.end(), f.begin() + out.payload_off));
