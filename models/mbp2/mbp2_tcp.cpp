@@ -93,7 +93,8 @@ void Mbp2System::tcp_output(uint32_t node, uint32_t conn) {
   // The PME builds each segment's headers (the CSU-T's sum of the payload taken once, at the
   // fetch; a segment sent again has its header words summed anew) and hands it to the LDMA.
   const uint32_t inc = n_[node]->incarnation;
-  u.pme->run("tcp_output", Pme::kNormal, false, u.pme->instr_ps(m_.ip_header_instr * static_cast<double>(seqs.size())),
+  const uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * static_cast<double>(seqs.size()));  // (before seqs moves)
+  u.pme->run("tcp_output", Pme::kNormal, false, dur,
              [this, node, conn, inc, pass = T.pass, seqs = std::move(seqs)] {
                if (!n_[node]->up || n_[node]->incarnation != inc) return;
                Units& u = *u_[node];

@@ -1720,6 +1720,10 @@ TEST(Mbp2Tcp, EverySecondSegmentIsAcknowledgedAtOnceAndALastOneAfterTheDelay) {
   EXPECT_EQ(t.r.sys->tcp_unacked(0, 4000, 1, 80), 0u);
   EXPECT_TRUE(t.took(p));
   EXPECT_EQ(t.at(0, "tcp_retransmits"), 0u);
+  // The sending PME built each segment's headers, the receiving one three ACKs.
+  const double hdr = static_cast<double>(t.r.sys->pme(0).instr_ps(t.r.sys->mbp2_config().ip_header_instr));
+  EXPECT_NEAR(static_cast<double>(t.r.counter("system.node0.mbp2.pme.handler.tcp_output_ps")), 5 * hdr, 10.0);
+  EXPECT_NEAR(static_cast<double>(t.r.counter("system.node1.mbp2.pme.handler.tcp_ack_ps")), 3 * hdr, 10.0);
 }
 
 // A segment lost on the wire: the receiver drops the ones behind it (no gaps kept) and answers
