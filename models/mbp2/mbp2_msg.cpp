@@ -306,10 +306,7 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
     for (std::vector<uint8_t>& fr : frames)
       nic_transmit(node, dst, std::move(fr), [this, node, dst, img, inc](std::vector<uint8_t>&& b) {
         image_done(node, img, inc);  // the LDMA has read the frame from it (or gave it up)
-        if (b.empty()) return;  // the NIC could not send it (a datagram: nothing resends it)
-        ether_->send(node, dst, std::move(b), [this, node, inc = n_[node]->incarnation](bool) {
-          if (n_[node]->incarnation == inc) tx_done(node);
-        });
+        to_wire(node, dst, std::move(b));  // (not sent: a datagram, nothing resends it)
       });
   });
 }
@@ -619,6 +616,13 @@ void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
     u.rxb->release(b);
     u.ip.rx_kernel->inc();
     host_upcall(node, kIcuKernelRx | len, [] {});
+  });
+}
+
+void Mbp2System::to_wire(uint32_t node, uint32_t dst, std::vector<uint8_t>&& b) {
+  if (b.empty()) return;  // the NIC could not send it
+  ether_->send(node, dst, std::move(b), [this, node, inc = n_[node]->incarnation](bool) {
+    if (n_[node]->incarnation == inc) tx_done(node);
   });
 }
 

@@ -1457,10 +1457,7 @@ void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
   // The PME builds the message in EM and hands it to the LDMA, like any frame.
   u.pme->run("key_exchange", Pme::kLow, false, u.pme->instr_ps(m_.rx_desc_instr), [this, node, peer, f = std::move(f)]() mutable {
     to_buffer(node, peer, std::move(f), [this, node, peer](std::vector<uint8_t>&& b) {
-      if (b.empty()) return;  // the LDMA could not send it: the exchange's timer sends again
-      ether_->send(node, peer, std::move(b), [this, node, inc = n_[node]->incarnation](bool) {
-        if (n_[node]->incarnation == inc) tx_done(node);
-      });
+      to_wire(node, peer, std::move(b));  // (not sent: the exchange's timer sends again)
     }, false);
   });
 }

@@ -308,6 +308,8 @@ class Mbp2System : public mbcf::EtherSystem {
     uint32_t rx_slots = 0, rx_slot_bytes = 0, rx_tail = 0;
     uint32_t unacked = 0;  // in-order segments received since the last ACK sent
     uint64_t delack = 0;   // the armed delayed-ACK timer's serial (0: none)
+    // The sequence after the last segment picked for sending (una when none is).
+    uint32_t sent_end() const { return sent ? q[sent - 1].seq + q[sent - 1].len : una; }
   };
   struct TxWait {
     uint32_t dst;
@@ -525,6 +527,10 @@ class Mbp2System : public mbcf::EtherSystem {
   void tcp_timeout(uint32_t node, uint32_t conn);
   void tcp_abort(uint32_t node, uint32_t conn);
   uint16_t tcp_window(uint32_t node, uint32_t conn) const;
+  // The headers of a segment of the connection (PSH|ACK; the caller sets what differs).
+  Datagram tcp_datagram(uint32_t node, uint32_t conn, uint32_t seq, uint32_t ack, uint16_t window);
+  // A frame the MAC holds goes on the wire (nothing when the NIC could not send it: empty).
+  void to_wire(uint32_t node, uint32_t dst, std::vector<uint8_t>&& b);
   uint32_t tcp_rcv_nxt(uint32_t node, uint32_t conn) const;
   // A received IP frame in EM: checked, steered and delivered; `interrupt`: the PME is entered
   // by the LDMA's completion (false when it already runs the receive, after a decryption).

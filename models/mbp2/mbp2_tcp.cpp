@@ -54,6 +54,22 @@ uint16_t Mbp2System::tcp_window(uint32_t node, uint32_t conn) const {
   return static_cast<uint16_t>(std::min<uint64_t>(room, 0xffff));
 }
 
+Datagram Mbp2System::tcp_datagram(uint32_t node, uint32_t conn, uint32_t seq, uint32_t ack, uint16_t window) {
+  Units& u = *u_[node];
+  const Tcp& T = u.tcp.at(conn);
+  Datagram d;
+  d.proto = kIpProtoTcp;
+  d.src_node = node;
+  d.dst_node = T.peer;
+  d.src_port = T.lport;
+  d.dst_port = T.rport;
+  d.ip_id = ++u.ip_id;
+  d.seq = seq;
+  d.ack = ack;
+  d.window = window;
+  return d;
+}
+
 uint32_t Mbp2System::tcp_unacked(uint32_t node, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
   const int64_t c = find_conn(node, kIpProtoTcp, local_port, remote_node, remote_port);
   if (c < 0) return 0;
@@ -108,16 +124,7 @@ void Mbp2System::tcp_output(uint32_t node, uint32_t conn) {
                  const bool first = s.tx++ == 0;
                  if (!first) u.ip.tcp_retransmits->inc();
                  s.sent_ps = cal_.now_ps();
-                 Datagram d;
-                 d.proto = kIpProtoTcp;
-                 d.src_node = node;
-                 d.dst_node = T.peer;
-                 d.src_port = T.lport;
-                 d.dst_port = T.rport;
-                 d.ip_id = ++u.ip_id;
-                 d.seq = s.seq;
-                 d.ack = tcp_rcv_nxt(node, conn);
-                 d.window = tcp_window(node, conn);
+                 const Datagram d = tcp_datagram(node, conn, s.seq, tcp_rcv_nxt(node, conn), tcp_window(node, conn));
                  const std::vector<uint8_t> payload = s.len ? u.em->read(image_offset(node, s.img), s.len) : std::vector<uint8_t>{};
                  std::vector<uint8_t> f = build_inet(d, payload.data(), s.len);
                  if (first && u.csu) u.csu->transmit(f);
@@ -128,10 +135,7 @@ void Mbp2System::tcp_output(uint32_t node, uint32_t conn) {
                  const uint32_t dst = T.peer;
                  nic_transmit(node, dst, std::move(f), [this, node, dst, img, inc](std::vector<uint8_t>&& b) {
                    image_done(node, img, inc);
-                   if (b.empty()) return;  // the NIC could not send it: the timer brings it again
-                   ether_->send(node, dst, std::move(b), [this, node, inc](bool) {
-                     if (n_[node]->incarnation == inc) tx_done(node);
-                   });
+                   to_wire(node, dst, std::move(b));  // (not sent: the timer brings it again)
                  });
                }
                if (!T.timer && T.sent) tcp_arm(node, conn);
@@ -169,9 +173,7 @@ void Mbp2System::tcp_timeout(uint32_t node, uint32_t conn) {
   u.ip.tcp_timeouts->inc();
   if (++T.backoffs > m_.tcp_max_retries) return tcp_abort(node, conn);
   // RFC 5681 3.1: ssthresh to half the flight, the congestion window to one segment.
-  const TcpSeg& last = T.q[T.sent - 1];
-  const uint32_t flight = last.seq + last.len - T.una;
-  T.ssthresh = std::max(flight / 2, 2 * mss());
+  T.ssthresh = std::max((T.sent_end() - T.una) / 2, 2 * mss());
   T.cwnd = mss();
   T.dupacks = 0;
   T.recovering = false;
@@ -203,9 +205,9 @@ void Mbp2System::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uin
   Tcp& T = u.tcp.at(conn);
   if (!(d.flags & kTcpAck)) return;
   if (len == 0) u.ip.tcp_acks_rx->inc();
-  const uint32_t snd_max = T.sent ? T.q[T.sent - 1].seq + T.q[T.sent - 1].len : T.una;
-  // (After a go-back, what was sent before may still be acknowledged: up to the highest sent.)
-  uint32_t highest = snd_max;
+  // An acceptable ACK covers no more than the highest segment sent (after a go-back, copies
+  // sent before may still be acknowledged).
+  uint32_t highest = T.una;
   for (const TcpSeg& s : T.q)
     if (s.tx) highest = seq_lt(highest, s.seq + s.len) ? s.seq + s.len : highest;
   if (seq_lt(T.una, d.ack) && seq_le(d.ack, highest)) {
@@ -253,10 +255,9 @@ void Mbp2System::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uin
       u.ip.tcp_dup_acks->inc();
       if (++T.dupacks == 3 && !T.recovering) {  // fast retransmit (RFC 5681 3.2), from the oldest
         u.ip.tcp_fast_retransmits->inc();
-        const TcpSeg& last = T.q[T.sent - 1];
-        T.ssthresh = std::max((last.seq + last.len - T.una) / 2, 2 * mss());
+        T.ssthresh = std::max((T.sent_end() - T.una) / 2, 2 * mss());
         T.cwnd = T.ssthresh;
-        T.recover = last.seq + last.len;
+        T.recover = T.sent_end();
         T.recovering = true;
         ++T.pass;
         T.sent = 0;
@@ -299,26 +300,11 @@ void Mbp2System::tcp_send_ack(uint32_t node, uint32_t conn) {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
     Units& u = *u_[node];
     Tcp& T = u.tcp.at(conn);
-    Datagram d;
-    d.proto = kIpProtoTcp;
+    Datagram d = tcp_datagram(node, conn, T.sent_end(), ack, window);
     d.flags = kTcpAck;
-    d.src_node = node;
-    d.dst_node = T.peer;
-    d.src_port = T.lport;
-    d.dst_port = T.rport;
-    d.ip_id = ++u.ip_id;
-    d.seq = T.sent ? T.q[T.sent - 1].seq + T.q[T.sent - 1].len : T.una;
-    d.ack = ack;
-    d.window = window;
-    std::vector<uint8_t> f = build_inet(d, nullptr, 0);
     u.ip.tcp_acks_tx->inc();
     const uint32_t dst = T.peer;
-    nic_transmit(node, dst, std::move(f), [this, node, dst, inc](std::vector<uint8_t>&& b) {
-      if (b.empty()) return;
-      ether_->send(node, dst, std::move(b), [this, node, inc](bool) {
-        if (n_[node]->incarnation == inc) tx_done(node);
-      });
-    });
+    nic_transmit(node, dst, build_inet(d, nullptr, 0), [this, node, dst](std::vector<uint8_t>&& b) { to_wire(node, dst, std::move(b)); });
   });
 }
 

@@ -1123,6 +1123,14 @@ TEST(Mbp2, UnitsAreSystemCModulesAndTheirDescriptorRingsLiveInEm) {
 // bytes are staged in EM and reach host memory when the ADMA's descriptor completes, not when
 // the PME runs the command, and what lands is what EM holds then (a byte changed there lands
 // changed). A light-weight call made while the write is on its way waits for it.
+// Runs the simulation in 20 ns steps until descriptor `i` of `e` is posted (its owner bit
+// set), at most 100,000 steps; returns how many it took.
+int run_until_posted(DmaEngine& e, uint32_t i) {
+  int steps = 0;
+  while (!(e.desc(i).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+  return steps;
+}
+
 TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   EtherSysConfig ec;
   ec.lw_syscall_cycles = 0;
@@ -1130,8 +1138,7 @@ TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   const Command a = write_bytes(0x10100, 64, 5);
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [] {}));
   DmaEngine& adma = r.sys->adma(1);
-  int steps = 0;
-  while (!(adma.desc(0).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+  const int steps = run_until_posted(adma, 0);
   const DmaEngine::Desc d = adma.desc(0);
   ASSERT_TRUE(d.status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
   ASSERT_TRUE(d.move());
@@ -1179,8 +1186,7 @@ TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
   rd.data_laddr = 0x10800;
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a, rd, b}}, [] {}));
   DmaEngine& adma = r.sys->adma(1);
-  int steps = 0;
-  while (!(adma.desc(1).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+  const int steps = run_until_posted(adma, 1);
   ASSERT_TRUE(adma.desc(1).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
   const uint8_t changed = 0xee;
   r.sys->space(1).write(r.task(1), 0x10ff2, &changed, 1);  // the host, before the ADMA reads
@@ -1229,8 +1235,7 @@ TEST(Mbp2, AFetchAddComputesFromWhatTheAdmaReadAndWritesOnlyAfterIt) {
   fa.opt.reply = ReplyMode::Status;
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {fa}}, [] {}));
   DmaEngine& adma = r.sys->adma(1);
-  int steps = 0;
-  while (!(adma.desc(0).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+  const int steps = run_until_posted(adma, 0);
   ASSERT_TRUE(adma.desc(0).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
   EXPECT_TRUE(adma.desc(0).back());
   EXPECT_FALSE(adma.desc(1).status & DmaEngine::kOwn) << "the write was posted before the operand was read";
@@ -1276,8 +1281,7 @@ void comp_swap_under_a_host_store(bool to_fail) {
     cs.opt.reply = ReplyMode::Status;
     ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {cs}}, [] {}));
     DmaEngine& adma = r.sys->adma(1);
-    int steps = 0;
-    while (!(adma.desc(0).status & DmaEngine::kOwn) && ++steps < 100000) sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_NS));
+    const int steps = run_until_posted(adma, 0);
     ASSERT_TRUE(adma.desc(0).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
     store_le(w, 4, to_fail ? 8 : 7);
     r.sys->space(1).write(r.task(1), 0x10200, w, 4);  // the host, before the ADMA reads
