@@ -352,7 +352,7 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   p.dst_mac = mac_of(dst);
   p.src_mac = mac_of(node);
   p.src_pnode = p.ctrl_p & kForwarded ? p.src_pnode : node;
-  p.recv_p = N.peers[dst].arrived;
+  if (!(p.ctrl_p & kHello)) p.recv_p = N.peers[dst].arrived;  // (a HelloAck's says where our numbering went on)
   std::vector<uint8_t> bytes;
   if (!encode(p, bytes)) internal_error("an MBCF packet the kernel built does not encode");
   sent_.inc();
@@ -696,6 +696,11 @@ void EtherSystem::isr_step(uint32_t node) {
     if (P.hello_pending && p.end_p == static_cast<uint8_t>(N.incarnation)) {
       P.hello_pending = false;
       P.hello_tries = 0;
+      // The peer's numbering goes on from where it was (RECV_P of the HelloAck): a frame it
+      // sent before it learnt of our restart (a resend, or one the path held back) is numbered
+      // at or below that, and is taken as a duplicate, not as a new packet.
+      P.arrived = p.recv_p;
+      arrived_set(node, s, P.arrived);
       send_unsent(node, s);  // what waited for the handshake goes out now
     }
     protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
@@ -703,12 +708,18 @@ void EtherSystem::isr_step(uint32_t node) {
   }
   if (p.ctrl_p & kHello) {
     Peer& P = N.peers[s];
-    Packet a;  // HelloAck, every time (the last one may have been lost)
-    a.src_pnode = node;
-    a.ctrl_p = kAckOnly | kHello | kNoFlow;
-    a.end_p = p.end_p;
-    nic_send(node, s, a);
+    // HelloAck, every time (the last one may have been lost); RECV_P says where our numbering
+    // to the peer went on from.
+    auto answer = [&] {
+      Packet a;
+      a.src_pnode = node;
+      a.ctrl_p = kAckOnly | kHello | kNoFlow;
+      a.end_p = p.end_p;
+      a.recv_p = P.reset_base;
+      nic_send(node, s, a);
+    };
     if (P.hello_seen == p.end_p) {  // a repeat of a Hello already obeyed
+      answer();
       protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
       return;
     }
@@ -717,11 +728,18 @@ void EtherSystem::isr_step(uint32_t node) {
     abandoned_.inc(P.unacked.size());  // the peer restarted: it will never acknowledge these
     N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
     P.unacked.clear();
-    P.sent = P.arrived = P.wire_sent = P.resend_end = 0;
+    // Our numbering goes on (the fresh window starts after the last number we used), so that
+    // nothing of the old window still on its way (a resend already built, a frame the path
+    // held back behind the HelloAck) can pass for a new packet; the peer numbers afresh.
+    P.reset_base = P.sent;
+    P.wire_sent = P.resend_end = P.sent;
+    P.arrived = 0;
     arrived_set(node, s, 0);
+    P.ack_pending = false;
     P.resending = P.resend_requested = false;
     P.timeouts = 0;
     ++P.timer_gen;
+    answer();
     release_blocked(node, s);  // into the fresh window, no more than it holds
     protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
@@ -1115,7 +1133,7 @@ void EtherSystem::power_on(uint32_t node) {
     P.unacked.clear();
     P.blocked.clear();
     P.releasing = false;
-    P.sent = P.arrived = P.wire_sent = P.resend_end = 0;
+    P.sent = P.arrived = P.wire_sent = P.resend_end = P.reset_base = 0;
     P.resending = P.resend_requested = false;
     P.timeouts = 0;
     ++P.timer_gen;

@@ -275,6 +275,7 @@ class EtherSystem {
     bool hello_pending = false;   // we restarted and the peer has not answered our Hello yet
     uint32_t hello_tries = 0;
     int hello_seen = -1;          // the peer's incarnation (END_P of its Hello) last obeyed
+    uint8_t reset_base = 0;       // our END_P when we obeyed it: the fresh window follows it
     std::deque<std::function<void()>> blocked;  // system calls waiting for room (TH2)
     bool releasing = false;  // a released call is paying for its system call: the next waits for it
   };
