@@ -272,7 +272,7 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
   uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * frames);
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   const uint32_t inc = n_[node]->incarnation;
-  u.pme->run("ip_header", Pme::kNormal, true, dur, [this, node, ptask, r, img, inc, payload = std::move(payload)]() mutable {
+  u.pme->run_from(Pme::kPgeRing, "ip_header", Pme::kNormal, dur, [this, node, ptask, r, img, inc, payload = std::move(payload)]() mutable {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
     Units& u = *u_[node];
     Datagram d;
@@ -342,7 +342,7 @@ void Mbp2System::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> ru
     dur += u.pme->instr_ps(m_.tcp_ack_instr);  // the ACK and window it carries
     if (reg == 0 && p.payload_len) dur += u.pme->instr_ps(m_.fw_order_instr);
   }
-  u.pme->run("ip_steer", Pme::kNormal, interrupt, dur,
+  u.pme->run_from(interrupt ? Pme::kLdmaRxRing : Pme::kNoSource, "ip_steer", Pme::kNormal, dur,
              [this, node, bufs = std::move(bufs), runs = std::move(runs), f = std::move(f), p, e, conn, reg, joined]() mutable {
     Units& u = *u_[node];
     for (const Buf& b : bufs)
@@ -399,7 +399,7 @@ void Mbp2System::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<u
   const uint32_t words = static_cast<uint32_t>((f.size() - 14 + 3) / 4);
   uint64_t dur = u.pme->instr_ps(m_.ip_reasm_instr + (interrupt ? m_.rx_desc_instr : 0));
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);  // the piece's partial sum
-  u.pme->run("ip_reasm", Pme::kNormal, interrupt, dur, [this, node, b, f = std::move(f)]() mutable {
+  u.pme->run_from(interrupt ? Pme::kLdmaRxRing : Pme::kNoSource, "ip_reasm", Pme::kNormal, dur, [this, node, b, f = std::move(f)]() mutable {
     Units& u = *u_[node];
     if (!u.rxb->live(b)) return;
     u.ip.rx_fragments->inc();
@@ -589,7 +589,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>
       u.ip.rx_bytes->inc(len);
       run_pollers(node, cal_.now_ps());
       // The PGE's completion: the PME collects its descriptor.
-      u.pme->run("pge_done", Pme::kLow, true, u.pme->instr_ps(m_.tx_done_instr), [] {});
+      u.pme->run_from(Pme::kPgeRing, "pge_done", Pme::kLow, u.pme->instr_ps(m_.tx_done_instr), [] {});
     });
     return true;
   };

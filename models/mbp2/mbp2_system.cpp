@@ -496,7 +496,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
                 dec.bytes = std::move(img);
                 const size_t ncmd = dec.ok ? dec.packet.cmds.size() : 1;
                 const uint64_t hdr = proto_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
-                u.pme->run("header_build", Pme::kNormal, true, hdr, [this, node, ptask, ltask, b, inc] {
+                u.pme->run_from(Pme::kPgeRing, "header_build", Pme::kNormal, hdr, [this, node, ptask, ltask, b, inc] {
                   if (!n_[node]->up || n_[node]->incarnation != inc) return;
                   build_from_image(node, ptask, ltask, b);
                 });
@@ -707,11 +707,14 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
   const bool intr = u.interrupt_next;
   u.interrupt_next = false;
   const char* handler = intr ? "receive" : "protocol";
-  if (u.adma_posts.empty()) return u.pme->run(handler, Pme::kNormal, intr, dur, std::move(fn));
+  // A receive is raised by the LDMA's receive ring (EtherSystem's routine then loops over the
+  // frames it holds).
+  const int source = intr ? Pme::kLdmaRxRing : Pme::kNoSource;
+  if (u.adma_posts.empty()) return u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn));
   // The routine posts its ADMA descriptors when its work is done, and answers only once the
   // ADMA has done them (a status reply must follow the data into the host's memory).
   const uint32_t inc = n_[node]->incarnation;
-  u.pme->run(handler, Pme::kNormal, intr, dur, std::move(fn),
+  u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn),
              [this, node, inc, posts = std::move(u.adma_posts), then = std::move(u.adma_then)](std::function<void()> resume) {
                Units& u = *u_[node];
                auto lost = [this, node, inc] { return !n_[node]->up || n_[node]->incarnation != inc; };
@@ -728,7 +731,7 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
 void Mbp2System::tx_done(uint32_t node) {
   Units& u = *u_[node];
   mac_freed(node);
-  u.pme->run("tx_done", Pme::kLow, true, u.pme->instr_ps(m_.tx_done_instr), [] {});
+  u.pme->run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, u.pme->instr_ps(m_.tx_done_instr), [] {});
 }
 
 uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
@@ -1013,7 +1016,7 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePo
         if (!pool.live(b)) return;
         const Cau::Error e = Cau::verdict(d);
         if (e == Cau::Error::None) b.len = d.bytes;
-        u.pme->run("cau_done", Pme::kNormal, true, u.pme->instr_ps(m_.tx_done_instr), [e, b, k = std::move(k)]() mutable { k(e, b); });
+        u.pme->run_from(Pme::kCauRing, "cau_done", Pme::kNormal, u.pme->instr_ps(m_.tx_done_instr), [e, b, k = std::move(k)]() mutable { k(e, b); });
       });
     });
     return;
@@ -1294,7 +1297,7 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRead
     if (!crypto) return to_routine(node, b, ready);
     // The LDMA's completion interrupts the PME, which reads the header and starts the CAU.
     Units& u = *u_[node];
-    u.pme->run("rx_check", Pme::kNormal, true, u.pme->instr_ps(m_.rx_desc_instr),
+    u.pme->run_from(Pme::kLdmaRxRing, "rx_check", Pme::kNormal, u.pme->instr_ps(m_.rx_desc_instr),
                [this, node, b, k = std::move(ready)]() mutable { open_received(node, b, std::move(k)); });
   });
   if (!taken && ip) {  // UDP/TCP has no Go-back-N under it: the datagram is gone

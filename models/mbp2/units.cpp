@@ -264,7 +264,8 @@ Pme::Pme(Calendar& cal, const PmeConfig& c, Stats& st, const std::string& n)
       busy_(st.counter(n + ".busy_ps", "time the PME ran firmware (interrupt entry included)")),
       interrupts_(st.counter(n + ".interrupts", "interrupts taken by the PME")),
       int_ps_(st.counter(n + ".interrupt_ps", "time spent entering and leaving interrupts (0 with register sets)")),
-      mem_stall_(st.counter(n + ".em_stall_ps", "time handlers waited for their EM accesses beyond their own run (the other routes had the memory)")) {}
+      mem_stall_(st.counter(n + ".em_stall_ps", "time handlers waited for their EM accesses beyond their own run (the other routes had the memory)")),
+      coalesced_(st.counter(n + ".interrupts_coalesced", "unit completions collected by a handler already running for their ring (no interrupt entry)")) {}
 
 double Pme::cpi() const {
   const double bus = c_.clock_mhz / c_.bus_mhz;  // core cycles per processor-bus cycle
@@ -290,20 +291,41 @@ uint64_t Pme::kernel_ps(double instructions, double shared_words) const {
 }
 
 void Pme::run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn, Hold hold) {
-  q_.push(Job{pr, seq_++, handler, interrupt, dur, std::move(fn), std::move(hold)});
+  push(Job{pr, seq_++, handler, interrupt, -1, dur, std::move(fn), std::move(hold)});
+}
+
+void Pme::run_from(int source, const char* handler, Priority pr, uint64_t dur, std::function<void()> fn, Hold hold) {
+  push(Job{pr, seq_++, handler, source >= 0, source < 0 ? -1 : source, dur, std::move(fn), std::move(hold)});
+}
+
+void Pme::push(Job j) {
+  if (in_fn_ && !j.interrupt && j.source < 0) j.source = in_source_;
+  q_.push_back(std::move(j));
   if (!running_) next();
 }
 
 void Pme::next() {
   if (q_.empty()) {
     running_ = false;
+    in_source_ = -1;  // the handler found its ring empty and returned
     return;
   }
   running_ = true;
-  Job j = std::move(const_cast<Job&>(q_.top()));
-  q_.pop();
+  size_t k = 0;
+  for (size_t i = 1; i < q_.size(); ++i)
+    if (q_[i].before(q_[k])) k = i;
+  // When the next run is a completion of the ring whose handler just ran, that handler finds
+  // it before it returns (it loops while its ring has done entries): no new entry. The order
+  // stays priority, then arrival: a handler does not keep the PME from a waiting interrupt by
+  // looping (the others would starve while its unit keeps completing).
+  Job j = std::move(q_[k]);
+  q_.erase(q_.begin() + static_cast<std::ptrdiff_t>(k));
+  const bool same_handler = j.source >= 0 && j.source == in_source_;
+  in_source_ = j.source;
   uint64_t dur = j.dur;
-  if (j.interrupt) {
+  if (j.interrupt && same_handler) {
+    coalesced_.inc();  // the handler found it in its ring: no entry
+  } else if (j.interrupt) {
     interrupts_.inc();
     const uint64_t e = interrupt_ps();
     int_ps_.inc(e);
@@ -324,13 +346,9 @@ void Pme::next() {
   if (!j.hold) {
     cal_.after(dur, [this, mem, handler, fn = std::move(j.fn)]() mutable {
       if (mem.end() > cal_.now_ps()) {  // (the common case, served in time, builds no continuation)
-        return wait_mem(std::move(mem), handler, [this, fn = std::move(fn)] {
-          fn();
-          next();
-        });
+        return wait_mem(std::move(mem), handler, [this, fn = std::move(fn)] { end_run(fn); });
       }
-      fn();
-      next();
+      end_run(fn);
     });
     return;
   }
@@ -341,11 +359,19 @@ void Pme::next() {
         const uint64_t held = cal_.now_ps() - t0;
         busy_.inc(held);
         handler->inc(held);
-        fn();
-        next();
+        end_run(fn);
       });
     });
   });
+}
+
+void Pme::end_run(const std::function<void()>& fn) {
+  // What the handler starts for later in its own run (a further step, with no interrupt of
+  // its own) belongs to the same handler: `push` gives it the handler's source.
+  in_fn_ = true;
+  fn();
+  in_fn_ = false;
+  next();
 }
 
 void Pme::wait_mem(FairShare::Booking mem, Counter* handler, std::function<void()> k) {

@@ -13,7 +13,6 @@
 #include <functional>
 #include <list>
 #include <map>
-#include <queue>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -219,6 +218,9 @@ struct PmeConfig {
 class Pme : public Unit {
  public:
   enum Priority : int { kHigh = 0, kNormal = 1, kLow = 2 };
+  // The interrupt lines of the units' descriptor rings (`run_from`).
+  // kNoSource: a run the PME's own work starts, with no interrupt.
+  enum Source : int { kNoSource = -1, kPgeRing = 0, kLdmaTxRing, kLdmaRxRing, kCauRing };
   // A cache line: four 32-bit words. With cache-control instructions one line fill (or write
   // back) stands for four uncached word accesses to the shared areas.
   static constexpr uint32_t kLineWords = 4;
@@ -245,8 +247,16 @@ class Pme : public Unit {
   // PME (it polls a unit's completion) until `hold` calls it, once; that time is its own.
   using Hold = std::function<void(std::function<void()> resume)>;
   void run(const char* handler, Priority pr, bool interrupt, uint64_t dur, std::function<void()> fn, Hold hold = {});
+  // A unit's completion, raised on its interrupt `source` (its descriptor ring, 8.3.4-8.3.5:
+  // "on completion of DMA processing, the PME must collect the used entry"). The handler loops
+  // over its ring before it returns: when the next run (by priority, then arrival) is a
+  // completion of the same ring, it is collected in the same interrupt, with no new entry.
+  // What a handler starts for later in its own run continues it (the same source).
+  // kNoSource: `run` with no interrupt.
+  void run_from(int source, const char* handler, Priority pr, uint64_t dur, std::function<void()> fn, Hold hold = {});
   uint64_t busy_ps() const { return busy_.value; }
   uint64_t interrupts() const { return interrupts_.value; }
+  uint64_t coalesced() const { return coalesced_.value; }
   bool idle() const { return !running_ && q_.empty(); }
 
  private:
@@ -255,12 +265,15 @@ class Pme : public Unit {
     uint64_t seq;
     const char* handler;
     bool interrupt;
+    int source;  // the ring whose completion raised it (-1: none)
     uint64_t dur;
     std::function<void()> fn;
     Hold hold;
-    bool operator>(const Job& o) const { return pr != o.pr ? pr > o.pr : seq > o.seq; }
+    bool before(const Job& o) const { return pr != o.pr ? pr < o.pr : seq < o.seq; }
   };
+  void push(Job j);
   void next();
+  void end_run(const std::function<void()>& fn);  // the run's continuation, then the next run
   // Runs `k` once the run's EM accesses are over (at once when they already are).
   void wait_mem(FairShare::Booking mem, Counter* handler, std::function<void()> k);
   Calendar& cal_;
@@ -268,10 +281,12 @@ class Pme : public Unit {
   PmeConfig c_;
   Stats& st_;
   std::string name_;
-  std::priority_queue<Job, std::vector<Job>, std::greater<Job>> q_;
+  std::vector<Job> q_;  // waiting runs, unordered (few): taken by priority, then arrival
   bool running_ = false;
   uint64_t seq_ = 0;
-  Counter &busy_, &interrupts_, &int_ps_, &mem_stall_;
+  int in_source_ = -1;  // the ring whose handler the last run was (-1: none, or the PME went idle)
+  bool in_fn_ = false;  // a run's continuation is running
+  Counter &busy_, &interrupts_, &int_ps_, &mem_stall_, &coalesced_;
   std::map<std::string, Counter*> per_handler_;
 };
 

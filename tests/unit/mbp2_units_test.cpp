@@ -211,6 +211,65 @@ TEST(Mbp2Pme, RegisterSetsMakeInterruptsFreeAndPriorityOrdersWaitingHandlers) {
   EXPECT_TRUE(conv.idle());
 }
 
+// A unit's completions raise the interrupt of its ring (8.3.5); the handler loops while its
+// ring has done entries, so completions of one ring that wait behind the running one are
+// collected without a new entry, and what a handler starts for later continues it. Another
+// ring's completion in between, or the PME idle in between, costs a new entry.
+TEST(Mbp2Pme, CompletionsOfOneRingWaitingBehindItsHandlerShareOneInterrupt) {
+  Stats st;
+  Calendar cal("cal");
+  Pme p(cal, PmeConfig{}, st, "pme");
+  PmeConfig z;
+  z.register_sets = true;
+  Pme q(cal, z, st, "zero");
+  const uint64_t e = p.interrupt_ps();
+  ASSERT_GT(e, 0u);
+  std::vector<std::pair<int, uint64_t>> ends;
+  auto mark = [&](int i) { return [&, i] { ends.emplace_back(i, cal.now_ps()); }; };
+  // Three LDMA completions at once; the first handler's run also starts a step of its own.
+  p.run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, 1000, [&] {
+    ends.emplace_back(0, cal.now_ps());
+    p.run("step", Pme::kLow, false, 500, mark(9));
+  });
+  p.run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, 1000, mark(1));
+  p.run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, 1000, mark(2));
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+  // The step (arrived last) runs last; it continues the handler, which then ends.
+  EXPECT_EQ(ends, (std::vector<std::pair<int, uint64_t>>{{0, e + 1000}, {1, e + 2000}, {2, e + 3000}, {9, e + 3500}}));
+  EXPECT_EQ(p.interrupts(), 1u);
+  EXPECT_EQ(p.coalesced(), 2u);
+  EXPECT_EQ(test::stat_value(st, "pme.handler.tx_done_ps"), static_cast<int64_t>(e + 3000));
+  // Idle in between: a new entry. Then a PGE completion between two LDMA ones: three entries
+  // (priority, then arrival, decides the order; a handler's loop does not jump the queue).
+  ends.clear();
+  const uint64_t t0 = cal.now_ps();
+  p.run_from(Pme::kLdmaTxRing, "tx_done", Pme::kNormal, 1000, mark(3));
+  p.run_from(Pme::kPgeRing, "header_build", Pme::kNormal, 1000, mark(4));
+  p.run_from(Pme::kLdmaTxRing, "tx_done", Pme::kNormal, 1000, mark(5));
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+  EXPECT_EQ(ends, (std::vector<std::pair<int, uint64_t>>{{3, t0 + e + 1000}, {4, t0 + 2 * e + 2000}, {5, t0 + 3 * e + 3000}}));
+  EXPECT_EQ(p.interrupts(), 4u);
+  EXPECT_EQ(p.coalesced(), 2u);
+  // A higher-priority interrupt waiting comes before the ring's next entry, which then needs
+  // an entry of its own.
+  ends.clear();
+  p.run_from(Pme::kLdmaRxRing, "rx", Pme::kLow, 1000, mark(6));
+  p.run_from(Pme::kLdmaRxRing, "rx", Pme::kLow, 1000, mark(7));
+  p.run("icu", Pme::kHigh, true, 1000, mark(8));
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+  ASSERT_EQ(ends.size(), 3u);
+  EXPECT_EQ(ends[1].first, 8);
+  EXPECT_EQ(p.interrupts(), 7u);
+  EXPECT_EQ(p.coalesced(), 2u);
+  // With register sets nothing changes but the cost: entries are free.
+  q.run_from(Pme::kCauRing, "cau_done", Pme::kNormal, 1000, [] {});
+  q.run_from(Pme::kCauRing, "cau_done", Pme::kNormal, 1000, [] {});
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+  EXPECT_EQ(q.interrupts(), 1u);
+  EXPECT_EQ(q.coalesced(), 1u);
+  EXPECT_EQ(test::stat_value(st, "zero.interrupt_ps"), 0);
+}
+
 // The PME's uncached loads and stores (the CPI model's shared accesses) reach EM on its route:
 // a handler books them there, paced over its run; alone it is not slowed, but a memory crowded
 // by the other routes gives it less than its pace and the handler stalls on its last accesses.
