@@ -64,7 +64,10 @@ void declare_mbp2_params(ParamSchema& s) {
   s.add({"crypto.rekey_frames", T::Int, int64_t{4294967295}, "frames",
          "frames sealed for a peer under one set of keys before they are renewed: the 32-bit sequence number must not cycle (RFC 4303 3.3.3); with dh keys a new exchange runs and the old keys still open frames in flight until the peer uses the new ones; static keys cannot be renewed, and the NIC stops sealing for that peer",
          64, 4294967295.0});
-  s.add({"crypto.kx_timeout_us", T::Double, 50000.0, "us", "a key-exchange message not answered is sent again after this", 1, 1e12});
+  s.add({"crypto.kx_timeout_us", T::Double, 50000.0, "us", "an INIT not answered is sent again after this, each later one after twice as long (RFC 7296 2.1)", 1, 1e12});
+  s.add({"crypto.kx_tries", T::Int, int64_t{5}, "messages",
+         "INITs sent without an answer before an exchange is given up (the n-th waits crypto.kx_timeout_us x 2^(n-1), RFC 7296 2.1: 1.55 s in all by default): the frames waiting for its keys are dropped and their buffers freed (Go-back-N and TCP resend theirs, which starts a new exchange); 5 is strongSwan's charon.retransmit_tries",
+         1, 1e9});
   s.add({"cau.clock_mhz", T::Double, 100.0, "MHz", "CAU clock: the MBP2C's card-memory clock (an assumption)", 1, 1e5});
   s.add({"cau.des_cycles_per_block", T::Double, 2.0, "cycles", "one DES pass over 8 bytes: 16 rounds on 8 unrolled round units; triple DES makes three passes (133 MB/s at 100 MHz: 8.2's 'enough calculation ability to support gigabit networks')", 0.01, 1e6});
   s.add({"cau.hash_cycles_per_block", T::Double, 32.0, "cycles", "one 64-byte MD5/SHA-1 compression: 64 or 80 steps at two per cycle (200 MB/s at 100 MHz)", 0.01, 1e6});
@@ -164,6 +167,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   k.secret = c.get_string("crypto.secret");
   k.cau = c.get_bool("crypto.cau");
   k.kx_timeout_us = c.get_double("crypto.kx_timeout_us");
+  k.kx_tries = static_cast<uint32_t>(c.get_int("crypto.kx_tries"));
   k.rekey_frames = static_cast<uint64_t>(c.get_int("crypto.rekey_frames"));
   k.cau_clock_mhz = c.get_double("cau.clock_mhz");
   k.des_cycles_per_block = c.get_double("cau.des_cycles_per_block");

@@ -105,6 +105,8 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     if (c.crypto.keys == CryptoConfig::Keys::Dh) {
       x.kx_msgs = &st.counter(cb + "kx_messages", "key-exchange messages sent");
       x.kx_retries = &st.counter(cb + "kx_retries", "key-exchange messages sent again after a timeout");
+      x.kx_given_up = &st.counter(cb + "kx_given_up", "key exchanges given up after crypto.kx_tries INITs without an answer (a dead or unreachable peer)");
+      x.kx_dropped = &st.counter(cb + "kx_dropped_frames", "frames dropped, their buffers freed, when the exchange they waited for was given up");
       x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
       x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
       x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
@@ -1436,7 +1438,9 @@ void Mbp2System::start_key_exchange(uint32_t node, uint32_t peer) {
   if (s.started || s.sa) return;
   s.started = true;
   s.t0 = cal_.now_ps();
+  s.kx_sent = 0;
   with_public(node, peer, [this, node, peer] {
+    ++u_[node]->sec[peer].kx_sent;
     send_kx(node, peer, kKxInit);
     arm_kx_timer(node, peer);
   });
@@ -1465,14 +1469,39 @@ void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
   });
 }
 
+// The n-th INIT waits crypto.kx_timeout_us x 2^(n-1) for its answer: retransmissions back off
+// exponentially (RFC 7296 2.1), so a peer still computing its keys in firmware (hundreds of ms
+// on the MBP2P) is not given up on.
 void Mbp2System::arm_kx_timer(uint32_t node, uint32_t peer) {
-  cal_.after(static_cast<uint64_t>(m_.crypto.kx_timeout_us * 1e6), [this, node, peer, gen = u_[node]->sec[peer].gen] {
+  const PeerSec& s0 = u_[node]->sec[peer];
+  const double wait_us = m_.crypto.kx_timeout_us * std::ldexp(1.0, static_cast<int>(std::min<uint32_t>(std::max<uint32_t>(s0.kx_sent, 1) - 1, 30)));
+  cal_.after(static_cast<uint64_t>(wait_us * 1e6), [this, node, peer, gen = s0.gen] {
     PeerSec& s = u_[node]->sec[peer];
-    if (s.sa || s.gen != gen) return;
+    if (s.sa || s.gen != gen || !s.started) return;
+    if (s.deriving) return arm_kx_timer(node, peer);  // answered: the keys are being computed
+    if (s.kx_sent >= m_.crypto.kx_tries) return give_up_exchange(node, peer);
     u_[node]->cs.kx_retries->inc();
+    ++s.kx_sent;
     send_kx(node, peer, kKxInit);
     arm_kx_timer(node, peer);
   });
+}
+
+// No answer to crypto.kx_tries INITs: the peer is dead or cut off. Frames held for the keys
+// would hold their buffers (a datagram's image) for as long, and starve what goes to other
+// peers; they are dropped as not sent (MBCF's Go-back-N and TCP send theirs again later,
+// which starts a new exchange; a UDP datagram is lost, as with no route).
+void Mbp2System::give_up_exchange(uint32_t node, uint32_t peer) {
+  Units& u = *u_[node];
+  PeerSec& s = u.sec[peer];
+  u.cs.kx_given_up->inc();
+  s.started = false;
+  s.kx_sent = 0;
+  auto w = std::move(s.waiting);
+  s.waiting.clear();
+  u.cs.kx_dropped->inc(static_cast<uint32_t>(w.size()));
+  for (auto& [frame, k] : w) k({});
+  run_pollers(node, cal_.now_ps());
 }
 
 void Mbp2System::on_kx(uint32_t node, Buf b) {

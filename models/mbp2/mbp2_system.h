@@ -261,6 +261,7 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<Dh> dh;
     std::vector<uint8_t> pub;  // our public value, once computed
     bool started = false, deriving = false;
+    uint32_t kx_sent = 0;  // INITs of the exchange under way (crypto.kx_tries gives it up)
     std::vector<std::function<void()>> pub_waiters;
     std::deque<std::pair<std::vector<uint8_t>, InMac>> waiting;  // frames held for the keys
     uint64_t t0 = 0;
@@ -270,7 +271,7 @@ class Mbp2System : public mbcf::EtherSystem {
     Counter* rx_no_buffer = nullptr;
     Counter *rekeys = nullptr, *rekeys_seq = nullptr, *seq_exhausted = nullptr, *opened_old = nullptr, *held_rx = nullptr, *confirmed = nullptr;
     Counter* seal_failed = nullptr;
-    Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad;
+    Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad, *kx_given_up = nullptr, *kx_dropped = nullptr;
   };
   struct IpStats {
     Counter *tx, *tx_bytes, *tx_rejected, *tx_bypass_rejected, *rx, *rx_bytes, *rx_kernel, *rx_kernel_dropped, *rx_ring_full, *rx_bad_ring,
@@ -651,6 +652,7 @@ class Mbp2System : public mbcf::EtherSystem {
   void with_public(uint32_t node, uint32_t peer, std::function<void()> k);
   void send_kx(uint32_t node, uint32_t peer, uint8_t type);
   void arm_kx_timer(uint32_t node, uint32_t peer);
+  void give_up_exchange(uint32_t node, uint32_t peer);
   void on_kx(uint32_t node, Buf b);
   // Computes the shared secret and installs the keys, then `then`, then sends the frames that
   // waited for them.

@@ -613,6 +613,7 @@ struct CryptoConfig {
   double meac_op_instr = 12;          // PME: start one MEAC operation, take its result
   double fw_modmul_instr = 9000;      // firmware: one 1024-bit Montgomery multiplication
   double kx_timeout_us = 50000;       // key-exchange message not answered: sent again
+  uint32_t kx_tries = 5;              // INITs unanswered before the exchange is given up
   // Frames sealed under one SA before a new one is made (RFC 4303 3.3.3: the 32-bit sequence
   // number must not cycle). dh keys: a new exchange; static keys cannot be renewed, so the
   // NIC stops sealing for that peer.

@@ -377,6 +377,30 @@ TEST(Mbp2Crypto, TheFirstFrameStartsADiffieHellmanExchangeThatSurvivesALostMessa
   EXPECT_EQ(r.counter("system.node0.mbp2.crypto.rejected_no_sa") + r.counter("system.node0.mbp2.crypto.rejected_auth"), 0u);
 }
 
+// An MBCF write whose key exchange is given up (the peer deaf for longer than the INITs'
+// budget) is dropped as not sent; Go-back-N's timer sends it again, which starts a new exchange,
+// and once the peer hears again the write lands, once.
+TEST(Mbp2Crypto, AWriteWhoseKeyExchangeWasGivenUpIsResentAndLandsOnceThePeerIsBack) {
+  Mbp2Config mc = crypto(Cipher::Des3, Auth::HmacSha1, CryptoConfig::Keys::Dh);
+  mc.crypto.kx_timeout_us = 10000;
+  mc.crypto.kx_tries = 2;  // INITs at 0 and 10 ms; given up at 30 ms
+  Rig r(mc);
+  r.sys->ether().set_deaf(1, true);
+  const Command w = write_bytes(0x10100, 256, 23);
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
+  r.run(35);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_given_up"), 1u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_dropped_frames"), 1u);
+  EXPECT_EQ(r.sys->unacked(0, 1), 1u);  // still the protocol's: it will be sent again
+  r.sys->ether().set_deaf(1, false);
+  r.run(1000);
+  ASSERT_NE(r.sys->sa(0, 1), nullptr);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_completed"), 1u);
+  for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
+  EXPECT_EQ(r.sys->unacked(0, 1), 0u);
+  EXPECT_EQ(r.counter("system.mbcf.duplicates"), 0u);
+}
+
 // The encrypted-transfer workload: with authentication, frames altered on the wire never reach
 // memory; without it (MBCF/Ether's conventional NIC), they do.
 TEST(Mbp2Crypto, TheSecureWorkloadChecksEveryByteAndAuthenticationKeepsTamperingOut) {
@@ -816,6 +840,50 @@ TEST(Mbp2Msg, DatagramsBetweenEncryptingNicsAreSealedLikeIpsec) {
   EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_opened"), 3u);
   EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reassembled"), 1u);
   EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 2u);
+}
+
+// A peer that never answers the key exchange (dead, or its cable pulled): after
+// crypto.kx_tries INITs, each waiting twice as long as the one before, the exchange is given
+// up and the datagrams waiting for its keys are dropped, their images freed. Before, they held
+// every image until the peer came back, and nothing else could be sent. The next datagram
+// starts a new exchange, which completes once the peer is back.
+TEST(Mbp2Msg, AKeyExchangeThePeerNeverAnswersIsGivenUpAndFreesTheDatagramsWaitingForIt) {
+  Mbp2Config mc = crypto(Cipher::Des3, Auth::HmacSha1, CryptoConfig::Keys::Dh);
+  mc.crypto.kx_timeout_us = 10000;
+  mc.crypto.kx_tries = 3;  // INITs at 0, 10 and 30 ms; given up at 70 ms
+  Rig r(mc);
+  r.sys->ether().set_deaf(1, true);
+  r.sys->init_ring(1, 1, kRing, 16, 512);
+  ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kRing));
+  constexpr uint32_t kSent = 24;
+  std::vector<std::vector<uint8_t>> sent;
+  std::vector<Mbp2System::DatagramRequest> q;
+  for (uint32_t i = 0; i < kSent; ++i) {
+    sent.push_back(put_payload(r, 128 * i, 100, static_cast<uint8_t>(i + 1)));
+    q.push_back(udp_to(7, 128 * i, 100));
+  }
+  send_all(r, q);
+  r.run(60);
+  const uint64_t images = mc.ring_entries;  // a datagram's image each
+  ASSERT_LT(images, kSent);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_given_up"), 0u);
+  EXPECT_GT(r.counter("system.node0.mbp2.ip.tx_image_waits"), 0u) << "every image is held by a datagram waiting for the keys";
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_messages"), 3u);
+  r.run(15);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_given_up"), 1u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_dropped_frames"), images);
+  // The images came back: the rest were fetched, and started a new exchange.
+  EXPECT_EQ(r.sys->fetched(0, 1), kSent);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_messages"), 4u);
+  r.sys->ether().set_deaf(1, false);
+  r.run(200);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_completed"), 1u);
+  std::vector<std::vector<uint8_t>> got;
+  std::vector<uint8_t> g;
+  while (r.sys->take(1, 1, kRing, &g)) got.push_back(g);
+  // What was dropped never arrives; the others arrive once each, in order.
+  EXPECT_EQ(got, std::vector<std::vector<uint8_t>>(sent.begin() + static_cast<std::ptrdiff_t>(images), sent.end()));
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_no_sa") + r.counter("system.node1.mbp2.crypto.rejected_auth"), 0u);
 }
 
 // ---- IP fragments (RFC 791, RFC 815)
