@@ -32,6 +32,7 @@ enum class Id : unsigned char {
   DmaMovesPosted,         // mbp2: a DMA engine moves what it was posted, not what its descriptor in EM names
   AdmaWritesAtExecute,    // mbp2: the command semantics write host memory themselves, before the ADMA moves anything
   AtomicFromExecute,      // mbp2: an atomic's result is what the semantics computed at the PME's check, not from the ADMA's read
+  HelloRestartsNumbering,  // mbcf/ether: on a peer's Hello both ends number afresh from 1 (an old frame can pass for a new one)
 };
 
 struct Entry {
@@ -49,6 +50,7 @@ inline constexpr Entry kAll[] = {
     {Id::SaveAreaUnbounded, "save_area_unbounded"},               {Id::DoorbellIgnoresSlots, "doorbell_ignores_slots"},
     {Id::TlbKeepsLeftContext, "tlb_keeps_left_context"},         {Id::DmaMovesPosted, "dma_moves_posted"},
     {Id::AdmaWritesAtExecute, "adma_writes_at_execute"},   {Id::AtomicFromExecute, "atomic_from_execute"},
+    {Id::HelloRestartsNumbering, "hello_restarts_numbering"},
 };
 
 #ifdef MBPSIM_MUTANTS

@@ -731,6 +731,7 @@ void EtherSystem::isr_step(uint32_t node) {
     // Our numbering goes on (the fresh window starts after the last number we used), so that
     // nothing of the old window still on its way (a resend already built, a frame the path
     // held back behind the HelloAck) can pass for a new packet; the peer numbers afresh.
+    if (mutant::on(mutant::Id::HelloRestartsNumbering)) P.sent = 0;
     P.reset_base = P.sent;
     P.wire_sent = P.resend_end = P.sent;
     P.arrived = 0;
