@@ -300,7 +300,7 @@ void Pme::run_from(int source, const char* handler, Priority pr, uint64_t dur, s
 
 void Pme::push(Job j) {
   if (in_fn_ && !j.interrupt && j.source < 0) j.source = in_source_;
-  q_.push_back(std::move(j));
+  q_.push(std::move(j));
   if (!running_) next();
 }
 
@@ -311,15 +311,12 @@ void Pme::next() {
     return;
   }
   running_ = true;
-  size_t k = 0;
-  for (size_t i = 1; i < q_.size(); ++i)
-    if (q_[i].before(q_[k])) k = i;
   // When the next run is a completion of the ring whose handler just ran, that handler finds
   // it before it returns (it loops while its ring has done entries): no new entry. The order
   // stays priority, then arrival: a handler does not keep the PME from a waiting interrupt by
   // looping (the others would starve while its unit keeps completing).
-  Job j = std::move(q_[k]);
-  q_.erase(q_.begin() + static_cast<std::ptrdiff_t>(k));
+  Job j = std::move(const_cast<Job&>(q_.top()));
+  q_.pop();
   const bool same_handler = j.source >= 0 && j.source == in_source_;
   in_source_ = j.source;
   uint64_t dur = j.dur;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <queue>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -269,7 +270,7 @@ class Pme : public Unit {
     uint64_t dur;
     std::function<void()> fn;
     Hold hold;
-    bool before(const Job& o) const { return pr != o.pr ? pr < o.pr : seq < o.seq; }
+    bool operator>(const Job& o) const { return pr != o.pr ? pr > o.pr : seq > o.seq; }
   };
   void push(Job j);
   void next();
@@ -281,7 +282,7 @@ class Pme : public Unit {
   PmeConfig c_;
   Stats& st_;
   std::string name_;
-  std::vector<Job> q_;  // waiting runs, unordered (few): taken by priority, then arrival
+  std::priority_queue<Job, std::vector<Job>, std::greater<Job>> q_;  // by priority, then arrival
   bool running_ = false;
   uint64_t seq_ = 0;
   int in_source_ = -1;  // the ring whose handler the last run was (-1: none, or the PME went idle)
