@@ -499,6 +499,14 @@ struct CrashStream {
     }
     r.cal.after(200'000'000, [this] { drain(); });
   }
+  // Node 1 loses its power at crash_ps and comes back down_ps later, a new incarnation.
+  void crash_receiver() {
+    r.cal.after(crash_ps, [this] {
+      sent_at_crash = sent;
+      r.sys->power_off(1);
+      r.cal.after(down_ps, [this] { r.sys->power_on(1); });
+    });
+  }
   void run() {
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
     next();
@@ -541,11 +549,7 @@ struct CrashStream {
 class CrashSeeded : public ::testing::TestWithParam<NicSeed> {};
 TEST_P(CrashSeeded, AReceiverCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
   CrashStream s(GetParam(), 4);
-  s.r.cal.after(s.crash_ps, [&] {
-    s.sent_at_crash = s.sent;
-    s.r.sys->power_off(1);
-    s.r.cal.after(s.down_ps, [&] { s.r.sys->power_on(1); });
-  });
+  s.crash_receiver();
   s.run();
   s.expect_at_most_once();
   EXPECT_EQ(s.refused, 0u);
@@ -580,6 +584,7 @@ TEST_P(CrashSeeded, ASenderCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
   std::printf("sender crash at %llu ms for %llu ms: %zu of %u delivered\n", static_cast<unsigned long long>(s.crash_ps / 1'000'000'000ull),
               static_cast<unsigned long long>(s.down_ps / 1'000'000'000ull), s.got.size(), CrashStream::n);
 }
+
 // Frames the path holds back (the reordering fault) for longer than the receiver is down reach
 // its new incarnation after the Hello exchange: a resend the sender built before it learnt of
 // the restart, an early frame overtaken by later ones. The sender's numbering goes on across
@@ -590,11 +595,7 @@ TEST_P(CrashSeeded, ASenderCrashMidStreamLosesOneRangeAndDeliversNothingTwice) {
 TEST_P(CrashSeeded, FramesHeldBackBeyondAReceiverRestartAreNotTakenAsNewOnes) {
   CrashStream s(GetParam(), 4, 3'000'000);  // held back up to 3 ms
   s.down_ps = 1'000'000'000ull;              // down for 1 ms
-  s.r.cal.after(s.crash_ps, [&] {
-    s.sent_at_crash = s.sent;
-    s.r.sys->power_off(1);
-    s.r.cal.after(s.down_ps, [&] { s.r.sys->power_on(1); });
-  });
+  s.crash_receiver();
   s.run();
   s.expect_at_most_once();
   EXPECT_GE(mbcf_stat(s.r, "hellos"), 1u);

@@ -1292,21 +1292,28 @@ TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
 // the result; the write's descriptor is posted only after the read is done. A host store to the
 // target after the PME checked the command but before the ADMA read it is in the old value the
 // reply carries, and the sum is taken from it (the host's store is not lost).
+// A 4-byte atomic at `laddr` with operand `value`, its old value to 0x10800 and its status to
+// 0x10810 of the requester.
+Command atomic_with_status(Cmd cmd, uint32_t laddr, uint32_t value) {
+  Command c;
+  c.cmd = cmd;
+  c.laddr = laddr;
+  c.length = 4;
+  c.data.resize(4);
+  store_le(c.data.data(), 4, value);
+  c.data_laddr = 0x10800;
+  c.status_laddr = 0x10810;
+  c.opt.reply = ReplyMode::Status;
+  return c;
+}
+
 TEST(Mbp2, AFetchAddComputesFromWhatTheAdmaReadAndWritesOnlyAfterIt) {
   Rig r;
   const uint32_t init = 10, host = 100, add = 5;
   uint8_t w[4];
   store_le(w, 4, init);
   r.sys->space(1).write(r.task(1), 0x10100, w, 4);
-  Command fa;
-  fa.cmd = Cmd::FetchAdd;
-  fa.laddr = 0x10100;
-  fa.length = 4;
-  fa.data.resize(4);
-  store_le(fa.data.data(), 4, add);
-  fa.data_laddr = 0x10800;
-  fa.status_laddr = 0x10810;
-  fa.opt.reply = ReplyMode::Status;
+  const Command fa = atomic_with_status(Cmd::FetchAdd, 0x10100, add);
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {fa}}, [] {}));
   DmaEngine& adma = r.sys->adma(1);
   const int steps = run_until_posted(adma, 0);
@@ -1342,17 +1349,9 @@ void comp_swap_under_a_host_store(bool to_fail) {
     r.sys->space(1).write(r.task(1), 0x10100, w, 4);  // the target
     store_le(w, 4, to_fail ? 7 : 8);
     r.sys->space(1).write(r.task(1), 0x10200, w, 4);  // the reference word
-    Command cs;
-    cs.cmd = Cmd::CompSwap;
-    cs.laddr = 0x10100;
-    cs.length = 4;
-    cs.data.resize(4);
-    store_le(cs.data.data(), 4, 0x2222);
+    Command cs = atomic_with_status(Cmd::CompSwap, 0x10100, 0x2222);
     cs.flag_laddr = 0x10200;
     cs.flag_value = 7;
-    cs.data_laddr = 0x10800;
-    cs.status_laddr = 0x10810;
-    cs.opt.reply = ReplyMode::Status;
     ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {cs}}, [] {}));
     DmaEngine& adma = r.sys->adma(1);
     const int steps = run_until_posted(adma, 0);
