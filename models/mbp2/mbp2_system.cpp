@@ -107,6 +107,8 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
       x.kx_retries = &st.counter(cb + "kx_retries", "key-exchange messages sent again after a timeout");
       x.kx_given_up = &st.counter(cb + "kx_given_up", "key exchanges given up after crypto.kx_tries INITs without an answer (a dead or unreachable peer)");
       x.kx_dropped = &st.counter(cb + "kx_dropped_frames", "frames dropped, their buffers freed, when the exchange they waited for was given up");
+      x.kx_carried = &st.counter(cb + "kx_carried_frames",
+                                 "frames that waited for keys the peer then dropped (it came back with a new public value), carried over to wait for the next ones");
       x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
       x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
       x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
@@ -1618,7 +1620,10 @@ void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
   }
   PeerSec fresh;
   fresh.gen = s.gen + 1;
-  fresh.waiting = std::move(s.waiting);  // frames waiting for keys wait for the next ones
+  // Frames waiting for keys (not sealed yet) wait for the next ones: none goes under keys the
+  // peer no longer holds.
+  if (!s.waiting.empty() && u.cs.kx_carried) u.cs.kx_carried->inc(static_cast<uint32_t>(s.waiting.size()));
+  fresh.waiting = std::move(s.waiting);
   fresh.installs = s.installs;
   if (keep_inbound && s.sa) {
     fresh.old_id = s.sa_id;

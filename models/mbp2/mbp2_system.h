@@ -271,7 +271,7 @@ class Mbp2System : public mbcf::EtherSystem {
     Counter* rx_no_buffer = nullptr;
     Counter *rekeys = nullptr, *rekeys_seq = nullptr, *seq_exhausted = nullptr, *opened_old = nullptr, *held_rx = nullptr, *confirmed = nullptr;
     Counter* seal_failed = nullptr;
-    Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad, *kx_given_up = nullptr, *kx_dropped = nullptr;
+    Counter *kx_msgs, *kx_retries, *kx_done, *kx_ps, *kx_bad, *kx_given_up = nullptr, *kx_dropped = nullptr, *kx_carried = nullptr;
   };
   struct IpStats {
     Counter *tx, *tx_bytes, *tx_rejected, *tx_bypass_rejected, *rx, *rx_bytes, *rx_kernel, *rx_kernel_dropped, *rx_ring_full, *rx_bad_ring,

@@ -401,6 +401,49 @@ TEST(Mbp2Crypto, AWriteWhoseKeyExchangeWasGivenUpIsResentAndLandsOnceThePeerIsBa
   EXPECT_EQ(r.counter("system.mbcf.duplicates"), 0u);
 }
 
+// A responder's frames wait for its keys until the initiator shows it holds them (make before
+// break). Should the initiator restart meanwhile and come back with a new public value, the
+// responder drops its keys but not the frames: they wait for the new keys and go under them,
+// never under keys the restarted peer no longer holds.
+TEST(Mbp2Crypto, FramesWaitingForKeysWhenThePeerRestartsGoUnderItsNewKeys) {
+  Mbp2Config mc = crypto(Cipher::Des3, Auth::HmacSha1, CryptoConfig::Keys::Dh);
+  mc.crypto.kx_timeout_us = 1e6;  // the responder never stops waiting on its own
+  Rig r(mc);
+  r.sys->ether().set_deaf(0, true);  // node 0 misses node 1's RESP
+  ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, write_bytes(0x10100, 64, 31), 0x10000), [] {}));
+  for (int i = 0; i < 500 && !r.sys->sa(1, 0); ++i) r.run(1);
+  ASSERT_NE(r.sys->sa(1, 0), nullptr);  // node 1's keys are in; node 0 has none
+  EXPECT_EQ(r.sys->sa(0, 1), nullptr);
+  const auto old_keys = r.sys->sa(1, 0)->fingerprint();
+  // Node 1 writes to node 0: the frame waits in its EM for node 0 to show it has the keys.
+  const Command w = write_bytes(0x10200, 64, 33);
+  r.sys->space(1).write(r.task(1), 0x10000, w.data.data(), 64);
+  ASSERT_TRUE(r.sys->syscall(1, 1, Request{0, {w}, 0x10000}, [] {}));
+  r.run(1);
+  const uint64_t sealed = r.counter("system.node1.mbp2.crypto.frames_sealed");
+  r.sys->power_off(0);
+  r.run(1);
+  r.sys->power_on(0);
+  r.sys->ether().set_deaf(0, false);
+  r.run(300);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rekeys"), 1u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.kx_carried_frames"), 1u);
+  ASSERT_NE(r.sys->sa(0, 1), nullptr);
+  EXPECT_NE(r.sys->sa(1, 0)->fingerprint(), old_keys);
+  EXPECT_EQ(r.sys->sa(1, 0)->fingerprint(), r.sys->sa(0, 1)->fingerprint());
+  // Node 1 sealed two frames, the write that waited and its HelloAck, both after the restart
+  // and under the new keys: node 0 opened both and rejected nothing.
+  EXPECT_EQ(sealed, 0u);
+  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_sealed"), 2u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.frames_opened"), 2u);
+  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.rejected_no_sa") + r.counter("system.node0.mbp2.crypto.rejected_auth"), 0u);
+  // The write was numbered in the window before node 0's restart: node 0 takes it as stale
+  // and node 1 abandons it (MBCF/Ether's restart), so node 0's memory is untouched.
+  EXPECT_EQ(r.counter("system.mbcf.stale_frames"), 1u);
+  EXPECT_EQ(r.counter("system.mbcf.packets_abandoned"), 1u);
+  for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(0, 0x10200 + i), 0) << i;
+}
+
 // The encrypted-transfer workload: with authentication, frames altered on the wire never reach
 // memory; without it (MBCF/Ether's conventional NIC), they do.
 TEST(Mbp2Crypto, TheSecureWorkloadChecksEveryByteAndAuthenticationKeepsTamperingOut) {
