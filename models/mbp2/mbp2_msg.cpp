@@ -169,7 +169,7 @@ void Mbp2System::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32
                            uint64_t pa_data, uint32_t data, uint32_t image, DmaEngine::Done done) {
   Units& u = *u_[node];
   const uint32_t total = sbytes + data;
-  u.pge->post(cal_.now_ps(), send_entry_laddr(entry), dst, image, [&u, pa_struct, sbytes, pa_data, data, total](uint64_t s) {
+  u.pge_ring->post(cal_.now_ps(), send_entry_laddr(entry), dst, image, [&u, pa_struct, sbytes, pa_data, data, total](uint64_t s) {
     if (data == 0) return host_transfer(*u.bus, *u.em, s, {{pa_struct, sbytes}}, total);
     return host_transfer(*u.bus, *u.em, s, {{pa_struct, sbytes}, {pa_data, data}}, total);
   }, std::move(done), ptask, total, DmaEngine::Move::Forward);
@@ -547,7 +547,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>
     // The payload in the receive buffers: one descriptor gathers the runs (a fragmented
     // datagram's, one per fragment) into the slot, then writes its header and the head.
     const uint32_t src = runs.empty() ? u.rxb->offset(bufs[0]) : u.rxb->offset(runs[0].b) + runs[0].off;
-    u.pge->post(cal_.now_ps(), src, pa_slot, kRingHeader + len + kSlotHeader + 4, [&u, pa_ring, pa_slot, runs, len](uint64_t s) {
+    u.pge_ring->post(cal_.now_ps(), src, pa_slot, kRingHeader + len + kSlotHeader + 4, [&u, pa_ring, pa_slot, runs, len](uint64_t s) {
       std::vector<HostBus::Span> spans{{pa_ring, kRingHeader}};  // read the ring header
       uint64_t at = pa_slot + kSlotHeader;
       for (const Run& r : runs)
@@ -607,7 +607,7 @@ void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
   // The PGE writes the whole frame into the kernel's receive structure with physical
   // addresses (bypass mode: a kernel request, no TLB), then the PME interrupts the host.
   const uint32_t len = b.len;
-  u.pge->post(cal_.now_ps(), u.rxb->offset(b), 0, len, [&u, len](uint64_t s) {
+  u.pge_ring->post(cal_.now_ps(), u.rxb->offset(b), 0, len, [&u, len](uint64_t s) {
     return host_transfer(*u.bus, *u.em, s, {{0, len}}, len);
   }, [this, node, len, b](const DmaEngine::Desc&) {
     Units& u = *u_[node];

@@ -33,6 +33,10 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
   adma = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.adma_setup_ns, st, b + "adma");
   ldma_tx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
   ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
+  pge_ring = std::make_unique<FirmwareRing>(cal, *pge);
+  adma_ring = std::make_unique<FirmwareRing>(cal, *adma);
+  ldma_tx_ring = std::make_unique<FirmwareRing>(cal, *ldma_tx);
+  ldma_rx_ring = std::make_unique<FirmwareRing>(cal, *ldma_rx);
   em_port = std::make_unique<EmPort>(*em);
   dg_images = em->carve(c.ring_entries * FramePool::kBufBytes);
   dg_large = em->carve(kLargeImages * kLargeImageBytes);
@@ -85,7 +89,10 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Co
     x.rx_reasm_no_room = &st.counter(ib + "rx_reasm_no_room", "datagrams given up because a fragment found the reassemblies' share of the receive buffers (half) taken: their pieces freed at once, the rest dropped as they come");
   }
   if (c.crypto.enabled()) {
-    if (c.crypto.cau) cau = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, 2 * nodes, *em, st, b + "cau");
+    if (c.crypto.cau) {
+      cau = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, 2 * nodes, *em, st, b + "cau");
+      cau_ring = std::make_unique<FirmwareRing>(cal, cau->engine());
+    }
     if (c.crypto.keys == CryptoConfig::Keys::Dh && c.crypto.meac) meac = std::make_unique<Meac>(c.crypto, st, b + "meac");
     const std::string cb = b + "crypto.";
     CryptoStats& x = cs;
@@ -725,8 +732,8 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
                if (lost()) return resume();  // the power went: the staged data with it
                uint32_t last = 0;
                for (const auto& post : posts) last = post();
-               if (!then) return u.adma->when_done(last, std::move(resume));
-               u.adma->when_done(last, [lost, then, resume] { lost() ? resume() : then(resume); });
+               if (!then) return u.adma_ring->when_done(last, std::move(resume));
+               u.adma_ring->when_done(last, [lost, then, resume] { lost() ? resume() : then(resume); });
              });
   u.adma_posts.clear();
   u.adma_then = nullptr;
@@ -777,7 +784,7 @@ uint64_t Mbp2System::adma_read(uint32_t node, uint32_t ptask, uint32_t laddr, ui
     ++ar.pending;
     u.adma_posts.push_back([this, node, h, pa, k] {
       Units& u = *u_[node];
-      return u.adma->post(cal_.now_ps(), pa, adma_stage(node), k, [&u, pa, k](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, k}}, k); },
+      return u.adma_ring->post(cal_.now_ps(), pa, adma_stage(node), k, [&u, pa, k](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, k}}, k); },
                           [this, node, h](const DmaEngine::Desc& d) {
                             Units& u = *u_[node];
                             auto it = u.adma_reads.find(h);
@@ -840,7 +847,7 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResu
     u.adma_posts.push_back([this, node, pa = w.pa, n, bytes = w.bytes] {
       Units& u = *u_[node];
       u.adma_numbers.push_back(u.adma->next_number());
-      return u.adma->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
+      return u.adma_ring->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
                           [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u,
                           DmaEngine::Move::Forward, bytes);
     });
@@ -878,10 +885,10 @@ void Mbp2System::atomic_step(uint32_t node, uint32_t h, std::function<void()> re
   u.adma_numbers.push_back(u.adma->next_number());
   const uint64_t pa = ar.pa;
   const uint32_t n = c.length;
-  const uint32_t num = u.adma->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
+  const uint32_t num = u.adma_ring->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
                                     [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u,
                                     DmaEngine::Move::Forward, mem);
-  u.adma->when_done(num, std::move(resume));
+  u.adma_ring->when_done(num, std::move(resume));
 }
 
 // The reply leaves with what the ADMA read into EM (the routine waited for it), and an atomic's
@@ -1015,7 +1022,8 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePo
       const PeerSec& s = u.sec[peer];
       // Slots change hands only by loads posted after the keys they held were dropped.
       if (!s.sa_of(id)) return k(Cau::Error::BadKey, b);
-      u.cau->run(cal_.now_ps(), op, s.slot_of(id), pool.offset(b), b.len, op == Cau::Op::Seal ? sealed : b.len, cb, hb, [this, node, &pool, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
+      const uint32_t n = u.cau->run(cal_.now_ps(), op, s.slot_of(id), pool.offset(b), b.len, op == Cau::Op::Seal ? sealed : b.len, cb, hb);
+      u.cau_ring->expect(n, [this, node, &pool, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
         Units& u = *u_[node];
         if (!pool.live(b)) return;
         const Cau::Error e = Cau::verdict(d);
@@ -1211,7 +1219,7 @@ void Mbp2System::ldma_start(uint32_t node, Buf b, InMac in_mac) {
   u.mac_tx_bytes += len;
   u.mac_tx_lens.push_back(len);
   const uint32_t at = u.mac_tx.next();
-  u.ldma_tx->post(cal_.now_ps(), u.txb->offset(b), at, len, [&u, len](uint64_t s) { return Finish(s, u.em->access(Route::Mac, s, len)); },
+  u.ldma_tx_ring->post(cal_.now_ps(), u.txb->offset(b), at, len, [&u, len](uint64_t s) { return Finish(s, u.em->access(Route::Mac, s, len)); },
                   [this, node, b, k = std::move(in_mac)](const DmaEngine::Desc& d) mutable {
                     Units& u = *u_[node];
                     std::vector<uint8_t> f;
@@ -1231,7 +1239,7 @@ bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::
   if (!u.rxb->alloc(&b)) return false;  // every receive buffer is full: the frame is lost
   const uint32_t len = static_cast<uint32_t>(frame.size());
   const uint32_t from = u.mac_rx.put(std::move(frame));
-  u.ldma_rx->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&u, len](uint64_t s) { return Finish(s, u.em->access(Route::Mac, s, len)); },
+  u.ldma_rx_ring->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&u, len](uint64_t s) { return Finish(s, u.em->access(Route::Mac, s, len)); },
                   [this, node, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
                     Units& u = *u_[node];
                     if (d.error()) {  // the descriptor named no frame the FIFO holds: none arrived
@@ -1664,7 +1672,7 @@ void Mbp2System::nic_power_off(uint32_t node) {
   }
   u.tx_wait.clear();
   // The engines stop: what they had in flight moves nothing and completes nothing.
-  for (DmaEngine* e : {u.pge.get(), u.adma.get(), u.ldma_tx.get(), u.ldma_rx.get()}) e->reset();
+  for (FirmwareRing* r : {u.pge_ring.get(), u.adma_ring.get(), u.ldma_tx_ring.get(), u.ldma_rx_ring.get()}) r->reset();
   u.em->power_off();  // and what they had in flight takes no more of EM or the bus
   u.bus->power_off();
   u.adma_writes.clear();  // staged in EM: lost
@@ -1674,7 +1682,7 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.adma_then = nullptr;
   u.atomics = 0;
   u.quiesce_waiters.clear();  // (the node's programs are gone)
-  if (u.cau) u.cau->reset();
+  if (u.cau_ring) u.cau_ring->reset();
   u.mac_tx.clear();
   u.mac_rx.clear();
   u.mac_tx_bytes = 0;

@@ -373,6 +373,9 @@ class Mbp2System : public mbcf::EtherSystem {
     std::unique_ptr<Icu> icu;
     std::unique_ptr<Uli> uli;
     std::unique_ptr<DmaEngine> pge, adma, ldma_tx, ldma_rx;
+    // The firmware's side of each ring: what each posted descriptor is for, collected at the
+    // ring's interrupt (the CAU's too, when there is one).
+    std::unique_ptr<FirmwareRing> pge_ring, adma_ring, ldma_tx_ring, ldma_rx_ring, cau_ring;
     // The LDMA's ports: EM, and the MAC's transmit and receive FIFOs (frames, by number).
     std::unique_ptr<EmPort> em_port;
     MacFifo mac_tx, mac_rx;

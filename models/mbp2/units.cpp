@@ -566,8 +566,8 @@ DmaEngine::Desc DmaEngine::desc(uint32_t slot) const {
   return Desc{em_.load32(d), em_.load32(d + 4), em_.load32(d + 8), em_.load32(d + 12), em_.load32(d + 16), slot % ring_};
 }
 
-uint32_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, Xfer xfer, Done done, uint32_t ctx, uint32_t read_bytes,
-                         Move move, std::vector<uint8_t> src_bytes) {
+uint32_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, Xfer xfer, uint32_t ctx, uint32_t read_bytes, Move move,
+                         std::vector<uint8_t> src_bytes) {
   const uint32_t number = posted_++;
   const uint32_t slot = number % ring_;
   const uint32_t status = kOwn | (move != Move::Owner ? kMove : 0) | (move == Move::Back ? kBack : 0) | (number & 0xffffff);
@@ -577,7 +577,7 @@ uint32_t DmaEngine::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes
   descs_.inc();
   bytes_.inc(read_bytes == ~0u ? bytes : read_bytes);
   q_.push_back(Entry{number, at, Desc{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), bytes, status, ctx, slot}, std::move(src_bytes),
-                     std::move(xfer), std::move(done)});
+                     std::move(xfer)});
   if (room) schedule_write(q_.back());
   return number;
 }
@@ -635,7 +635,8 @@ void DmaEngine::complete() {
   // The engine works from the descriptor as it is in EM.
   Desc d = desc(slot);
   if (mutant::on(mutant::Id::DmaMovesPosted)) d = Desc{f.posted.src, f.posted.dst, f.posted.bytes, d.status, f.posted.ctx, slot};
-  if (!(d.status & kOwn) || d.number() != (f.number & 0xffffff)) {
+  const bool lost = !(d.status & kOwn) || d.number() != (f.number & 0xffffff);
+  if (lost) {
     lost_.inc();
   } else {
     uint32_t status = kDone | (d.status & (kMove | kBack)) | d.number();
@@ -648,31 +649,18 @@ void DmaEngine::complete() {
         errors_.inc();
       }
     }
-    // It hands the descriptor back; the owner reads it from the ring.
+    // It hands the descriptor back in the ring.
     em_.store32(ring_off_ + slot * kDescBytes + 12, status);
-    const uint64_t epoch = epoch_;
-    if (f.done) f.done(desc(slot));
-    if (epoch != epoch_) return;  // the owner's routine reset the engine (a power loss)
+    if (at_completion_) at_completion_(desc(slot));
   }
+  // Its ring's interrupt: the firmware collects the entry (its slot still holds it).
+  ++handed_;
+  const uint64_t epoch = epoch_;
+  if (irq_) irq_();
+  if (epoch != epoch_) return;  // the firmware's routine reset the engine (a power loss)
   // The slot is free: a descriptor that waited for it is written.
   if (q_.size() >= ring_ && !q_[ring_ - 1].written) schedule_write(q_[ring_ - 1]);
-  if (!waiters_.empty()) {
-    std::vector<std::function<void()>> ready;
-    for (size_t i = 0; i < waiters_.size();)
-      if (finished(waiters_[i].first)) {
-        ready.push_back(std::move(waiters_[i].second));
-        waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        ++i;
-      }
-    for (auto& fn : ready) fn();
-  }
   try_start();
-}
-
-void DmaEngine::when_done(uint32_t number, std::function<void()> fn) {
-  if (finished(number)) return fn();
-  waiters_.emplace_back(number, std::move(fn));
 }
 
 void DmaEngine::reset() {
@@ -680,6 +668,69 @@ void DmaEngine::reset() {
   // The engine stops: the next descriptor waits for no transfer from before.
   q_.clear();
   running_ = false;
+  handed_ = posted_;  // it is through with them all
+}
+
+FirmwareRing::FirmwareRing(Calendar& cal, DmaEngine& engine) : cal_(cal), e_(engine), collected_(engine.posted()) {
+  e_.set_interrupt([this] { collect(); });
+}
+
+uint32_t FirmwareRing::post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, DmaEngine::Xfer xfer, DmaEngine::Done done, uint32_t ctx,
+                            uint32_t read_bytes, DmaEngine::Move move, std::vector<uint8_t> src_bytes) {
+  const uint32_t n = e_.post(at, src, dst, bytes, std::move(xfer), ctx, read_bytes, move, std::move(src_bytes));
+  expect(n, std::move(done));
+  return n;
+}
+
+void FirmwareRing::expect(uint32_t number, DmaEngine::Done done) {
+  if (!done) return;
+  if (finished(number) || (!table_.empty() && static_cast<int32_t>(number - table_.back().first) <= 0))
+    internal_error(std::string(e_.name()) + ": a routine noted for a descriptor out of order or already collected");
+  table_.emplace_back(number, std::move(done));
+}
+
+void FirmwareRing::collect() {
+  const uint64_t epoch = epoch_;
+  while (collected_ != e_.handed()) {
+    const uint32_t n = collected_++;
+    // The entry as the ring holds it: handed back, or lost (not done, or another number).
+    const DmaEngine::Desc d = e_.desc(n % e_.ring());
+    DmaEngine::Done fn;
+    while (!table_.empty() && static_cast<int32_t>(table_.front().first - n) <= 0) {
+      if (table_.front().first == n) fn = std::move(table_.front().second);
+      table_.pop_front();
+    }
+    if (fn && d.done() && d.number() == (n & 0xffffff)) {
+      fn(d);
+      if (epoch != epoch_) return;  // the routine reset the ring (a power loss)
+    }
+    if (!waiters_.empty()) {
+      std::vector<std::function<void()>> ready;
+      for (size_t i = 0; i < waiters_.size();)
+        if (finished(waiters_[i].first)) {
+          ready.push_back(std::move(waiters_[i].second));
+          waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          ++i;
+        }
+      for (auto& w : ready) {
+        w();
+        if (epoch != epoch_) return;
+      }
+    }
+  }
+}
+
+void FirmwareRing::when_done(uint32_t number, std::function<void()> fn) {
+  if (finished(number)) return fn();
+  waiters_.emplace_back(number, std::move(fn));
+}
+
+void FirmwareRing::reset() {
+  ++epoch_;
+  e_.reset();
+  collected_ = e_.handed();
+  table_.clear();
   // Whoever waited for a descriptor from before hears it will not complete.
   for (auto& w : waiters_) cal_.after(0, std::move(w.second));
   waiters_.clear();
@@ -736,6 +787,10 @@ Cau::Cau(Calendar& cal, const CryptoConfig& c, uint32_t ring, uint32_t key_slots
       failures_(st.counter(n + ".failures", "transforms refused: a frame that did not authenticate or decode, a key slot without a usable key block")),
       key_loads_(st.counter(n + ".key_loads", "key blocks loaded into key slots through the ring")) {
   dma_.connect(&port_, &port_);  // key loads: EM to EM
+  // A transform's descriptor (a key load's is a move) is carried out at its completion.
+  dma_.set_completion([this](const DmaEngine::Desc& d) {
+    if (!d.move()) transform(d);
+  });
 }
 
 uint64_t Cau::compute_ps(uint32_t cb, uint32_t hb) const {
@@ -747,27 +802,24 @@ void Cau::load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block) {
   key_loads_.inc();
   const uint32_t b = SecurityAssociation::kKeyBlockBytes;
   const uint32_t staging = staging_off_ + dma_.next_slot() * b;  // written with the descriptor
-  dma_.post(at, staging, key_slot_offset(slot), b, [this, b](uint64_t s) { return Finish(s, em_.access(Route::Crypto, s, 2 * b)); }, {},
+  dma_.post(at, staging, key_slot_offset(slot), b, [this, b](uint64_t s) { return Finish(s, em_.access(Route::Crypto, s, 2 * b)); },
             DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, std::move(block));
 }
 
-void Cau::run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cb, uint32_t hb, DmaEngine::Done done) {
+uint32_t Cau::run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cb, uint32_t hb) {
   const uint32_t key = slot == last_slot_ ? 0 : SecurityAssociation::kKeyBlockBytes;
   last_slot_ = slot;
-  dma_.post(at, off, off, bytes, [this, bytes, out, key, cb, hb](uint64_t s) {
+  return dma_.post(at, off, off, bytes, [this, bytes, out, key, cb, hb](uint64_t s) {
     // Its DMA reads the frame (and a key block for a slot other than the last) and writes the
     // result over the crypto route, while it computes.
     // Its DMA streams through EM at the cipher's pace, not faster.
     const uint64_t compute = compute_ps(cb, hb);
     return Finish(s + compute, em_.access(Route::Crypto, s, bytes + out + key, compute));
-  }, [this, done = std::move(done)](const DmaEngine::Desc& posted) {
-    DmaEngine::Desc d = posted;
-    transform(d);
-    if (done) done(d);
   }, static_cast<uint32_t>(op) << 24 | slot);
 }
 
-void Cau::transform(DmaEngine::Desc& d) {
+void Cau::transform(const DmaEngine::Desc& desc) {
+  DmaEngine::Desc d = desc;
   transforms_.inc();
   const Op op = static_cast<Op>(d.ctx >> 24);
   const uint32_t slot = d.ctx & 0xffffff;

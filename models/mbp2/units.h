@@ -403,10 +403,11 @@ class MacFifo : public DmaPort {
 // engine serves descriptors one at a time in order. When one completes it reads the descriptor
 // back from EM, moves the length it names from the source to the destination through its
 // ports when the move bit is set (otherwise the owner moves the bytes; see `post`), clears the
-// owner bit and sets done. Its owner learns of the completion from the
-// ring: the engine hands the owner's completion routine the descriptor as it now is in EM
-// (`Desc`), in ring order; a descriptor that is no longer the one posted (something overwrote
-// its status) is not handed on and is counted in `lost`. At most `ring` are outstanding: a
+// owner bit and sets done, and raises its ring's interrupt. It knows nothing of what a
+// descriptor is for: the firmware learns of the completion from the ring in EM
+// (`FirmwareRing`). A descriptor that is no longer the one posted (something overwrote its
+// status) is not handed back (its status stays as found) and is counted in `lost`; the
+// interrupt is raised all the same. At most `ring` are outstanding: a
 // descriptor for a slot whose previous one is still owned by the engine waits until it
 // completes. The transfer's time is booked when the engine takes it, for the length posted.
 // Addresses are host physical for the host side and EM offsets for the card side (a frame
@@ -443,9 +444,9 @@ class DmaEngine : public Unit {
   // written), for a start after its setup, not when the descriptor is posted: the memories and
   // the bus are booked in the order the engines really reach them, a setup ahead at most, so a
   // deep queue books nothing ahead.
-  // `done` is the owner's completion routine; `read_bytes`, when the engine reads more than
-  // it writes (the PGE reads a structure's header too), is what `bytes` counts. Returns the
-  // descriptor's number (for `when_done`). `move`: the engine moves the bytes through its
+  // `read_bytes`, when the engine reads more than it writes (the PGE reads a structure's header
+  // too), is what `bytes` counts. Returns the descriptor's number (all 32 bits; its status
+  // holds the low 24). `move`: the engine moves the bytes through its
   // ports (the LDMA, the PGE fetching, the ADMA writing host memory and reading it for a
   // reply); otherwise their owner moves them (the ADMA's reads for an atomic's old values are
   // the command semantics', the PGE delivering into a receive structure writes its slot and
@@ -456,16 +457,21 @@ class DmaEngine : public Unit {
   uint32_t post(uint64_t at, uint32_t bytes, Xfer xfer) { return post(at, 0, 0, bytes, std::move(xfer)); }
   // `src_bytes`: what the producer writes into EM at `src` together with the descriptor (when
   // its slot is free): the bytes a move takes from EM.
-  uint32_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, Xfer xfer, Done done = {}, uint32_t ctx = kNoContext,
-                uint32_t read_bytes = ~0u, Move move = Move::Owner, std::vector<uint8_t> src_bytes = {});
-  // Runs `fn` once descriptor `number` has completed (at once if it has, or if a reset lost it;
-  // after a reset, from the calendar).
-  void when_done(uint32_t number, std::function<void()> fn);
-  bool finished(uint32_t number) const { return q_.empty() || static_cast<int32_t>(q_.front().number - number) > 0; }
+  uint32_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, Xfer xfer, uint32_t ctx = kNoContext, uint32_t read_bytes = ~0u,
+                Move move = Move::Owner, std::vector<uint8_t> src_bytes = {});
+  // The ring's interrupt line: raised once per descriptor the engine is through with (handed
+  // back done, or lost), in ring order, with its slot not yet reused.
+  void set_interrupt(std::function<void()> irq) { irq_ = std::move(irq); }
+  // What the unit itself does at a completion, after the move and the done status and before
+  // the interrupt (the CAU transforms the frame in place then).
+  void set_completion(std::function<void(const Desc&)> fn) { at_completion_ = std::move(fn); }
+  // Descriptors the engine is through with (numbers below this one).
+  uint32_t handed() const { return handed_; }
+  uint32_t posted() const { return posted_; }
   void reset();
   Desc desc(uint32_t slot) const;  // the descriptor in a slot, as it is in EM
   uint32_t next_slot() const { return posted_ % ring_; }  // the slot the next post takes
-  uint32_t next_number() const { return posted_ & 0xffffff; }  // the number it gets
+  uint32_t next_number() const { return posted_ & 0xffffff; }  // the number its status gets
   uint64_t busy_ps() const { return busy_.value; }
   uint32_t ring_offset() const { return ring_off_; }  // where the ring lies in EM
   uint32_t ring() const { return ring_; }
@@ -479,7 +485,6 @@ class DmaEngine : public Unit {
     Desc posted;  // as the producer writes it into the ring (the engine works from the ring)
     std::vector<uint8_t> src_bytes;
     Xfer xfer;
-    Done done;  // the owner's routine
     bool written = false;
     uint64_t start = 0;  // its transfer's start, once taken
     Finish finish;       // and end
@@ -496,14 +501,53 @@ class DmaEngine : public Unit {
   uint32_t ring_off_;
   uint64_t setup_ps_;
   uint32_t posted_ = 0;
+  uint32_t handed_ = 0;
   uint64_t epoch_ = 0;  // reset() makes the descriptors in flight stale
   std::deque<Entry> q_;  // posted and not complete, oldest first; the engine serves the front
   bool running_ = false;  // the front is being transferred (or set up)
-  std::vector<std::pair<uint32_t, std::function<void()>>> waiters_;
+  std::function<void()> irq_;
+  std::function<void(const Desc&)> at_completion_;
   DmaPort* src_ = nullptr;
   DmaPort* dst_ = nullptr;
   std::vector<uint8_t> staging_;
   Counter &descs_, &bytes_, &busy_, &ring_full_, &lost_, &errors_;
+};
+
+// The PME firmware's side of a descriptor ring (8.3.4: "on completion of DMA processing, the
+// PME must collect the used entry of the descriptor"): a table of what each descriptor it
+// posted is for (the routine to continue with), kept in order of the descriptors' numbers, and
+// its collection pointer. The engine's ring interrupt runs the collection: from the pointer
+// on, each entry the engine is through with is read from the ring in EM; one handed back (done
+// set, its number the one expected) continues the routine the table names for it, with the
+// descriptor as read; one lost continues nothing. Continuations run in ring order. A routine
+// may also wait for a descriptor (`when_done`: the receive routine for its ADMA writes). Not
+// a hardware unit: state of the firmware, lost with EM on a power loss (`reset`).
+class FirmwareRing {
+ public:
+  FirmwareRing(Calendar& cal, DmaEngine& engine);
+  DmaEngine& engine() { return e_; }
+  // Posts a descriptor (DmaEngine::post) and notes `done` for it in the table.
+  uint32_t post(uint64_t at, uint64_t src, uint64_t dst, uint32_t bytes, DmaEngine::Xfer xfer, DmaEngine::Done done = {},
+                uint32_t ctx = DmaEngine::kNoContext, uint32_t read_bytes = ~0u, DmaEngine::Move move = DmaEngine::Move::Owner,
+                std::vector<uint8_t> src_bytes = {});
+  // Notes `done` for descriptor `number`, just posted through a unit's own interface (the
+  // CAU's). Numbers must be noted in the order they were posted.
+  void expect(uint32_t number, DmaEngine::Done done);
+  // Runs `fn` once descriptor `number` has been collected (at once if it has, or if a reset lost
+  // it; after a reset, from the calendar).
+  void when_done(uint32_t number, std::function<void()> fn);
+  bool finished(uint32_t number) const { return static_cast<int32_t>(collected_ - number) > 0; }
+  // A power loss: the engine forgets what it had in flight, the table is lost with EM.
+  void reset();
+
+ private:
+  void collect();  // the ring's interrupt
+  Calendar& cal_;
+  DmaEngine& e_;
+  uint32_t collected_;  // the number of the next entry to collect
+  uint64_t epoch_ = 0;
+  std::deque<std::pair<uint32_t, DmaEngine::Done>> table_;
+  std::vector<std::pair<uint32_t, std::function<void()>>> waiters_;
 };
 
 // ------------------------------------------------------------------ frame buffers
@@ -634,8 +678,8 @@ struct CryptoConfig {
 // under its old keys are still in the ring. A transform's descriptor names the frame (source
 // and destination: in place), its length, and in its fifth word the operation (bits 24-31)
 // and the key slot (bits 0-23). At completion the CAU reads the key block and the frame from
-// EM as they are then, seals or opens the frame there, and hands the PME the descriptor with
-// the result's length and, on a failure, the error bit and the reason (`verdict`); a failed
+// EM as they are then, seals or opens the frame there, and leaves in the descriptor, for the
+// PME to collect, the result's length and, on a failure, the error bit and the reason (`verdict`); a failed
 // transform writes nothing. It keeps the key schedule of each slot's block (recomputed when
 // the block in EM changed) and reads a block again from EM (charged) when it uses a slot
 // other than the last one.
@@ -654,20 +698,19 @@ class Cau : public Unit {
   // Loads a key block into a slot, through the ring, in order with the frames.
   void load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block);
   // A frame of `bytes` at EM offset `off`, posted at `at`, sealed or opened in place under the
-  // keys of `slot`; when the result is in EM, `done` (the PME's routine) finds its descriptor
-  // done.
+  // keys of `slot`; when the result is in EM the descriptor (returned: its number) is done, and
+  // the ring's firmware finds it so.
   // `out`: the bytes it will write (a sealed frame is longer; an opened one is at most as long).
-  void run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cipher_blocks, uint32_t hash_blocks,
-           DmaEngine::Done done = {});
+  uint32_t run(uint64_t at, Op op, uint32_t slot, uint32_t off, uint32_t bytes, uint32_t out, uint32_t cipher_blocks, uint32_t hash_blocks);
+  DmaEngine& engine() { return dma_; }
   uint32_t key_slot_offset(uint32_t slot) const { return keys_off_ + slot * SecurityAssociation::kKeyBlockBytes; }
   uint32_t key_slots() const { return slots_; }
   uint64_t busy_ps() const { return dma_.busy_ps(); }
-  void reset() { dma_.reset(); }  // a power loss: what it had in flight completes nothing
   // EM the CAU's ring, key slots and key staging take.
   static uint64_t em_bytes(uint32_t ring, uint32_t key_slots);
 
  private:
-  void transform(DmaEngine::Desc& d);
+  void transform(const DmaEngine::Desc& d);
   CryptoConfig c_;
   Em& em_;
   EmPort port_;

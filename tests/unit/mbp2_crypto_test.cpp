@@ -174,6 +174,7 @@ TEST(Mbp2Crypto, CauTimeIsTheLongerOfCipherAndHashAndItsMemoryTrafficSlowsOtherR
   Calendar cal("cal");
   Em em(EmConfig{}, st, "em");
   Cau cau(cal, c, 4, 2, em, st, "cau");
+  FirmwareRing fw(cal, cau.engine());
   // 1024 bytes of 3DES: 129 blocks x 3 passes x 2 cycles = 7.74 us; the hash is shorter.
   EXPECT_EQ(cipher_blocks(Cipher::Des3, 1024), 387u);
   EXPECT_EQ(cau.compute_ps(387, hash_blocks(Auth::HmacSha1, 1060)), 7740000u);
@@ -181,7 +182,7 @@ TEST(Mbp2Crypto, CauTimeIsTheLongerOfCipherAndHashAndItsMemoryTrafficSlowsOtherR
   // Its reads and writes share the card memory with the MAC's route.
   const uint32_t frame = em.carve(1024);
   uint64_t end = 0;
-  cau.run(0, Cau::Op::Seal, 1, frame, 1000, 1024, 387, 18, [&](const DmaEngine::Desc&) { end = cal.now_ps(); });
+  fw.expect(cau.run(0, Cau::Op::Seal, 1, frame, 1000, 1024, 387, 18), [&](const DmaEngine::Desc&) { end = cal.now_ps(); });
   // Its descriptor names the frame in EM, transformed in place, and the operation and slot.
   const uint32_t desc = 0;  // the CAU's ring was carved first
   EXPECT_EQ(em.load32(desc), frame);
@@ -217,6 +218,7 @@ TEST(Mbp2Crypto, TheCauSealsAndOpensWhatEmHoldsUnderTheKeysItsRingLoaded) {
   Calendar cal("cal");
   Em em(EmConfig{}, st, "em");
   Cau cau(cal, c, 8, 2, em, st, "cau");
+  FirmwareRing fw(cal, cau.engine());
   const SecurityAssociation k1(Cipher::Des3, Auth::HmacSha1, {1, 2, 3}), k2(Cipher::Des3, Auth::HmacSha1, {4, 5, 6});
   // A key block is the keys: it makes an association that seals what the original does.
   const std::vector<uint8_t> b1 = k1.key_block();
@@ -245,9 +247,9 @@ TEST(Mbp2Crypto, TheCauSealsAndOpensWhatEmHoldsUnderTheKeysItsRingLoaded) {
   // Slot 0 gets k1; frame a is sealed under it; slot 0 then gets k2 while a is still in the
   // ring, and frame b, posted after the load, is sealed under k2.
   cau.load_key(0, 0, k1.key_block());
-  cau.run(0, Cau::Op::Seal, 0, a, n, out, 10, 10, k);
+  fw.expect(cau.run(0, Cau::Op::Seal, 0, a, n, out, 10, 10), k);
   cau.load_key(0, 0, k2.key_block());
-  cau.run(0, Cau::Op::Seal, 0, b, n, out, 10, 10, k);
+  fw.expect(cau.run(0, Cau::Op::Seal, 0, b, n, out, 10, 10), k);
   // A byte of frame b changes in EM after its descriptor was posted, before the CAU runs it.
   std::vector<uint8_t> fb2 = fb;
   fb2.back() ^= 0x5a;
@@ -256,7 +258,7 @@ TEST(Mbp2Crypto, TheCauSealsAndOpensWhatEmHoldsUnderTheKeysItsRingLoaded) {
   std::vector<uint8_t> zeros(SecurityAssociation::kKeyBlockBytes, 0xee);
   em.write(cau.key_slot_offset(1), zeros.data(), static_cast<uint32_t>(zeros.size()));
   put(d, pa);
-  cau.run(0, Cau::Op::Seal, 1, d, n, out, 10, 10, k);
+  fw.expect(cau.run(0, Cau::Op::Seal, 1, d, n, out, 10, 10), k);
   sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_US));
   ASSERT_EQ(done.size(), 3u);
   EXPECT_EQ(Cau::verdict(done[0]), Cau::Error::None);
@@ -272,8 +274,8 @@ TEST(Mbp2Crypto, TheCauSealsAndOpensWhatEmHoldsUnderTheKeysItsRingLoaded) {
   // right ones it is written back in the clear.
   done.clear();
   const uint64_t t = cal.now_ps();
-  cau.run(t, Cau::Op::Open, 0, a, out, out, 10, 10, k);  // a was sealed under k1; slot 0 holds k2
-  cau.run(t, Cau::Op::Open, 0, b, out, out, 10, 10, k);
+  fw.expect(cau.run(t, Cau::Op::Open, 0, a, out, out, 10, 10), k);  // a was sealed under k1; slot 0 holds k2
+  fw.expect(cau.run(t, Cau::Op::Open, 0, b, out, out, 10, 10), k);
   sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_US));
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(Cau::verdict(done[0]), Cau::Error::BadIcv);

@@ -361,6 +361,7 @@ TEST(Mbp2Dma, DescriptorsAreServedInOrderAfterTheirSetup) {
   Calendar cal("cal");
   Em em(EmConfig{}, st, "em");
   DmaEngine d(cal, em, 2, 100, st, "dma");
+  FirmwareRing fw(cal, d);
   std::vector<uint64_t> starts, ends;
   auto xfer = [&](uint64_t s) {
     starts.push_back(s);
@@ -369,12 +370,12 @@ TEST(Mbp2Dma, DescriptorsAreServedInOrderAfterTheirSetup) {
   };
   auto k = [&](const DmaEngine::Desc&) { ends.push_back(cal.now_ps()); };
   std::vector<uint32_t> numbers;
-  for (int i = 0; i < 3; ++i) numbers.push_back(d.post(0, 0, 0, 64, xfer, k));
+  for (int i = 0; i < 3; ++i) numbers.push_back(fw.post(0, 0, 0, 64, xfer, k));
   EXPECT_EQ(numbers, (std::vector<uint32_t>{0, 1, 2}));
   EXPECT_EQ(starts.size(), 1u);  // the first only: the others wait behind it
-  EXPECT_FALSE(d.finished(0));
+  EXPECT_FALSE(fw.finished(0));
   uint64_t waited = 0;
-  d.when_done(1, [&] { waited = cal.now_ps(); });
+  fw.when_done(1, [&] { waited = cal.now_ps(); });
   sc_core::sc_start(sc_core::sc_time(1250, sc_core::SC_NS));
   EXPECT_EQ(starts.size(), 2u);  // the third is not timed while the second runs
   sc_core::sc_start(sc_core::sc_time(3, sc_core::SC_US));
@@ -382,9 +383,9 @@ TEST(Mbp2Dma, DescriptorsAreServedInOrderAfterTheirSetup) {
   EXPECT_EQ(starts, (std::vector<uint64_t>{100000, one + 100000, 2 * one + 100000}));
   EXPECT_EQ(ends, (std::vector<uint64_t>{one, 2 * one, 3 * one}));  // each waits for the one before
   EXPECT_EQ(waited, 2 * one);
-  EXPECT_TRUE(d.finished(2));
+  EXPECT_TRUE(fw.finished(2));
   bool at_once = false;
-  d.when_done(0, [&] { at_once = true; });
+  fw.when_done(0, [&] { at_once = true; });
   EXPECT_TRUE(at_once);
   EXPECT_EQ(test::stat_value(st, "dma.ring_full"), 1u);  // two outstanding when the third came
   EXPECT_EQ(test::stat_value(st, "dma.bytes"), 192u);
@@ -397,8 +398,9 @@ TEST(Mbp2Dma, ATransferDelayedByALaterAccessCompletesWhenItIsReallyOver) {
   Calendar cal("cal");
   Em em(EmConfig{}, st, "em");  // 40 MHz: 1 KiB is 224 cycles, 5.6 us
   DmaEngine d(cal, em, 2, 0, st, "dma");
+  FirmwareRing fw(cal, d);
   uint64_t told = 0, done = 0;
-  d.post(0, 0, 0, 1024, [&](uint64_t s) {
+  fw.post(0, 0, 0, 1024, [&](uint64_t s) {
     const Finish f(s, em.access(Route::Mac, s, 1024));
     told = f.end();
     return f;
@@ -457,15 +459,16 @@ TEST(Mbp2Dma, TheBackBitMovesFromTheSecondPortToTheFirst) {
   EmPort port(em);
   MacFifo mac;
   DmaEngine d(cal, em, 4, 0, st, "dma");
+  FirmwareRing fw(cal, d);
   d.connect(&port, &mac);
   const uint32_t in = mac.put({1, 2, 3, 4, 5, 6, 7, 8});
   for (uint32_t i = 0; i < 8; i += 4) em.store32(b + i, 0x11223344u);
   std::vector<DmaEngine::Desc> done;
   auto xfer = [](uint64_t s) { return s + 1000; };
   auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
-  d.post(0, in, a, 8, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
+  fw.post(0, in, a, 8, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
   const uint32_t out = mac.next();
-  d.post(0, b, out, 8, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
+  fw.post(0, b, out, 8, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
   sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
   ASSERT_EQ(done.size(), 2u);
   EXPECT_TRUE(done[0].back() && done[0].move() && done[0].done() && !done[0].error());
@@ -487,13 +490,14 @@ TEST(Mbp2Dma, TheEngineMovesWhatItsDescriptorNamesAndItsOwnerReadsTheCompletionF
   for (uint32_t i = 0; i < 256; i += 4) em.store32(a + i, 0xa0000000u | i);
   EmPort port(em);
   DmaEngine d(cal, em, 4, 0, st, "dma");
+  FirmwareRing fw(cal, d);
   d.connect(&port, &port);
   std::vector<DmaEngine::Desc> done;
   auto xfer = [](uint64_t s) { return s + 1000000; };
   auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
-  d.post(0, a, b, 64, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
-  d.post(0, a + 64, b + 64, 16, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
-  d.post(0, a, b + 128, 16, xfer, k);  // its owner moves these bytes: the engine takes the time
+  fw.post(0, a, b, 64, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
+  fw.post(0, a + 64, b + 64, 16, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
+  fw.post(0, a, b + 128, 16, xfer, k);  // its owner moves these bytes: the engine takes the time
   // Before the engine gets to it, the first descriptor is rewritten in EM: 32 bytes to c.
   em.store32(d.ring_offset() + 4, c);
   em.store32(d.ring_offset() + 8, 32);
@@ -530,17 +534,19 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   EmPort port(em);
   MacFifo mac;
   DmaEngine d(cal, em, 4, 0, st, "dma");
+  FirmwareRing fw(cal, d);
   d.connect(&port, &mac);
   DmaEngine r(cal, em, 2, 0, st, "rx");  // (modules are built before the simulation starts)
+  FirmwareRing rfw(cal, r);
   r.connect(&mac, &port);
   std::vector<DmaEngine::Desc> done;
   auto k = [&](const DmaEngine::Desc& x) { done.push_back(x); };
   auto xfer = [](uint64_t s) { return s + 1000000; };
   const uint32_t kNo = DmaEngine::kNoContext;
-  d.post(0, a, mac.next(), 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);        // 0: its status is overwritten
-  d.post(0, 1u << 20, mac.next(), 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);  // 1: the source lies outside EM
+  fw.post(0, a, mac.next(), 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);        // 0: its status is overwritten
+  fw.post(0, 1u << 20, mac.next(), 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);  // 1: the source lies outside EM
   const uint32_t ok = mac.next();
-  d.post(0, a, ok, 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);                // 2: fine
+  fw.post(0, a, ok, 4, xfer, k, kNo, ~0u, DmaEngine::Move::Forward);                // 2: fine
   em.store32(d.ring_offset() + 12, 0);
   sc_core::sc_start(sc_core::sc_time(4, sc_core::SC_US));
   EXPECT_EQ(test::stat_value(st, "dma.lost"), 1);
@@ -564,19 +570,67 @@ TEST(Mbp2Dma, OverwrittenBadAndResetDescriptorsMoveNothing) {
   // A power loss: the descriptor in flight is forgotten.
   const uint32_t from = mac.put({9, 9, 9, 9});
   const uint64_t t0 = cal.now_ps();
-  const uint32_t before = r.post(t0, from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
+  const uint32_t before = rfw.post(t0, from, b, 4, xfer, k, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
   bool heard = false;
-  r.when_done(before, [&] { heard = true; });
-  r.reset();
+  rfw.when_done(before, [&] { heard = true; });
+  rfw.reset();
   // The engine stopped: a descriptor posted now waits for nothing from before.
   uint64_t end = 0;
-  r.post(t0, 0, 0, 4, xfer, [&](const DmaEngine::Desc&) { end = cal.now_ps(); });
+  rfw.post(t0, 0, 0, 4, xfer, [&](const DmaEngine::Desc&) { end = cal.now_ps(); });
   sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_US));
   EXPECT_EQ(end, t0 + 1000000);
   EXPECT_TRUE(heard);  // whoever waited for the lost one is let go
   EXPECT_EQ(done.size(), 2u);
   EXPECT_EQ(em.load32(b), 0u);
   EXPECT_EQ(r.desc(0).status & DmaEngine::kDone, 0u);  // the one from before never completed
+}
+
+// The engine knows nothing of what a descriptor is for: it hands each back in the ring and
+// raises the ring's interrupt. The firmware collects the used entries from EM in ring order and
+// continues, for each, the routine its table names, with the descriptor as the ring holds it
+// then (after the unit's own completion work). A descriptor a unit posted through its own
+// interface is collected with the routine noted for it afterwards (`expect`), one with none
+// noted (a key load) with nothing to do; a reset forgets the table with the engine's work.
+TEST(Mbp2Dma, TheFirmwareCollectsUsedEntriesFromTheRingAndContinuesWhatItsTableNames) {
+  Stats st;
+  Calendar cal("cal");
+  Em em(EmConfig{}, st, "em");
+  DmaEngine d(cal, em, 2, 0, st, "dma");
+  FirmwareRing fw(cal, d);
+  // The unit's own work at completion: it writes a result length into the descriptor.
+  d.set_completion([&](const DmaEngine::Desc& x) { em.store32(d.ring_offset() + x.slot * DmaEngine::kDescBytes + 8, 1000 + x.number()); });
+  auto xfer = [](uint64_t s) { return s + 1000000; };
+  std::vector<std::pair<std::string, uint64_t>> got;
+  std::vector<uint32_t> lens;
+  auto k = [&](const char* name) {
+    return [&, name](const DmaEngine::Desc& x) {
+      got.emplace_back(name, cal.now_ps());
+      lens.push_back(x.bytes);
+      EXPECT_TRUE(x.done());
+      EXPECT_EQ(x.status, d.desc(x.slot).status);  // as the ring holds it
+    };
+  };
+  EXPECT_EQ(fw.post(0, 0, 0, 64, xfer, k("a")), 0u);
+  EXPECT_EQ(d.post(0, 0, 0, 64, xfer), 1u);      // nothing noted for it
+  EXPECT_EQ(fw.post(0, 0, 0, 64, xfer, k("c")), 2u);  // slot 0 again: written when 0 is collected
+  const uint32_t n3 = d.post(0, 0, 0, 64, xfer);
+  fw.expect(n3, k("d"));                           // a unit posted it; the firmware notes it after
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, uint64_t>>{{"a", 1000000}, {"c", 3000000}, {"d", 4000000}}));
+  EXPECT_EQ(lens, (std::vector<uint32_t>{1000, 1002, 1003}));
+  EXPECT_EQ(d.handed(), 4u);
+  EXPECT_TRUE(fw.finished(3));
+  // A power loss: the descriptor in flight completes nothing and its routine is forgotten; the
+  // next one's runs.
+  fw.post(cal.now_ps(), 0, 0, 64, xfer, k("lost"));
+  sc_core::sc_start(sc_core::sc_time(500, sc_core::SC_NS));
+  fw.reset();
+  EXPECT_EQ(d.handed(), d.posted());
+  fw.post(cal.now_ps(), 0, 0, 64, xfer, k("after"));
+  sc_core::sc_start(sc_core::sc_time(3, sc_core::SC_US));
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got.back().first, "after");
+  EXPECT_EQ(lens.back(), 1005u);
 }
 
 // Frame buffers are bytes in EM, owned by one frame at a time; a power loss frees them all and
