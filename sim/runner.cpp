@@ -96,9 +96,23 @@ int run_experiment(const RunOptions& o) {
 
   const net::NetConfig nc = net::NetConfig::from(cfg);
   Stats stats;
-  net::Network network("net", nc, stats, "system.net");
-  std::unique_ptr<Workload> wl = make_workload(cfg, network, stats, seed);
-  network.set_client(wl->net_client());
+  // The MBCF/Ether and MBP2 systems have no quad-tree network and keep their own calendars, so
+  // none is built for them: their stats.json holds only the system they model. The runner
+  // still advances time in slices of the network clock (`network.clock_mhz`), the unit of
+  // `workload.max_cycles` and of `run.simulated_cycles`.
+  std::unique_ptr<net::Network> network;
+  std::unique_ptr<Workload> wl = make_mbcf_workload(cfg.get_string("workload.kind"), cfg, stats, seed);
+  if (!wl) {
+    network = std::make_unique<net::Network>("net", nc, stats, "system.net");
+    wl = make_workload(cfg, *network, stats, seed);
+    network->set_client(wl->net_client());
+  }
+  const sc_core::sc_time per =
+      network ? network->period() : sc_core::sc_time(1e6 / nc.clock_mhz, sc_core::SC_PS);
+  auto net_failure = [&] { return network ? network->failure() : std::string(); };
+  auto events = [&] {
+    return (network ? network->events_processed() : 0) + wl->calendar_events();
+  };
 
   std::filesystem::path out(o.out_dir);
   std::error_code ec;
@@ -106,19 +120,18 @@ int run_experiment(const RunOptions& o) {
   if (ec) throw UserError(o.out_dir + ": cannot create output folder: " + ec.message());
 
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
-  network.start();
+  if (network) network->start();
   wl->start();
 
   const Workload::Phases ph = wl->phases();
-  const sc_core::sc_time per = network.period();
   const double hb = cfg.get_double("experiment.heartbeat_s");
   auto last_hb = t0;
   const uint64_t horizon = ph.warmup + ph.measure + ph.drain;
   // Advances simulated time to `cycle` in fixed slices (so results never depend on wall time),
   // printing a heartbeat now and then; stops early when `stop` says so.
   auto run_to = [&](uint64_t cycle, uint64_t slice, auto stop) {
-    while (network.now() < cycle || sc_core::sc_time_stamp() < per * static_cast<double>(cycle)) {
-      if (!network.failure().empty() || stop()) return;
+    while ((network && network->now() < cycle) || sc_core::sc_time_stamp() < per * static_cast<double>(cycle)) {
+      if (!net_failure().empty() || stop()) return;
       const double cur = sc_core::sc_time_stamp() / per;
       const double step = std::min<double>(slice, static_cast<double>(cycle) - cur);
       if (step <= 0) break;
@@ -128,9 +141,9 @@ int run_experiment(const RunOptions& o) {
         last_hb = now;
         const double wall = std::chrono::duration<double>(now - t0).count();
         const double simc = sc_core::sc_time_stamp() / per;
-        std::fprintf(stderr, "[mbpsim] cycle %.0f (%s) | wall %.1f s | %.0f network events/s%s | %.0f%% of the run limit\n",
+        std::fprintf(stderr, "[mbpsim] cycle %.0f (%s) | wall %.1f s | %.0f events/s%s | %.0f%% of the run limit\n",
                      simc, sc_core::sc_time_stamp().to_string().c_str(), wall,
-                     network.events_processed() / wall, wl->progress(wall).c_str(),
+                     events() / wall, wl->progress(wall).c_str(),
                      100.0 * simc / std::max<uint64_t>(horizon, 1));
       }
     }
@@ -138,10 +151,12 @@ int run_experiment(const RunOptions& o) {
   auto never = [] { return false; };
   run_to(ph.warmup, 10000, never);
   stats.reset();
-  network.reset_epoch();
-  network.set_measuring(true);
+  if (network) {
+    network->reset_epoch();
+    network->set_measuring(true);
+  }
   run_to(ph.warmup + ph.measure, 10000, never);
-  network.set_measuring(false);
+  if (network) network->set_measuring(false);
   wl->end_of_window();
   run_to(horizon, wl->poll_cycles(), [&] { return wl->done() || !wl->stalled().empty() || !wl->input_error().empty(); });
   if (!wl->input_error().empty()) {
@@ -154,7 +169,7 @@ int run_experiment(const RunOptions& o) {
       static_cast<uint64_t>(std::llround(sc_core::sc_time_stamp() / per));
 
   const std::string stall = wl->stalled();
-  std::string failure = network.failure();
+  std::string failure = net_failure();
   if (failure.empty() && !stall.empty()) {
     // (Said in simulated time: the network's cycle counter stands still for the MBCF systems.)
     char at[64];
@@ -164,7 +179,7 @@ int run_experiment(const RunOptions& o) {
   if (!failure.empty()) {
     std::fprintf(stderr, "mbpsim: simulated-system failure: %s\nseed %llu, config %s\n%s",
                  failure.c_str(), static_cast<unsigned long long>(seed),
-                 o.config_path.c_str(), network.dump_in_flight(20).c_str());
+                 o.config_path.c_str(), network ? network->dump_in_flight(20).c_str() : "");
     std::fprintf(stderr, "%s", wl->failure_dump().c_str());
     return 2;
   }
@@ -181,10 +196,14 @@ int run_experiment(const RunOptions& o) {
   write_file(out / "config.resolved.json", rc.dump(2) + "\n");
   ordered_json host;
   host["wall_seconds"] = wall;
-  host["events"] = network.events_processed();
-  host["events_per_second"] = network.events_processed() / wall;
-  host["packets_delivered_total"] = network.total_delivered();
-  host["packets_per_second"] = static_cast<double>(network.total_delivered()) / wall;
+  // Every calendar event of the run: the network's and the modelled system's own.
+  host["events"] = events();
+  host["events_per_second"] = static_cast<double>(events()) / wall;
+  if (network) {
+    host["network_events"] = network->events_processed();
+    host["packets_delivered_total"] = network->total_delivered();
+    host["packets_per_second"] = static_cast<double>(network->total_delivered()) / wall;
+  }
   host["simulated_cycles_per_second"] = static_cast<double>(sim_cycles) / wall;
   host["peak_memory_bytes"] = peak_rss_bytes();
   const ordered_json extra = wl->host_figures(wall);

@@ -80,6 +80,8 @@ void MbcfWorkload::add_nic(ordered_json& s) const {
   if (!n.is_null()) s["nic"] = std::move(n);
 }
 
+uint64_t MbcfWorkload::calendar_events() const { return cal_->events(); }
+
 ordered_json MbcfWorkload::host_figures(double wall_s) const {
   ordered_json h;
   h["mbcf_events"] = cal_->events();

@@ -25,6 +25,7 @@ class MbcfWorkload : public Workload {
   std::string stalled() const override;
   std::string failure_dump() const override { return sys_->dump(); }
   nlohmann::ordered_json host_figures(double wall_s) const override;
+  uint64_t calendar_events() const override;
   mbcf::EtherSystem& system() { return *sys_; }
   // rtt, oneway and peak report a list of measured points; raytrace overrides this.
   nlohmann::ordered_json summary() const override;

@@ -22,6 +22,7 @@ class MbpWorkload : public Workload, public node::ProcDriver {
   std::string stalled() const override;
   std::string progress(double wall_s) const override;
   nlohmann::ordered_json host_figures(double wall_s) const override;
+  uint64_t calendar_events() const override { return sys_->events(); }
   void on_packet(uint32_t, net::Packet&, uint64_t) override;
   mbp::System& system() { return *sys_; }
 

@@ -45,6 +45,8 @@ class Workload : public net::NetClient {
   // How often (network cycles) the runner asks done() after the window; simulated time is
   // advanced in slices this long, so a workload that keeps its own clock may ask for long ones.
   virtual uint64_t poll_cycles() const { return 200; }
+  // Events the modelled system's own calendar processed (the network's are counted apart).
+  virtual uint64_t calendar_events() const { return 0; }
   // Host-speed figures for host.json (never stats.json).
   virtual nlohmann::ordered_json host_figures(double wall_s) const { return nlohmann::ordered_json::object(); }
 };

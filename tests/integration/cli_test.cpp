@@ -124,6 +124,26 @@ TEST(Cli, ZeroLoadRunReportsSimulatedTime) {
 }
 
 // The trace tools on a small two-thread trace: info, validate, convert both ways, and a broken
+
+// An Ethernet system has no quad-tree network: its outputs describe only what it models (no
+// idle routers in stats.json), and host.json counts the events of its own calendar.
+TEST(Cli, EtherRunReportsOnlyTheModelledSystem) {
+  auto d = test::temp_dir("cli_ether");
+  auto r = run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ultra60-1000sx.json") +
+                   " --quiet --set workload.kind=peak --set 'workload.sizes=[64]' --out " + d.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto st = nlohmann::json::parse(test::read_text(d / "stats.json"));
+  const auto& sys = st["stats"]["system"];
+  EXPECT_FALSE(sys.contains("net")) << sys.dump();
+  ASSERT_TRUE(sys.contains("ether"));
+  EXPECT_GT(sys["ether"]["frames"].get<uint64_t>(), 1000u);
+  // 100 MHz network clock (the runner's slice unit): cycles = simulated seconds x 1e8.
+  EXPECT_NEAR(st["run"]["simulated_cycles"].get<double>(), st["run"]["simulated_seconds"].get<double>() * 1e8, 1.0);
+  auto host = nlohmann::json::parse(test::read_text(d / "host.json"));
+  EXPECT_GT(host["events"].get<uint64_t>(), 1000u);
+  EXPECT_EQ(host["events"], host["mbcf_events"]);
+  EXPECT_FALSE(host.contains("packets_delivered_total"));
+}
 // trace that exits 1 with one line naming the file, the thread and the record.
 TEST(Cli, TraceToolsInfoValidateConvert) {
   auto d = test::temp_dir("cli_trace");
