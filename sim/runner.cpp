@@ -210,8 +210,14 @@ int run_experiment(const RunOptions& o) {
   for (auto it = extra.begin(); it != extra.end(); ++it) host[it.key()] = it.value();
   write_file(out / "host.json", host.dump(2) + "\n");
 
-  std::printf("mbpsim: %s: %llu cycles simulated in %.2f s (seed %llu)\n", o.config_path.c_str(),
-              static_cast<unsigned long long>(sim_cycles), wall,
+  // Simulated time in the unit that reads best (the Ethernet systems run for seconds).
+  const double sim_s = sc_core::sc_time_stamp().to_seconds();
+  char when[48];
+  if (sim_s >= 1.0) std::snprintf(when, sizeof when, "%.3f s", sim_s);
+  else if (sim_s >= 1e-3) std::snprintf(when, sizeof when, "%.3f ms", sim_s * 1e3);
+  else std::snprintf(when, sizeof when, "%.3f us", sim_s * 1e6);
+  std::printf("mbpsim: %s: %llu cycles (%s) simulated in %.2f s (seed %llu)\n", o.config_path.c_str(),
+              static_cast<unsigned long long>(sim_cycles), when, wall,
               static_cast<unsigned long long>(seed));
   for (auto it = st["summary"].begin(); it != st["summary"].end(); ++it) {
     const std::string v = it.value().dump();

@@ -1,6 +1,8 @@
 // The mbpsim command line as a user meets it: exit statuses, one-line errors, outputs.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "tests/test_util.h"
 
 namespace mbpsim {
@@ -143,6 +145,8 @@ TEST(Cli, EtherRunReportsOnlyTheModelledSystem) {
   EXPECT_GT(host["events"].get<uint64_t>(), 1000u);
   EXPECT_EQ(host["events"], host["mbcf_events"]);
   EXPECT_FALSE(host.contains("packets_delivered_total"));
+  // The first line says the simulated time too.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(cycles \([0-9.]+ (s|ms|us)\) simulated in)"))) << r.output;
 }
 // trace that exits 1 with one line naming the file, the thread and the record.
 TEST(Cli, TraceToolsInfoValidateConvert) {
