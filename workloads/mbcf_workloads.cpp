@@ -136,6 +136,7 @@ std::vector<std::string> commands(const Config& c, std::vector<std::string> dflt
 std::vector<uint32_t> sizes(const Config& c, uint32_t min, uint32_t max = kMbcfMaxSize, const char* why = "one MBCF packet's data") {
   std::vector<uint32_t> s;
   const auto v = c.get_int_list("workload.sizes");
+  if (v.empty()) c.fail("workload.sizes", "must list at least one size (an empty list measures nothing)");
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] < static_cast<int64_t>(min) || v[i] > static_cast<int64_t>(max))
       c.fail_at("workload.sizes", "workload.sizes[" + std::to_string(i) + "]",

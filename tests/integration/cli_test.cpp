@@ -51,7 +51,9 @@ TEST(Cli, BadListElementsNameTheKeyAndIndex) {
   const std::string cfg = test::config_path("mbcf-ss20-100tx.json");
   for (const auto& [set, where] : std::vector<std::pair<std::string, std::string>>{
            {"--set workload.kind=rtt --set 'workload.commands=[\"write\",\"fifo\"]'", "workload.commands[1]"},
-           {"--set workload.kind=rtt --set 'workload.sizes=[16,2]'", "workload.sizes[1]"}}) {
+           {"--set workload.kind=rtt --set 'workload.sizes=[16,2]'", "workload.sizes[1]"},
+           // An empty list measured nothing and exited 0.
+           {"--set workload.kind=peak --set 'workload.sizes=[]'", "workload.sizes"}}) {
     auto r = run_cmd(test::mbpsim_bin() + " run " + cfg + " " + set + " --out /tmp/mbpsim_never_written_list");
     EXPECT_EQ(r.status, 1) << set << ": " << r.output;
     EXPECT_NE(r.output.find(where + ": "), std::string::npos) << r.output;
