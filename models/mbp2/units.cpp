@@ -800,9 +800,9 @@ uint64_t Cau::compute_ps(uint32_t cb, uint32_t hb) const {
 void Cau::load_key(uint64_t at, uint32_t slot, std::vector<uint8_t> block) {
   if (slot >= slots_ || block.size() != SecurityAssociation::kKeyBlockBytes) internal_error(std::string(name()) + ": a key load for a slot it does not have");
   key_loads_.inc();
-  const uint32_t b = SecurityAssociation::kKeyBlockBytes;
+  constexpr uint32_t b = SecurityAssociation::kKeyBlockBytes;
   const uint32_t staging = staging_off_ + dma_.next_slot() * b;  // written with the descriptor
-  dma_.post(at, staging, key_slot_offset(slot), b, [this, b](uint64_t s) { return Finish(s, em_.access(Route::Crypto, s, 2 * b)); },
+  dma_.post(at, staging, key_slot_offset(slot), b, [this](uint64_t s) { return Finish(s, em_.access(Route::Crypto, s, 2 * b)); },
             DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward, std::move(block));
 }
 

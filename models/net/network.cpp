@@ -11,7 +11,7 @@ using sc_core::sc_time;
 
 Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats,
                  const std::string& sp)
-    : sc_module(name), cfg_(cfg), topo_(cfg.radix, cfg.levels), stats_(stats) {
+    : sc_module(name), cfg_(cfg), topo_(cfg.radix, cfg.levels) {
   period_ = sc_time(1e6 / cfg.clock_mhz, sc_core::SC_PS);
   wheel_.resize(kWheel);
   routers_.resize(topo_.num_routers());

@@ -124,7 +124,6 @@ class Network : public sc_core::sc_module {
 
   NetConfig cfg_;
   TreeTopology topo_;
-  Stats& stats_;
   NetClient* client_ = nullptr;
   sc_core::sc_time period_;
   sc_core::sc_event wake_;

@@ -246,11 +246,11 @@ void ProtectionTester::power_cycle(uint32_t node, std::function<void()> k) {
 }
 
 void ProtectionTester::replay(Expect& e, bool no_flow, std::function<void(std::function<void()>)> between, std::function<void()> done) {
-  const uint32_t word = kDst + 0x200;
+  constexpr uint32_t word = kDst + 0x200;
   auto rec = std::make_shared<std::vector<uint8_t>>();
   auto* m = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
   // The recorder: the first frame on the wire from the client to the server carrying the write.
-  tap_ = [this, rec, word, m](uint32_t dst, const std::vector<uint8_t>& f) {
+  tap_ = [this, rec, m](uint32_t dst, const std::vector<uint8_t>& f) {
     if (dst != kServer) return false;
     std::vector<uint8_t> plain = f;
     if (m && authenticated_) {
@@ -269,7 +269,7 @@ void ProtectionTester::replay(Expect& e, bool no_flow, std::function<void(std::f
   e.writes.push_back(Write{kServer, kPtask, word, 4, le32(0x0BADF00D)});
   e.writes.push_back(Write{kClient, kPtask, kStatus + kSlot0, 8, {}});
   e.writes.push_back(Write{kServer, kPtask, kDst + 0x300, 4, {}});
-  poll_until([this] { return status(kClient, 0) != kSentinel; }, [this, rec, word, between, done] {
+  poll_until([this] { return status(kClient, 0) != kSentinel; }, [this, rec, between, done] {
     tap_ = nullptr;
     // The server's own store: a replay that ran again would put the old value back.
     TaskSpace& ts = sys_->space(kServer);
@@ -295,7 +295,8 @@ void ProtectionTester::poll_until(std::function<bool()> pred, std::function<void
 // ------------------------------------------------------------------ the catalogue
 
 void ProtectionTester::build_catalogue() {
-  const uint32_t W = kWindow, PB = pb_;
+  constexpr uint32_t W = kWindow;
+  const uint32_t PB = pb_;
   using A = Answer;
   auto add = [this](std::string name, std::string cat, std::function<void(Expect&, std::function<void()>)> run, std::string skip = "") {
     attacks_.push_back(Attack{std::move(name), std::move(cat), std::move(skip), std::move(run)});
@@ -351,7 +352,7 @@ void ProtectionTester::build_catalogue() {
     fa.status_laddr = kStatus + kSlot0;
     add("atomic_across_pages", "window", one(kViaDummy, {fa}, A::Violation, ViolationCode::PageCrossing, violation));
   }
-  add("read_of_read_only_page", "window", [this, W, PB](Expect& e, std::function<void()> done) {
+  add("read_of_read_only_page", "window", [this, PB](Expect& e, std::function<void()> done) {
     // Allowed: the bytes come back into the attacker's own memory, equal to the server's.
     e.answer = A::Succeeded;
     TaskSpace& ts = sys_->space(kServer);
@@ -378,7 +379,7 @@ void ProtectionTester::build_catalogue() {
   }
   add("read_reply_too_big", "length", one(kViaDummy, {read(W, 2000)}, A::RefusedLocally, ViolationCode::None, refused));
   // --- combined packets (4.4: one lump, all or nothing)
-  add("combined_one_bad_among_good", "combined", [this, W, PB](Expect& e, std::function<void()> done) {
+  add("combined_one_bad_among_good", "combined", [this, PB](Expect& e, std::function<void()> done) {
     e.answer = A::Violation;
     e.code = ViolationCode::Protection;
     e.index = 1;
@@ -398,7 +399,7 @@ void ProtectionTester::build_catalogue() {
   add("combined_forged_key", "combined",
       one(kDummyForgedKey, {write(W, fill(4, 29)), write(W + 8, fill(4, 30))}, A::Violation, ViolationCode::BadKey, violation));
   // --- tables and kernel commands (nothing a user sends reaches a translation table)
-  add("kernel_commands_from_a_user", "tables", [this, W](Expect& e, std::function<void()> done) {
+  add("kernel_commands_from_a_user", "tables", [this](Expect& e, std::function<void()> done) {
     e.answer = A::RefusedLocally;
     e.counters = {{"mbcf.requests_refused", 3}};
     bool any = false;
@@ -427,7 +428,7 @@ void ProtectionTester::build_catalogue() {
   // --- doorbells (8.3.2: the NIC names the task by the alias it rang)
   const std::string no_doorbell = mbp2_ ? "" : "MBCF/Ether has no doorbells: requests are system calls";
   for (const bool assigned : {true, false})
-    add(assigned ? "neighbours_doorbell_alias" : "unassigned_doorbell_alias", "doorbell", [this, W, assigned](Expect& e, std::function<void()> done) {
+    add(assigned ? "neighbours_doorbell_alias" : "unassigned_doorbell_alias", "doorbell", [this, assigned](Expect& e, std::function<void()> done) {
       e.answer = A::NoAnswer;
       e.counters = {{"mbp2.rejected_requests", 1}};
       auto* m = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
@@ -447,7 +448,7 @@ void ProtectionTester::build_catalogue() {
       done();
     };
   };
-  auto two = [this, W] { return frame_for({write(W, fill(16, 33), 0, ReplyMode::None), write(W + 64, fill(16, 34), 0, ReplyMode::None)}, key_dummy_, kNoFlow); };
+  auto two = [this] { return frame_for({write(W, fill(16, 33), 0, ReplyMode::None), write(W + 64, fill(16, 34), 0, ReplyMode::None)}, key_dummy_, kNoFlow); };
   // Layout (packet.h): header 40, first WRITE (word, laddr, length, 16 data) at 40..67, second at 68..95.
   add("wire_truncated_subcommand", "wire", wire([two] {
         auto f = two();
@@ -480,7 +481,7 @@ void ProtectionTester::build_catalogue() {
       }));
   // The MBP2's MAC drops a frame longer than Ethernet allows before it takes a receive buffer.
   const std::map<std::string, uint64_t> giant = mbp2_ ? std::map<std::string, uint64_t>{{"mac.rx_oversized", 1}} : wire_reject;
-  add("wire_oversized_frame", "wire", wire([this, W] {
+  add("wire_oversized_frame", "wire", wire([this] {
         auto f = frame_for({write(W, fill(1400, 35), 0, ReplyMode::None)}, key_dummy_, kNoFlow);
         f.resize(f.size() + 200, 0x5A);
         put32be(f, 48, 1600);  // the WRITE's length, and the total, agree with the frame
@@ -489,21 +490,21 @@ void ProtectionTester::build_catalogue() {
         f[15] = static_cast<uint8_t>(n);
         return f;
       }, giant));
-  add("wire_data_length_past_the_end", "wire", wire([this, W] {
+  add("wire_data_length_past_the_end", "wire", wire([this] {
         auto f = frame_for({write(W, fill(16, 36), 0, ReplyMode::None)}, key_dummy_, kNoFlow);
         put32be(f, 48, 64);
         return f;
       }));
-  add("wire_claims_to_be_the_target", "wire", wire([this, W] {
+  add("wire_claims_to_be_the_target", "wire", wire([this] {
         auto f = frame_for({write(W, fill(16, 37), 0, ReplyMode::None)}, key_dummy_, kNoFlow);
         put32be(f, 16, kServer);
         return f;
       }));
   add("wire_forged_key", "wire",
-      wire([this, W] { return frame_for({write(W, fill(16, 38), 0, ReplyMode::None)}, key_dummy_ ^ 0x40, kNoFlow); },
+      wire([this] { return frame_for({write(W, fill(16, 38), 0, ReplyMode::None)}, key_dummy_ ^ 0x40, kNoFlow); },
            authenticated_ ? std::map<std::string, uint64_t>{} : std::map<std::string, uint64_t>{{"mbcf.violations", 1}}));
 
-  add("wire_read_reply_too_big", "wire", [this, W](Expect& e, std::function<void()> done) {
+  add("wire_read_reply_too_big", "wire", [this](Expect& e, std::function<void()> done) {
     // Well formed, with the right key, but its reply cannot fit a frame: the target must not
     // trust the sender to have checked (4.4).
     Command r = read(W, 4000);
