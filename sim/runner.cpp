@@ -171,7 +171,7 @@ int run_experiment(const RunOptions& o) {
   const std::string stall = wl->stalled();
   std::string failure = net_failure();
   if (failure.empty() && !stall.empty()) {
-    // (Said in simulated time: the network's cycle counter stands still for the MBCF systems.)
+    // (Said in simulated time: the MBCF systems have no network cycle counter.)
     char at[64];
     std::snprintf(at, sizeof at, " (at %.3f us simulated)", sc_core::sc_time_stamp().to_seconds() * 1e6);
     failure = stall + at;

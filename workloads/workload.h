@@ -1,5 +1,6 @@
 // What drives a system. A workload schedules its own activity on the network's calendar
-// (set_timer) and reports its headline results in the `summary` object of stats.json.
+// (set_timer), or on its system's own calendar (the MBCF/Ether and MBP2 workloads, which run
+// without a network), and reports its headline results in the `summary` object of stats.json.
 #pragma once
 #include <cstdint>
 #include <memory>
