@@ -108,6 +108,9 @@ struct Command {
   std::vector<uint8_t> data;
 };
 bool operator==(const Command& a, const Command& b);
+// A command on the one 32-bit word at `laddr`, carrying `value` as its data (little-endian, as
+// the host stores it): a one-word write, an atomic's operand.
+Command word_command(Cmd k, uint32_t laddr, uint32_t value);
 
 // The decoded MBCF/Ether packet: Ethernet header, protocol bytes, task fields, commands.
 struct Packet {

@@ -1,5 +1,7 @@
 #include "models/mbcf/packet.h"
 
+#include "models/mbcf/atomic.h"
+
 namespace mbpsim::mbcf {
 
 const char* to_string(Cmd c) {
@@ -74,6 +76,16 @@ const char* to_string(DecodeError e) {
     case DecodeError::BadLength: return "bad_length";
   }
   return "?";
+}
+
+Command word_command(Cmd k, uint32_t laddr, uint32_t value) {
+  Command c;
+  c.cmd = k;
+  c.laddr = laddr;
+  c.length = 4;
+  c.data.resize(4);
+  store_le(c.data.data(), 4, value);
+  return c;
 }
 
 bool operator==(const Command& a, const Command& b) {

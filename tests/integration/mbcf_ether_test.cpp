@@ -47,12 +47,7 @@ struct Rig {
 };
 
 Command write_word(uint32_t laddr, uint32_t v, ReplyMode rm = ReplyMode::None) {
-  Command c;
-  c.cmd = Cmd::Write;
-  c.laddr = laddr;
-  c.length = 4;
-  c.data.resize(4);
-  store_le(c.data.data(), 4, v);
+  Command c = word_command(Cmd::Write, laddr, v);
   c.opt.reply = rm;
   if (rm != ReplyMode::None) c.status_laddr = 0x10000;
   return c;
@@ -1127,12 +1122,7 @@ TEST_P(MbcfTester, CompareAndSwapLockProtectsACounter) {
     }));
   };
   auto word_cmd = [](Cmd k, uint32_t laddr, uint32_t v) {
-    Command x;
-    x.cmd = k;
-    x.laddr = laddr;
-    x.length = 4;
-    x.data.resize(4);
-    store_le(x.data.data(), 4, v);
+    Command x = word_command(k, laddr, v);
     x.data_laddr = kData;
     return x;
   };

@@ -1352,12 +1352,7 @@ TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
 // A 4-byte atomic at `laddr` with operand `value`, its old value to 0x10800 and its status to
 // 0x10810 of the requester.
 Command atomic_with_status(Cmd cmd, uint32_t laddr, uint32_t value) {
-  Command c;
-  c.cmd = cmd;
-  c.laddr = laddr;
-  c.length = 4;
-  c.data.resize(4);
-  store_le(c.data.data(), 4, value);
+  Command c = word_command(cmd, laddr, value);
   c.data_laddr = 0x10800;
   c.status_laddr = 0x10810;
   c.opt.reply = ReplyMode::Status;

@@ -236,12 +236,7 @@ void MbcfTester::start_lock() {
 
 namespace {
 Command word_cmd(Cmd k, uint32_t laddr, uint32_t v) {
-  Command x;
-  x.cmd = k;
-  x.laddr = laddr;
-  x.length = 4;
-  x.data.resize(4);
-  store_le(x.data.data(), 4, v);
+  Command x = word_command(k, laddr, v);
   x.data_laddr = kOld;
   return x;
 }
