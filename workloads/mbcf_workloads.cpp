@@ -20,7 +20,7 @@ using namespace mbpsim::mbcf;
 void declare_mbcf_workload_params(ParamSchema& s) {
   using T = ParamType;
   s.add({"workload.sizes", T::IntList, json::array({4, 16, 64, 256, 1024}), "bytes", "rtt, oneway, peak: payload sizes to measure (at most 1408: one MBCF packet's data); datagram: payload sizes (UDP up to 65507, in IP fragments beyond one frame; TCP one frame)", 1, 65507});
-  s.add({"workload.commands", T::Json, json::array(), "", "rtt: [write, read, swap] by default; oneway: [write, fifo, signal]", -1e300, 1e300});
+  s.add({"workload.commands", T::Json, json::array(), "", "the commands measured: rtt [write, read, swap] by default, or send; oneway [write, fifo, signal]; peak, secure and raytrace write only; datagram none (empty: the workload's default)", -1e300, 1e300});
   s.add({"workload.iterations", T::Int, 20, "", "rtt, oneway: measured repetitions per point (after 2 unmeasured ones)", 1, 1e9});
   s.add({"workload.transfers", T::Int, 1024, "", "peak: MBCF_WRITEs per size", 16, 1e9});
   s.add({"workload.ack_every", T::Int, 16, "", "peak: a status check every N transmissions (6.2.3)", 1, 1e6});
@@ -119,14 +119,21 @@ ordered_json point(const std::string& cmd, uint32_t size, double value, const ch
   return p;
 }
 
+// The commands a workload measures: `dflt` when workload.commands is empty, else the list, each
+// element one of `allowed`. A workload that measures one fixed command (or none) still checks
+// the list, so that a command it would not run is an error rather than silently ignored.
 std::vector<std::string> commands(const Config& c, std::vector<std::string> dflt, const std::vector<std::string>& allowed) {
   const json& j = c.get_json("workload.commands");
   if (!j.is_array()) c.fail("workload.commands", "must be a list of command names");
   if (j.empty()) return dflt;
+  const std::string kind = c.get_string("workload.kind");
+  if (allowed.empty()) c.fail("workload.commands", kind + " measures no MBCF command by name: leave it empty");
+  std::string names;
+  for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
   std::vector<std::string> out;
   for (size_t i = 0; i < j.size(); ++i) {
     if (!j[i].is_string() || std::find(allowed.begin(), allowed.end(), j[i].get<std::string>()) == allowed.end())
-      c.fail_at("workload.commands", "workload.commands[" + std::to_string(i) + "]", "must be one of the commands this workload measures");
+      c.fail_at("workload.commands", "workload.commands[" + std::to_string(i) + "]", "must be a command " + kind + " measures: " + names);
     out.push_back(j[i].get<std::string>());
   }
   return out;
@@ -316,6 +323,7 @@ class PeakWorkload : public MbcfWorkload {
     sizes_ = sizes(c, 1);
     count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
     every_ = static_cast<uint32_t>(c.get_int("workload.ack_every"));
+    commands(c, {"write"}, {"write"});  // 6.2.3 streams MBCF_WRITEs only
     if (count_ % every_) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
   }
   void start() override { next_point(); }
@@ -448,6 +456,7 @@ class SecureWorkload : public PeakWorkload {
 class RaytraceWorkload : public MbcfWorkload {
  public:
   RaytraceWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
+    commands(c, {"write"}, {"write"});  // 6.2.6: each chunk is one MBCF_WRITE
     calc_ = static_cast<uint32_t>(c.get_int("workload.calc_nodes"));
     if (calc_ + 1 > cfg_.nodes)
       c.fail("workload.calc_nodes", std::to_string(calc_) + " calculators and a display need mbcf.nodes >= " + std::to_string(calc_ + 1));
@@ -547,6 +556,7 @@ class DatagramWorkload : public MbcfWorkload {
     mbp2_ = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
     if (!mbp2_) c.fail("workload.kind", "datagram: UDP/TCP steering is the MBP2's; needs mbcf.nic = mbp2");
     if (cfg_.nodes < 2) c.fail("mbcf.nodes", "datagram: needs two nodes");
+    commands(c, {}, {});  // message passing: no MBCF command
     proto_ = c.get_string("workload.protocol") == "tcp" ? mbp2::kIpProtoTcp : mbp2::kIpProtoUdp;
     sizes_ = sizes(c, 1, mbp2::kUdpMaxPayload, "UDP's largest datagram");
     // UDP datagrams longer than one frame go in IP fragments, which the receiving NIC holds in

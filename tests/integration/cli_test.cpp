@@ -62,6 +62,27 @@ TEST(Cli, BadListElementsNameTheKeyAndIndex) {
   EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written_list"));
 }
 
+// peak, secure and raytrace send MBCF_WRITEs only and datagram sends no MBCF command: a list
+// asking them for another command used to be ignored without a word (the run measured writes).
+TEST(Cli, WorkloadsRejectCommandsTheyDoNotRun) {
+  const std::string ether = test::config_path("mbcf-ss20-100tx.json"), mbp2 = test::config_path("mbp2p-ss20.json");
+  for (const auto& [args, where] : std::vector<std::pair<std::string, std::string>>{
+           {ether + " --set workload.kind=peak --set 'workload.commands=[\"read\"]'", "workload.commands[0]: must be a command peak measures: write"},
+           {ether + " --set workload.kind=raytrace --set 'workload.commands=[\"write\",\"swap\"]'", "workload.commands[1]: must be a command raytrace measures: write"},
+           {mbp2 + " --set workload.kind=secure --set 'workload.commands=[\"fifo\"]'", "workload.commands[0]: must be a command secure measures: write"},
+           {mbp2 + " --set workload.kind=datagram --set 'workload.commands=[\"write\"]'", "workload.commands: datagram measures no MBCF command by name"}}) {
+    auto r = run_cmd(test::mbpsim_bin() + " run " + args + " --out /tmp/mbpsim_never_written_cmds");
+    EXPECT_EQ(r.status, 1) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(where), std::string::npos) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written_cmds"));
+  // The command a workload does run is accepted by name.
+  auto r = run_cmd(test::mbpsim_bin() + " run " + ether + " --quiet --set workload.kind=peak --set 'workload.commands=[\"write\"]'" +
+                   " --set 'workload.sizes=[1024]' --set workload.transfers=32 --out " + test::temp_dir("cli_cmds").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 // A receiver that never acknowledges leaves the multicast open: the watchdog stops the run
 // with exit status 2, the seed and the oldest open transaction (T3 holds the other three acks,
 // so none of the five receivers reached through the bitmap is acknowledged at the source).
