@@ -79,9 +79,11 @@ uint64_t peak_rss_bytes() {
 }  // namespace
 
 void validate_config(const Config& c) {
+  // Builds what `run` builds and starts nothing: the MBCF/Ether and MBP2 systems alone, the
+  // others on a quad-tree network that never runs.
   net::NetConfig nc = net::NetConfig::from(c);
-  // Workload checks need the topology only; they run against a network that is never started.
   Stats st;
+  if (make_mbcf_workload(c.get_string("workload.kind"), c, st, 0)) return;
   net::Network n("validate_net", nc, st, "validate");
   auto w = make_workload(c, n, st, 0);
 }

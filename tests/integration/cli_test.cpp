@@ -77,6 +77,12 @@ TEST(Cli, WorkloadsRejectCommandsTheyDoNotRun) {
     EXPECT_EQ(count_lines(r.output), 1) << r.output;
   }
   EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written_cmds"));
+  // `validate` builds what `run` builds, so it says the same.
+  auto v = run_cmd(test::mbpsim_bin() + " validate " + ether + " --set workload.kind=peak --set 'workload.commands=[\"read\"]'");
+  EXPECT_EQ(v.status, 1) << v.output;
+  EXPECT_NE(v.output.find("must be a command peak measures"), std::string::npos) << v.output;
+  v = run_cmd(test::mbpsim_bin() + " validate " + ether + " --set workload.kind=peak");
+  EXPECT_EQ(v.status, 0) << v.output;
   // The command a workload does run is accepted by name.
   auto r = run_cmd(test::mbpsim_bin() + " run " + ether + " --quiet --set workload.kind=peak --set 'workload.commands=[\"write\"]'" +
                    " --set 'workload.sizes=[1024]' --set workload.transfers=32 --out " + test::temp_dir("cli_cmds").string());
