@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -74,6 +75,49 @@ uint64_t peak_rss_bytes() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+}
+
+// A summary list of flat records (the `points` of rtt, oneway and peak) as a table, one row
+// per record, at most 40 rows; false if `v` is not such a list.
+bool print_table(const std::string& name, const ordered_json& v) {
+  if (!v.is_array() || v.empty()) return false;
+  std::vector<std::string> cols;
+  for (const auto& r : v) {
+    if (!r.is_object()) return false;
+    for (auto it = r.begin(); it != r.end(); ++it) {
+      if (it.value().is_structured()) return false;
+      if (std::find(cols.begin(), cols.end(), it.key()) == cols.end()) cols.push_back(it.key());
+    }
+  }
+  auto cell = [](const ordered_json& r, const std::string& k) {
+    if (!r.contains(k)) return std::string();
+    return r[k].is_string() ? r[k].get<std::string>() : r[k].dump();
+  };
+  const size_t shown = std::min<size_t>(v.size(), 40);
+  std::vector<size_t> w(cols.size());
+  for (size_t c = 0; c < cols.size(); ++c) {
+    w[c] = cols[c].size();
+    for (size_t i = 0; i < shown; ++i) w[c] = std::max(w[c], cell(v[i], cols[c]).size());
+  }
+  // Text columns are left-aligned, numbers right-aligned.
+  std::vector<bool> text_col(cols.size(), false);
+  for (size_t c = 0; c < cols.size(); ++c)
+    for (size_t i = 0; i < shown; ++i)
+      if (v[i].contains(cols[c]) && v[i][cols[c]].is_string()) text_col[c] = true;
+  std::printf("  %s\n", name.c_str());
+  auto row = [&](auto text) {
+    std::string line = "   ";
+    for (size_t c = 0; c < cols.size(); ++c) {
+      const std::string t = text(c), pad(w[c] - t.size(), ' ');
+      line += " " + (text_col[c] ? t + pad : pad + t);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::printf("%s\n", line.c_str());
+  };
+  row([&](size_t c) { return cols[c]; });
+  for (size_t i = 0; i < shown; ++i) row([&](size_t c) { return cell(v[i], cols[c]); });
+  if (shown < v.size()) std::printf("    (%zu more in stats.json)\n", v.size() - shown);
+  return true;
 }
 
 }  // namespace
@@ -223,7 +267,8 @@ int run_experiment(const RunOptions& o) {
               static_cast<unsigned long long>(seed));
   for (auto it = st["summary"].begin(); it != st["summary"].end(); ++it) {
     const std::string v = it.value().dump();
-    std::printf("  %-34s %s\n", it.key().c_str(), v.size() <= 160 ? v.c_str() : "(in stats.json)");
+    if (v.size() <= 160) std::printf("  %-34s %s\n", it.key().c_str(), v.c_str());
+    else if (!print_table(it.key(), it.value())) std::printf("  %-34s (in stats.json)\n", it.key().c_str());
   }
   std::printf("  results in %s/stats.json\n", o.out_dir.c_str());
   const std::string bad = wl->check_failed();

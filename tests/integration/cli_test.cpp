@@ -154,8 +154,6 @@ TEST(Cli, ZeroLoadRunReportsSimulatedTime) {
   EXPECT_FALSE(st["summary"]["saturated"].get<bool>());
 }
 
-// The trace tools on a small two-thread trace: info, validate, convert both ways, and a broken
-
 // An Ethernet system has no quad-tree network: its outputs describe only what it models (no
 // idle routers in stats.json), and host.json counts the events of its own calendar.
 TEST(Cli, EtherRunReportsOnlyTheModelledSystem) {
@@ -177,6 +175,26 @@ TEST(Cli, EtherRunReportsOnlyTheModelledSystem) {
   // The first line says the simulated time too.
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(cycles \([0-9.]+ (s|ms|us)\) simulated in)"))) << r.output;
 }
+
+// A summary list of records (the points of rtt, oneway and peak; the protection tester's
+// attacks) prints as a table, one row per record, at most 40 rows; it used to say only
+// "(in stats.json)".
+TEST(Cli, SummaryPointsPrintAsATable) {
+  auto r = run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ss20-100tx.json") +
+                   " --quiet --set 'workload.sizes=[4,1024]' --set workload.transfers=64 --out " + test::temp_dir("cli_table").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n  points\n +command +size +value unit +host_cpu_us_per_op\n)"))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n +MBCF_WRITE +4 +0\.3[0-9]* MB/s +1[0-9.]+\n)"))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n +MBCF_WRITE +1024 +11\.[0-9]+ MB/s +[0-9.]+\n)"))) << r.output;
+  EXPECT_EQ(r.output.find("(in stats.json)"), std::string::npos) << r.output;
+  r = run_cmd(test::mbpsim_bin() + " run " + test::config_path("protection-ether.json") + " --quiet --out " +
+              test::temp_dir("cli_table2").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n +forged_key +key +pass +violation\n)"))) << r.output;
+  EXPECT_NE(r.output.find("    (8 more in stats.json)\n"), std::string::npos) << r.output;
+}
+
+// The trace tools on a small two-thread trace: info, validate, convert both ways, and a broken
 // trace that exits 1 with one line naming the file, the thread and the record.
 TEST(Cli, TraceToolsInfoValidateConvert) {
   auto d = test::temp_dir("cli_trace");
