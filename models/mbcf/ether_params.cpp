@@ -37,7 +37,7 @@ void declare_mbcf_params(ParamSchema& s) {
   s.add({"host.int_command_cycles", T::Double, 40.0, "cycles", "each further command of a combined packet (decode and dispatch)", 0, 1e9});
   s.add({"host.reply_cycles", T::Double, 128.0, "cycles", "building a reply (or a multicast copy) in the interrupt routine: the header part of a send, 1.5 us", 0, 1e9});
   s.add({"host.ack_cycles", T::Double, 170.0, "cycles", "handling an acknowledgement-only or rejected packet (protocol part only)", 0, 1e9});
-  s.add({"host.tx_done_cycles", T::Double, 680.0, "cycles", "transmit-completion routine per frame (third low state of Fig. 6.3), 8 us; 0: no completion interrupt [calibrated on the 4-byte point of Table 6.2]", 0, 1e9});
+  s.add({"host.tx_done_cycles", T::Double, 745.0, "cycles", "transmit-completion routine per frame (third low state of Fig. 6.3), 8.76 us; 0: no completion interrupt [calibrated: least squares, in log ratio, on the six host-bound points of Table 6.2 (4-64 bytes of the 100BASE-TX and 100BASE-T rows), where the sender's host sets the rate; docs/VALIDATION.md]", 0, 1e9});
   s.add({"host.poll_cycles", T::Double, 20.0, "cycles", "one iteration of a status-polling loop on a cached word", 0, 1e9});
   s.add({"host.lw_syscall_cycles", T::Double, 170.0, "cycles", "light-weight system call (FIFO read, signal-flag reset): trap, no context switch", 0, 1e9});
   s.add({"host.invoke_cycles", T::Double, 425.0, "cycles", "invoking a user-level program for MBCF_SIGNAL (upcall and return)", 0, 1e9});

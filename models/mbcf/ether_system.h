@@ -36,7 +36,7 @@ struct EtherSysConfig {
   // host CPU
   double cpu_mhz = 85;
   double syscall_cycles = 306, int_entry_cycles = 85, int_packet_cycles = 459, int_command_cycles = 40;
-  double reply_cycles = 128, ack_cycles = 170, tx_done_cycles = 680, poll_cycles = 20;
+  double reply_cycles = 128, ack_cycles = 170, tx_done_cycles = 745, poll_cycles = 20;
   double lw_syscall_cycles = 170, invoke_cycles = 425, atomic_word_cycles = 6, user_build_cycles = 40;
   double copy_mb_s = 68;  // kernel copy bandwidth
   double timer_read_us = 0;

@@ -988,12 +988,15 @@ TEST(Calibration, Table610OneWay1000SX) {
   within(run_points("mbcf-ultra60-1000sx.json", ""), {9.6, 11.0, 11.5, 16.2, 35.9}, 0.10, "6.10");
 }
 
-// Table 6.2's 100BASE-T hub from 256 bytes, where the wire is the limit: a drift guard (with
-// the LANCE-mode gap +1% to +6%; without it -7% to -9%, still inside the bound, so the gap
-// itself is checked by the EtherHub unit tests).
-TEST(Calibration, Table62HalfDuplexHubFrom256Bytes) {
-  within(run_points("mbcf-ss20-100t-half.json", "--set workload.kind=peak --set 'workload.sizes=[256,1024,1408]' --set workload.transfers=4096"),
-         {8.56, 11.13, 11.48}, 0.10, "6.2 100BASE-T hub");
+// Table 6.2's 100BASE-T hub. Up to 64 bytes the sender's host sets the rate, and the
+// transmit-completion routine is calibrated on these points together with the full-duplex
+// row's (least squares: the model has no mechanism for the hub row's 9-11% lag there, so it
+// sits between the rows). From 256 bytes the wire is the limit: a drift guard (with the
+// LANCE-mode gap +1% to +5%; without it -7% to -9%, still inside the bound, so the gap itself
+// is checked by the EtherHub unit tests).
+TEST(Calibration, Table62HalfDuplexHub) {
+  within(run_points("mbcf-ss20-100t-half.json", "--set workload.kind=peak --set 'workload.sizes=[4,16,64,256,1024,1408]' --set workload.transfers=4096"),
+         {0.31, 1.15, 4.31, 8.56, 11.13, 11.48}, 0.10, "6.2 100BASE-T hub");
 }
 
 // Table 6.9 where the model is within 10% (4 bytes, and 256 bytes up, where the PCI bursts
