@@ -44,6 +44,20 @@ struct Rig {
   Task& task(uint32_t n) { return *sys->space(n).find(1); }
   uint32_t word(uint32_t n, uint32_t a) { return sys->space(n).load32(task(n), a); }
   void run(double ms) { sc_core::sc_start(sc_core::sc_time(ms, sc_core::SC_MS)); }
+  // A packet built by hand (to be encoded and put on the wire by a test) from task 1 of node
+  // `from` to task 1 of node `to`, with the right keys.
+  Packet hand_built(uint32_t from, uint32_t to, std::vector<Command> cmds) {
+    Packet p;
+    p.dst_mac = mac_of(to);
+    p.src_mac = mac_of(from);
+    p.src_pnode = from;
+    p.src_ptask = 1;
+    p.src_key = task(from).key;
+    p.dst_ptask = 1;
+    p.dst_key = task(to).key;
+    p.cmds = std::move(cmds);
+    return p;
+  }
 };
 
 Command write_word(uint32_t laddr, uint32_t v, ReplyMode rm = ReplyMode::None) {
@@ -479,13 +493,7 @@ struct CrashStream {
   // The sender's next entry; a system call refused (on a node without power) is counted.
   void next() {
     if (sent == n) return;
-    Command f;
-    f.cmd = Cmd::Fifo;
-    f.laddr = 0x10100;
-    f.length = 4;
-    f.data.resize(4);
-    store_le(f.data.data(), 4, sent);
-    if (r.sys->syscall(0, 1, Request{1, {f}}, [this] { next(); })) ++sent;
+    if (r.sys->syscall(0, 1, Request{1, {word_command(Cmd::Fifo, 0x10100, sent)}}, [this] { next(); })) ++sent;
     else ++refused;
   }
   // Node 1 drains its FIFO now and then so it never fills.
@@ -612,15 +620,7 @@ TEST(MbcfEther, AnOldWindowsFrameReachingARestartedReceiverIsADuplicate) {
   r.sys->set_accept_hook([&got](uint32_t from, uint32_t to, const Packet& p) {
     if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Fifo) got.push_back(static_cast<uint32_t>(load_le(p.cmds[0].data.data(), 4)));
   });
-  auto fifo = [](uint32_t v) {
-    Command f;
-    f.cmd = Cmd::Fifo;
-    f.laddr = 0x10100;
-    f.length = 4;
-    f.data.resize(4);
-    store_le(f.data.data(), 4, v);
-    return f;
-  };
+  auto fifo = [](uint32_t v) { return word_command(Cmd::Fifo, 0x10100, v); };
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   for (uint32_t v = 0; v < 10; ++v) {
     ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {fifo(v)}}, [] {}));
@@ -633,15 +633,7 @@ TEST(MbcfEther, AnOldWindowsFrameReachingARestartedReceiverIsADuplicate) {
   r.run(5);
   EXPECT_GE(mbcf_stat(r, "hellos"), 1u);
   // The old window's first frame, as the path held it back.
-  Packet old;
-  old.dst_mac = mac_of(1);
-  old.src_mac = mac_of(0);
-  old.src_pnode = 0;
-  old.src_ptask = 1;
-  old.src_key = r.task(0).key;
-  old.dst_ptask = 1;
-  old.dst_key = r.task(1).key;
-  old.cmds = {fifo(999)};
+  Packet old = r.hand_built(0, 1, {fifo(999)});
   old.ctrl_p = kSequenced;
   old.end_p = 1;
   old.recv_p = 0;
@@ -908,20 +900,12 @@ TEST(MbcfEther, MalformedFramesFromTheWireAreCountedAndChangeNothing) {
   c.ether.medium = net::EtherConfig::Medium::Switch;
   Rig r(c);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
-  Packet p;
-  p.dst_mac = mac_of(1);
-  p.src_mac = mac_of(2);
-  p.src_pnode = 2;
-  p.src_ptask = 1;
-  p.src_key = r.task(2).key;
-  p.dst_ptask = 1;
-  p.dst_key = r.task(1).key;
   Command w;
   w.cmd = Cmd::Write;
   w.laddr = 0x10200;
   w.length = 64;
   w.data.assign(64, 0xEE);
-  p.cmds = {w};
+  Packet p = r.hand_built(2, 1, {w});
   p.ctrl_p = kNoFlow;
   std::vector<uint8_t> good;
   ASSERT_TRUE(encode(p, good));
