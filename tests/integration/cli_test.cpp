@@ -1,6 +1,7 @@
 // The mbpsim command line as a user meets it: exit statuses, one-line errors, outputs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
 
 #include "tests/test_util.h"
@@ -180,9 +181,14 @@ TEST(Cli, EtherRunReportsOnlyTheModelledSystem) {
 // attacks) prints as a table, one row per record, at most 40 rows; it used to say only
 // "(in stats.json)".
 TEST(Cli, SummaryPointsPrintAsATable) {
+  const auto d = test::temp_dir("cli_table");
   auto r = run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ss20-100tx.json") +
-                   " --quiet --set 'workload.sizes=[4,1024]' --set workload.transfers=64 --out " + test::temp_dir("cli_table").string());
+                   " --quiet --set 'workload.sizes=[4,1024]' --set workload.transfers=64 --out " + d.string());
   ASSERT_EQ(r.status, 0) << r.output;
+  // A point's value keeps six significant digits (three decimals left a 0.3 MB/s rate three).
+  const double v = nlohmann::json::parse(test::read_text(d / "stats.json"))["summary"]["points"][0]["value"].get<double>();
+  EXPECT_NE(v, std::round(v * 1000) / 1000) << v;
+  EXPECT_NEAR(v * 1e6, std::round(v * 1e6), 1e-6) << v;
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n  points\n +command +size +value unit +host_cpu_us_per_op\n)"))) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n +MBCF_WRITE +4 +0\.[0-9]+ MB/s +1[0-9.]+\n)"))) << r.output;
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n +MBCF_WRITE +1024 +11\.[0-9]+ MB/s +[0-9.]+\n)"))) << r.output;
