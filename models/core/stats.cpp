@@ -85,8 +85,7 @@ void Stats::reset() {
   for (auto& h : histograms_) h.reset();
 }
 
-// Rounds to 6 significant digits so that the JSON text is stable and readable.
-static double tidy(double v) {
+double six_significant(double v) {
   if (!std::isfinite(v)) return 0.0;
   if (v == 0) return 0.0;
   const double mag = std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
@@ -123,19 +122,19 @@ nlohmann::ordered_json Stats::dump() const {
       case Kind::Counter: v = counters_[e.idx].value; break;
       case Kind::Average: {
         const Average& a = averages_[e.idx];
-        v = {{"mean", tidy(a.mean())}, {"count", a.count}, {"min", tidy(a.min)},
-             {"max", tidy(a.max)}};
+        v = {{"mean", six_significant(a.mean())}, {"count", a.count}, {"min", six_significant(a.min)},
+             {"max", six_significant(a.max)}};
         break;
       }
       case Kind::Histogram: {
         const Histogram& h = histograms_[e.idx];
-        v = {{"count", h.count()},       {"mean", tidy(h.mean())},
+        v = {{"count", h.count()},       {"mean", six_significant(h.mean())},
              {"min", h.min()},           {"p50", h.percentile(0.50)},
              {"p90", h.percentile(0.90)}, {"p99", h.percentile(0.99)},
              {"max", h.max()}};
         break;
       }
-      case Kind::Formula: v = tidy(formulas_[e.idx]()); break;
+      case Kind::Formula: v = six_significant(formulas_[e.idx]()); break;
     }
     (*node)[k] = v;
   }

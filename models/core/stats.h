@@ -57,6 +57,11 @@ class Histogram {
   double sum_ = 0;
 };
 
+// `v` rounded to six significant digits (non-finite values become 0), as stats.json holds
+// every figure: the JSON text stays stable and a small rate keeps as many digits as a large
+// latency.
+double six_significant(double v);
+
 class Stats {
  public:
   Counter& counter(const std::string& path, const std::string& desc = "");
