@@ -983,33 +983,37 @@ TEST(Calibration, Table62HalfDuplexHub) {
          {0.31, 1.15, 4.31, 8.56, 11.13, 11.48}, 0.10, "6.2 100BASE-T hub");
 }
 
-// Table 6.9 where the model is within 10% (4 bytes, and 256 bytes up, where the PCI bursts
-// dominate); the 16- and 64-byte points are off by more (docs/VALIDATION.md says why).
+// Table 6.9. The burst overhead is the slope from 256 bytes; the descriptor fetch and the
+// receive latency are fitted to this row and Table 6.10 together (least squares), which spreads
+// the thesis's 2-burst points, 0.35 us above the line through the others, over the row
+// (docs/VALIDATION.md): the 64-byte point is the largest error, +8%.
 TEST(Calibration, Table69PeakPci) {
-  within(run_points("mbcf-ultra60-1000sx.json", "--set workload.kind=peak --set 'workload.sizes=[4,256,1024,1408]'"),
-         {2.29, 55.41, 78.22, 80.92}, 0.10, "6.9");
+  within(run_points("mbcf-ultra60-1000sx.json", "--set workload.kind=peak --set 'workload.sizes=[4,16,64,256,1024,1408]'"),
+         {2.29, 5.67, 22.30, 55.41, 78.22, 80.92}, 0.10, "6.9");
 }
 
 // The Ultra 60's NIC has one DMA engine for descriptors and data: at 64 bytes, where the
 // sender's NIC is the bottleneck, each frame costs its descriptor fetch (nic.tx_latency_ns)
-// plus its two 64-byte PCI bursts (40 + 8 cycles each at 66 MHz), and a NIC that prefetched
+// plus its two 64-byte PCI bursts (39 + 8 cycles each at 66 MHz), and a NIC that prefetched
 // the descriptor during the DMA before would go faster.
+// (A status check every 512 transfers rather than 16, so that the acknowledgements' own DMA on
+// the sender's bus and the round trips they wait on stay out of the figure: with 16 they take
+// another 3-4%.)
 TEST(MbcfEther, OneDmaEngineFetchesTheNextDescriptorOnlyAfterTheFrameBefore) {
-  const double one = run_points("mbcf-ultra60-1000sx.json", "--set workload.kind=peak --set 'workload.sizes=[64]'")[0]["value"].get<double>();
-  const double pre =
-      run_points("mbcf-ultra60-1000sx.json", "--set workload.kind=peak --set 'workload.sizes=[64]' --set nic.tx_prefetch=true")[0]["value"].get<double>();
-  const double per_frame_us = 1.0 + 2 * 48 / 66.0;
-  EXPECT_NEAR(one, 64 / per_frame_us, 64 / per_frame_us * 0.03);
+  const std::string sets = "--set workload.kind=peak --set 'workload.sizes=[64]' --set workload.ack_every=512 --set workload.transfers=8192";
+  const double one = run_points("mbcf-ultra60-1000sx.json", sets)[0]["value"].get<double>();
+  const double pre = run_points("mbcf-ultra60-1000sx.json", sets + " --set nic.tx_prefetch=true")[0]["value"].get<double>();
+  const double per_frame_us = 1.13 + 2 * 47 / 66.0;
+  EXPECT_NEAR(one, 64 / per_frame_us, 64 / per_frame_us * 0.01);
   EXPECT_GT(pre, one * 1.25);
 }
 
 // The 10BASE-T row is the SS20's built-in LANCE, whose small transmit FIFO streams each frame:
-// its turnaround between frames (27.5 us) is calibrated on the 64-byte point, and the 16- to
-// 1408-byte points follow; the 4-byte point is +13% against a figure printed with one
-// significant digit (0.04), so it is left out.
+// its turnaround between frames (32 us) is fitted to the whole row (least squares). The 4-byte
+// point (+8%, printed 0.04 with one significant digit) and the 16-byte one (-5%) disagree in
+// the thesis itself, and the fit splits the difference (docs/VALIDATION.md).
 TEST(Calibration, Table62TenMegabitHub) {
-  within(run_points("mbcf-ss20-10t.json", "--set 'workload.sizes=[16,64,256,1024,1408]' --set workload.transfers=2048"), {0.17, 0.48, 0.89, 1.13, 1.17},
-         0.10, "6.2 10BASE-T hub");
+  within(run_points("mbcf-ss20-10t.json", "--set workload.transfers=2048"), {0.04, 0.17, 0.48, 0.89, 1.13, 1.17}, 0.10, "6.2 10BASE-T hub");
 }
 
 // A NIC streaming through a small FIFO takes the next frame only after the one before has left
@@ -1017,11 +1021,11 @@ TEST(Calibration, Table62TenMegabitHub) {
 // acknowledgements fall into the turnarounds, so nothing collides); a NIC holding whole frames
 // sends back to back (in LANCE mode, so that its stream does not collide with them either).
 TEST(MbcfEther, AStreamingNicSendsAFrameOnlyATurnaroundAfterTheOneBefore) {
-  const std::string sets = "--set 'workload.sizes=[256]' --set workload.transfers=2048 --set nic.tx_latency_ns=27500";
+  const std::string sets = "--set 'workload.sizes=[256]' --set workload.transfers=2048 --set nic.tx_latency_ns=32000";
   const double streams = run_points("mbcf-ss20-10t.json", sets)[0]["value"].get<double>();
   const double whole = run_points("mbcf-ss20-10t.json", sets + " --set nic.tx_streams=false --set ether.lance_mode=true")[0]["value"].get<double>();
-  // 256 bytes in a 308-byte frame with its FCS, 8 of preamble: 252.8 us at 10 Mb/s, then 27.5 us.
-  const double per_frame_us = (308 + 8) * 0.8 + 27.5;
+  // 256 bytes in a 308-byte frame with its FCS, 8 of preamble: 252.8 us at 10 Mb/s, then 32 us.
+  const double per_frame_us = (308 + 8) * 0.8 + 32.0;
   EXPECT_LT(streams, 256 / per_frame_us);
   EXPECT_GT(streams, 256 / per_frame_us * 0.97);  // what the acknowledgements take
   EXPECT_GT(whole, streams * 1.03);
