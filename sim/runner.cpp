@@ -94,16 +94,16 @@ bool print_table(const std::string& name, const ordered_json& v) {
     return r[k].is_string() ? r[k].get<std::string>() : r[k].dump();
   };
   const size_t shown = std::min<size_t>(v.size(), 40);
+  // Each column as wide as its widest cell; text columns left-aligned, numbers right-aligned.
   std::vector<size_t> w(cols.size());
+  std::vector<bool> text_col(cols.size(), false);
   for (size_t c = 0; c < cols.size(); ++c) {
     w[c] = cols[c].size();
-    for (size_t i = 0; i < shown; ++i) w[c] = std::max(w[c], cell(v[i], cols[c]).size());
-  }
-  // Text columns are left-aligned, numbers right-aligned.
-  std::vector<bool> text_col(cols.size(), false);
-  for (size_t c = 0; c < cols.size(); ++c)
-    for (size_t i = 0; i < shown; ++i)
+    for (size_t i = 0; i < shown; ++i) {
+      w[c] = std::max(w[c], cell(v[i], cols[c]).size());
       if (v[i].contains(cols[c]) && v[i][cols[c]].is_string()) text_col[c] = true;
+    }
+  }
   std::printf("  %s\n", name.c_str());
   auto row = [&](auto text) {
     std::string line = "   ";
