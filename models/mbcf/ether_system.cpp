@@ -61,9 +61,10 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
 uint64_t EtherSystem::cycles_ps(double cycles) const { return static_cast<uint64_t>(std::llround(cycles * 1e6 / c_.cpu_mhz)); }
 uint64_t EtherSystem::copy_ps(uint32_t bytes) const { return static_cast<uint64_t>(std::llround(bytes * 1e6 / c_.copy_mb_s)); }
 uint64_t EtherSystem::dma_ps(uint32_t bytes) const {
-  const double bursts = std::ceil(bytes / c_.bus_burst);
-  const double cyc = bursts * (c_.bus_burst / c_.bus_width + c_.bus_overhead_cycles);
-  return static_cast<uint64_t>(std::llround(cyc * 1e6 / c_.bus_mhz));
+  const double burst = c_.bus.max_burst, width = c_.bus.width_bytes;
+  const double bursts = std::ceil(bytes / burst);
+  const double cyc = bursts * (burst / width + c_.bus.overhead_cycles);
+  return static_cast<uint64_t>(std::llround(cyc * 1e6 / c_.bus.clock_mhz));
 }
 
 // ------------------------------------------------------------------ OS

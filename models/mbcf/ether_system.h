@@ -20,7 +20,9 @@
 #include "models/core/calendar.h"
 #include "models/core/config.h"
 #include "models/core/rng.h"
+#include "models/core/params.h"
 #include "models/core/stats.h"
+#include "models/host/io_bus.h"
 #include "models/mbcf/engine.h"
 #include "models/mbcf/packet.h"
 #include "models/mbcf/task.h"
@@ -31,41 +33,43 @@ namespace mbpsim::mbcf {
 // Host, bus, NIC and protocol parameters. The origin of each value is written next to its
 // declaration in ether_params.cpp and next to the values in the configs.
 struct EtherSysConfig {
-  uint32_t nodes = 2;
-  uint32_t page_bytes = 4096;
+  // Every member is a parameter of `params()` (ether_params.cpp), which gives it its default.
+  EtherSysConfig();
+  uint32_t nodes{};
+  uint32_t page_bytes{};
   // host CPU
-  double cpu_mhz = 85;
-  double syscall_cycles = 306, int_entry_cycles = 85, int_packet_cycles = 459, int_command_cycles = 40;
-  double reply_cycles = 128, ack_cycles = 170, tx_done_cycles = 745, poll_cycles = 20;
-  double lw_syscall_cycles = 170, invoke_cycles = 425, atomic_word_cycles = 6, user_build_cycles = 40;
-  double copy_mb_s = 68;  // kernel copy bandwidth
-  double timer_read_us = 0;
-  bool user_construction = false;
-  double page_in_us = 10000;
+  double cpu_mhz{};
+  double syscall_cycles{}, int_entry_cycles{}, int_packet_cycles{}, int_command_cycles{};
+  double reply_cycles{}, ack_cycles{}, tx_done_cycles{}, poll_cycles{};
+  double lw_syscall_cycles{}, invoke_cycles{}, atomic_word_cycles{}, user_build_cycles{};
+  double copy_mb_s{};  // kernel copy bandwidth
+  double timer_read_us{};
+  bool user_construction{};  // mbcf.interface = user
+  double page_in_us{};
   // 3.4.2's save area in kernel memory: packets held for tasks waiting for a page-in, besides
   // the one that faulted for each task. A packet that would need a full area is not accepted.
-  uint32_t save_area = 64;
-  // host I/O bus used by the NIC's DMA
-  double bus_mhz = 25, bus_width = 4, bus_burst = 32, bus_overhead_cycles = 3;
+  uint32_t save_area{};
+  host::BusConfig bus;  // the host I/O bus the NIC's DMA uses
   // NIC
-  double nic_tx_latency_ns = 3000, nic_rx_latency_ns = 4000;
-  bool nic_rx_cut_through = false;
-  bool nic_tx_prefetch = false;  // the next frame's descriptor fetch overlaps the DMA of the one before
+  double nic_tx_latency_ns{}, nic_rx_latency_ns{};
+  bool nic_rx_cut_through{};
+  bool nic_tx_prefetch{};  // the next frame's descriptor fetch overlaps the DMA of the one before
   // A transmit FIFO smaller than a frame (the LANCE's 48 bytes): the NIC streams a frame from
   // memory as it leaves, so it takes the next frame only once the one before has left the
   // MAC, nic_tx_latency_ns later (its turnaround: descriptor, status and FIFO prefill).
-  bool nic_tx_streams = false;
-  uint32_t rx_ring = 64;
+  bool nic_tx_streams{};
+  uint32_t rx_ring{};
   // Go-back-N
-  uint32_t th1 = 16, th2 = 64, th1_min = 2, tx_buffers = 256;
-  double ack_timeout_us = 20000, resend_timeout_us = 20000;
-  uint32_t max_timeouts = 32;  // then the peer is probed with exponential back-off
-  double max_backoff_us = 1e6;
+  uint32_t th1{}, th2{}, th1_min{}, tx_buffers{};
+  double ack_timeout_us{}, resend_timeout_us{};
+  uint32_t max_timeouts{};  // then the peer is probed with exponential back-off
+  double max_backoff_us{};
   // The network stuck check: a pair with packets unacknowledged and no acknowledgement progress
   // for this long stops the run (exit 2) with the oldest packets dumped; 0: never.
-  double stuck_us = 60e6;
+  double stuck_us{};
   net::EtherConfig ether;
-  static EtherSysConfig from(const Config& c);
+  static const ParamTable<EtherSysConfig>& params();
+  static EtherSysConfig from(const Config& c);  // params() loaded, then cross-checked
 };
 void declare_mbcf_params(ParamSchema& s);
 

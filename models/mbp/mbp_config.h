@@ -1,10 +1,11 @@
 // Typed MBP configuration (MBP engine, C-TLB, N-TLB, directory, page placement and protocol
-// attributes); declared parameters live in mbp_params.cpp.
+// attributes); its parameters are declared once, in mbp_params.cpp.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "models/core/config.h"
+#include "models/core/params.h"
 #include "models/mbp/directory.h"
 #include "models/node/memop.h"
 
@@ -21,24 +22,27 @@ struct Region {
 };
 
 struct MbpConfig {
-  double clock_mhz = 100.0;
-  uint32_t handler_cycles = 8;
-  uint32_t ctlb_entries = 256, ctlb_assoc = 4, ctlb_miss_cycles = 12;
-  uint32_t ntlb_entries = 256, ntlb_assoc = 4, ntlb_miss_cycles = 12;
-  uint32_t header_flits = 2;
-  uint32_t pointers = 4;
-  uint32_t fullmap_unicast_max = 4;
-  HomePolicy home_policy = HomePolicy::Interleave;
-  uint64_t block_pages = 16;
-  std::vector<double> protocol_mix{1.0, 0.0, 0.0};   // invalidate, update, noncacheable
-  std::vector<double> format_mix{1.0, 0.0, 0.0};     // hbitmap, pointers, fullmap
+  // Every member is a parameter of `params()`, which gives it its default.
+  MbpConfig();
+  double clock_mhz{};
+  uint32_t handler_cycles{};
+  uint32_t ctlb_entries{}, ctlb_assoc{}, ctlb_miss_cycles{};
+  uint32_t ntlb_entries{}, ntlb_assoc{}, ntlb_miss_cycles{};
+  uint32_t header_flits{};
+  uint32_t pointers{};
+  uint32_t fullmap_unicast_max{};
+  HomePolicy home_policy{};
+  uint64_t block_pages{};
+  std::vector<double> protocol_mix;  // invalidate, update, noncacheable
+  std::vector<double> format_mix;    // hbitmap, pointers, fullmap
   std::vector<Region> regions;
-  uint32_t write_buffer = 8;
-  bool check_invariants = false;
-  uint64_t watchdog_ns = 2000000;
+  uint32_t write_buffer{};
+  bool check_invariants{};
+  uint64_t watchdog_ns{};
 
   uint64_t clock_ps() const { return static_cast<uint64_t>(1e6 / clock_mhz + 0.5); }
-  static MbpConfig from(const Config& c);
+  static const ParamTable<MbpConfig>& params();
+  static MbpConfig from(const Config& c);  // params() loaded, then cross-checked
 };
 
 void declare_mbp_params(ParamSchema& s);

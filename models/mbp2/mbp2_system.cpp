@@ -17,10 +17,10 @@ using mbcf::kNoAddr;
 using mbcf::Packet;
 
 // One node's NIC: a SystemC module whose units are its children (mbp2_node3.pme, ...).
-Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
+Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::BusConfig& bus_c, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
                          Stats& st, const std::string& b)
     : sc_core::sc_module(nm) {
-  bus = std::make_unique<HostBus>(c.bus, st, b + "biu");
+  bus = std::make_unique<HostBus>(bus_c, st, b + "biu");
   em = std::make_unique<Em>(c.em, st, b + "em");
   tlb = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
   frames.tlb = tlb.get();
@@ -149,7 +149,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
   host_mem_.resize(ec.nodes);
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
-    u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, c, ec.nodes, ec.rx_ring, st, b));
+    u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, ec.bus, c, ec.nodes, ec.rx_ring, st, b));
     Units& u = *u_.back();
     walkers_[n].sys = this;
     walkers_[n].node = n;

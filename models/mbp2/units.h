@@ -23,6 +23,8 @@
 #include "models/core/calendar.h"
 #include "models/core/stats.h"
 #include "models/core/fair_share.h"
+#include "models/core/params.h"
+#include "models/host/io_bus.h"
 #include "models/mbp2/crypto.h"
 
 namespace mbpsim::mbp2 {
@@ -37,14 +39,8 @@ class Unit : public sc_core::sc_module {
 
 // ------------------------------------------------------------------ BIU: the host I/O bus
 
-struct BusConfig {
-  enum class Kind { SBus, Pci } kind = Kind::SBus;
-  double clock_mhz = 25;     // SBus 25 MHz; PCI 33 or 66
-  uint32_t width_bytes = 4;  // SBus 4; PCI 4 or 8
-  uint32_t max_burst = 32;   // SBus: 32-byte maximum burst; PCI: what the latency timer allows
-  double overhead_cycles = 3;  // per burst: arbitration, address phase, acknowledgement / turnaround
-  double pio_cycles = 20;      // one programmed single-word write by the host CPU (a doorbell)
-};
+// The host I/O bus the card sits on is the host's (models/host/io_bus.h).
+using host::BusConfig;
 
 // The bus is one shared resource, granted burst by burst in round robin among the DMA
 // transfers that want it (the PGE's and the ADMA's), modelled as a `FairShare`: a transfer
@@ -106,11 +102,14 @@ constexpr int kRoutes = 4;
 const char* name(Route r);
 
 struct EmConfig {
-  double clock_mhz = 40;      // MBP2P: the FPGA controller's clock
-  uint32_t width_bytes = 8;   // 64-bit data path (8.2: "more than 64 bit wide")
-  uint32_t burst_bytes = 32;  // SDRAM burst: one row access per burst
-  double access_cycles = 3;   // per burst: activate and CAS latency
-  uint32_t bytes = 8u << 20;  // capacity: what the units carve must fit
+  // Every member is a parameter of `params()` (mbp2_params.cpp), which gives it its default.
+  EmConfig();
+  double clock_mhz{};      // MBP2P: the FPGA controller's clock
+  uint32_t width_bytes{};   // 64-bit data path (8.2: "more than 64 bit wide")
+  uint32_t burst_bytes{};  // SDRAM burst: one row access per burst
+  double access_cycles{};   // per burst: activate and CAS latency
+  uint32_t bytes{};  // capacity: what the units carve must fit
+  static const ParamTable<EmConfig>& params();
 };
 
 // One memory port shared by four routes, granted burst by burst in round robin among the
@@ -199,21 +198,24 @@ class Tlb : public Unit {
 // core has explicit fill and write-back instructions, and write-through stores stall when the
 // write buffer is full.
 struct PmeConfig {
-  double clock_mhz = 100;   // MBP2P: SPARClite MB86832 internal clock
-  double bus_mhz = 20;      // SPARClite bus
-  double base_cpi = 1.0;    // scalar integer pipeline, everything hitting
-  double imiss_per_instr = 0.03;
-  double line_fill_bus_cycles = 8;
-  double shared_per_instr = 0.1;    // loads and stores to EM-resident rings and headers
-  double shared_bus_cycles = 16;    // one uncached EM access through the controller
-  bool cache_control = false;       // explicit cache-fill / write-back instructions (Casablanca)
-  double store_per_instr = 0.1;
-  double wt_stall_bus_cycles = 1;   // average write-buffer stall per store (write-through)
+  // Every member is a parameter of `params()` (mbp2_params.cpp), which gives it its default.
+  PmeConfig();
+  double clock_mhz{};   // MBP2P: SPARClite MB86832 internal clock
+  double bus_mhz{};      // SPARClite bus
+  double base_cpi{};    // scalar integer pipeline, everything hitting
+  double imiss_per_instr{};
+  double line_fill_bus_cycles{};
+  double shared_per_instr{};    // loads and stores to EM-resident rings and headers
+  double shared_bus_cycles{};    // one uncached EM access through the controller
+  bool cache_control{};       // explicit cache-fill / write-back instructions (Casablanca)
+  double store_per_instr{};
+  double wt_stall_bus_cycles{};   // average write-buffer stall per store (write-through)
   // Interrupts: conventional (trap, save and restore of a register window and globals) or
   // zero-cost register-set switching (Casablanca, 8.3.5).
-  bool register_sets = false;
-  double interrupt_instr = 60;
-  double host_cpi = 1.3;  // the SS20 kernel's cycles per instruction, to port the host's routines
+  bool register_sets{};
+  double interrupt_instr{};
+  double host_cpi{};  // the SS20 kernel's cycles per instruction, to port the host's routines
+  static const ParamTable<PmeConfig>& params();
 };
 
 class Pme : public Unit {
@@ -639,31 +641,34 @@ class Ocu : public Unit {
 // ------------------------------------------------------------------ crypto units (CAU, MEAC1024)
 
 struct CryptoConfig {
-  Cipher cipher = Cipher::None;
-  Auth auth = Auth::None;
-  enum class Keys { Static, Dh } keys = Keys::Static;
-  std::string secret = "mbpsim";  // pre-shared secret when keys are static
-  bool cau = true;                // CAU hardware (MBP2C); false: PME firmware (MBP2P, 8.4)
-  double cau_clock_mhz = 100;
-  double des_cycles_per_block = 2;    // one DES pass over 8 bytes
-  double hash_cycles_per_block = 32;  // one 64-byte compression
-  double cau_setup_ns = 100;
-  double cau_desc_instr = 20;         // PME: write a CAU descriptor
-  double fw_setup_instr = 150;        // firmware: per frame (IV, key schedule pointers, loop set-up)
-  double fw_des_instr_per_block = 300;
-  double fw_hash_instr_per_block = 700;
-  bool meac = true;                   // MEAC1024 on the card; false: modular arithmetic in firmware
-  double meac_clock_mhz = 50;
-  double meac_modmul_cycles = 132;    // one 1024-bit multiply and reduction
-  double meac_op_instr = 12;          // PME: start one MEAC operation, take its result
-  double fw_modmul_instr = 9000;      // firmware: one 1024-bit Montgomery multiplication
-  double kx_timeout_us = 50000;       // key-exchange message not answered: sent again
-  uint32_t kx_tries = 5;              // INITs unanswered before the exchange is given up
+  // Every member is a parameter of `params()` (mbp2_params.cpp), which gives it its default.
+  CryptoConfig();
+  Cipher cipher{};
+  Auth auth{};
+  enum class Keys { Static, Dh } keys{};
+  std::string secret;  // pre-shared secret when keys are static
+  bool cau{};                // CAU hardware (MBP2C); false: PME firmware (MBP2P, 8.4)
+  double cau_clock_mhz{};
+  double des_cycles_per_block{};    // one DES pass over 8 bytes
+  double hash_cycles_per_block{};  // one 64-byte compression
+  double cau_setup_ns{};
+  double cau_desc_instr{};         // PME: write a CAU descriptor
+  double fw_setup_instr{};        // firmware: per frame (IV, key schedule pointers, loop set-up)
+  double fw_des_instr_per_block{};
+  double fw_hash_instr_per_block{};
+  bool meac{};                   // MEAC1024 on the card; false: modular arithmetic in firmware
+  double meac_clock_mhz{};
+  double meac_modmul_cycles{};    // one 1024-bit multiply and reduction
+  double meac_op_instr{};          // PME: start one MEAC operation, take its result
+  double fw_modmul_instr{};      // firmware: one 1024-bit Montgomery multiplication
+  double kx_timeout_us{};       // key-exchange message not answered: sent again
+  uint32_t kx_tries{};              // INITs unanswered before the exchange is given up
   // Frames sealed under one SA before a new one is made (RFC 4303 3.3.3: the 32-bit sequence
   // number must not cycle). dh keys: a new exchange; static keys cannot be renewed, so the
   // NIC stops sealing for that peer.
-  uint64_t rekey_frames = 4294967295ull;
+  uint64_t rekey_frames{};
   bool enabled() const { return cipher != Cipher::None || auth != Auth::None; }
+  static const ParamTable<CryptoConfig>& params();
 };
 
 // The CAU: DES or triple DES and a keyed hash with DMA engines of its own, reading a frame from

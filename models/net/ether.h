@@ -21,35 +21,41 @@
 #include <vector>
 
 #include "models/core/calendar.h"
+#include "models/core/params.h"
 #include "models/core/rng.h"
 #include "models/core/stats.h"
 
 namespace mbpsim::net {
 
 struct EtherConfig {
-  enum class Medium { Switch, Hub, Direct } medium = Medium::Switch;
-  double rate_mbps = 100;        // 10, 100 or 1000
-  double prop_ns = 500;          // station to station: cable plus repeater or switch port
-  double switch_latency_ns = 3000;  // switch: lookup and forwarding after the frame is in
-  uint32_t switch_queue_frames = 64;
-  double loss = 0;               // Bernoulli loss per frame
-  double burst_enter = 0, burst_leave = 1;  // Gilbert-Elliott: good->bad and bad->good per frame
-  double tamper = 0;             // per delivered frame: an attacker on the path alters one byte
+  // Every member is a parameter of `params()` (ether_config.cpp), which gives it its default.
+  EtherConfig();
+  enum class Medium { Switch, Hub, Direct };
+  Medium medium{};
+  double rate_mbps{};            // 10, 100 or 1000
+  double prop_ns{};              // station to station: cable plus repeater or switch port
+  double switch_latency_ns{};    // switch: lookup and forwarding after the frame is in
+  uint32_t switch_queue_frames{};
+  double loss{};                 // Bernoulli loss per frame
+  double burst_enter{}, burst_leave{};  // Gilbert-Elliott: good->bad and bad->good per frame
+  double tamper{};               // per delivered frame: an attacker on the path alters one byte
                                  // after the Ethernet header and recomputes the FCS
   // Fault injection for protocol testing (not Ethernet behaviour): per delivered frame, a
   // second copy arrives up to reorder_max_ns later, or the frame itself is held back that
   // long so that later frames overtake it (a bounded lifetime on the path).
-  double duplicate = 0, reorder = 0;
-  double reorder_max_ns = 100000;
+  double duplicate{}, reorder{};
+  double reorder_max_ns{};
   // Blackhole periods per receiving station (a pulled cable, a rebooting switch port): every
   // frame to the station is lost for blackhole_us; the gaps between periods are exponential
   // with mean blackhole_every_us (0: never), each station on its own seeded schedule.
-  double blackhole_every_us = 0, blackhole_us = 1000;
+  double blackhole_every_us{}, blackhole_us{};
   // Half duplex: a MAC in "LANCE mode" (the FEPS and GEM ASICs of Sun's adapters, on by
   // default) waits `ipg0_nibbles` more after the interframe gap before it transmits, when the
   // last frame on the medium was another station's; the station that sent it goes on first.
-  bool lance_mode = false;
-  uint32_t ipg0_nibbles = 16;
+  bool lance_mode{};
+  uint32_t ipg0_nibbles{};
+
+  static const ParamTable<EtherConfig>& params();
 };
 const char* to_string(EtherConfig::Medium m);
 

@@ -1,35 +1,39 @@
-// Typed network configuration; declared parameters live in net_params.cpp.
+// Typed network configuration; its parameters are declared once, in net_params.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "models/core/config.h"
+#include "models/core/params.h"
 
 namespace mbpsim::net {
 
 struct NetConfig {
-  int radix = 4;
-  int levels = 2;
-  double clock_mhz = 100.0;
-  int routing_delay = 0;
-  int va_delay = 1;
-  int sa_delay = 1;
-  int st_delay = 1;
-  int link_latency = 1;
-  int credit_delay = 2;
-  int ni_delay = 1;
-  int flit_bits = 64;
-  int link_width_bits = 64;
-  int vcs_per_class = 4;
-  int buffer_depth = 8;
-  bool combining = true;
-  int combining_entries = 64;
-  int ack_flits = 1;
-  uint64_t watchdog_cycles = 100000;
+  // Every member is a parameter of `params()`, which gives it its default.
+  NetConfig();
+  int radix{};
+  int levels{};
+  double clock_mhz{};
+  int routing_delay{};
+  int va_delay{};
+  int sa_delay{};
+  int st_delay{};
+  int link_latency{};
+  int credit_delay{};
+  int ni_delay{};
+  int flit_bits{};
+  int link_width_bits{};
+  int vcs_per_class{};
+  int buffer_depth{};
+  bool combining{};
+  int combining_entries{};
+  int ack_flits{};
+  uint64_t watchdog_cycles{};
 
   uint32_t nodes() const;
   int flit_cycles() const { return (flit_bits + link_width_bits - 1) / link_width_bits; }
-  static NetConfig from(const Config& c);
+  static const ParamTable<NetConfig>& params();
+  static NetConfig from(const Config& c);  // params() loaded, then cross-checked
 };
 
 void declare_net_params(ParamSchema& s);

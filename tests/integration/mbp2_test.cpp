@@ -1000,12 +1000,16 @@ TEST(Mbp2Msg, AUdpDatagramLongerThanAFrameGoesInFragmentsAndArrivesWhole) {
 // The MBP2C's 64-bit 66 MHz PCI and 100 MHz EM: the PGE fetches faster than the wire drains.
 Mbp2Config pci_fetches_faster_than_the_wire() {
   Mbp2Config mc;
-  mc.bus.kind = BusConfig::Kind::Pci;
-  mc.bus.clock_mhz = 66;
-  mc.bus.width_bytes = 8;
-  mc.bus.max_burst = 256;
   mc.em.clock_mhz = 100;
   return mc;
+}
+EtherSysConfig on_pci() {
+  EtherSysConfig ec;
+  ec.bus.kind = BusConfig::Kind::Pci;
+  ec.bus.clock_mhz = 66;
+  ec.bus.width_bytes = 8;
+  ec.bus.max_burst = 256;
+  return ec;
 }
 
 // The wire paces the sender: the LDMA puts a frame into the MAC only when its transmit FIFO has
@@ -1016,7 +1020,7 @@ Mbp2Config pci_fetches_faster_than_the_wire() {
 TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
   Mbp2Config mc = pci_fetches_faster_than_the_wire();
   mc.mac_tx_fifo_bytes = 2 * 1514;
-  Rig r(mc);
+  Rig r(mc, on_pci());
   map_big(r);
   r.sys->init_ring(1, 1, kBigRing, 6, Mbp2System::kSlotHeader + 20000);
   ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
@@ -1058,7 +1062,7 @@ TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
 // and the FIFO are empty again, nothing from before is sent by the next incarnation or frees
 // anything of it, and datagrams sent after power-on arrive whole.
 TEST(Mbp2Msg, APowerLossMidStreamLeavesNoImageOrFifoHeld) {
-  Rig r(pci_fetches_faster_than_the_wire());
+  Rig r(pci_fetches_faster_than_the_wire(), on_pci());
   map_big(r);
   r.sys->init_ring(1, 1, kBigRing, 6, Mbp2System::kSlotHeader + 20000);
   ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, kBigRing));
