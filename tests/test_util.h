@@ -122,4 +122,31 @@ inline std::string config_path(const std::string& name) {
   return std::string(MBPSIM_SOURCE_DIR) + "/configs/" + name;
 }
 
+// One `mbpsim run` as a user would type it, in a subprocess: what it printed, its exit status,
+// and the stats.json it wrote.
+struct Run {
+  int status = -1;
+  std::string output;        // stdout and stderr together
+  std::string command;       // the command line, for failure messages
+  std::filesystem::path out; // the --out folder (kept until the test process ends)
+  nlohmann::json stats;      // stats.json, or null when the run wrote none
+  const nlohmann::json& summary() const { return stats["summary"]; }
+};
+
+// Runs `config` (a shipped config's file name, or a path) with further arguments (`--set`,
+// `--seed`) into a fresh output folder. Every test that runs a config and reads its statistics
+// goes through here.
+inline Run run_config(const std::string& config, const std::string& args = "") {
+  static int calls = 0;  // one folder per call and process: ctest -j runs tests side by side
+  Run r;
+  r.out = temp_dir("run_" + std::to_string(++calls)) / "o";
+  const std::string path = config.find('/') == std::string::npos ? config_path(config) : config;
+  r.command = mbpsim_bin() + " run " + path + " --quiet --out " + r.out.string() + " " + args;
+  const CmdResult c = run_cmd(r.command);
+  r.status = c.status;
+  r.output = c.output;
+  if (std::filesystem::exists(r.out / "stats.json")) r.stats = nlohmann::json::parse(read_text(r.out / "stats.json"));
+  return r;
+}
+
 }  // namespace mbpsim::test

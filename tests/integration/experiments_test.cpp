@@ -7,14 +7,9 @@ namespace mbpsim {
 namespace {
 
 nlohmann::json run_config(const std::string& name, const std::string& sets) {
-  auto d = test::temp_dir("exp_" + name);
-  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path(name) + " --quiet " +
-                         sets + " --out " + d.string());
-  EXPECT_EQ(r.status, 0) << r.output;
-  nlohmann::json st;
-  if (r.status == 0) st = nlohmann::json::parse(test::read_text(d / "stats.json"));
-  std::filesystem::remove_all(d);
-  return st;
+  const auto r = test::run_config(name, sets);
+  EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+  return r.stats;
 }
 
 TEST(Experiments, EveryShippedConfigValidatesAndRuns) {

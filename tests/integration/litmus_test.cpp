@@ -21,13 +21,9 @@ class Litmus : public ::testing::TestWithParam<LitmusCase> {};
 
 TEST_P(Litmus, EveryOutcomeIsAllowedByTheMemoryModel) {
   const auto c = GetParam();
-  auto d = test::temp_dir(std::string("litmus_") + c.name);
-  const auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("litmus-mbp16.json") +
-                               " --quiet --set litmus.runs=60 --seed " + std::to_string(c.seed) + " " + c.sets +
-                               " --out " + d.string());
+  const auto r = test::run_config("litmus-mbp16.json", "--set litmus.runs=60 --seed " + std::to_string(c.seed) + " " + c.sets);
   ASSERT_EQ(r.status, 0) << "seed " << c.seed << "\n" << r.output;
-  const json s = json::parse(test::read_text(d / "stats.json"))["summary"];
-  std::filesystem::remove_all(d);
+  const json s = r.summary();
   EXPECT_EQ(s["runs"], 60 * 11 * 4) << "seed " << c.seed;
   EXPECT_EQ(s["forbidden_outcomes"], 0) << "seed " << c.seed;
   EXPECT_EQ(s["values_from_other_runs"], 0) << "seed " << c.seed;

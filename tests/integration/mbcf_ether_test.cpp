@@ -938,13 +938,9 @@ TEST(MbcfEther, MalformedFramesFromTheWireAreCountedAndChangeNothing) {
 // ------------------------------------------------------------ calibration against the thesis
 
 nlohmann::json run_points(const std::string& config, const std::string& sets) {
-  // One folder per call and process: ctest -j runs these tests side by side.
-  static int calls = 0;
-  const std::string out = (test::temp_dir("mbcf_val_" + std::to_string(++calls)) / "o").string();
-  const std::string cmd = std::string(MBPSIM_BINARY) + " run " + MBPSIM_SOURCE_DIR + "/configs/" + config + " --quiet --out " + out + " " + sets + " > /dev/null";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream f(out + "/stats.json");
-  return nlohmann::json::parse(f)["summary"]["points"];
+  const auto r = test::run_config(config, sets);
+  EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+  return r.summary()["points"];
 }
 
 void within(const nlohmann::json& pts, const std::vector<double>& thesis, double tol, const std::string& what) {
@@ -1056,15 +1052,11 @@ TEST(MbcfEther, UserConstructionCostsMoreThanKernelConstructionGrowingWithSize) 
 }
 
 TEST(MbcfEther, RaytraceWritesTheWholeFrameAndScales) {
-  const std::string out = (test::temp_dir("mbcf_rt") / "o").string();
   auto run = [&](int calc) {
-    const std::string cmd = std::string(MBPSIM_BINARY) + " run " + MBPSIM_SOURCE_DIR +
-                            "/configs/mbcf-ss20-100tx.json --quiet --out " + out + " --set workload.kind=raytrace --set mbcf.nodes=" +
-                            std::to_string(calc + 1) + " --set workload.calc_nodes=" + std::to_string(calc) +
-                            " --set workload.payload_bytes=16 > /dev/null";
-    EXPECT_EQ(std::system(cmd.c_str()), 0);
-    std::ifstream f(out + "/stats.json");
-    return nlohmann::json::parse(f)["summary"];
+    const auto r = test::run_config("mbcf-ss20-100tx.json", "--set workload.kind=raytrace --set mbcf.nodes=" + std::to_string(calc + 1) +
+                                                                " --set workload.calc_nodes=" + std::to_string(calc) + " --set workload.payload_bytes=16");
+    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+    return r.summary();
   };
   const auto one = run(1), four = run(4);
   EXPECT_TRUE(one["frame_correct"].get<bool>());

@@ -17,13 +17,9 @@ namespace {
 using test::run_cmd;
 
 nlohmann::json run_tester(const std::string& config, const std::string& name, const std::string& sets = "") {
-  const auto d = test::temp_dir("mbcf_tester_" + name);
-  const std::string cmd = test::mbpsim_bin() + " run " + test::config_path(config) + " --quiet --out " + (d / "o").string() + " " + sets;
-  auto r = run_cmd(cmd);
-  EXPECT_EQ(r.status, 0) << cmd << "\n" << r.output;
-  std::ifstream f(d / "o" / "stats.json");
-  if (!f) return nullptr;
-  return nlohmann::json::parse(f)["summary"];
+  const auto r = test::run_config(config, sets);
+  EXPECT_EQ(r.status, 0) << name << ": " << r.command << "\n" << r.output;
+  return r.stats.is_null() ? nullptr : r.summary();
 }
 
 std::map<std::string, nlohmann::json> checks(const nlohmann::json& s) {
@@ -95,13 +91,10 @@ TEST(MbcfRandomTester, EveryCheckPassesAcrossKeyRenewalsOnTheAuthenticatedMbp2) 
   // Seeds 2 and 4 lost frames before a responder waited for the initiator's keys (make before
   // break): both ends renew at once, and the server's MEAC1024 derives four peers' keys in turn.
   for (const auto& [faults, seed] : {std::pair{false, 1}, std::pair{false, 2}, std::pair{false, 4}, std::pair{true, 1}}) {
-    const auto d = test::temp_dir(std::string(faults ? "mbcf_tester_rekey_faults" : "mbcf_tester_rekey") + std::to_string(seed));
-    const std::string cmd = test::mbpsim_bin() + " run " + test::config_path("mbcf-tester-mbp2.json") + " --quiet --seed " + std::to_string(seed) + " --out " +
-                            (d / "o").string() + " " + crypto + (faults ? "" : "--set ether.loss=0 --set ether.duplicate=0 --set ether.reorder=0");
-    auto r = run_cmd(cmd);
-    ASSERT_EQ(r.status, 0) << cmd << "\n" << r.output;
-    std::ifstream f(d / "o" / "stats.json");
-    const auto st = nlohmann::json::parse(f);
+    const auto r = test::run_config("mbcf-tester-mbp2.json", "--seed " + std::to_string(seed) + " " + crypto +
+                                                                 (faults ? "" : "--set ether.loss=0 --set ether.duplicate=0 --set ether.reorder=0"));
+    ASSERT_EQ(r.status, 0) << r.command << "\n" << r.output;
+    const auto& st = r.stats;
     expect_every_check_passes(st["summary"]);
     std::map<std::string, uint64_t> sum;
     for (const auto& [n, v] : st["stats"]["system"].items())

@@ -197,11 +197,9 @@ TEST(Mbp2, ATlbMissInterruptsThePmeOncePerPage) {
 }
 
 nlohmann::json stats_json(const std::string& config, const std::string& sets) {
-  static int calls = 0;
-  const auto d = test::temp_dir("mbp2_" + std::to_string(++calls));
-  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path(config) + " --quiet --out " + (d / "o").string() + " " + sets);
-  EXPECT_EQ(r.status, 0) << r.output;
-  return nlohmann::json::parse(test::read_text(d / "o" / "stats.json"));
+  const auto r = test::run_config(config, sets);
+  EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+  return r.stats;
 }
 nlohmann::json points(const std::string& config, const std::string& sets) { return stats_json(config, sets)["summary"]["points"]; }
 

@@ -16,13 +16,8 @@ struct TesterRun {
 };
 
 TesterRun run_tester(const std::string& sets, const std::string& tag) {
-  auto d = test::temp_dir("tester_" + tag);
-  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbp16-random-tester.json") +
-                         " --quiet " + sets + " --out " + d.string());
-  TesterRun out{r.status, r.output, json()};
-  if (r.status == 0) out.stats = json::parse(test::read_text(d / "stats.json"));
-  std::filesystem::remove_all(d);
-  return out;
+  const auto r = test::run_config("mbp16-random-tester.json", sets);
+  return TesterRun{r.status, tag + ": " + r.command + "\n" + r.output, r.status == 0 ? r.stats : json()};
 }
 
 struct TesterCase {

@@ -18,13 +18,9 @@ namespace {
 using test::run_cmd;
 
 nlohmann::json run_protection(const std::string& config, const std::string& name, const std::string& sets = "") {
-  const auto d = test::temp_dir("protection_" + name);
-  const std::string cmd = test::mbpsim_bin() + " run " + test::config_path(config) + " --quiet --out " + (d / "o").string() + " " + sets;
-  auto r = run_cmd(cmd);
-  EXPECT_EQ(r.status, 0) << cmd << "\n" << r.output;
-  std::ifstream f(d / "o" / "stats.json");
-  if (!f) return nullptr;
-  return nlohmann::json::parse(f);
+  const auto r = test::run_config(config, sets);
+  EXPECT_EQ(r.status, 0) << name << ": " << r.command << "\n" << r.output;
+  return r.stats.is_null() ? nullptr : r.stats;
 }
 
 std::map<std::string, nlohmann::json> by_name(const nlohmann::json& summary) {

@@ -106,11 +106,9 @@ TEST(TraceReplay, SameSeedSameStats) {
   // Byte-identical stats.json from two runs of the sample (in subprocesses).
   std::string out[2];
   for (int i = 0; i < 2; ++i) {
-    const auto d = test::temp_dir("replay_det" + std::to_string(i));
-    auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " + (d / "o").string() +
-                           " --set trace.path=" + MBPSIM_SOURCE_DIR + "/traces/stencil-16t");
+    const auto r = test::run_config("splash-mbp16.json", std::string("--set trace.path=") + MBPSIM_SOURCE_DIR + "/traces/stencil-16t");
     ASSERT_EQ(r.status, 0) << r.output;
-    out[i] = test::read_text(d / "o" / "stats.json");
+    out[i] = test::read_text(r.out / "stats.json");
   }
   EXPECT_EQ(out[0], out[1]);
 }
@@ -120,18 +118,15 @@ TEST(TraceReplay, SameSeedSameStats) {
 // driver that judged a compare&swap by what it had seen complete (not by the lock word)
 // reported a broken mutual exclusion here, or lost the wake-up of a retry.
 TEST(TraceReplay, SixtyFourThreadsContendingOnSixtyFourNodes) {
-  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " +
-                         (test::temp_dir("replay_64") / "o").string() + " --set trace.path=" + MBPSIM_SOURCE_DIR +
-                         "/traces/stencil-64t --set node.procs=1 --set network.levels=3");
+  const auto r = test::run_config("splash-mbp16.json", std::string("--set trace.path=") + MBPSIM_SOURCE_DIR +
+                                                           "/traces/stencil-64t --set node.procs=1 --set network.levels=3");
   EXPECT_EQ(r.status, 0) << r.output;
 }
 
 nlohmann::json run_sample(const std::string& name, const std::string& sets) {
-  const auto d = test::temp_dir("replay_" + name);
-  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " + (d / "o").string() +
-                         " --set trace.path=" + MBPSIM_SOURCE_DIR + "/traces/stencil-16t " + sets);
-  EXPECT_EQ(r.status, 0) << r.output;
-  return nlohmann::json::parse(test::read_text(d / "o" / "stats.json"))["summary"];
+  const auto r = test::run_config("splash-mbp16.json", std::string("--set trace.path=") + MBPSIM_SOURCE_DIR + "/traces/stencil-16t " + sets);
+  EXPECT_EQ(r.status, 0) << name << ": " << r.command << "\n" << r.output;
+  return r.summary();
 }
 
 // The one-processor baseline: all 16 threads time-share node 0's first processor, switching
