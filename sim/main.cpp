@@ -4,9 +4,11 @@
 #include <systemc>
 
 #include "models/core/error.h"
+#include "models/core/sim_time.h"
 #include "sim/cli.h"
 
 int sc_main(int argc, char** argv) {
+  mbpsim::set_time_resolution();  // 1 ps: every model counts picoseconds
   try {
     return mbpsim::cli_main(argc, argv);
   } catch (const mbpsim::UserError& e) {

@@ -12,6 +12,7 @@
 
 #include <systemc>
 
+#include "models/core/sim_time.h"
 #include "models/core/error.h"
 #include "models/mbp2/mbp2_system.h"
 #include "models/core/stats.h"
@@ -139,6 +140,7 @@ int run_experiment(const RunOptions& o) {
   if (o.seed) cfg.set("experiment.seed", static_cast<int64_t>(*o.seed), "--seed");
   const uint64_t seed = cfg.get_int("experiment.seed");
   set_crash_context(seed, o.config_path.c_str());
+  if (!time_resolution_is_ps()) internal_error("SystemC's time resolution is not 1 ps (set_time_resolution was not called first)");
 
   const net::NetConfig nc = net::NetConfig::from(cfg);
   Stats stats;

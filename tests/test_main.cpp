@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <systemc>
 
+#include "models/core/sim_time.h"
 #include "tests/temp_dirs.h"
 
 int sc_main(int argc, char** argv) {
+  mbpsim::set_time_resolution();  // as the mbpsim binary does (models/core/sim_time.h)
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   ::testing::InitGoogleTest(&argc, argv);
   const int rc = RUN_ALL_TESTS();

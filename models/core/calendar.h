@@ -10,6 +10,8 @@
 
 #include <systemc>
 
+#include "models/core/sim_time.h"
+
 namespace mbpsim {
 
 class Calendar : public sc_core::sc_module {
@@ -20,7 +22,7 @@ class Calendar : public sc_core::sc_module {
     sensitive << wake_;
     dont_initialize();
   }
-  uint64_t now_ps() const { return static_cast<uint64_t>(sc_core::sc_time_stamp().value()); }
+  uint64_t now_ps() const { return sim_now_ps(); }
   void at(uint64_t t_ps, std::function<void()> fn) {
     if (t_ps < now_ps()) t_ps = now_ps();
     q_.push(Ev{t_ps, seq_++, std::move(fn)});

@@ -24,6 +24,7 @@
 
 #include <systemc>
 
+#include "models/core/sim_time.h"
 #include "models/core/rng.h"
 #include "models/core/stats.h"
 #include "models/mbp/directory.h"
@@ -67,7 +68,7 @@ class System : public sc_core::sc_module, public net::NetClient {
   uint32_t procs() const { return static_cast<uint32_t>(nc_.procs); }
   const node::NodeConfig& node_config() const { return nc_; }
   const MbpConfig& mbp_config() const { return mc_; }
-  uint64_t now_ps() const { return sc_core::sc_time_stamp().value(); }
+  uint64_t now_ps() const { return sim_now_ps(); }
   // Home node of a network page (decided on first touch by the placement policy).
   uint32_t home_of(uint64_t page);
   // Protocol and directory format of a page (authoritative: the home's directory entry).

@@ -1,7 +1,7 @@
 // The Internet packets the MBP2 carries besides MBCF (thesis 8.2, 8.3.3): UDP/IP and TCP/IP
 // frames, byte-exact, with real checksums. The PME steers a received one by its port (UDP) or
 // connection (TCP) to the PGE, which writes the payload into a receive structure in the host's
-// memory; the CSU computes the checksums and the OCU checks TCP's order (units.h).
+// memory; the CSU computes the checksums and the OCU checks TCP's order (csu.h, ocu.h).
 //
 //    0  Ethernet: destination, source (12), EtherType 0x0800 (2)
 //   14  IPv4 (20, no options): 0x45, TOS 0, total length, id, flags DF and no fragment, TTL 64,

@@ -1,5 +1,7 @@
 #include "models/net/network.h"
 
+#include "models/core/sim_time.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -136,7 +138,7 @@ void Network::credit_to_ni(uint32_t n, int vc, uint64_t at) {
 void Network::sync_external() {
   if (in_cycle_) return;
   const uint64_t per = period_.value();
-  const uint64_t t = sc_core::sc_time_stamp().value();
+  const uint64_t t = sim_now_ps();
   uint64_t cyc = (t + per - 1) / per;
   if (ran_any_ && cyc <= last_run_) cyc = last_run_ + 1;
   if (cyc > now_) now_ = cyc - 1;  // the calendar is empty between the last run and now
@@ -400,7 +402,7 @@ uint64_t Network::run_cycle(uint64_t now) {
 
 void Network::process_method() {
   const uint64_t per = period_.value();
-  const uint64_t t = sc_core::sc_time_stamp().value();
+  const uint64_t t = sim_now_ps();
   uint64_t cyc = (t + per - 1) / per;
   if (ran_any_ && cyc <= last_run_) cyc = last_run_ + 1;
   if (cyc * per != t) {

@@ -10,9 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "models/core/sim_time.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 extern "C" int sc_main(int argc, char** argv) {
+  mbpsim::set_time_resolution();
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
   for (int i = 1; i < argc; ++i) {
