@@ -30,6 +30,10 @@ struct SystemTestPeer {
     m->requester = src;
     s.send(m, s.now_ps());
   }
+  // The home controller moves a block of `addr` at node `home` as transition (st, ev) leading to `to`.
+  static void home_to(System& s, uint32_t home, uint64_t addr, HState st, HEvent ev, HState to) {
+    s.home_to(frame(s, home, addr), static_cast<uint32_t>((addr % s.nc_.page_bytes) / s.nc_.block_bytes), st, ev, to);
+  }
 };
 
 }  // namespace mbp

@@ -326,6 +326,14 @@ Msg* System::end_busy(Frame* f, uint32_t bi) {
   return m;
 }
 
+// Sets the state a home transition leads to, which must be in its row's next-state column.
+void System::home_to(Frame* f, uint32_t bi, HState s, HEvent e, HState to) {
+  if (!(home_next(s, e) & hs(to)))
+    undefined("home", f->node, f->npage * blocks_per_page_ + bi, to_string(s),
+              (std::string(to_string(e)) + " (leading to " + to_string(to) + ", which its row does not list)").c_str());
+  f->st[bi] = static_cast<uint8_t>(to);
+}
+
 void System::home_dispatch(Frame* f, Msg* m) {
   DirPage& d = *f->dir;
   const uint32_t bi = static_cast<uint32_t>(m->nblk % blocks_per_page_);
@@ -354,7 +362,7 @@ void System::home_dispatch(Frame* f, Msg* m) {
       } else {
         if (!add_sharer()) return;
         home_flush_local(f, bi, false);
-        f->st[bi] = static_cast<uint8_t>(HState::Shared);
+        home_to(f, bi, s, e, HState::Shared);
         reply(m, MsgType::Data, f, bi);
       }
       free_msg(m);
@@ -369,7 +377,7 @@ void System::home_dispatch(Frame* f, Msg* m) {
         if (!add_sharer()) return;
         home_flush_local(f, bi, true);
         f->owner[bi] = m->requester;
-        f->st[bi] = static_cast<uint8_t>(HState::Owned);
+        home_to(f, bi, s, e, HState::Owned);
         reply(m, MsgType::DataX, f, bi);
       }
       free_msg(m);
@@ -381,7 +389,7 @@ void System::home_dispatch(Frame* f, Msg* m) {
         free_msg(m);
         return;
       }
-      invalidate_then(f, bi, m);
+      invalidate_then(f, bi, m, s, e);
       return;
     case HAction::ReadReply:
       home_flush_local(f, bi, false);
@@ -395,14 +403,14 @@ void System::home_dispatch(Frame* f, Msg* m) {
       return;
     case HAction::WriteShared:
       if (f->proto == Protocol::Invalidate) {
-        invalidate_then(f, bi, m);
+        invalidate_then(f, bi, m, s, e);
         return;
       }
       if (f->proto == Protocol::NonCacheable) undefined("home", f->node, m->nblk, "Shared (non-cacheable page)", to_string(e));
       if (perform_write(f, bi, m)) {
         begin_busy(f, bi, m);
         if (start_round(f, bi, MsgType::Upd, m)) {
-          f->st[bi] = static_cast<uint8_t>(HState::UpdRound);
+          home_to(f, bi, s, e, HState::UpdRound);
           return;
         }
         end_busy(f, bi);
@@ -419,7 +427,7 @@ void System::home_dispatch(Frame* f, Msg* m) {
       r->proto = f->proto;
       r->down = down;
       st_.recalls->inc();
-      f->st[bi] = static_cast<uint8_t>(down ? HState::RecallS : HState::RecallX);
+      home_to(f, bi, s, e, down ? HState::RecallS : HState::RecallX);
       send(r, now_ps());
       return;
     }
@@ -427,7 +435,7 @@ void System::home_dispatch(Frame* f, Msg* m) {
     case HAction::WriteBack:
       if (s == HState::Owned && f->owner[bi] == m->src) {
         std::memcpy(&f->data[bi * nc_.block_bytes], m->data, nc_.block_bytes);
-        f->st[bi] = static_cast<uint8_t>(HState::None);
+        home_to(f, bi, s, e, HState::None);
       } else {
         st_.stale_writebacks->inc();  // a recall crossed it and already brought the data
       }
@@ -439,15 +447,15 @@ void System::home_dispatch(Frame* f, Msg* m) {
 }
 
 // Invalidate-type: every remote copy must go before the request is served again on None.
-void System::invalidate_then(Frame* f, uint32_t bi, Msg* m) {
+void System::invalidate_then(Frame* f, uint32_t bi, Msg* m, HState s, HEvent e) {
   begin_busy(f, bi, m);
   if (start_round(f, bi, MsgType::Inv, m)) {
-    f->st[bi] = static_cast<uint8_t>(HState::InvRound);
+    home_to(f, bi, s, e, HState::InvRound);
     return;
   }
   // The sharer set names no one (only possible when it was cleared): nothing to invalidate.
   end_busy(f, bi);
-  f->st[bi] = static_cast<uint8_t>(HState::None);
+  home_to(f, bi, s, e, HState::None);
   home_dispatch(f, m);
   home_block_idle(f, bi);
 }
@@ -461,7 +469,7 @@ void System::home_event(Frame* f, uint32_t bi, HEvent e, Msg* data) {
   Msg* pending = end_busy(f, bi);
   if (a == HAction::RecallDone) {
     std::memcpy(&f->data[bi * nc_.block_bytes], data->data, nc_.block_bytes);
-    f->st[bi] = static_cast<uint8_t>(s == HState::RecallS ? HState::Shared : HState::None);
+    home_to(f, bi, s, e, s == HState::RecallS ? HState::Shared : HState::None);
     if (event_of(pending) == HEvent::Cleanup) {
       free_msg(pending);
       switch_step_done(f);
@@ -469,10 +477,10 @@ void System::home_event(Frame* f, uint32_t bi, HEvent e, Msg* data) {
       home_dispatch(f, pending);
     }
   } else if (s == HState::InvRound) {
-    f->st[bi] = static_cast<uint8_t>(HState::None);
+    home_to(f, bi, s, e, HState::None);
     home_dispatch(f, pending);
   } else {  // UpdRound
-    f->st[bi] = static_cast<uint8_t>(HState::Shared);
+    home_to(f, bi, s, e, HState::Shared);
     if (mc_.check_invariants) check_update_copies(f, bi);
     reply(pending, pending->type == MsgType::Atomic ? MsgType::AtomicResp : MsgType::WriteAck, f, bi);
     free_msg(pending);

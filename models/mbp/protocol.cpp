@@ -49,23 +49,54 @@ using HA = HAction;
 // request that caused it is then dispatched again on the new stable state. PutX: an L3
 // replacement writes an exclusive block back; from anyone but the current owner it is stale
 // (a recall already fetched the data) and only acknowledged.
+//
+// The last column is the next state; where it lists several, the guard picks one:
+//  local     the requester is a processor of the home node: it is granted there and retries
+//            through its own caches (state unchanged)
+//  nc        the page is non-cacheable: data used once, no sharer joins (unchanged)
+//  not inv   the page is no longer invalidate-type: Nack, the requester retries through its
+//            write buffer (unchanged)
+//  coarsen   the sharer set would coarsen while a round of the page is in flight: the request
+//            waits in the page's queue (unchanged)
+//  empty     an invalidation finds the sharer set empty: None at once, and the request is
+//            dispatched again on None
+//  update    an update-type page's write starts an update round when memory changed and
+//            there are copies, else it is acknowledged at once (Shared)
+//  owner     a PutX from the recorded owner writes back (None); from anyone else it is stale
+//  switch    the protocol switch's Cleanup recalls with a downgrade towards update-type
+//            (RecallS), else with invalidation (RecallX)
+// The switch to non-cacheable itself (a page event, not a block event) sets every block to
+// None after its Cleanups and page invalidation, when no block is busy.
 const HRow kHomeRows[] = {
-    {HS::None, HE::GetS, HA::SendData},       {HS::None, HE::GetX, HA::GrantX},
-    {HS::None, HE::ReadH, HA::ReadReply},     {HS::None, HE::WriteH, HA::WriteNone},
-    {HS::None, HE::Atomic, HA::WriteNone},    {HS::None, HE::Cleanup, HA::CleanupDone},
-    {HS::Shared, HE::GetS, HA::SendData},     {HS::Shared, HE::GetX, HA::InvForX},
-    {HS::Shared, HE::ReadH, HA::ReadReply},   {HS::Shared, HE::WriteH, HA::WriteShared},
-    {HS::Shared, HE::Atomic, HA::WriteShared}, {HS::Shared, HE::Cleanup, HA::CleanupDone},
-    {HS::Owned, HE::GetS, HA::RecallDown},    {HS::Owned, HE::GetX, HA::RecallInv},
-    {HS::Owned, HE::ReadH, HA::RecallDown},   {HS::Owned, HE::WriteH, HA::RecallInv},
-    {HS::Owned, HE::Atomic, HA::RecallInv},   {HS::Owned, HE::Cleanup, HA::RecallInv},
-    {HS::None, HE::PutX, HA::WriteBack},      {HS::Shared, HE::PutX, HA::WriteBack},
-    {HS::Owned, HE::PutX, HA::WriteBack},
-    {HS::RecallS, HE::RecallData, HA::RecallDone}, {HS::RecallX, HE::RecallData, HA::RecallDone},
-    {HS::InvRound, HE::RoundDone, HA::RoundDone},  {HS::UpdRound, HE::RoundDone, HA::RoundDone},
-#define MBPSIM_DEFER(S)                                                                    \
-  {HS::S, HE::GetS, HA::Defer}, {HS::S, HE::GetX, HA::Defer}, {HS::S, HE::ReadH, HA::Defer}, \
-      {HS::S, HE::WriteH, HA::Defer}, {HS::S, HE::Atomic, HA::Defer}, { HS::S, HE::PutX, HA::Defer }
+    {HS::None, HE::GetS, HA::SendData, hs(HS::Shared, HS::None)},           // None: local, nc, coarsen
+    {HS::None, HE::GetX, HA::GrantX, hs(HS::Owned, HS::None)},              // None: local, not inv, coarsen
+    {HS::None, HE::ReadH, HA::ReadReply, hs(HS::None)},
+    {HS::None, HE::WriteH, HA::WriteNone, hs(HS::None)},
+    {HS::None, HE::Atomic, HA::WriteNone, hs(HS::None)},
+    {HS::None, HE::Cleanup, HA::CleanupDone, hs(HS::None)},
+    {HS::Shared, HE::GetS, HA::SendData, hs(HS::Shared)},
+    {HS::Shared, HE::GetX, HA::InvForX, hs(HS::InvRound, HS::None, HS::Shared)},  // None: empty; Shared: not inv
+    {HS::Shared, HE::ReadH, HA::ReadReply, hs(HS::Shared)},
+    {HS::Shared, HE::WriteH, HA::WriteShared, hs(HS::InvRound, HS::None, HS::UpdRound, HS::Shared)},  // update, empty
+    {HS::Shared, HE::Atomic, HA::WriteShared, hs(HS::InvRound, HS::None, HS::UpdRound, HS::Shared)},  // update, empty
+    {HS::Shared, HE::Cleanup, HA::CleanupDone, hs(HS::Shared)},
+    {HS::Owned, HE::GetS, HA::RecallDown, hs(HS::RecallS)},
+    {HS::Owned, HE::GetX, HA::RecallInv, hs(HS::RecallX)},
+    {HS::Owned, HE::ReadH, HA::RecallDown, hs(HS::RecallS)},
+    {HS::Owned, HE::WriteH, HA::RecallInv, hs(HS::RecallX)},
+    {HS::Owned, HE::Atomic, HA::RecallInv, hs(HS::RecallX)},
+    {HS::Owned, HE::Cleanup, HA::RecallInv, hs(HS::RecallS, HS::RecallX)},  // switch
+    {HS::None, HE::PutX, HA::WriteBack, hs(HS::None)},                      // stale
+    {HS::Shared, HE::PutX, HA::WriteBack, hs(HS::Shared)},                  // stale
+    {HS::Owned, HE::PutX, HA::WriteBack, hs(HS::None, HS::Owned)},          // owner
+    {HS::RecallS, HE::RecallData, HA::RecallDone, hs(HS::Shared)},
+    {HS::RecallX, HE::RecallData, HA::RecallDone, hs(HS::None)},
+    {HS::InvRound, HE::RoundDone, HA::RoundDone, hs(HS::None)},
+    {HS::UpdRound, HE::RoundDone, HA::RoundDone, hs(HS::Shared)},
+#define MBPSIM_DEFER(S)                                                                                       \
+  {HS::S, HE::GetS, HA::Defer, hs(HS::S)}, {HS::S, HE::GetX, HA::Defer, hs(HS::S)},                           \
+      {HS::S, HE::ReadH, HA::Defer, hs(HS::S)}, {HS::S, HE::WriteH, HA::Defer, hs(HS::S)},                    \
+      {HS::S, HE::Atomic, HA::Defer, hs(HS::S)}, { HS::S, HE::PutX, HA::Defer, hs(HS::S) }
     MBPSIM_DEFER(RecallS), MBPSIM_DEFER(RecallX), MBPSIM_DEFER(InvRound), MBPSIM_DEFER(UpdRound),
 #undef MBPSIM_DEFER
 };
@@ -102,10 +133,14 @@ const int kNumRemoteRows = sizeof(kRemoteRows) / sizeof(kRemoteRows[0]);
 namespace {
 struct Dense {
   HAction h[kNumHStates][kNumHEvents]{};
+  HStates hn[kNumHStates][kNumHEvents]{};
   const RRow* r[kNumRStates][kNumREvents]{};
   Dense() {
     for (int i = 0; i < kNumHomeRows; ++i)
+    {
       h[static_cast<int>(kHomeRows[i].state)][static_cast<int>(kHomeRows[i].event)] = kHomeRows[i].action;
+      hn[static_cast<int>(kHomeRows[i].state)][static_cast<int>(kHomeRows[i].event)] = kHomeRows[i].next;
+    }
     for (int i = 0; i < kNumRemoteRows; ++i)
       r[static_cast<int>(kRemoteRows[i].state)][static_cast<int>(kRemoteRows[i].event)] = &kRemoteRows[i];
   }
@@ -117,6 +152,7 @@ const Dense& dense() {
 }  // namespace
 
 HAction home_action(HState s, HEvent e) { return dense().h[static_cast<int>(s)][static_cast<int>(e)]; }
+HStates home_next(HState s, HEvent e) { return dense().hn[static_cast<int>(s)][static_cast<int>(e)]; }
 const RRow* remote_row(RState s, REvent e) { return dense().r[static_cast<int>(s)][static_cast<int>(e)]; }
 
 }  // namespace mbpsim::mbp

@@ -78,10 +78,20 @@ const char* to_string(HEvent e);
 const char* to_string(RState s);
 const char* to_string(REvent e);
 
+// A set of home states: bit i is HState i.
+using HStates = uint8_t;
+constexpr HStates hs(HState s) { return static_cast<HStates>(1u << static_cast<int>(s)); }
+template <class... S>
+constexpr HStates hs(HState s, S... more) { return static_cast<HStates>(hs(s) | hs(more...)); }
+
 struct HRow {
   HState state;
   HEvent event;
   HAction action;
+  // The states the block may be in once the action is through (before a request it leaves
+  // waiting is dispatched again). Which one is the action's guard (the row's comment): the
+  // controller checks every state it sets against this column.
+  HStates next;
 };
 struct RRow {
   RState state;
@@ -96,6 +106,7 @@ extern const int kNumHomeRows;
 extern const RRow kRemoteRows[];
 extern const int kNumRemoteRows;
 HAction home_action(HState s, HEvent e);
+HStates home_next(HState s, HEvent e);  // the row's next-state column (0: no row)
 const RRow* remote_row(RState s, REvent e);
 
 }  // namespace mbpsim::mbp

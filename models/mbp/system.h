@@ -174,7 +174,8 @@ class System : public sc_core::sc_module, public net::NetClient {
   void home_block_idle(Frame* f, uint32_t bi);
   void begin_busy(Frame* f, uint32_t bi, Msg* m);
   Msg* end_busy(Frame* f, uint32_t bi);
-  void invalidate_then(Frame* f, uint32_t bi, Msg* m);
+  void invalidate_then(Frame* f, uint32_t bi, Msg* m, HState s, HEvent e);
+  void home_to(Frame* f, uint32_t bi, HState s, HEvent e, HState to);
   bool perform_write(Frame* f, uint32_t bi, Msg* m);
   bool start_round(Frame* f, uint32_t bi, MsgType kind, Msg* req);
   void round_done(Round* r);

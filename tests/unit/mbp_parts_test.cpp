@@ -22,6 +22,10 @@ TEST(ProtocolTables, EveryRowIsUniqueAndLooksUp) {
     EXPECT_TRUE(seen.insert({static_cast<int>(r.state), static_cast<int>(r.event)}).second)
         << "duplicate home row " << to_string(r.state) << "/" << to_string(r.event);
     EXPECT_EQ(mbp::home_action(r.state, r.event), r.action);
+    EXPECT_EQ(mbp::home_next(r.state, r.event), r.next);
+    EXPECT_NE(r.next, 0) << "home row " << to_string(r.state) << "/" << to_string(r.event) << " leads nowhere";
+    if (r.action == mbp::HAction::Defer)  // a busy block keeps its state while requests wait
+      EXPECT_EQ(r.next, mbp::hs(r.state)) << to_string(r.state) << "/" << to_string(r.event);
   }
   seen.clear();
   for (int i = 0; i < mbp::kNumRemoteRows; ++i) {

@@ -213,6 +213,24 @@ TEST(MbpSystem, UndefinedTransitionStopsTheRunWithItsName) {
   EXPECT_GE(h.stats()["system"]["mbp"]["transitions"]["remote"]["I"]["Load"].get<int>(), 1);
 }
 
+// The home table's next-state column is enforced: a transition that would leave the block in a
+// state its row does not list stops the run like an undefined pair, naming it.
+TEST(MbpSystem, AHomeStateOutsideTheRowsNextColumnStopsTheRun) {
+  json steps = json::array({step(2, 0, 0, "load", 0x1000)});  // node 2 gets a shared copy of page 1 (home 1)
+  MbpHarness h(script_config(2, steps));
+  h.run();
+  ASSERT_TRUE(h.workload().done());
+  ASSERT_EQ(mbp::SystemTestPeer::state(h.sys(), 1, 0x1000), static_cast<uint8_t>(mbp::HState::Shared));
+  // Listed: an invalidation round for a GetX to a shared block.
+  EXPECT_NO_THROW(mbp::SystemTestPeer::home_to(h.sys(), 1, 0x1000, mbp::HState::Shared, mbp::HEvent::GetX, mbp::HState::InvRound));
+  // Not listed: a GetS to a shared block never makes it exclusive.
+  EXPECT_THROW(mbp::SystemTestPeer::home_to(h.sys(), 1, 0x1000, mbp::HState::Shared, mbp::HEvent::GetS, mbp::HState::Owned),
+               mbp::ProtocolFailure);
+  EXPECT_NE(h.net().failure().find("home controller of node 1: block 0x1000 in state Shared got event GetS (leading to Owned, which its row does not list)"),
+            std::string::npos)
+      << h.net().failure();
+}
+
 // The update-page checker: after an update round every copy equals the home's memory.
 TEST(MbpSystem, UpdateCheckerCatchesACorruptCopy) {
   json regions = {{{"base", 0x1000}, {"bytes", 4096}, {"protocol", "update"}}};
