@@ -2,6 +2,7 @@
 // process): translation, the Figure 2.7/2.8 coherence flow, latencies, atomics, protocol
 // switches, and the hard errors of the controllers and checkers.
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -196,13 +197,20 @@ TEST(MbpSystem, L3ReplacementWritesBackExclusiveBlocks) {
   EXPECT_EQ(h.stats()["system"]["mbp"]["recalls"], 0) << "the home had the data back before node 3 asked";
 }
 
+// A 16-node machine in which node 2 has loaded a shared copy of page 1 (home: node 1).
+std::unique_ptr<MbpHarness> node2_shares_page1() {
+  auto h = std::make_unique<MbpHarness>(script_config(2, json::array({step(2, 0, 0, "load", 0x1000)})));
+  h->run();
+  EXPECT_TRUE(h->workload().done());
+  EXPECT_EQ(mbp::SystemTestPeer::state(h->sys(), 2, 0x1000), static_cast<uint8_t>(mbp::RState::S));
+  EXPECT_EQ(mbp::SystemTestPeer::state(h->sys(), 1, 0x1000), static_cast<uint8_t>(mbp::HState::Shared));
+  return h;
+}
+
 // An undefined transition is a hard error naming the controller, address, state and event.
 TEST(MbpSystem, UndefinedTransitionStopsTheRunWithItsName) {
-  json steps = json::array({step(2, 0, 0, "load", 0x1000)});  // node 2 gets a shared copy of page 1 (home 1)
-  MbpHarness h(script_config(2, steps));
-  h.run();
-  ASSERT_TRUE(h.workload().done());
-  ASSERT_EQ(mbp::SystemTestPeer::state(h.sys(), 2, 0x1000), static_cast<uint8_t>(mbp::RState::S));
+  auto hp = node2_shares_page1();
+  MbpHarness& h = *hp;
   // A recall only goes to an exclusive owner: to a shared copy it is undefined.
   mbp::SystemTestPeer::inject(h.sys(), mbp::MsgType::Recall, 1, 2, 0x1000);
   sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
@@ -216,11 +224,8 @@ TEST(MbpSystem, UndefinedTransitionStopsTheRunWithItsName) {
 // The home table's next-state column is enforced: a transition that would leave the block in a
 // state its row does not list stops the run like an undefined pair, naming it.
 TEST(MbpSystem, AHomeStateOutsideTheRowsNextColumnStopsTheRun) {
-  json steps = json::array({step(2, 0, 0, "load", 0x1000)});  // node 2 gets a shared copy of page 1 (home 1)
-  MbpHarness h(script_config(2, steps));
-  h.run();
-  ASSERT_TRUE(h.workload().done());
-  ASSERT_EQ(mbp::SystemTestPeer::state(h.sys(), 1, 0x1000), static_cast<uint8_t>(mbp::HState::Shared));
+  auto hp = node2_shares_page1();
+  MbpHarness& h = *hp;
   // Listed: an invalidation round for a GetX to a shared block.
   EXPECT_NO_THROW(mbp::SystemTestPeer::home_to(h.sys(), 1, 0x1000, mbp::HState::Shared, mbp::HEvent::GetX, mbp::HState::InvRound));
   // Not listed: a GetS to a shared block never makes it exclusive.
