@@ -24,8 +24,9 @@ TEST(ProtocolTables, EveryRowIsUniqueAndLooksUp) {
     EXPECT_EQ(mbp::home_action(r.state, r.event), r.action);
     EXPECT_EQ(mbp::home_next(r.state, r.event), r.next);
     EXPECT_NE(r.next, 0) << "home row " << to_string(r.state) << "/" << to_string(r.event) << " leads nowhere";
-    if (r.action == mbp::HAction::Defer)  // a busy block keeps its state while requests wait
+    if (r.action == mbp::HAction::Defer) {  // a busy block keeps its state while requests wait
       EXPECT_EQ(r.next, mbp::hs(r.state)) << to_string(r.state) << "/" << to_string(r.event);
+    }
   }
   seen.clear();
   for (int i = 0; i < mbp::kNumRemoteRows; ++i) {
