@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 
 #include "models/core/error.h"
+#include "models/core/stats.h"
 #include "sim/runner.h"
 
 namespace po = boost::program_options;
@@ -19,6 +20,7 @@ const char* kUsage =
     "usage: mbpsim run CONFIG.json [--set key=value]... [--out DIR] [--seed N] [--quiet]\n"
     "       mbpsim validate CONFIG.json [--set key=value]...\n"
     "       mbpsim params [PREFIX]\n"
+    "       mbpsim stats-doc CONFIG.json [--set key=value]... [--prefix PREFIX]\n"
     "       mbpsim trace info|validate|convert ...   (mbpsim trace for details)\n"
     "       mbpsim --help\n";
 
@@ -43,6 +45,20 @@ int cmd_params(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The statistics a config's system registers when it is built, with their descriptions: what
+// `mbpsim run` writes to stats.json (a few that a component registers on first use, such as
+// the PME's per-handler times, appear in stats.json only).
+int cmd_stats_doc(const Stats& st, const std::string& prefix) {
+  int shown = 0;
+  for (const auto& s : st.describe()) {
+    if (s.path.compare(0, prefix.size(), prefix) != 0) continue;
+    std::printf("%-56s %-9s %s\n", s.path.c_str(), s.kind, s.desc.empty() ? "-" : s.desc.c_str());
+    ++shown;
+  }
+  if (!shown) throw UserError("command line: no statistic starts with '" + prefix + "'");
+  return 0;
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -59,7 +75,7 @@ int cli_main(int argc, char** argv) {
   }
   if (cmd == "params") return cmd_params(args);
   if (cmd == "trace") return cmd_trace(args);
-  if (cmd != "run" && cmd != "validate")
+  if (cmd != "run" && cmd != "validate" && cmd != "stats-doc")
     throw UserError("command line: unknown command '" + cmd + "'\n" + kUsage);
 
   RunOptions o;
@@ -70,7 +86,8 @@ int cli_main(int argc, char** argv) {
       "out", po::value<std::string>(&o.out_dir), "output folder (default: out)")(
       "seed", po::value<uint64_t>(), "run seed")("quiet", po::bool_switch(&o.quiet),
                                                  "no heartbeat on stderr")(
-      "config", po::value<std::vector<std::string>>(&positional), "config file");
+      "config", po::value<std::vector<std::string>>(&positional), "config file")(
+      "prefix", po::value<std::string>(), "stats-doc: only statistics whose path starts with this");
   po::positional_options_description pos;
   pos.add("config", -1);
   po::variables_map vm;
@@ -85,6 +102,13 @@ int cli_main(int argc, char** argv) {
   o.config_path = positional[0];
   if (vm.count("seed")) o.seed = vm["seed"].as<uint64_t>();
 
+  if (vm.count("prefix") && cmd != "stats-doc") throw UserError("command line: --prefix is for stats-doc");
+  if (cmd == "stats-doc") {
+    Config c = load_config(o.config_path, o.sets);
+    Stats st;
+    validate_config(c, &st);
+    return cmd_stats_doc(st, vm.count("prefix") ? vm["prefix"].as<std::string>() : "");
+  }
   if (cmd == "validate") {
     Config c = load_config(o.config_path, o.sets);
     validate_config(c);

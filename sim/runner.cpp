@@ -123,13 +123,14 @@ bool print_table(const std::string& name, const ordered_json& v) {
 
 }  // namespace
 
-void validate_config(const Config& c) {
-  // Builds what `run` builds and starts nothing: the MBCF/Ether and MBP2 systems alone, the
-  // others on a quad-tree network that never runs.
+void validate_config(const Config& c, Stats* registered) {
+  // Builds what `run` builds, under the same statistics names, and starts nothing: the
+  // MBCF/Ether and MBP2 systems alone, the others on a quad-tree network that never runs.
   net::NetConfig nc = net::NetConfig::from(c);
-  Stats st;
+  Stats local;
+  Stats& st = registered ? *registered : local;
   if (make_mbcf_workload(c.get_string("workload.kind"), c, st, 0)) return;
-  net::Network n("validate_net", nc, st, "validate");
+  net::Network n("validate_net", nc, st, "system.net");
   auto w = make_workload(c, n, st, 0);
 }
 

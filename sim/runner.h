@@ -10,6 +10,8 @@
 
 namespace mbpsim {
 
+class Stats;
+
 struct RunOptions {
   std::string config_path;
   std::vector<std::string> sets;
@@ -22,8 +24,9 @@ struct RunOptions {
 const ParamSchema& schema();
 // Loads a config file and applies the overrides; throws UserError on bad input.
 Config load_config(const std::string& path, const std::vector<std::string>& sets);
-// Checks a config as a run would, without simulating (builds the typed structs).
-void validate_config(const Config& c);
+// Checks a config as a run would, without simulating: builds the typed structs and the system.
+// `registered`, when given, receives the statistics the system registers (mbpsim stats-doc).
+void validate_config(const Config& c, Stats* registered = nullptr);
 // Runs one experiment; returns the process exit status (0, or 2 on a simulated failure).
 int run_experiment(const RunOptions& o);
 

@@ -49,14 +49,24 @@ void Histogram::reset() {
   sum_ = 0;
 }
 
-void Stats::add(const std::string& path, Kind k, size_t idx) {
+void Stats::add(const std::string& path, Kind k, size_t idx, const std::string& desc) {
   if (!paths_.insert(path).second) internal_error("stat registered twice: " + path);
-  entries_.push_back({path, k, idx});
+  auto [it, fresh] = desc_ids_.emplace(desc, static_cast<uint32_t>(descs_.size()));
+  if (fresh) descs_.push_back(desc);
+  entries_.push_back({path, k, idx, it->second});
+}
+
+std::vector<Stats::Info> Stats::describe() const {
+  static const char* const kinds[] = {"counter", "average", "histogram", "formula"};
+  std::vector<Info> v;
+  v.reserve(entries_.size());
+  for (const Entry& e : entries_) v.push_back({e.path, kinds[static_cast<int>(e.kind)], descs_[e.desc]});
+  return v;
 }
 
 Counter& Stats::counter(const std::string& path, const std::string& desc) {
   counters_.emplace_back();
-  add(path, Kind::Counter, counters_.size() - 1);
+  add(path, Kind::Counter, counters_.size() - 1, desc);
   return counters_.back();
 }
 std::optional<uint64_t> Stats::counter_value(const std::string& path) const {
@@ -66,17 +76,17 @@ std::optional<uint64_t> Stats::counter_value(const std::string& path) const {
 }
 Average& Stats::average(const std::string& path, const std::string& desc) {
   averages_.emplace_back();
-  add(path, Kind::Average, averages_.size() - 1);
+  add(path, Kind::Average, averages_.size() - 1, desc);
   return averages_.back();
 }
 Histogram& Stats::histogram(const std::string& path, const std::string& desc) {
   histograms_.emplace_back();
-  add(path, Kind::Histogram, histograms_.size() - 1);
+  add(path, Kind::Histogram, histograms_.size() - 1, desc);
   return histograms_.back();
 }
 void Stats::formula(const std::string& path, std::function<double()> f, const std::string& desc) {
   formulas_.push_back(std::move(f));
-  add(path, Kind::Formula, formulas_.size() - 1);
+  add(path, Kind::Formula, formulas_.size() - 1, desc);
 }
 
 void Stats::reset() {

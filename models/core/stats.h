@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -71,9 +72,16 @@ class Stats {
   // A registered counter's value, for testers and oracles; nullopt when no counter has the path.
   std::optional<uint64_t> counter_value(const std::string& path) const;
   void reset();
-  // Nested JSON of every stat (descriptions stay at the registration sites, so the stats file
-  // stays compact).
+  // Nested JSON of every stat (descriptions are not in it, so the stats file stays compact:
+  // `describe` and `mbpsim stats-doc` list them).
   nlohmann::ordered_json dump() const;
+  // Every registered stat in registration order: its path, kind and description.
+  struct Info {
+    std::string path;
+    const char* kind;  // "counter", "average", "histogram", "formula"
+    std::string desc;
+  };
+  std::vector<Info> describe() const;
 
  private:
   enum class Kind { Counter, Average, Histogram, Formula };
@@ -81,8 +89,11 @@ class Stats {
     std::string path;
     Kind kind;
     size_t idx;
+    uint32_t desc;  // in descs_: one copy of each distinct description (a router's are shared)
   };
-  void add(const std::string& path, Kind k, size_t idx);
+  void add(const std::string& path, Kind k, size_t idx, const std::string& desc);
+  std::vector<std::string> descs_{std::string()};
+  std::unordered_map<std::string, uint32_t> desc_ids_{{std::string(), 0}};
   std::vector<Entry> entries_;
   std::unordered_set<std::string> paths_;
   std::deque<Counter> counters_;

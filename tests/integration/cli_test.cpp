@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <regex>
+#include <sstream>
 
 #include "tests/test_util.h"
 
@@ -104,6 +105,41 @@ TEST(Cli, SimulatedFailureExitsTwoWithDump) {
   EXPECT_NE(r.output.find("seed 7"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("multicast txn 1 from node 4"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("5 receivers not yet acknowledged"), std::string::npos) << r.output;
+}
+
+// `mbpsim stats-doc` lists the statistics a config's system registers, each with its kind and
+// description, under the very names a run of that config writes into stats.json.
+TEST(Cli, StatsDocListsWhatARunWritesWithDescriptions) {
+  for (const char* cfg : {"default.json", "mbcf-ss20-100tx.json", "mbp2p-ss20.json"}) {
+    const auto doc = run_cmd(test::mbpsim_bin() + " stats-doc " + test::config_path(cfg));
+    ASSERT_EQ(doc.status, 0) << cfg << "\n" << doc.output;
+    const auto run = test::run_config(cfg);
+    ASSERT_EQ(run.status, 0) << run.command << "\n" << run.output;
+    std::istringstream lines(doc.output);
+    int listed = 0;
+    for (std::string line; std::getline(lines, line); ++listed) {
+      const std::string path = line.substr(0, line.find(' '));
+      const nlohmann::json* at = &run.stats["stats"];
+      for (size_t b = 0, e = 0; e != std::string::npos && at; b = e + 1) {
+        e = path.find('.', b);
+        const std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
+        at = at->contains(part) ? &(*at)[part] : nullptr;
+      }
+      EXPECT_NE(at, nullptr) << cfg << ": stats-doc lists " << path << ", which the run did not write";
+    }
+    EXPECT_GT(listed, 10) << cfg;
+  }
+  const auto mbcf = run_cmd(test::mbpsim_bin() + " stats-doc " + test::config_path("mbcf-ss20-100tx.json") +
+                            " --prefix system.mbcf.packets_sent");
+  EXPECT_EQ(mbcf.status, 0) << mbcf.output;
+  EXPECT_NE(mbcf.output.find("counter   MBCF/Ether packets handed to a NIC (acks and retransmissions included)"), std::string::npos)
+      << mbcf.output;
+  const auto none = run_cmd(test::mbpsim_bin() + " stats-doc " + test::config_path("default.json") + " --prefix no.such");
+  EXPECT_EQ(none.status, 1);
+  EXPECT_EQ(count_lines(none.output), 1) << none.output;
+  EXPECT_NE(none.output.find("no statistic starts with 'no.such'"), std::string::npos) << none.output;
+  const auto misplaced = run_cmd(test::mbpsim_bin() + " validate " + test::config_path("default.json") + " --prefix x");
+  EXPECT_EQ(misplaced.status, 1) << misplaced.output;
 }
 
 TEST(Cli, ParamsAndValidate) {
