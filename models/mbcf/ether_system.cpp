@@ -11,11 +11,6 @@
 
 namespace mbpsim::mbcf {
 
-namespace {
-// 8-bit sequence arithmetic: `a` is at or after `b` within half the space.
-bool seq_ge(uint8_t a, uint8_t b) { return static_cast<uint8_t>(a - b) < 128; }
-}  // namespace
-
 EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint64_t seed)
     : cal_(cal),
       c_(c),
@@ -49,10 +44,25 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
       save_full_(st.counter("system.mbcf.save_area_full",
                             "packets for a task waiting for a page-in that found the save area full (mbcf.save_area): not accepted, so Go-back-N brings them again; a local request waits")),
       isr_batch_(st.histogram("system.mbcf.isr_batch", "packets handled per receive interrupt")) {
+  gbn::Params gp;
+  gp.nodes = c.nodes;
+  gp.th1 = c.th1;
+  gp.th1_min = c.th1_min;
+  gp.th2 = c.th2;
+  gp.tx_buffers = c.tx_buffers;
+  gp.ack_timeout_us = c.ack_timeout_us;
+  gp.resend_timeout_us = c.resend_timeout_us;
+  gp.max_backoff_us = c.max_backoff_us;
+  gp.max_timeouts = c.max_timeouts;
+  const gbn::Counters counts{dup_,      gap_,        resends_,     resend_reqs_,        acks_sent_, timeouts_, ack_polls_,
+                             th1_cuts_, peer_resets_, peers_unresponsive_, abandoned_, hellos_,   stale_};
   for (uint32_t i = 0; i < c.nodes; ++i) {
     n_.push_back(std::make_unique<Node>(i, c.page_bytes));
-    n_.back()->peers.resize(c.nodes);
-    for (auto& p : n_.back()->peers) p.th1 = c.th1;
+    Node& N = *n_.back();
+    N.peers.resize(c.nodes);
+    gp.self = i;
+    N.gbn_host = std::make_unique<GbnHost>(*this, i);
+    N.gbn = std::make_unique<gbn::Endpoint>(gp, counts, *N.gbn_host);
   }
   ether_ = std::make_unique<net::EtherSegment>(cal, c.ether, c.nodes, st, "system.ether", seed);
   ether_->set_rx([this](uint32_t s, std::vector<uint8_t>&& f) { on_frame(s, std::move(f)); });
@@ -265,16 +275,13 @@ void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
   }
 }
 
+// True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).
 bool EtherSystem::must_wait(uint32_t node, uint32_t dst, const Packet& p) const {
   if (p.cmds[0].opt.no_flow_control || dst == node) return false;
   const Peer& P = n_[node]->peers[dst];
   // Behind the calls already waiting, too: the node's requests to a peer keep their order.
-  return P.unacked.size() >= window() || !P.blocked.empty() || P.releasing;
+  return n_[node]->gbn->window_full(dst) || !P.blocked.empty() || P.releasing;
 }
-
-// TH2 bounds a peer's outstanding packets below half the 8-bit sequence space, so the receiver
-// can tell a retransmission (behind it) from a packet after a gap (ahead of it).
-uint32_t EtherSystem::window() const { return mutant::on(mutant::Id::GbnWindowIsSeqSpace) ? 256 : c_.th2; }
 
 void EtherSystem::issue(uint32_t node, uint32_t, const Request&, Built b, std::function<void()> k) {
   Node& N = *n_[node];
@@ -353,7 +360,7 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   p.dst_mac = mac_of(dst);
   p.src_mac = mac_of(node);
   p.src_pnode = p.ctrl_p & kForwarded ? p.src_pnode : node;
-  if (!(p.ctrl_p & kHello)) p.recv_p = N.peers[dst].arrived;  // (a HelloAck's says where our numbering went on)
+  if (!(p.ctrl_p & kHello)) p.recv_p = N.gbn->arrived(dst);  // (a HelloAck's says where our numbering went on)
   std::vector<uint8_t> bytes;
   if (!encode(p, bytes)) internal_error("an MBCF packet the kernel built does not encode");
   sent_.inc();
@@ -364,7 +371,7 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
     if (b.empty()) {  // the NIC dropped it
       if (c_.nic_tx_streams) stream_next(node);
-      if (sequenced) arm_timer(node, dst);
+      if (sequenced) n_[node]->gbn->left(dst);
       return;
     }
     ether_->send(node, dst, std::move(b), [this, node, dst, inc, sequenced](bool) {
@@ -374,184 +381,63 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
       // The acknowledgement timer runs from when a frame has left the MAC, not from the
       // request: on a slow or busy medium a frame can wait in the transmit queue for longer
       // than the timeout (64 full frames are 79 ms of 10BASE-T).
-      if (sequenced) arm_timer(node, dst);
+      if (sequenced) n_[node]->gbn->left(dst);
     });
   });
 }
 
 void EtherSystem::send_sequenced(uint32_t node, uint32_t peer, Packet p) {
-  Node& N = *n_[node];
-  if (peer == node) {
-    nic_send(node, peer, p);
-    return;
-  }
-  Peer& P = N.peers[peer];
-  p.end_p = ++P.sent;
-  p.ctrl_p |= kSequenced;
-  // One ack request per TH1 uncollected buffers: not again until that one is answered.
-  if (P.unacked.size() + 1 >= P.th1 && (!P.ack_pending || static_cast<uint8_t>(p.end_p - P.ack_req_seq) >= P.th1)) {
-    p.ctrl_p |= kAckReq;
-    P.ack_pending = true;
-    P.ack_req_seq = p.end_p;
-  }
-  P.unacked.push_back(p);
-  // Outstanding packets never exceed what an 8-bit sequence number tells apart (TH2 <= 127).
-  if (P.unacked.size() > kMaxOutstanding)
-    internal_error("Go-back-N invariant: node " + std::to_string(node) + " has " + std::to_string(P.unacked.size()) +
-                   " packets outstanding to node " + std::to_string(peer) + ", beyond the " +
-                   std::to_string(kMaxOutstanding) + " an 8-bit sequence number can tell apart");
-  ++N.tx_buffers_used;
-  if (N.tx_buffers_used * 4 > c_.tx_buffers * 3) {
-    // A hint of a lack of buffers: lower TH1 and withdraw uncollected buffers (6.1.4).
-    for (uint32_t q = 0; q < N.peers.size(); ++q) {
-      Peer& Q = N.peers[q];
-      if (Q.th1 > c_.th1_min) {
-        Q.th1 = std::max(c_.th1_min, Q.th1 / 2);
-        th1_cuts_.inc();
-      }
-      if (!Q.unacked.empty() && q != peer) send_control(node, q, kAckReq);
-    }
-  }
-  if (P.unacked.size() == 1) P.last_progress = cal_.now_ps();
-  if (!P.resending && !P.hello_pending) {
-    P.wire_sent = p.end_p;
-    nic_send(node, peer, p);
-  }
+  if (peer == node) nic_send(node, peer, p);
+  else n_[node]->gbn->submit(peer, std::move(p));
 }
 
-// A restarted node's Hello (kAckReq: please answer) carries its incarnation in END_P; it is
-// repeated, with the usual back-off, until the peer's HelloAck comes back, so a lost Hello
-// cannot leave the pair out of step. Meanwhile sequenced packets to the peer wait.
-void EtherSystem::send_hello(uint32_t node, uint32_t peer) {
-  Node& N = *n_[node];
-  Peer& P = N.peers[peer];
-  Packet h;
-  h.src_pnode = node;
-  h.ctrl_p = kAckOnly | kHello | kNoFlow | kAckReq;
-  h.end_p = static_cast<uint8_t>(N.incarnation);
-  hellos_.inc();
-  nic_send(node, peer, h);
-  const double us = retry_us(P.hello_tries++);
-  const uint32_t inc = N.incarnation;
-  cal_.after(static_cast<uint64_t>(us * 1e6), [this, node, peer, inc] {
-    Node& N = *n_[node];
-    if (N.up && N.incarnation == inc && N.peers[peer].hello_pending) send_hello(node, peer);
-  });
-}
+// ------------------------------------------------------------------ Go-back-N's actions
 
-void EtherSystem::send_control(uint32_t node, uint32_t peer, uint8_t flags) {
-  Packet p;
-  p.src_pnode = node;
-  p.ctrl_p = static_cast<uint8_t>(kAckOnly | flags);
-  p.end_p = n_[node]->peers[peer].sent;
-  if (flags & kResendReq) resend_reqs_.inc();
-  else acks_sent_.inc();
-  nic_send(node, peer, p);
-}
+void EtherSystem::GbnHost::send(uint32_t peer, const Packet& p) { s_.nic_send(node_, peer, p); }
 
-// The wait before retry number `tries` (0, 1, ...): the ack timeout, doubling from the
-// max_timeouts-th retry on, up to max_backoff_us.
-double EtherSystem::retry_us(uint32_t tries) const {
-  if (tries < c_.max_timeouts) return c_.ack_timeout_us;
-  const int doublings = static_cast<int>(std::min<uint32_t>(tries + 1 - c_.max_timeouts, 40));
-  return std::min(c_.max_backoff_us, c_.ack_timeout_us * std::ldexp(1.0, doublings));
-}
-
-// Hands the NIC every unacknowledged packet that has not been on the wire yet.
-void EtherSystem::send_unsent(uint32_t node, uint32_t peer) {
-  Peer& P = n_[node]->peers[peer];
-  for (const Packet& q : P.unacked) {
-    if (seq_ge(P.wire_sent, q.end_p)) continue;
-    P.wire_sent = q.end_p;
-    nic_send(node, peer, q);
-  }
-}
-
-void EtherSystem::arm_timer(uint32_t node, uint32_t peer) {
-  Peer& P = n_[node]->peers[peer];
-  const uint64_t gen = ++P.timer_gen;
-  const uint32_t inc = n_[node]->incarnation;
-  // A peer silent for max_timeouts timeouts in a row is probed ever more rarely (doubling up
-  // to max_backoff_us), never given up: giving up on a live peer cut off for a while (a long
-  // loss burst) lost packets and left the two ends' sequence numbers out of step. A restarted
-  // peer announces itself (Hello), and only then is what it never acknowledged abandoned.
-  const double us = retry_us(P.timeouts);
-  cal_.after(static_cast<uint64_t>(us * 1e6), [this, node, peer, gen, inc] {
-    Node& N = *n_[node];
-    Peer& P = N.peers[peer];
-    if (gen != P.timer_gen || !N.up || N.incarnation != inc || P.unacked.empty()) return;
-    const uint64_t still = cal_.now_ps() - P.last_progress;
-    if (c_.stuck_us > 0 && still > c_.stuck_us * 1e6 && failure().empty()) {
-      // The network stuck check reports; the protocol goes on as before (a run stops on it).
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "network stuck: node %u -> %u has %zu packets unacknowledged and no acknowledgement progress for %.0f us (mbcf.stuck_us %g)",
-                    node, peer, P.unacked.size(), still / 1e6, c_.stuck_us);
-      fail(buf);
-    }
-    if (++P.timeouts == c_.max_timeouts) peers_unresponsive_.inc();
-    if (!P.ack_pending && !P.resending && !P.resend_requested) {
-      // Nothing was asked of the peer: these buffers are only uncollected (the tail of a
-      // stream, below TH1). Ask for an acknowledgement rather than resend data.
-      ack_polls_.inc();
-      P.ack_pending = true;
-      P.ack_req_seq = P.sent;
-      send_control(node, peer, kAckReq);
-      arm_timer(node, peer);
+void EtherSystem::GbnHost::set_timer(gbn::Timer t, uint32_t peer, double us, uint64_t tag) {
+  EtherSystem& s = s_;
+  const uint32_t node = node_, inc = s.n_[node]->incarnation;
+  const uint64_t ps = static_cast<uint64_t>(us * 1e6);
+  switch (t) {
+    case gbn::Timer::Ack:
+      s.cal_.after(ps, [&s, node, peer, tag, inc] {
+        Node& N = *s.n_[node];
+        if (!N.up || N.incarnation != inc || !N.gbn->ack_timer_live(peer, tag)) return;
+        const uint64_t still = s.cal_.now_ps() - N.peers[peer].last_progress;
+        if (s.c_.stuck_us > 0 && still > s.c_.stuck_us * 1e6 && s.failure().empty()) {
+          // The network stuck check reports; the protocol goes on as before (a run stops on it).
+          char buf[200];
+          std::snprintf(buf, sizeof buf, "network stuck: node %u -> %u has %zu packets unacknowledged and no acknowledgement progress for %.0f us (mbcf.stuck_us %g)",
+                        node, peer, N.gbn->unacked(peer).size(), still / 1e6, s.c_.stuck_us);
+          s.fail(buf);
+        }
+        N.gbn->timeout(peer);
+      });
       return;
-    }
-    timeouts_.inc();
-    start_resend(node, peer);  // lost ack, lost resend request, or lost handshake: resend the oldest
-  });
-}
-
-void EtherSystem::start_resend(uint32_t node, uint32_t peer) {
-  Peer& P = n_[node]->peers[peer];
-  // Only what was on the wire when the loss was detected goes handshaked (6.1.4: "the lost
-  // packets are then re-transmitted, in turn"); packets requested meanwhile wait and then go
-  // out normally.
-  if (!P.resending) P.resend_end = P.wire_sent;
-  P.resending = true;
-  resend_next(node, peer);
-}
-
-void EtherSystem::resend_next(uint32_t node, uint32_t peer) {
-  Peer& P = n_[node]->peers[peer];
-  if (P.unacked.empty() || !seq_ge(P.resend_end, P.unacked.front().end_p)) {
-    P.resending = false;
-    send_unsent(node, peer);
-    return;
+    case gbn::Timer::Resend:
+      s.cal_.after(ps, [&s, node, peer, tag, inc] {
+        Node& N = *s.n_[node];
+        if (N.up && N.incarnation == inc) N.gbn->resend_timer(peer, static_cast<uint8_t>(tag));
+      });
+      return;
+    case gbn::Timer::Hello:
+      s.cal_.after(ps, [&s, node, peer, inc] {
+        Node& N = *s.n_[node];
+        if (N.up && N.incarnation == inc) N.gbn->hello_timer(peer);
+      });
+      return;
   }
-  Packet p = P.unacked.front();
-  p.ctrl_p |= kHandshake | kAckReq;
-  resends_.inc();
-  nic_send(node, peer, p);
 }
 
-void EtherSystem::collect(uint32_t node, uint32_t peer, uint8_t recv_p) {
-  Node& N = *n_[node];
-  Peer& P = N.peers[peer];
-  bool progress = false;
-  // Only numbers we have sent count (a stale RECV_P from before a reset must not collect).
-  while (!P.unacked.empty() && seq_ge(recv_p, P.unacked.front().end_p) && seq_ge(P.sent, recv_p)) {
-    P.unacked.pop_front();
-    --N.tx_buffers_used;
-    progress = true;
-  }
-  if (!progress) return;
-  if (P.ack_pending && seq_ge(recv_p, P.ack_req_seq)) P.ack_pending = false;
-  P.timeouts = 0;
-  P.last_progress = cal_.now_ps();
-  if (N.tx_buffers_used * 4 < c_.tx_buffers && P.th1 < c_.th1) P.th1 = std::min(c_.th1, P.th1 * 2);
-  if (P.resending) resend_next(node, peer);
-  else if (!P.unacked.empty()) arm_timer(node, peer);
-  else ++P.timer_gen;
-  release_blocked(node, peer);
-}
+void EtherSystem::GbnHost::progress(uint32_t peer) { s_.n_[node_]->peers[peer].last_progress = s_.cal_.now_ps(); }
+void EtherSystem::GbnHost::arrived(uint32_t peer, uint8_t count) { s_.arrived_set(node_, peer, count); }
+void EtherSystem::GbnHost::release(uint32_t peer) { s_.release_blocked(node_, peer); }
 
 // Requests waiting for room go out, oldest first, while the window has room.
 void EtherSystem::release_blocked(uint32_t node, uint32_t peer) {
   Peer& P = n_[node]->peers[peer];
-  while (!P.blocked.empty() && !P.releasing && P.unacked.size() < window()) {
+  while (!P.blocked.empty() && !P.releasing && !n_[node]->gbn->window_full(peer)) {
     auto f = std::move(P.blocked.front());
     P.blocked.pop_front();
     f();
@@ -692,73 +578,9 @@ void EtherSystem::isr_step(uint32_t node) {
   const uint32_t s = p.src_pnode;
   // Work is done now; its cost delays the next step (and what it sends).
   step_cost_ = 0;
-  if ((p.ctrl_p & kHello) && !(p.ctrl_p & kAckReq)) {  // HelloAck: the peer has reset for us
-    Peer& P = N.peers[s];
-    if (P.hello_pending && p.end_p == static_cast<uint8_t>(N.incarnation)) {
-      P.hello_pending = false;
-      P.hello_tries = 0;
-      // The peer's numbering goes on from where it was (RECV_P of the HelloAck): a frame it
-      // sent before it learnt of our restart (a resend, or one the path held back) is numbered
-      // at or below that, and is taken as a duplicate, not as a new packet.
-      P.arrived = p.recv_p;
-      arrived_set(node, s, P.arrived);
-      send_unsent(node, s);  // what waited for the handshake goes out now
-    }
-    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
-    return;
-  }
-  if (p.ctrl_p & kHello) {
-    Peer& P = N.peers[s];
-    // HelloAck, every time (the last one may have been lost); RECV_P says where our numbering
-    // to the peer went on from.
-    auto answer = [&] {
-      Packet a;
-      a.src_pnode = node;
-      a.ctrl_p = kAckOnly | kHello | kNoFlow;
-      a.end_p = p.end_p;
-      a.recv_p = P.reset_base;
-      nic_send(node, s, a);
-    };
-    if (P.hello_seen == p.end_p) {  // a repeat of a Hello already obeyed
-      answer();
-      protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
-      return;
-    }
-    P.hello_seen = p.end_p;
-    peer_resets_.inc();
-    abandoned_.inc(P.unacked.size());  // the peer restarted: it will never acknowledge these
-    N.tx_buffers_used -= static_cast<uint32_t>(P.unacked.size());
-    P.unacked.clear();
-    // Our numbering goes on (the fresh window starts after the last number we used), so that
-    // nothing of the old window still on its way (a resend already built, a frame the path
-    // held back behind the HelloAck) can pass for a new packet; the peer numbers afresh.
-    if (mutant::on(mutant::Id::HelloRestartsNumbering)) P.sent = 0;
-    P.reset_base = P.sent;
-    P.wire_sent = P.resend_end = P.sent;
-    P.arrived = 0;
-    arrived_set(node, s, 0);
-    P.ack_pending = false;
-    P.resending = P.resend_requested = false;
-    P.timeouts = 0;
-    ++P.timer_gen;
-    answer();
-    release_blocked(node, s);  // into the fresh window, no more than it holds
-    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
-    return;
-  }
-  if (N.peers[s].hello_pending) {  // from before our restart, or ahead of the peer's HelloAck
-    stale_.inc();
-    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
-    return;
-  }
-  collect(node, s, p.recv_p);
-  Peer& P = N.peers[s];
-  if (p.ctrl_p & kAckOnly) {
-    if (p.ctrl_p & kResendReq) {
-      start_resend(node, s);
-    } else if (p.ctrl_p & kAckReq) {
-      send_control(node, s, 0);
-    }
+  // Go-back-N takes the protocol bytes: a Hello, an acknowledgement or a request for one ends
+  // there; the sender's side collects what RECV_P acknowledges.
+  if (!N.gbn->frame(s, p.ctrl_p, p.end_p, p.recv_p)) {
     protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }
@@ -767,37 +589,15 @@ void EtherSystem::isr_step(uint32_t node) {
   auto less_saved = [&saved](uint64_t ps) { return ps - std::min(ps, saved); };
   if (p.ctrl_p & kSequenced) {
     const Order o = order_of(node, s, p.end_p, &saved);
-    if (o != Order::InOrder) {
-      if (o == Order::Duplicate) {
-        dup_.inc();
-        // The ack may have been lost: say again where we are.
-        if (!mutant::on(mutant::Id::DupDroppedSilently)) send_control(node, s, 0);
-      } else {
-        gap_.inc();
-        if (!P.resend_requested) {
-          P.resend_requested = true;
-          send_control(node, s, kResendReq);
-          const uint8_t at = P.arrived;
-          const uint32_t inc = N.incarnation;
-          cal_.after(static_cast<uint64_t>(c_.resend_timeout_us * 1e6), [this, node, s, at, inc] {
-            Node& N = *n_[node];
-            Peer& P = N.peers[s];
-            if (N.up && N.incarnation == inc && P.resend_requested && P.arrived == at) P.resend_requested = false;
-          });
-        }
-      }
+    // An in-order packet for a task whose save area is full is not accepted: the sender's
+    // Go-back-N brings it again.
+    const bool room = o != Order::InOrder || !save_area_full(node, p);
+    if (!N.gbn->data(s, o, p.end_p, room)) {
+      if (!room) save_full_.inc();
       protocol_work(node, less_saved(proto_ps(c_.ack_cycles)), [this, node] { isr_step(node); });
       return;
     }
-    if (save_area_full(node, p)) {  // not accepted: the sender's Go-back-N brings it again
-      save_full_.inc();
-      protocol_work(node, less_saved(proto_ps(c_.ack_cycles)), [this, node] { isr_step(node); });
-      return;
-    }
-    P.arrived = p.end_p;
-    arrived_set(node, s, P.arrived);
-    P.resend_requested = false;
-    ++P.delivered;
+    ++N.peers[s].delivered;
   } else if (save_area_full(node, p)) {  // no flow control: lost, as with a full receive ring
     save_full_.inc();
     protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
@@ -809,7 +609,7 @@ void EtherSystem::isr_step(uint32_t node) {
   accept(node, p);
   // An ack request is answered by any packet that goes back with RECV_P; a separate
   // acknowledgement only when the command itself sends nothing back now.
-  if ((p.ctrl_p & kSequenced) && (p.ctrl_p & kAckReq) && !replied_) send_control(node, s, 0);
+  if ((p.ctrl_p & kSequenced) && (p.ctrl_p & kAckReq) && !replied_) N.gbn->unanswered(s);
   const uint64_t cost = less_saved(step_cost_);
   auto out = std::move(outbox_);
   outbox_.clear();
@@ -820,12 +620,7 @@ void EtherSystem::isr_step(uint32_t node) {
 }
 
 EtherSystem::Order EtherSystem::firmware_order(uint32_t node, uint32_t src, uint8_t end_p) const {
-  // Go-back-N keeps fewer than 128 packets outstanding: up to 128 behind the count (the last
-  // arrived among them) is a duplicate, up to 127 ahead of it is beyond a gap.
-  const uint8_t d = static_cast<uint8_t>(end_p - n_[node]->peers[src].arrived);
-  if (d == 1) return Order::InOrder;
-  const bool behind = mutant::on(mutant::Id::GbnWindowIsSeqSpace) ? d == 0 : (d == 0 || d >= 128);
-  return behind ? Order::Duplicate : Order::Gap;
+  return n_[node]->gbn->classify(src, end_p);
 }
 
 EtherSystem::Order EtherSystem::order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) {
@@ -1130,24 +925,11 @@ void EtherSystem::power_on(uint32_t node) {
   N.up = true;
   ++N.incarnation;
   ether_->set_deaf(node, false);
-  N.tx_buffers_used = 0;
   for (auto& P : N.peers) {
-    P.unacked.clear();
     P.blocked.clear();
     P.releasing = false;
-    P.sent = P.arrived = P.wire_sent = P.resend_end = P.reset_base = 0;
-    P.resending = P.resend_requested = false;
-    P.timeouts = 0;
-    ++P.timer_gen;
   }
-  for (uint32_t q = 0; q < n_.size(); ++q) arrived_set(node, q, 0);
-  for (uint32_t q = 0; q < n_.size(); ++q)
-    if (q != node) {
-      N.peers[q].hello_pending = true;
-      N.peers[q].hello_tries = 0;
-      N.peers[q].hello_seen = -1;
-      send_hello(node, q);
-    }
+  N.gbn->restart(N.incarnation);  // every number reset, every peer greeted
 }
 
 void EtherSystem::swap_out(uint32_t node, uint32_t ptask, uint32_t laddr) {
@@ -1161,13 +943,13 @@ void EtherSystem::swap_out(uint32_t node, uint32_t ptask, uint32_t laddr) {
 
 uint64_t EtherSystem::delivered(uint32_t from, uint32_t to) const { return n_[to]->peers[from].delivered; }
 uint32_t EtherSystem::unacked(uint32_t from, uint32_t to) const {
-  return static_cast<uint32_t>(n_[from]->peers[to].unacked.size());
+  return static_cast<uint32_t>(n_[from]->gbn->unacked(to).size());
 }
 
 bool EtherSystem::quiet() const {
   for (const auto& N : n_)
-    for (const auto& P : N->peers)
-      if (!P.unacked.empty() || !P.blocked.empty()) return false;
+    for (uint32_t q = 0; q < N->peers.size(); ++q)
+      if (!N->gbn->unacked(q).empty() || !N->peers[q].blocked.empty()) return false;
   for (const auto& N : n_)
     if (N->requests_in_flight) return false;
   return true;
@@ -1179,14 +961,16 @@ std::string EtherSystem::dump() const {
   for (uint32_t i = 0; i < n_.size(); ++i)
     for (uint32_t j = 0; j < n_.size(); ++j) {
       const Peer& P = n_[i]->peers[j];
-      if (P.unacked.empty() && P.blocked.empty()) continue;
+      const gbn::Endpoint& G = *n_[i]->gbn;
+      const auto& unacked = G.unacked(j);
+      if (unacked.empty() && P.blocked.empty()) continue;
       std::snprintf(buf, sizeof buf, "  node %u -> %u: %zu unacknowledged (oldest END_P %u), sent %u, %zu blocked calls%s%s\n", i, j,
-                    P.unacked.size(), P.unacked.empty() ? 0u : P.unacked.front().end_p, P.sent, P.blocked.size(),
-                    P.resending ? ", resending" : "", n_[i]->up ? "" : ", node powered off");
+                    unacked.size(), unacked.empty() ? 0u : unacked.front().end_p, G.sent(j), P.blocked.size(),
+                    G.tx_state(j) == gbn::TxState::Resending ? ", resending" : "", n_[i]->up ? "" : ", node powered off");
       s += buf;
       // The oldest packets: what they carry, and how long the pair has made no progress.
-      for (size_t k = 0; k < std::min<size_t>(3, P.unacked.size()); ++k) {
-        const Packet& q = P.unacked[k];
+      for (size_t k = 0; k < std::min<size_t>(3, unacked.size()); ++k) {
+        const Packet& q = unacked[k];
         std::string cmds;
         for (const Command& c : q.cmds) cmds += std::string(cmds.empty() ? "" : "+") + to_string(c.cmd);
         std::snprintf(buf, sizeof buf, "    END_P %u: task %u -> task %u, %s, no progress for %.0f us\n", q.end_p, q.src_ptask, q.dst_ptask,

@@ -24,6 +24,7 @@
 #include "models/core/stats.h"
 #include "models/host/io_bus.h"
 #include "models/mbcf/engine.h"
+#include "models/mbcf/gbn.h"
 #include "models/mbcf/packet.h"
 #include "models/mbcf/task.h"
 #include "models/net/ether.h"
@@ -214,7 +215,7 @@ class EtherSystem {
   // (END_P, modulo 256): the receive routine's own comparison. A NIC with an order-checking
   // unit answers from the unit's register instead and sets `saved` to the routine's time
   // that spares.
-  enum class Order : uint8_t { InOrder, Duplicate, Gap };
+  using Order = gbn::Order;
   virtual Order order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved);
   Order firmware_order(uint32_t node, uint32_t src, uint8_t end_p) const;
   // The count of packets arrived from `src` was set (a packet accepted, or a reset to 0).
@@ -249,39 +250,32 @@ class EtherSystem {
   std::string failure_;
   // Counts a request's commands against their elastic-memory-barrier colours (4.2).
   void count_emb_requests(uint32_t node, const Packet& p);
-  // True while the peer has TH2 packets unacknowledged (a flow-controlled request must wait).
-  static constexpr size_t kMaxOutstanding = 127;  // half the 8-bit END_P/RECV_P space, less one
-  uint32_t window() const;
-  void send_hello(uint32_t node, uint32_t peer);
-  double retry_us(uint32_t tries) const;
-  void send_unsent(uint32_t node, uint32_t peer);
   bool must_wait(uint32_t node, uint32_t dst, const Packet& p) const;
   uint64_t copy_ps(uint32_t bytes) const;
   // Bytes the NIC adds to every frame (0 for MBCF/Ether): requests whose frame or reply would
   // then exceed the Ethernet MTU are refused by build_request.
   uint32_t frame_overhead_ = 0;
 
+  // The host's side of a peer (the protocol's is in Node::gbn).
   struct Peer {
-    uint8_t sent = 0, arrived = 0;
-    std::deque<Packet> unacked;  // sequenced packets not yet collected (END_P in each)
-    uint32_t th1 = 16;
-    bool resending = false;       // handshaked retransmission in progress
-    uint8_t wire_sent = 0;        // highest END_P handed to the NIC outside a resend
-    uint8_t resend_end = 0;       // a resend covers the packets up to this END_P; later ones wait
-    bool resend_requested = false;
-    bool ack_pending = false;  // an ack request is outstanding (for END_P ack_req_seq)
-    uint8_t ack_req_seq = 0;
-    uint64_t last_progress = 0;
-    uint32_t timeouts = 0;
-    uint64_t timer_gen = 0;
+    uint64_t last_progress = 0;  // when the pair last made acknowledgement progress
     uint64_t delivered = 0;
-    uint32_t incarnation = 0;     // of the peer, as last heard
-    bool hello_pending = false;   // we restarted and the peer has not answered our Hello yet
-    uint32_t hello_tries = 0;
-    int hello_seen = -1;          // the peer's incarnation (END_P of its Hello) last obeyed
-    uint8_t reset_base = 0;       // our END_P when we obeyed it: the fresh window follows it
     std::deque<std::function<void()>> blocked;  // system calls waiting for room (TH2)
     bool releasing = false;  // a released call is paying for its system call: the next waits for it
+  };
+  // Go-back-N's actions, carried out for one node: frames to the NIC, timers on the calendar.
+  class GbnHost final : public gbn::Actions {
+   public:
+    GbnHost(EtherSystem& s, uint32_t node) : s_(s), node_(node) {}
+    void send(uint32_t peer, const Packet& p) override;
+    void set_timer(gbn::Timer t, uint32_t peer, double us, uint64_t tag) override;
+    void progress(uint32_t peer) override;
+    void arrived(uint32_t peer, uint8_t count) override;
+    void release(uint32_t peer) override;
+
+   private:
+    EtherSystem& s_;
+    uint32_t node_;
   };
   struct Combine {
     uint32_t pending = 0, pages = 1;
@@ -318,6 +312,8 @@ class EtherSystem {
     uint32_t batch = 0;
     // protocol
     std::vector<Peer> peers;
+    std::unique_ptr<GbnHost> gbn_host;
+    std::unique_ptr<gbn::Endpoint> gbn;
     uint32_t tx_buffers_used = 0;
     bool up = true;
     uint32_t incarnation = 0;
@@ -340,12 +336,7 @@ class EtherSystem {
   void transmit(uint32_t node, uint32_t peer, Packet p);
   void nic_send(uint32_t node, uint32_t dst, const Packet& p);
   void send_sequenced(uint32_t node, uint32_t peer, Packet p);
-  void send_control(uint32_t node, uint32_t peer, uint8_t flags);
-  void arm_timer(uint32_t node, uint32_t peer);
-  void start_resend(uint32_t node, uint32_t peer);
   void note_reply(uint32_t to) { replied_ = replied_ || to == reply_peer_; }
-  void resend_next(uint32_t node, uint32_t peer);
-  void collect(uint32_t node, uint32_t peer, uint8_t recv_p);
   void release_blocked(uint32_t node, uint32_t peer);
   // receive path
   void on_frame(uint32_t node, std::vector<uint8_t>&& frame);

@@ -1,9 +1,9 @@
 /* MBCF/Ether Go-back-N (thesis 6.1.4) between one sender and one receiver, checked with SPIN.
- * It follows models/mbcf/ether_system.cpp state for state (README.md here maps each part):
+ * It follows models/mbcf/gbn.cpp row for row (README.md here maps each rule to its rows):
  *   sender   Peer::sent (END_P), unacked (count), th1 (dynamic N), ack_pending/ack_req_seq,
  *            resending/resend_end, must_wait (TH2), collect(), arm_timer() -> the timeout,
  *            start_resend()/resend_next() (handshaked), the lack-of-buffers hint halving TH1;
- *   receiver Peer::arrived, resend_requested, the dup / gap / in-order cases of isr_step().
+ *   receiver Peer::arrived, the GapAsked state, the InOrder / Duplicate / Gap rows.
  * Sequence numbers are MOD-bit counters as END_P/RECV_P are 8-bit ones; TH2 < MOD/2 as the
  * C++ keeps TH2 <= 127. Frames are lost at most MAXLOSS times (bounded loss); a timer fires
  * only when nothing else can happen (SPIN's timeout), so premature timeouts are not modelled.
