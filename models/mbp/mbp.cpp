@@ -114,14 +114,13 @@ void System::on_packet(uint32_t n, net::Packet& p, uint64_t) {
   const uint64_t end = service(n, m, arrive);
   if (p.kind == net::PacketKind::Multicast) {
     if (mc_free_.empty()) {
-      mc_all_.push_back(std::make_unique<McDelivery>());
-      mc_free_.push_back(mc_all_.back().get());
+      mc_free_.push_back(static_cast<uint32_t>(mc_pkts_.size()));
+      mc_pkts_.push_back(std::make_unique<net::Packet>());
     }
-    McDelivery* d = mc_free_.back();
+    const uint32_t slot = mc_free_.back();
     mc_free_.pop_back();
-    d->msg = m;
-    d->pkt = p;
-    schedule(end, kHandleMc, n, 0, d);
+    *mc_pkts_[slot] = p;
+    schedule(end, kHandleMc, n, slot, m);
   } else {
     schedule(end, kHandle, n, 0, m);
   }

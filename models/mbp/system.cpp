@@ -158,11 +158,11 @@ System::~System() {
 
 // ---------------------------------------------------------------- event calendar
 
-void System::schedule(uint64_t t, uint8_t kind, uint32_t node, uint32_t proc, void* ptr) {
+void System::schedule(uint64_t t, EvKind kind, uint32_t node, uint32_t arg, Msg* msg) {
   const uint64_t now = now_ps();
   if (t < now) t = now;
   const bool earliest = cal_.empty() || t < cal_.top().t;
-  cal_.push(Ev{t, seq_++, kind, node, proc, ptr});
+  cal_.push(Ev{t, seq_++, kind, node, arg, msg});
   if (earliest) wake_.notify(sc_core::sc_time::from_value(t - now));
 }
 
@@ -175,19 +175,17 @@ void System::process() {
     switch (e.kind) {
       case kProcResume:
         try {
-          run_proc(*node_[e.node]->procs[e.proc], now);
+          run_proc(*node_[e.node]->procs[e.arg], now);
         } catch (const ProtocolFailure&) {
         }
         break;
-      case kHandle: handle(e.node, static_cast<Msg*>(e.ptr), nullptr); break;
-      case kSend: send(static_cast<Msg*>(e.ptr), now); break;
-      case kWake: wake(e.node, e.proc); break;
-      case kHandleMc: {
-        auto* d = static_cast<McDelivery*>(e.ptr);
-        handle(e.node, d->msg, &d->pkt);
-        mc_free_.push_back(d);
+      case kHandle: handle(e.node, e.msg, nullptr); break;
+      case kSend: send(e.msg, now); break;
+      case kWake: wake(e.node, e.arg); break;
+      case kHandleMc:
+        handle(e.node, e.msg, mc_pkts_[e.arg].get());
+        mc_free_.push_back(e.arg);
         break;
-      }
       case kWatchdog: {
         watchdog_armed_ = false;
         const uint64_t limit = mc_.watchdog_ns * 1000;
@@ -202,7 +200,7 @@ void System::process() {
           break;
         }
         watchdog_armed_ = true;
-        schedule(oldest + limit, kWatchdog, 0, 0, nullptr);
+        schedule(oldest + limit, kWatchdog, 0);
         break;
       }
     }
@@ -225,7 +223,7 @@ void System::wake(uint32_t node, uint32_t proc) {
 void System::resume_later(Proc& p, uint64_t t) {
   if (p.scheduled) return;
   p.scheduled = true;
-  schedule(t, kProcResume, p.node, p.id, nullptr);
+  schedule(t, kProcResume, p.node, p.id);
 }
 
 void System::fail(const std::string& what) {
@@ -593,7 +591,7 @@ void System::block_proc(Proc& p, uint64_t now, const char* why) {
   ++waiting_procs_;
   if (!watchdog_armed_) {
     watchdog_armed_ = true;
-    schedule(now + mc_.watchdog_ns * 1000, kWatchdog, 0, 0, nullptr);
+    schedule(now + mc_.watchdog_ns * 1000, kWatchdog, 0);
   }
 }
 

@@ -99,23 +99,22 @@ class System : public sc_core::sc_module, public net::NetClient {
   struct Proc;
   struct Round;
   struct Node;
+  enum EvKind : uint8_t { kProcResume, kHandle, kHandleMc, kSend, kWake, kWatchdog };
+  // One calendar entry, typed by its kind: `arg` is the processor (ProcResume, Wake) or the
+  // multicast delivery's packet slot (HandleMc, in mc_pkts_); `msg` the message (Handle,
+  // HandleMc, Send).
   struct Ev {
     uint64_t t, seq;
-    uint8_t kind;
-    uint32_t node, proc;
-    void* ptr;
-    bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-  };
-  enum EvKind : uint8_t { kProcResume, kHandle, kHandleMc, kSend, kWake, kWatchdog };
-  struct McDelivery {
+    EvKind kind;
+    uint32_t node, arg;
     Msg* msg;
-    net::Packet pkt;
+    bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
   enum class Outcome { Done, Sync, Wait };
 
   // Event engine.
   void process();
-  void schedule(uint64_t t, uint8_t kind, uint32_t node, uint32_t proc, void* ptr);
+  void schedule(uint64_t t, EvKind kind, uint32_t node, uint32_t arg = 0, Msg* msg = nullptr);
 
   // Processors.
   void run_proc(Proc& p, uint64_t now);
@@ -219,8 +218,10 @@ class System : public sc_core::sc_module, public net::NetClient {
   uint64_t next_round_ = 1ull << 40;
   uint64_t next_wb_id_ = 1;
   std::vector<Msg*> msg_free_;
-  std::vector<McDelivery*> mc_free_;
-  std::vector<std::unique_ptr<McDelivery>> mc_all_;
+  // The network packets of multicast deliveries in flight to their handlers (a slot is free
+  // again once handled; the packets stay where they are while others are added).
+  std::vector<std::unique_ptr<net::Packet>> mc_pkts_;
+  std::vector<uint32_t> mc_free_;
   std::vector<std::unique_ptr<Msg>> msg_all_;
   std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> cal_;
   uint64_t seq_ = 0;
