@@ -48,10 +48,21 @@ void TaskSpace::adopt(std::unique_ptr<Task> t) {
   tasks_[t->ptask] = std::move(t);
 }
 
+void TaskSpace::set_frame_source(std::function<uint8_t*(uint32_t)> src) {
+  if (!frames_.empty()) throw std::logic_error("node " + std::to_string(pnode_) + ": the host memory changed after frames were allocated");
+  source_ = std::move(src);
+}
+
 uint32_t TaskSpace::alloc_frame() {
-  frames_.push_back(std::make_unique<uint8_t[]>(page_bytes_));
-  std::memset(frames_.back().get(), 0, page_bytes_);
-  return static_cast<uint32_t>(frames_.size() - 1);
+  const uint32_t f = static_cast<uint32_t>(frames_.size());
+  if (source_) {
+    frames_.push_back(source_(f));
+  } else {
+    owned_.push_back(std::make_unique<uint8_t[]>(page_bytes_));
+    frames_.push_back(owned_.back().get());
+  }
+  std::memset(frames_.back(), 0, page_bytes_);
+  return f;
 }
 
 void TaskSpace::map(Task& t, uint32_t laddr, uint32_t pages, uint8_t perm) {
@@ -107,7 +118,7 @@ uint64_t TaskSpace::phys(const Task& t, uint32_t laddr) const {
 
 uint8_t* TaskSpace::phys_bytes(uint64_t pa, uint32_t n) const {
   if (pa / page_bytes_ >= frames_.size() || pa % page_bytes_ + n > page_bytes_) return nullptr;
-  return frames_[pa / page_bytes_].get() + pa % page_bytes_;
+  return frames_[pa / page_bytes_] + pa % page_bytes_;
 }
 
 void TaskSpace::read(const Task& t, uint32_t laddr, uint8_t* out, uint32_t n) const {

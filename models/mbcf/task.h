@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -132,8 +133,13 @@ class TaskSpace {
   std::map<uint32_t, std::unique_ptr<Task>>& tasks() { return tasks_; }
   const std::map<uint32_t, std::unique_ptr<Task>>& tasks() const { return tasks_; }
 
-  uint32_t alloc_frame();
-  uint8_t* frame(uint32_t f) { return frames_[f].get(); }
+  // Where the frames' bytes live: `src(f)` gives frame f's page of bytes in the host's physical
+  // memory (EtherSystem takes them from its host memory module through DMI). Set before the
+  // first frame is allocated; without one, the space keeps its own.
+  void set_frame_source(std::function<uint8_t*(uint32_t)> src);
+  uint32_t frames() const { return static_cast<uint32_t>(frames_.size()); }
+  uint32_t alloc_frame();  // a fresh frame, zeroed
+  uint8_t* frame(uint32_t f) { return frames_[f]; }
   // The `n` bytes at host physical address `pa` (frame * page_bytes + offset), or null when
   // they are not all in one existing frame.
   uint8_t* phys_bytes(uint64_t pa, uint32_t n) const;
@@ -187,7 +193,9 @@ class TaskSpace {
  private:
   uint64_t phys(const Task& t, uint32_t laddr) const;  // frame * page_bytes + offset
   uint32_t pnode_, page_bytes_;
-  std::vector<std::unique_ptr<uint8_t[]>> frames_;
+  std::vector<uint8_t*> frames_;
+  std::vector<std::unique_ptr<uint8_t[]>> owned_;  // without a frame source
+  std::function<uint8_t*(uint32_t)> source_;
   std::map<uint32_t, std::unique_ptr<Task>> tasks_;
   std::unordered_map<uint32_t, Moved> moved_;
   const FrameMap* map_ = nullptr;

@@ -116,6 +116,7 @@ void DmaEngine::complete() {
     lost_.inc();
   } else {
     uint32_t status = kDone | (d.status & (kMove | kBack)) | d.number();
+    uint64_t later = 0;
     if (src_ && dst_ && d.move() && d.bytes) {
       staging_.resize(d.bytes);
       DmaPort* from = d.back() ? dst_ : src_;
@@ -124,11 +125,33 @@ void DmaEngine::complete() {
         status |= kError;
         errors_.inc();
       }
+      later = from->take_delay_ps() + to->take_delay_ps();
     }
-    // It hands the descriptor back in the ring.
-    em_.store32(ring_off_ + slot * kDescBytes + 12, status);
-    if (at_completion_) at_completion_(desc(slot));
+    if (later) {
+      // A port's far side took longer (a TLM-2.0 memory's annotated delay): the descriptor is
+      // handed back, and the next started, that much later.
+      running_ = true;
+      cal_.after(later, [this, epoch = epoch_, slot, status] {
+        if (epoch != epoch_) return;
+        running_ = false;
+        hand_back(slot, status);
+      });
+      return;
+    }
+    hand_back(slot, status);
+    return;
   }
+  finish_entry();
+}
+
+void DmaEngine::hand_back(uint32_t slot, uint32_t status) {
+  // It hands the descriptor back in the ring.
+  em_.store32(ring_off_ + slot * kDescBytes + 12, status);
+  if (at_completion_) at_completion_(desc(slot));
+  finish_entry();
+}
+
+void DmaEngine::finish_entry() {
   // Its ring's interrupt: the firmware collects the entry (its slot still holds it).
   ++handed_;
   const uint64_t epoch = epoch_;

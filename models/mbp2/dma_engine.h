@@ -1,6 +1,7 @@
 // A DMA engine with a descriptor ring in EM: the PGE, the ADMA, the LDMAs and the CAU's (8.3.4).
 #pragma once
 #include "models/mbp2/dma_port.h"
+#include "models/mbp2/em.h"
 
 namespace mbpsim::mbp2 {
 
@@ -104,6 +105,9 @@ class DmaEngine : public Unit {
   void begin(uint64_t start);
   void arm();  // completes the front when its transfer is over
   void complete();
+  // The descriptor in `slot` goes back to the firmware with `status`; then the next.
+  void hand_back(uint32_t slot, uint32_t status);
+  void finish_entry();
   Calendar& cal_;
   Em& em_;
   uint32_t ring_;
@@ -113,7 +117,7 @@ class DmaEngine : public Unit {
   uint32_t handed_ = 0;
   uint64_t epoch_ = 0;  // reset() makes the descriptors in flight stale
   std::deque<Entry> q_;  // posted and not complete, oldest first; the engine serves the front
-  bool running_ = false;  // the front is being transferred (or set up)
+  bool running_ = false;  // the front is being transferred (or set up), or handed back late
   std::function<void()> irq_;
   std::function<void(const Desc&)> at_completion_;
   DmaPort* src_ = nullptr;

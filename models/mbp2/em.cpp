@@ -95,4 +95,16 @@ Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const HostBus::Spans& sp
   return Finish(at, bus.dma(at, spans), em.access(Route::Host, at, em_bytes, bus.dma_ps(spans)));
 }
 
+bool EmPort::read(uint64_t addr, uint32_t, uint8_t* out, uint32_t n) {
+  if (addr + n > em_.size()) return false;
+  em_.read_into(static_cast<uint32_t>(addr), out, n);
+  return true;
+}
+
+bool EmPort::write(uint64_t addr, uint32_t, const uint8_t* in, uint32_t n) {
+  if (addr + n > em_.size()) return false;
+  em_.write(static_cast<uint32_t>(addr), in, n);
+  return true;
+}
+
 }  // namespace mbpsim::mbp2

@@ -66,4 +66,15 @@ class Em : public Unit {
 // tenure; EM takes `em_bytes` on the host route, at the bus's pace. It ends when both are over.
 Finish host_transfer(HostBus& bus, Em& em, uint64_t at, const HostBus::Spans& spans, uint32_t em_bytes);
 
+// EM as a DMA port.
+class EmPort : public DmaPort {
+ public:
+  explicit EmPort(Em& em) : em_(em) {}
+  bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override;
+  bool write(uint64_t addr, uint32_t ctx, const uint8_t* in, uint32_t n) override;
+
+ private:
+  Em& em_;
+};
+
 }  // namespace mbpsim::mbp2

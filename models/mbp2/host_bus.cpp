@@ -9,13 +9,46 @@
 namespace mbpsim::mbp2 {
 
 HostBus::HostBus(const BusConfig& c, Stats& st, const std::string& n)
-    : Unit(n),
+    : HostBus(sc_core::sc_module_name(n.substr(n.rfind('.') + 1).c_str()), c, st, n) {}
+
+HostBus::HostBus(const sc_core::sc_module_name& module, const BusConfig& c, Stats& st, const std::string& n)
+    : Unit(module),
+      dma_socket("dma_socket"),
       c_(c),
       grant_ps_(cycles_ps(c.overhead_cycles + static_cast<double>(c.max_burst) / c.width_bytes)),
       bytes_(st.counter(n + ".dma_bytes", "bytes moved by DMA over the host bus")),
       busy_ps_(st.counter(n + ".busy_ps", "time the host bus was in use")),
       wait_ps_(st.counter(n + ".wait_ps", "time DMA and programmed accesses waited for the bus")),
       pios_(st.counter(n + ".pio_writes", "programmed single-word writes by the host (doorbells)")) {}
+
+void HostBus::before_end_of_elaboration() {
+  if (!memory_) internal_error(std::string(name()) + ": no host memory for the DMA socket");
+  dma_socket.bind(memory_());
+}
+
+bool HostBus::transport(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint32_t n) {
+  gp_.set_command(cmd);
+  gp_.set_address(addr);
+  gp_.set_data_ptr(data);
+  gp_.set_data_length(n);
+  gp_.set_streaming_width(n);
+  gp_.set_byte_enable_ptr(nullptr);
+  gp_.set_dmi_allowed(false);
+  gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  dma_socket->b_transport(gp_, delay_);
+  return gp_.is_response_ok();
+}
+
+bool HostBus::read(uint64_t addr, uint32_t, uint8_t* out, uint32_t n) { return transport(tlm::TLM_READ_COMMAND, addr, out, n); }
+bool HostBus::write(uint64_t addr, uint32_t, const uint8_t* in, uint32_t n) {
+  return transport(tlm::TLM_WRITE_COMMAND, addr, const_cast<uint8_t*>(in), n);  // a write's data is only read
+}
+
+uint64_t HostBus::take_delay_ps() {
+  const uint64_t ps = static_cast<uint64_t>(delay_.value());  // the kernel's resolution is 1 ps (core/sim_time.h)
+  delay_ = sc_core::SC_ZERO_TIME;
+  return ps;
+}
 
 uint64_t HostBus::cycles_ps(double cycles) const { return ps_of(cycles, c_.clock_mhz); }
 

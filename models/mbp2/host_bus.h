@@ -1,7 +1,12 @@
 // BIU: the host I/O bus as the card sees it, shared burst by burst by its DMA engines and the
 // host's programmed writes (8.2).
 #pragma once
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
 #include "models/host/io_bus.h"
+#include "models/host/memory.h"
+#include "models/mbp2/dma_port.h"
 #include "models/mbp2/unit.h"
 
 namespace mbpsim::mbp2 {
@@ -14,9 +19,17 @@ using host::BusConfig;
 // books its time when its engine takes it, and one booked later shares the bus from its start
 // on, delaying those in progress. A programmed write by the host wins the next arbitration, so
 // it waits at most for the burst in progress and delays the DMA by its own length.
-class HostBus : public Unit {
+//
+// It is also the card's DMA master into host memory: a TLM-2.0 initiator socket (generic
+// payload, b_transport) bound, when elaboration ends, to the host's memory
+// (EtherSystem::host_memory: the host's own, or a user's TLM-2.0 memory). As a DmaPort it is
+// the ADMA's host side: host physical addresses, a refused address (an error response) marks
+// the descriptor with kError. The bus time above is the transfer's time; a delay the memory
+// annotates is added on top (DmaPort::take_delay_ps).
+class HostBus : public Unit, public DmaPort {
  public:
-  HostBus(const BusConfig& c, Stats& st, const std::string& name);
+  tlm_utils::simple_initiator_socket<HostBus> dma_socket;
+  HostBus(const BusConfig& c, Stats& st, const std::string& name);  // the module: name's last part
   // Bus cycles to move [addr, addr + bytes) by DMA. SBus bursts are naturally aligned powers of
   // two up to the maximum burst, so an unaligned transfer is split into more, shorter bursts;
   // PCI bursts take any start and length (byte enables) up to the maximum burst.
@@ -52,8 +65,20 @@ class HostBus : public Unit {
   void power_off();
   const BusConfig& config() const { return c_; }
   uint64_t busy_ps() const { return busy_ps_.value; }
+  // The memory the DMA socket is bound to when elaboration ends.
+  void set_memory(std::function<host::TargetSocket&()> m) { memory_ = std::move(m); }
+  bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override;
+  bool write(uint64_t addr, uint32_t ctx, const uint8_t* in, uint32_t n) override;
+  uint64_t take_delay_ps() override;
 
  private:
+  // The module's name is alive (on SystemC's hierarchy) while the socket is built.
+  HostBus(const sc_core::sc_module_name& module, const BusConfig& c, Stats& st, const std::string& name);
+  void before_end_of_elaboration() override;
+  bool transport(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint32_t n);
+  std::function<host::TargetSocket&()> memory_;
+  tlm::tlm_generic_payload gp_;
+  sc_core::sc_time delay_ = sc_core::SC_ZERO_TIME;  // annotated by the memory, not yet taken
   void count_wait();
   BusConfig c_;
   uint64_t grant_ps_;  // one maximum burst with its overhead

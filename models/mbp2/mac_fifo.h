@@ -1,6 +1,7 @@
 // The MAC's frame FIFO as a DMA port (8.2).
 #pragma once
 #include "models/mbp2/dma_port.h"
+#include "models/mbp2/em.h"
 
 namespace mbpsim::mbp2 {
 

@@ -146,7 +146,6 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
   atomic_changed_ = &st.counter("system.mbp2.atomic_operands_changed",
                                 "atomics whose operands the host changed between the PME's check of the command and the ADMA's read of them (the result is computed from what the ADMA read)");
   walkers_.resize(ec.nodes);
-  host_mem_.resize(ec.nodes);
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
     u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, ec.bus, c, ec.nodes, ec.rx_ring, st, b));
@@ -154,9 +153,10 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
     walkers_[n].sys = this;
     walkers_[n].node = n;
     u.pge->connect(&walkers_[n], u.em_port.get());
-    host_mem_[n].sys = this;
-    host_mem_[n].node = n;
-    u.adma->connect(u.em_port.get(), &host_mem_[n]);
+    // The ADMA's host side is the BIU's DMA socket into the host's memory (host physical
+    // addresses: frame * page_bytes + offset).
+    u.bus->set_memory([this, n]() -> host::TargetSocket& { return host_memory(n); });
+    u.adma->connect(u.em_port.get(), u.bus.get());
     u.mbcf_ocu.assign(ec.nodes, -1);
     for (uint32_t q = 0; q < ec.nodes && u.ocu; ++q)
       if (q != n && u.ocu_used < u.ocu->registers()) {
@@ -660,7 +660,8 @@ void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
   // makes them at once; the ADMA's later copies write the same bytes again).
   const mbcf::WriteBuffer& wb = u_[node]->adma_writes;
   for (size_t i = 0; i < wb.size(); ++i)
-    if (wb.at(i).ptask == ptask) host_mem_[node].write(wb.at(i).pa, 0, wb.at(i).bytes.data(), static_cast<uint32_t>(wb.at(i).bytes.size()));
+    if (wb.at(i).ptask == ptask) u_[node]->bus->write(wb.at(i).pa, 0, wb.at(i).bytes.data(), static_cast<uint32_t>(wb.at(i).bytes.size()));
+  u_[node]->bus->take_delay_ps();  // made at once, as said
   if (mutant::on(mutant::Id::TlbKeepsLeftContext)) return;
   os_to_pme(node, kIcuFlushContext | static_cast<uint64_t>(ptask & 0xffffff) << 32);
 }
@@ -951,18 +952,6 @@ void Mbp2System::run_pollers(uint32_t node, uint64_t at) {
   // A program polling for what the ADMA has still to write looks again once it is written.
   if (u_[node]->adma_writes.size() || u_[node]->atomics) u_[node]->poll_on_drain = true;
   EtherSystem::run_pollers(node, at);
-}
-
-bool Mbp2System::HostMemory::read(uint64_t addr, uint32_t, uint8_t* out, uint32_t n) {
-  const uint8_t* p = sys->space(node).phys_bytes(addr, n);
-  if (p) std::memcpy(out, p, n);
-  return p != nullptr;
-}
-
-bool Mbp2System::HostMemory::write(uint64_t addr, uint32_t, const uint8_t* in, uint32_t n) {
-  uint8_t* p = sys->space(node).phys_bytes(addr, n);
-  if (p) std::memcpy(p, in, n);
-  return p != nullptr;
 }
 
 nlohmann::ordered_json Mbp2System::nic_summary() const {

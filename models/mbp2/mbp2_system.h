@@ -597,15 +597,6 @@ class Mbp2System : public mbcf::EtherSystem {
     bool write(uint64_t, uint32_t, const uint8_t*, uint32_t) override { return false; }  // host memory: the ADMA's
   };
   std::vector<PgeWalker> walkers_;
-  // The ADMA's host side: host physical memory (frame * page_bytes + offset), one frame per
-  // transfer.
-  struct HostMemory : public DmaPort {
-    Mbp2System* sys = nullptr;
-    uint32_t node = 0;
-    bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override;
-    bool write(uint64_t addr, uint32_t ctx, const uint8_t* in, uint32_t n) override;
-  };
-  std::vector<HostMemory> host_mem_;
   // An ADMA descriptor that wrote a buffered write completed: it leaves the buffer.
   void adma_wrote(uint32_t node, const DmaEngine::Desc& d);
   // Nothing the commands wrote is still on its way into host memory: the light-weight calls

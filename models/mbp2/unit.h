@@ -29,6 +29,10 @@ namespace mbpsim::mbp2 {
 class Unit : public sc_core::sc_module {
  protected:
   explicit Unit(const std::string& stat_name, const char* module = nullptr);
+  // For a unit with ports or sockets of its own: its module name must stay on SystemC's
+  // hierarchy while they are built, so it comes from the unit's constructor (which delegates,
+  // see HostBus), not from a temporary made here.
+  explicit Unit(const sc_core::sc_module_name& module) : sc_core::sc_module(module) {}
 };
 
 // Cycles of a clock as picoseconds.
