@@ -8,6 +8,7 @@
 #include "models/core/error.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbp2/mbp2_system.h"
+#include "models/systems/assembly.h"
 #include "workloads/testers/mbcf_tester.h"
 #include "workloads/testers/protection_tester.h"
 
@@ -39,17 +40,10 @@ void declare_mbcf_workload_params(ParamSchema& s) {
 // ------------------------------------------------------------------ base
 
 MbcfWorkload::MbcfWorkload(const Config& c, Stats& stats, uint64_t seed) {
-  cfg_ = EtherSysConfig::from(c);
   max_cycles_ = static_cast<uint64_t>(c.get_int("workload.max_cycles"));
   cal_ = std::make_unique<Calendar>("mbcf_calendar");
-  const bool mbp2 = c.get_string("mbcf.nic") == "mbp2";
-  if (!mbp2 && (c.get_string("crypto.cipher") != "none" || c.get_string("crypto.auth") != "none"))
-    c.fail(c.get_string("crypto.cipher") != "none" ? "crypto.cipher" : "crypto.auth",
-           "encryption is done by the MBP2's CAU or firmware: needs mbcf.nic = mbp2");
-  if (mbp2)
-    sys_ = std::make_unique<mbp2::Mbp2System>(*cal_, cfg_, mbp2::Mbp2Config::from(c), stats, seed);
-  else
-    sys_ = std::make_unique<EtherSystem>(*cal_, cfg_, stats, seed);
+  sys_ = systems::make_cluster(*cal_, c, stats, seed);
+  cfg_ = sys_->config();
   Rng keys(seed, "mbcf.keys");
   for (uint32_t n = 0; n < cfg_.nodes; ++n) {
     Task& t = sys_->create_task(n, kPtask, static_cast<uint32_t>(keys.next() | 1));

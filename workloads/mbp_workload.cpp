@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "models/core/error.h"
+#include "models/systems/assembly.h"
 
 namespace mbpsim {
 
@@ -31,16 +32,7 @@ void declare_mbp_workload_params(ParamSchema& s) {
 
 MbpWorkload::MbpWorkload(const Config& c, net::Network& net, Stats& stats, uint64_t seed)
     : net_(net), stats_(stats) {
-  const node::NodeConfig nc = node::NodeConfig::from(c);
-  const mbp::MbpConfig mc = mbp::MbpConfig::from(c);
-  // A multicast update carries a block and moves by virtual cut-through.
-  const uint32_t flit_bytes = static_cast<uint32_t>(net.config().flit_bits / 8);
-  const uint32_t upd = mc.header_flits + (nc.block_bytes + flit_bytes - 1) / flit_bytes;
-  if (upd > static_cast<uint32_t>(net.config().buffer_depth))
-    c.fail("network.buffer_depth", "multicast updates of " + std::to_string(upd) + " flits (mbp.header_flits + a " +
-                                       std::to_string(nc.block_bytes) + "-byte block) need network.buffer_depth >= " +
-                                       std::to_string(upd));
-  sys_ = std::make_unique<mbp::System>("mbp", nc, mc, net, stats, seed);
+  sys_ = systems::make_mbp_machine(c, net, stats, seed);
   sys_->set_driver(this);
   max_cycles_ = static_cast<uint64_t>(c.get_int("workload.max_cycles"));
   nodes_ = sys_->nodes();

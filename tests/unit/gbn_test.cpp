@@ -461,8 +461,9 @@ TEST(Gbn, TwoEndpointsOverALossyChannelDeliverEveryPayloadOnceAndInOrder) {
         }
       }
       // Idle, and no live timer: packets outstanding would wait for ever.
-      if (!fired && L.wire.empty())
+      if (!fired && L.wire.empty()) {
         ASSERT_TRUE(L.e[0]->unacked(1).empty()) << "stuck with " << L.e[0]->unacked(1).size() << " outstanding";
+      }
     }
     EXPECT_GT(lost, 10u);  // the channel really lost frames, and the sender really recovered them
     EXPECT_GT(L.f0.count("retransmissions") + L.f0.count("ack_polls"), 0u);

@@ -1,0 +1,32 @@
+#include "models/systems/assembly.h"
+
+#include <string>
+
+#include "models/mbp2/mbp2_system.h"
+
+namespace mbpsim::systems {
+
+std::unique_ptr<mbp::System> make_mbp_machine(const Config& c, net::Network& net, Stats& stats, uint64_t seed) {
+  const node::NodeConfig nc = node::NodeConfig::from(c);
+  const mbp::MbpConfig mc = mbp::MbpConfig::from(c);
+  // A multicast update carries a block and moves by virtual cut-through.
+  const uint32_t flit_bytes = static_cast<uint32_t>(net.config().flit_bits / 8);
+  const uint32_t upd = mc.header_flits + (nc.block_bytes + flit_bytes - 1) / flit_bytes;
+  if (upd > static_cast<uint32_t>(net.config().buffer_depth))
+    c.fail("network.buffer_depth", "multicast updates of " + std::to_string(upd) + " flits (mbp.header_flits + a " +
+                                       std::to_string(nc.block_bytes) + "-byte block) need network.buffer_depth >= " +
+                                       std::to_string(upd));
+  return std::make_unique<mbp::System>("mbp", nc, mc, net, stats, seed);
+}
+
+std::unique_ptr<mbcf::EtherSystem> make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed) {
+  const mbcf::EtherSysConfig ec = mbcf::EtherSysConfig::from(c);
+  const bool mbp2 = c.get_string("mbcf.nic") == "mbp2";
+  if (!mbp2 && (c.get_string("crypto.cipher") != "none" || c.get_string("crypto.auth") != "none"))
+    c.fail(c.get_string("crypto.cipher") != "none" ? "crypto.cipher" : "crypto.auth",
+           "encryption is done by the MBP2's CAU or firmware: needs mbcf.nic = mbp2");
+  if (mbp2) return std::make_unique<mbp2::Mbp2System>(cal, ec, mbp2::Mbp2Config::from(c), stats, seed);
+  return std::make_unique<mbcf::EtherSystem>(cal, ec, stats, seed);
+}
+
+}  // namespace mbpsim::systems

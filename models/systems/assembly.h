@@ -1,0 +1,26 @@
+// Where the simulated machines are assembled from a run's config: the MBP machine on the
+// quad-tree network, and the cluster of chapters 6 and 8 (hosts on an Ethernet segment with
+// their NICs). Workloads drive a machine; they do not choose or build its parts.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "models/core/calendar.h"
+#include "models/core/config.h"
+#include "models/core/stats.h"
+#include "models/mbcf/ether_system.h"
+#include "models/mbp/system.h"
+#include "models/net/network.h"
+
+namespace mbpsim::systems {
+
+// The MBP machine (node.*, mbp.*) on `net`. A config error names its key (Config::fail):
+// multicast updates that do not fit network.buffer_depth.
+std::unique_ptr<mbp::System> make_mbp_machine(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
+
+// The cluster (mbcf.*, host.*, nic.*, bus.*, ether.*): hosts running the MBCF kernel behind a
+// conventional NIC, or, with mbcf.nic = mbp2, behind MBP2 NICs (mbp2.*, pme.*, em.*, crypto.*).
+// A config error names its key: encryption asked of a NIC that has none.
+std::unique_ptr<mbcf::EtherSystem> make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed);
+
+}  // namespace mbpsim::systems
