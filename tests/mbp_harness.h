@@ -1,6 +1,7 @@
 // Builds an MBP system in the test process (one elaboration per process) and gives tests
 // white-box access through mbp::SystemTestPeer.
 #pragma once
+#include <functional>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -18,6 +19,12 @@ namespace mbp {
 struct SystemTestPeer {
   static System::Frame* frame(System& s, uint32_t node, uint64_t addr) {
     return s.frame_for(node, addr / s.nc_.page_bytes, false);
+  }
+  // The byte of `addr` in node's frame (home memory or L3 copy), in the bank that holds it.
+  static uint8_t& byte(System& s, uint32_t node, uint64_t addr) {
+    System::Frame* f = frame(s, node, addr);
+    const uint32_t off = static_cast<uint32_t>(addr % s.nc_.page_bytes);
+    return s.mem(f, off / s.nc_.block_bytes)[off % s.nc_.block_bytes];
   }
   static uint8_t state(System& s, uint32_t node, uint64_t addr) {
     System::Frame* f = frame(s, node, addr);
@@ -42,12 +49,15 @@ namespace test {
 
 class MbpHarness {
  public:
-  explicit MbpHarness(const nlohmann::json& cfg, uint64_t seed = 1) {
-    Config c = Config::from_json(schema(), cfg, "test.json");
+  explicit MbpHarness(const nlohmann::json& cfg, uint64_t seed = 1)
+      : MbpHarness(Config::from_json(schema(), cfg, "test.json"), seed) {}
+  // `before_start` sees the system built and not yet elaborated (to bind foreign modules).
+  explicit MbpHarness(const Config& c, uint64_t seed = 1, const std::function<void(mbp::System&)>& before_start = {}) {
     net_ = std::make_unique<net::Network>("net", net::NetConfig::from(c), stats_, "system.net");
     wl_ = make_workload(c, *net_, stats_, seed);
     mw_ = dynamic_cast<MbpWorkload*>(wl_.get());
     net_->set_client(wl_->net_client());
+    if (before_start) before_start(mw_->system());
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
     net_->start();
     wl_->start();

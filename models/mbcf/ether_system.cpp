@@ -60,7 +60,7 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
     n_.push_back(std::make_unique<Node>(i, c.page_bytes));
     Node& N = *n_.back();
     N.peers.resize(c.nodes);
-    N.memory = std::make_unique<host::Memory>(("host" + std::to_string(i) + "_memory").c_str(), c.page_bytes);
+    N.memory = std::make_unique<mem::Memory>(("host" + std::to_string(i) + "_memory").c_str(), c.page_bytes);
     use_host_memory(i, N.memory->socket);
     gp.self = i;
     N.gbn_host = std::make_unique<GbnHost>(*this, i);
@@ -81,10 +81,10 @@ uint64_t EtherSystem::dma_ps(uint32_t bytes) const {
 
 // ------------------------------------------------------------------ OS
 
-void EtherSystem::use_host_memory(uint32_t node, host::TargetSocket& mem) {
+void EtherSystem::use_host_memory(uint32_t node, mem::TargetSocket& mem) {
   Node& N = *n_[node];
   N.ts.set_frame_source([this, node, &mem](uint32_t f) {
-    return host::frame_by_dmi(*mem.get_base_export().operator->(), f, c_.page_bytes, "node " + std::to_string(node));
+    return mem::frame_by_dmi(*mem.get_base_export().operator->(), f, c_.page_bytes, "node " + std::to_string(node));
   });
   N.memory_target = &mem;
 }

@@ -23,7 +23,7 @@
 #include "models/core/params.h"
 #include "models/core/stats.h"
 #include "models/host/io_bus.h"
-#include "models/host/memory.h"
+#include "models/mem/memory.h"
 #include "models/mbcf/engine.h"
 #include "models/mbcf/gbn.h"
 #include "models/mbcf/packet.h"
@@ -100,14 +100,14 @@ class EtherSystem {
   net::EtherSegment& ether() { return *ether_; }
   uint64_t cycles_ps(double cycles) const;  // host CPU cycles as time
 
-  // --- the host's physical memory: a TLM-2.0 target (models/host/memory.h). The OS takes the
+  // --- the host's physical memory: a TLM-2.0 target (models/mem/memory.h). The OS takes the
   // frames it gives tasks through the memory's DMI; a NIC that does DMA (the MBP2's BIU) binds
   // its initiator socket to it when elaboration ends.
-  host::TargetSocket& host_memory(uint32_t node) { return *n_[node]->memory_target; }
+  mem::TargetSocket& host_memory(uint32_t node) { return *n_[node]->memory_target; }
   // A user's TLM-2.0 memory in place of the node's own: before any task on the node has memory
   // and before elaboration ends. It must answer b_transport (the NIC's DMA) and grant read/write
   // DMI over every frame (the host CPU's view). Throws std::logic_error if frames exist.
-  void use_host_memory(uint32_t node, host::TargetSocket& mem);
+  void use_host_memory(uint32_t node, mem::TargetSocket& mem);
 
   // --- the OS: tasks and translation tables
   virtual Task& create_task(uint32_t node, uint32_t ptask, uint32_t key);
@@ -297,8 +297,8 @@ class EtherSystem {
   struct Node {
     explicit Node(uint32_t id, uint32_t page) : ts(id, page) {}
     TaskSpace ts;
-    std::unique_ptr<host::Memory> memory;       // the host's own physical memory
-    host::TargetSocket* memory_target = nullptr;  // it, or a user's in its place
+    std::unique_ptr<mem::Memory> memory;       // the host's own physical memory
+    mem::TargetSocket* memory_target = nullptr;  // it, or a user's in its place
     // CPU
     uint64_t int_free = 0, kernel_ps = 0;
     // Requests issued and not yet numbered: a system call still building its packet, or on the

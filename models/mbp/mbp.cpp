@@ -74,7 +74,7 @@ uint64_t System::service(uint32_t n, Msg* m, uint64_t arrive) {
   const Frame* f = frame_for(n, m->nblk / blocks_per_page_, false);
   uint64_t paddr = 0;
   if (f) paddr = f->frame_no * nc_.page_bytes + (m->nblk % blocks_per_page_) * nc_.block_bytes;
-  const uint32_t bank = static_cast<uint32_t>((paddr / nc_.bank_interleave_bytes) % nc_.banks);
+  const uint32_t bank = bank_of(paddr);
   const uint64_t start = std::max(arrive, nd.mbp_free[bank]);
   nd.mbp_queue_ps->sample(start - arrive);
   uint64_t end = start + mc_.handler_cycles * mbp_ps_;
@@ -433,7 +433,7 @@ void System::home_dispatch(Frame* f, Msg* m) {
     case HAction::CleanupDone: free_msg(m); return;
     case HAction::WriteBack:
       if (s == HState::Owned && f->owner[bi] == m->src) {
-        std::memcpy(&f->data[bi * nc_.block_bytes], m->data, nc_.block_bytes);
+        std::memcpy(mem(f, bi), m->data, nc_.block_bytes);
         home_to(f, bi, s, e, HState::None);
       } else {
         st_.stale_writebacks->inc();  // a recall crossed it and already brought the data
@@ -467,7 +467,7 @@ void System::home_event(Frame* f, uint32_t bi, HEvent e, Msg* data) {
   st_.home_trans[static_cast<int>(s)][static_cast<int>(e)]->inc();
   Msg* pending = end_busy(f, bi);
   if (a == HAction::RecallDone) {
-    std::memcpy(&f->data[bi * nc_.block_bytes], data->data, nc_.block_bytes);
+    std::memcpy(mem(f, bi), data->data, nc_.block_bytes);
     home_to(f, bi, s, e, s == HState::RecallS ? HState::Shared : HState::None);
     if (event_of(pending) == HEvent::Cleanup) {
       free_msg(pending);
@@ -505,21 +505,21 @@ void System::home_block_idle(Frame* f, uint32_t bi) {
 // changed; an atomic leaves the old contents in the request for the answer.
 bool System::perform_write(Frame* f, uint32_t bi, Msg* m) {
   home_flush_local(f, bi, true);
-  uint8_t* mem = &f->data[bi * nc_.block_bytes];
+  uint8_t* home_mem = mem(f, bi);
   bool changed = false;
   if (m->type == MsgType::Atomic) {
     uint8_t old[64];
-    changed = mbcf::apply_atomic(m->atomic, mem + m->aoff, old);
+    changed = mbcf::apply_atomic(m->atomic, home_mem + m->aoff, old);
     std::memcpy(m->data + m->aoff, old, m->atomic.bytes());
     m->mask = {};
     for (uint32_t i = 0; i < m->atomic.bytes(); ++i) mask_set(m->mask, m->aoff + i);
   } else {
     for (uint32_t i = 0; i < nc_.block_bytes; ++i)
-      if (mask_test(m->mask, i)) mem[i] = m->data[i];
+      if (mask_test(m->mask, i)) home_mem[i] = m->data[i];
     changed = true;  // a write is performed (and acknowledged through a round) even if equal
   }
   if (mc_.check_invariants && f->proto == Protocol::Invalidate)
-    golden_write(f->npage * blocks_per_page_ + bi, 0, nc_.block_bytes, mem);
+    golden_write(f->npage * blocks_per_page_ + bi, 0, nc_.block_bytes, home_mem);
   return changed;
 }
 
@@ -541,7 +541,7 @@ void System::reply(Msg* req, MsgType t, Frame* f, uint32_t bi) {
   r->aoff = req->aoff;
   r->atomic = req->atomic;
   if (t == MsgType::AtomicResp) std::memcpy(r->data, req->data, nc_.block_bytes);
-  else if (carries_data(t)) std::memcpy(r->data, &f->data[bi * nc_.block_bytes], nc_.block_bytes);
+  else if (carries_data(t)) std::memcpy(r->data, mem(f, bi), nc_.block_bytes);
   send(r, now_ps());
 }
 
@@ -575,7 +575,7 @@ bool System::start_round(Frame* f, uint32_t bi, MsgType kind, Msg* req) {
   pl->round = r->id;
   pl->proto = f->proto;
   if (kind == MsgType::Upd) {
-    std::memcpy(pl->data, &f->data[r->bi * nc_.block_bytes], nc_.block_bytes);
+    std::memcpy(pl->data, mem(f, r->bi), nc_.block_bytes);
     pl->mask = req->mask;
   }
   st_.fanout->sample(plan.targets);
@@ -678,7 +678,7 @@ void System::switch_step_done(Frame* f) {
       for (uint32_t bi = 0; bi < blocks_per_page_; ++bi) {
         const uint64_t nblk = f->npage * blocks_per_page_ + bi;
         if (to == Protocol::Invalidate)
-          golden_[nblk].assign(f->data.begin() + bi * nc_.block_bytes, f->data.begin() + (bi + 1) * nc_.block_bytes);
+          golden_[nblk].assign(mem(f, bi), mem(f, bi) + nc_.block_bytes);
         else
           golden_.erase(nblk);
       }
@@ -741,7 +741,7 @@ bool System::remote_event(uint32_t n, Frame* f, uint32_t bi, REvent e, Msg* m, c
   const RRow* row = remote_row(s, e);
   if (!row) undefined("remote", n, nblk, to_string(s), to_string(e));
   st_.remote_trans[static_cast<int>(s)][static_cast<int>(e)]->inc();
-  uint8_t* blk = &f->data[bi * nc_.block_bytes];
+  uint8_t* blk = mem(f, bi);
   switch (row->action) {
     case RAction::FillS:
     case RAction::FillX:
@@ -937,7 +937,7 @@ void System::check_round_acks(const Round& r) {
 
 void System::check_update_copies(Frame* home, uint32_t bi) {
   st_.checks_update->inc();
-  const uint8_t* mem = &home->data[bi * nc_.block_bytes];
+  const uint8_t* home_mem = mem(home, bi);
   const uint64_t nblk = home->npage * blocks_per_page_ + bi;
   for (uint32_t n = 0; n < nodes_; ++n) {
     const Frame* f = node_[n]->pt.get(home->npage);
@@ -945,11 +945,11 @@ void System::check_update_copies(Frame* home, uint32_t bi) {
     const RState s = static_cast<RState>(f->st[bi]);
     const bool copy = !f->home && (s == RState::S || s == RState::SE);
     std::string bad;
-    if (copy && std::memcmp(&f->data[bi * nc_.block_bytes], mem, nc_.block_bytes) != 0) bad = "its L3 copy";
+    if (copy && std::memcmp(mem(f, bi), home_mem, nc_.block_bytes) != 0) bad = "its L3 copy";
     const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
     for (auto& q : node_[n]->procs) {
       node::Cache::Line* l = q->l2.find(pblk);
-      if (l && std::memcmp(q->l2.data(l), mem, nc_.block_bytes) != 0) bad = "an L2 copy of proc " + std::to_string(q->id);
+      if (l && std::memcmp(q->l2.data(l), home_mem, nc_.block_bytes) != 0) bad = "an L2 copy of proc " + std::to_string(q->id);
     }
     if (!bad.empty()) {
       std::ostringstream os;

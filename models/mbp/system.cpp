@@ -41,9 +41,17 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   colors_ = std::max<uint64_t>(1, std::max(nc_.l1_bytes / nc_.l1_assoc, nc_.l2_bytes / nc_.l2_assoc) / nc_.page_bytes);
   const uint32_t flit_bytes = static_cast<uint32_t>(net.config().flit_bits / 8);
   data_flits_ = (nc_.block_bytes + flit_bytes - 1) / flit_bytes;
+  // The bus moves a block from one bank: a bank's stripe is at least a block.
+  unit_ = std::max<uint32_t>(nc_.bank_interleave_bytes, nc_.block_bytes);
+  unit_shift_ = static_cast<uint32_t>(__builtin_ctz(unit_));
+  spans_ = std::min<uint32_t>(static_cast<uint32_t>(nc_.banks), static_cast<uint32_t>(nc_.page_bytes / unit_));
+  if (spans_ == 0 || (spans_ & (spans_ - 1)))
+    throw std::logic_error("mbp::System: banks a page spans must be a power of two (node.banks, node.page_bytes)");
+  spans_shift_ = static_cast<uint32_t>(__builtin_ctz(spans_));
+  share_bytes_ = static_cast<uint32_t>(nc_.page_bytes / spans_);
 
   for (uint32_t n = 0; n < nodes_; ++n) {
-    auto nd = std::make_unique<Node>(n, nc_, mc_);
+    auto nd = std::make_unique<Node>(("node" + std::to_string(n)).c_str(), *this, n, nc_, mc_);
     const std::string pre = "system.node" + std::to_string(n) + ".";
     nd->l1_hits = &stats.counter(pre + "l1.hits");
     nd->l1_misses = &stats.counter(pre + "l1.misses");
@@ -154,6 +162,22 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
 
 System::~System() {
   for (auto& kv : rounds_) delete kv.second;
+}
+
+void System::use_bank(uint32_t node, uint32_t bank, mem::TargetSocket& m) {
+  if (node >= nodes_ || bank >= static_cast<uint32_t>(nc_.banks))
+    throw std::out_of_range("use_bank: no bank " + std::to_string(bank) + " at node " + std::to_string(node));
+  if (sc_core::sc_get_status() != sc_core::SC_ELABORATION || node_[node]->bank_seen[bank])
+    throw std::logic_error("use_bank: node " + std::to_string(node) + " bank " + std::to_string(bank) +
+                           ": a bank is replaced before elaboration ends");
+  node_[node]->bank_target[bank] = &m;
+}
+
+mem::TargetSocket& System::bank(uint32_t node, uint32_t bank) { return *node_[node]->bank_target.at(bank); }
+
+void System::before_end_of_elaboration() {
+  for (auto& nd : node_)
+    for (size_t b = 0; b < nd->bus.size(); ++b) nd->bus[b]->bind(*nd->bank_target[b]);
 }
 
 // ---------------------------------------------------------------- event calendar
@@ -354,7 +378,7 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
     f->frame_no = kFrameBase + color + colors_ * nd.color_used[color]++;
   }
   if (nd.frames.size() <= f->frame_no - kFrameBase) nd.frames.resize(f->frame_no - kFrameBase + 1);
-  f->data.assign(nc_.page_bytes, 0);
+  attach_memory(nd, f.get());
   f->st.assign(blocks_per_page_, 0);  // HState::None or RState::I
   if (f->home) {
     // The page's protocol and directory format are drawn once, from the run seed and the
@@ -435,7 +459,7 @@ bool System::evict_page(uint32_t n) {
     m->requester = n;
     m->nblk = nblk;
     m->proto = v->proto;
-    std::memcpy(m->data, &v->data[bi * nc_.block_bytes], nc_.block_bytes);
+    std::memcpy(m->data, mem(v, bi), nc_.block_bytes);
     nd.wb_pending[nblk].data.assign(m->data, m->data + nc_.block_bytes);
     nd.l3_writebacks->inc();
     send(m, bus_time(nd, now, true, false, v->frame_no * nc_.page_bytes));
@@ -463,7 +487,36 @@ uint64_t System::node_physical(uint32_t node, uint64_t addr) const {
 
 void System::read_home(uint64_t addr, uint8_t* out, uint32_t size) {
   const Frame* f = home_frame(addr / nc_.page_bytes);
-  std::memcpy(out, &f->data[addr % nc_.page_bytes], size);
+  for (uint64_t off = addr % nc_.page_bytes, end = off + size; off < end;) {
+    const uint32_t bi = static_cast<uint32_t>(off / nc_.block_bytes), in = static_cast<uint32_t>(off % nc_.block_bytes);
+    const uint64_t k = std::min<uint64_t>(end - off, nc_.block_bytes - in);
+    std::memcpy(out, mem(f, bi) + in, k);
+    out += k, off += k;
+  }
+}
+
+// The frame's bytes in each bank it spans, taken through the node bus's socket to the bank
+// (the first byte of the page is in bank (frame_no * spans_) % banks).
+void System::attach_memory(Node& n, Frame* f) {
+  f->share.resize(spans_);
+  const uint64_t base = f->frame_no * nc_.page_bytes;
+  for (uint32_t i = 0; i < spans_; ++i) {
+    const uint64_t p = base + (uint64_t{i} << unit_shift_);
+    const uint32_t b = bank_of(p);
+    sc_core::sc_time lat;
+    try {
+      f->share[i] = mem::dmi_span(*(*n.bus[b]).operator->(), bank_local(p), share_bytes_,
+                                  "node " + std::to_string(n.id) + " bank " + std::to_string(b), "the bank", &lat);
+    } catch (const std::runtime_error& e) {  // a user's bank: too small, or no DMI
+      fail(e.what());
+      throw ProtocolFailure(failure_);
+    }
+    if (!n.bank_seen[b]) {
+      n.bank_seen[b] = true;
+      if (lat > sc_core::SC_ZERO_TIME) n.bank_lat[b] = lat.value();
+    }
+    std::memset(f->share[i], 0, share_bytes_);
+  }
 }
 
 System::Frame* System::translate(Proc& p, uint64_t page, uint64_t& t) {
@@ -483,10 +536,11 @@ System::Frame* System::translate(Proc& p, uint64_t page, uint64_t& t) {
 // ---------------------------------------------------------------- node bus and caches
 
 uint64_t System::bank_access(Node& n, uint64_t t, uint64_t paddr) {
-  uint64_t& bf = n.bank_free[(paddr / nc_.bank_interleave_bytes) % nc_.banks];
+  const uint32_t b = bank_of(paddr);
+  uint64_t& bf = n.bank_free[b];
   const uint64_t s = std::max(t, bf);
   bf = s + bank_busy_ps_;
-  return s + bank_lat_ps_;
+  return s + n.bank_lat[b];
 }
 
 // A bus transaction started at t: arbitration, address and snoop phases on the address bus
@@ -528,7 +582,7 @@ bool System::snoop(Node& n, int except, Frame* f, uint32_t bi, bool invalidate) 
     node::Cache::Line* l = q->l2.find(pblk);
     if (!l) continue;
     any = true;
-    if (l->state == kL2M) std::memcpy(&f->data[bi * nc_.block_bytes], q->l2.data(l), nc_.block_bytes);
+    if (l->state == kL2M) std::memcpy(mem(f, bi), q->l2.data(l), nc_.block_bytes);
     node::Cache::Line* l1 = q->l1.find(pblk);
     if (invalidate) {
       l->state = 0;
@@ -552,7 +606,7 @@ void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2
       if (v1) v1->state = 0;
       if (l->state == kL2M) {
         Frame* vf = nd.frames[l->blk / blocks_per_page_ - kFrameBase].get();
-        std::memcpy(&vf->data[(l->blk % blocks_per_page_) * nc_.block_bytes], p.l2.data(l), nc_.block_bytes);
+        std::memcpy(mem(vf, static_cast<uint32_t>(l->blk % blocks_per_page_)), p.l2.data(l), nc_.block_bytes);
         nd.bus_tx->inc();
       }
     }
@@ -748,7 +802,7 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
         static_cast<HState>(f->st[bi]) == HState::None) {
       t = bus_time(nd, t, true, true, paddr);
       nd.local_mem->inc();
-      return done(&f->data[bi * nc_.block_bytes], 3);
+      return done(mem(f, bi), 3);
     }
     if (t > now) return Outcome::Sync;
     Msg* m = proc_request(MsgType::ReadH, p, f, nblk);
@@ -804,8 +858,8 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
       if (static_cast<RState>(f->st[bi]) == RState::E) st = kL2E;
     }
   }
-  fill_caches(p, pblk, &f->data[bi * nc_.block_bytes], st);
-  return done(&f->data[bi * nc_.block_bytes], 3);
+  fill_caches(p, pblk, mem(f, bi), st);
+  return done(mem(f, bi), 3);
 }
 
 System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
@@ -870,7 +924,7 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
     if (other) nd.c2c->inc();
     else if (f->home) nd.local_mem->inc();
     else nd.l3_hits->inc();
-    fill_caches(p, pblk, &f->data[bi * nc_.block_bytes], kL2E);
+    fill_caches(p, pblk, mem(f, bi), kL2E);
     own = p.l2.find(pblk);
   }
   return write(own, 3);

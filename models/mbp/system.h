@@ -11,6 +11,10 @@
 // binary heap) run by one SC_METHOD; nothing runs while nothing is due.
 //
 // Data. Memory frames, the L3 copies and every L1/L2 line hold real bytes; loads return them.
+// Each node's memory banks are TLM-2.0 targets (mem::Memory by default), one initiator socket
+// of the node bus per bank; a frame's bytes are taken from its banks through DMI when the frame
+// is allocated (the bus interleaves a page over the banks), and any TLM-2.0 LT memory that
+// grants DMI can replace a bank (use_bank).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -27,6 +31,7 @@
 #include "models/core/sim_time.h"
 #include "models/core/rng.h"
 #include "models/core/stats.h"
+#include "models/mem/memory.h"
 #include "models/mbp/directory.h"
 #include "models/mbp/mbp_config.h"
 #include "models/mbp/protocol.h"
@@ -55,6 +60,15 @@ class System : public sc_core::sc_module, public net::NetClient {
          net::Network& net, Stats& stats, uint64_t seed);
   ~System() override;
   void set_driver(node::ProcDriver* d) { driver_ = d; }
+  // A user's TLM-2.0 memory in place of bank `bank` of node `node` (before elaboration ends).
+  // The bus addresses a bank with its own offsets: bank-local address = (p / (u * banks)) * u +
+  // p % u for node-physical address p, u = max(node.bank_interleave_bytes, node.block_bytes)
+  // (a block never straddles two banks). The memory must grant read/write DMI over each
+  // frame's share (page_bytes / banks bytes, or u when a page spans fewer banks) and must not
+  // revoke it; a read latency it states with the DMI replaces node.bank_latency_ns for it.
+  void use_bank(uint32_t node, uint32_t bank, mem::TargetSocket& m);
+  // The bank as the node bus sees it: the node's own, or the user's in its place.
+  mem::TargetSocket& bank(uint32_t node, uint32_t bank);
   // Starts every processor (call after elaboration, before sc_start runs the workload).
   void start();
   // The driver has work for a sleeping processor.
@@ -112,6 +126,8 @@ class System : public sc_core::sc_module, public net::NetClient {
   };
   enum class Outcome { Done, Sync, Wait };
 
+  void before_end_of_elaboration() override;
+
   // Event engine.
   void process();
   void schedule(uint64_t t, EvKind kind, uint32_t node, uint32_t arg = 0, Msg* msg = nullptr);
@@ -147,6 +163,13 @@ class System : public sc_core::sc_module, public net::NetClient {
   void complete_from_msg(Proc& p, Msg* m);
 
   // Node bus, banks and caches.
+  // The bank that holds node-physical address p, and p's address inside that bank.
+  uint32_t bank_of(uint64_t p) const { return static_cast<uint32_t>((p >> unit_shift_) % nc_.banks); }
+  uint64_t bank_local(uint64_t p) const { return (p / (uint64_t{unit_} * nc_.banks)) * unit_ + (p & (unit_ - 1)); }
+  // Takes a new frame's bytes from its banks (DMI through the node bus) and zeroes them.
+  void attach_memory(Node& n, Frame* f);
+  // The bytes of block bi of frame f, in its bank.
+  uint8_t* mem(const Frame* f, uint32_t bi) const;
   uint64_t bus_time(Node& n, uint64_t t, bool data, bool from_memory, uint64_t paddr);
   uint64_t bank_access(Node& n, uint64_t t, uint64_t paddr);
   // Snoops the L2s of a node (but `except_proc`'s): an M copy lands in the frame, then every
@@ -211,6 +234,9 @@ class System : public sc_core::sc_module, public net::NetClient {
   uint64_t colors_;
   uint64_t cpu_ps_, bus_ps_, mbp_ps_, net_ps_, quantum_ps_, bank_lat_ps_, bank_busy_ps_;
   uint32_t data_flits_;
+  // Bank interleaving: bytes per bank before the next (unit_ = 1 << unit_shift_), banks one page
+  // spans (spans_ = 1 << spans_shift_) and the bytes of a page in each of them.
+  uint32_t unit_, unit_shift_, spans_, spans_shift_, share_bytes_;
 
   std::vector<std::unique_ptr<Node>> node_;
   std::unordered_map<uint64_t, uint32_t> home_;       // network page -> home node

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <tlm_utils/simple_initiator_socket.h>
+
 #include "models/mbp/system.h"
 
 namespace mbpsim::mbp {
@@ -41,7 +43,9 @@ struct System::Frame {
   bool home = false;
   Protocol proto = Protocol::Invalidate;  // the page-table attribute at this node
   DirFormat fmt = DirFormat::HierBitmap;
-  std::vector<uint8_t> data;   // the page's bytes: memory (home) or the L3 copy
+  // The page's bytes (memory at the home, the L3 copy elsewhere) live in the node's banks:
+  // share[i] is the start of its bytes in the i-th bank it spans (System::mem finds a block).
+  std::vector<uint8_t*> share;
   std::vector<uint8_t> st;     // per block: HState (home) or RState (elsewhere)
   std::vector<uint32_t> owner; // home: the owner of an Owned block
   uint64_t last_use = 0;       // remote: last bus access (L3 replacement picks the oldest)
@@ -154,11 +158,32 @@ class PageTable {
   int shift_ = 64;
 };
 
-struct System::Node {
-  Node(uint32_t i, const node::NodeConfig& nc, const MbpConfig& mc)
-      : id(i), ctlb(mc.ctlb_entries, mc.ctlb_assoc), ntlb(mc.ntlb_entries, mc.ntlb_assoc),
-        bank_free(nc.banks, 0), mbp_free(nc.banks, 0) {}
+// A node of the machine, as a module: its banks (mem::Memory targets, `bank<i>`) and the node
+// bus's initiator socket to each (`bus_bank<i>`); processors, caches and the MBP are state
+// inside the System's calendar (cache hits are lookups, as in the processor itself).
+struct System::Node : sc_core::sc_module {
+  Node(sc_core::sc_module_name name, System& sys, uint32_t i, const node::NodeConfig& nc, const MbpConfig& mc)
+      : sc_core::sc_module(name), id(i), ctlb(mc.ctlb_entries, mc.ctlb_assoc), ntlb(mc.ntlb_entries, mc.ntlb_assoc),
+        bank_free(nc.banks, 0), mbp_free(nc.banks, 0), sys_(sys) {
+    for (uint32_t b = 0; b < static_cast<uint32_t>(nc.banks); ++b) {
+      banks.push_back(std::make_unique<mem::Memory>(("bank" + std::to_string(b)).c_str(), sys.share_bytes_));
+      bus.push_back(std::make_unique<tlm_utils::simple_initiator_socket<Node>>(("bus_bank" + std::to_string(b)).c_str()));
+      bus.back()->register_invalidate_direct_mem_ptr(this, &Node::dmi_revoked);
+      bank_target.push_back(&banks.back()->socket);
+    }
+    bank_lat.assign(nc.banks, sys.bank_lat_ps_);
+    bank_seen.assign(nc.banks, false);
+  }
+  void dmi_revoked(sc_dt::uint64 start, sc_dt::uint64 end) {
+    sys_.fail("node " + std::to_string(id) + ": a bank revoked DMI over [" + std::to_string(start) + ", " +
+              std::to_string(end) + "]: the frames taken from it are held for the whole run");
+  }
   uint32_t id;
+  std::vector<std::unique_ptr<mem::Memory>> banks;
+  std::vector<std::unique_ptr<tlm_utils::simple_initiator_socket<Node>>> bus;
+  std::vector<mem::TargetSocket*> bank_target;  // the node's bank, or a user's in its place
+  std::vector<uint64_t> bank_lat;               // node.bank_latency_ns, or what the bank's DMI states
+  std::vector<bool> bank_seen;                  // a frame has been taken from the bank
   std::vector<std::unique_ptr<Proc>> procs;
   PageTable<Frame> pt;                      // network page -> frame (the node's page table)
   Frame* last_frame = nullptr;              // the last page-table hit (messages come in runs)
@@ -183,8 +208,17 @@ struct System::Node {
   Counter *bus_tx, *bus_snoop_inv, *ctlb_hits, *ctlb_misses, *ntlb_hits, *ntlb_misses;
   Counter *wb_forwards, *wb_stores, *mbp_msgs_in, *round_in, *l3_evictions, *l3_writebacks, *l3_over;
   Histogram* mbp_queue_ps;
+
+ private:
+  System& sys_;
 };
 
 constexpr uint64_t kFrameBase = 16;  // node-physical frames below this are the kernel's
+
+inline uint8_t* System::mem(const Frame* f, uint32_t bi) const {
+  const uint64_t off = uint64_t{bi} * nc_.block_bytes;
+  const uint64_t s = off >> unit_shift_;  // the page's stripe holding the block
+  return f->share[s & (spans_ - 1)] + ((s >> spans_shift_) << unit_shift_) + (off & (unit_ - 1));
+}
 
 }  // namespace mbpsim::mbp

@@ -5,7 +5,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "models/host/io_bus.h"
-#include "models/host/memory.h"
+#include "models/mem/memory.h"
 #include "models/mbp2/dma_port.h"
 #include "models/mbp2/unit.h"
 
@@ -66,7 +66,7 @@ class HostBus : public Unit, public DmaPort {
   const BusConfig& config() const { return c_; }
   uint64_t busy_ps() const { return busy_ps_.value; }
   // The memory the DMA socket is bound to when elaboration ends.
-  void set_memory(std::function<host::TargetSocket&()> m) { memory_ = std::move(m); }
+  void set_memory(std::function<mem::TargetSocket&()> m) { memory_ = std::move(m); }
   bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override;
   bool write(uint64_t addr, uint32_t ctx, const uint8_t* in, uint32_t n) override;
   uint64_t take_delay_ps() override;
@@ -76,7 +76,7 @@ class HostBus : public Unit, public DmaPort {
   HostBus(const sc_core::sc_module_name& module, const BusConfig& c, Stats& st, const std::string& name);
   void before_end_of_elaboration() override;
   bool transport(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint32_t n);
-  std::function<host::TargetSocket&()> memory_;
+  std::function<mem::TargetSocket&()> memory_;
   tlm::tlm_generic_payload gp_;
   sc_core::sc_time delay_ = sc_core::SC_ZERO_TIME;  // annotated by the memory, not yet taken
   void count_wait();

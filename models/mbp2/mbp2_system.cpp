@@ -155,7 +155,7 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
     u.pge->connect(&walkers_[n], u.em_port.get());
     // The ADMA's host side is the BIU's DMA socket into the host's memory (host physical
     // addresses: frame * page_bytes + offset).
-    u.bus->set_memory([this, n]() -> host::TargetSocket& { return host_memory(n); });
+    u.bus->set_memory([this, n]() -> mem::TargetSocket& { return host_memory(n); });
     u.adma->connect(u.em_port.get(), u.bus.get());
     u.mbcf_ocu.assign(ec.nodes, -1);
     for (uint32_t q = 0; q < ec.nodes && u.ocu; ++q)

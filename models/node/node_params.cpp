@@ -29,7 +29,7 @@ const ParamTable<NodeConfig>& NodeConfig::params() {
       .add(&NodeConfig::bus_addr_cycles, {"node.bus_addr_cycles", 1, "bus cycles", "address phase", 1, 100})
       .add(&NodeConfig::bus_snoop_cycles, {"node.bus_snoop_cycles", 1, "bus cycles", "snoop response window (L2s and the C-TLB answer)", 0, 100})
       .add(&NodeConfig::banks, {"node.banks", 4, "", "memory banks per node, each with an MBP (Fig. 2.2)", 1, 1024})
-      .add(&NodeConfig::bank_interleave_bytes, {"node.bank_interleave_bytes", 32, "bytes", "consecutive bytes per bank before the next bank (a block: fine interleaving)", 8, 1 << 24})
+      .add(&NodeConfig::bank_interleave_bytes, {"node.bank_interleave_bytes", 32, "bytes", "consecutive bytes per bank before the next bank (a block: fine interleaving); a block larger than this goes to one bank whole (the stripe is then a block)", 8, 1 << 24})
       .add(&NodeConfig::l3_pages, {"node.l3_pages", 0, "pages", "remote pages a node's banks can hold as L3 copies; more evict the least recently used, writing back exclusive blocks (0: no limit, memory is large next to the working set)", 0, 1e12})
       .add(&NodeConfig::bank_latency_ns, {"node.bank_latency_ns", 80.0, "ns", "DRAM access until data (1997 DRAM)", 1, 1e6})
       .add(&NodeConfig::bank_busy_ns, {"node.bank_busy_ns", 100.0, "ns", "DRAM cycle time: the bank is busy this long per access", 1, 1e6})

@@ -244,7 +244,7 @@ TEST(MbpSystem, UpdateCheckerCatchesACorruptCopy) {
   MbpHarness h(script_config(2, steps, {{"regions", regions}}));
   h.run(19000);
   ASSERT_EQ(mbp::SystemTestPeer::state(h.sys(), 2, 0x1000), static_cast<uint8_t>(mbp::RState::S));
-  mbp::SystemTestPeer::frame(h.sys(), 2, 0x1000)->data[17] ^= 0xff;  // a byte the update leaves alone
+  mbp::SystemTestPeer::byte(h.sys(), 2, 0x1000 + 17) ^= 0xff;  // a byte the update leaves alone
   h.run();
   EXPECT_NE(h.net().failure().find("update invariant"), std::string::npos) << h.net().failure();
   EXPECT_NE(h.net().failure().find("node 2 holds its L3 copy"), std::string::npos) << h.net().failure();
@@ -255,7 +255,7 @@ TEST(MbpSystem, ValueCheckerCatchesAStaleCopy) {
   json steps = {step(2, 0, 0, "load", 0x1000), step(2, 1, 20000, "load", 0x1008)};
   MbpHarness h(script_config(2, steps));
   h.run(19000);
-  mbp::SystemTestPeer::frame(h.sys(), 2, 0x1000)->data[8] ^= 0x01;
+  mbp::SystemTestPeer::byte(h.sys(), 2, 0x1000 + 8) ^= 0x01;
   h.run();
   EXPECT_NE(h.net().failure().find("data-value invariant"), std::string::npos) << h.net().failure();
 }
