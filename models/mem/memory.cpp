@@ -73,19 +73,27 @@ std::string hex(uint64_t v) {
 }
 }  // namespace
 
-uint8_t* dmi_span(tlm::tlm_fw_transport_if<>& mem, uint64_t start, uint64_t bytes, const std::string& who,
-                  const std::string& what, sc_core::sc_time* latency) {
+uint8_t* try_dmi_span(tlm::tlm_fw_transport_if<>& mem, uint64_t start, uint64_t bytes, sc_core::sc_time* latency) {
   tlm::tlm_generic_payload t;
   tlm::tlm_dmi dmi;
-  const uint64_t end = start + bytes - 1;
   t.set_address(start);
   t.set_command(tlm::TLM_WRITE_COMMAND);
   if (!mem.get_direct_mem_ptr(t, dmi) || !dmi.is_read_write_allowed() || dmi.get_start_address() > start ||
-      dmi.get_end_address() < end || !dmi.get_dmi_ptr())
-    throw std::runtime_error(who + ": " + what + " grants no read/write DMI over [" + hex(start) + ", " +
-                             std::to_string(bytes) + " bytes): its processors read memory directly");
+      dmi.get_end_address() < start + bytes - 1 || !dmi.get_dmi_ptr())
+    return nullptr;
   if (latency) *latency = dmi.get_read_latency();
   return dmi.get_dmi_ptr() + (start - dmi.get_start_address());
+}
+
+std::string no_dmi(const std::string& who, const std::string& what, uint64_t start, uint64_t bytes) {
+  return who + ": " + what + " grants no read/write DMI over [" + hex(start) + ", " + std::to_string(bytes) +
+         " bytes): its processors read memory directly";
+}
+
+uint8_t* dmi_span(tlm::tlm_fw_transport_if<>& mem, uint64_t start, uint64_t bytes, const std::string& who,
+                  const std::string& what, sc_core::sc_time* latency) {
+  if (uint8_t* p = try_dmi_span(mem, start, bytes, latency)) return p;
+  throw std::runtime_error(no_dmi(who, what, start, bytes));
 }
 
 uint8_t* frame_by_dmi(tlm::tlm_fw_transport_if<>& mem, uint64_t frame, uint32_t page_bytes, const std::string& who) {

@@ -29,6 +29,9 @@ using TargetSocket = tlm::tlm_base_target_socket_b<32, tlm::tlm_fw_transport_if<
 // no read/write DMI covering the whole range.
 uint8_t* dmi_span(tlm::tlm_fw_transport_if<>& mem, uint64_t start, uint64_t bytes, const std::string& who,
                   const std::string& what, sc_core::sc_time* latency = nullptr);
+// The same, answering nullptr instead of throwing; no_dmi is dmi_span's message.
+uint8_t* try_dmi_span(tlm::tlm_fw_transport_if<>& mem, uint64_t start, uint64_t bytes, sc_core::sc_time* latency = nullptr);
+std::string no_dmi(const std::string& who, const std::string& what, uint64_t start, uint64_t bytes);
 
 // The bytes of host physical frame `frame` (page_bytes of them): dmi_span over the frame, and
 // the error names the frame.

@@ -1,0 +1,517 @@
+// mbp::System: the processors (loosely timed, write buffer, P-TLB, L1/L2) and the snooping node
+// bus with its banks' timing. A processor's hit is a lookup here; a miss becomes a node-bus
+// transaction, or a request to the MBP (mbp.cpp).
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "models/core/error.h"
+#include "models/core/mutant.h"
+#include "models/mbp/system.h"
+#include "models/mbp/system_internal.h"
+
+namespace mbpsim::mbp {
+
+namespace {
+// Copies of the common sizes are inlined; libc's memcpy call costs more than an 8-byte move.
+inline void copy_bytes(uint8_t* dst, const uint8_t* src, uint32_t n) {
+  switch (n) {
+    case 8: std::memcpy(dst, src, 8); return;
+    case 4: std::memcpy(dst, src, 4); return;
+    case 32: std::memcpy(dst, src, 32); return;
+    default: std::memcpy(dst, src, n);
+  }
+}
+}  // namespace
+
+// ---------------------------------------------------------------- node bus and caches
+
+uint64_t System::bank_access(Node& n, uint64_t t, uint64_t paddr) {
+  const uint32_t b = bank_of(paddr);
+  uint64_t& bf = n.bank_free[b];
+  const uint64_t s = std::max(t, bf);
+  bf = s + bank_busy_ps_;
+  return s + n.bank_lat[b];
+}
+
+// A bus transaction started at t: arbitration, address and snoop phases on the address bus
+// (the C-TLB watches it), then, when `data`, the block's beats on the data bus once the
+// supplier (a bank when `from_memory`, else a cache) has it. Split transactions: the address
+// bus is free again after the snoop phase.
+uint64_t System::bus_time(Node& n, uint64_t t, bool data, bool from_memory, uint64_t paddr) {
+  n.bus_tx->inc();
+  uint64_t ctlb_pen = 0;
+  if (n.ctlb.lookup(paddr / nc_.page_bytes, nullptr)) {
+    n.ctlb_hits->inc();
+  } else {
+    n.ctlb_misses->inc();
+    n.ctlb.insert(paddr / nc_.page_bytes, 0);
+    ctlb_pen = mc_.ctlb_miss_cycles * mbp_ps_;
+  }
+  const uint64_t a = std::max(t, n.bus_addr_free);
+  const uint64_t addr_end = a + (nc_.bus_arb_cycles + nc_.bus_addr_cycles + nc_.bus_snoop_cycles) * bus_ps_;
+  n.bus_addr_free = addr_end;
+  if (!data) return addr_end + ctlb_pen;
+  uint64_t ready = addr_end;
+  if (from_memory) ready = std::max(ready, bank_access(n, a + (nc_.bus_arb_cycles + nc_.bus_addr_cycles) * bus_ps_, paddr));
+  const uint64_t d = std::max(ready, n.bus_data_free);
+  n.bus_data_free = d + nc_.data_beats() * bus_ps_;
+  return n.bus_data_free + ctlb_pen;
+}
+
+bool System::node_l2_holds(Node& n, uint64_t pblk) {
+  for (auto& q : n.procs)
+    if (q->l2.find(pblk)) return true;
+  return false;
+}
+
+bool System::snoop(Node& n, int except, Frame* f, uint32_t bi, bool invalidate) {
+  const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+  bool any = false;
+  for (auto& q : n.procs) {
+    if (static_cast<int>(q->id) == except) continue;
+    node::Cache::Line* l = q->l2.find(pblk);
+    if (!l) continue;
+    any = true;
+    if (l->state == kL2M) std::memcpy(mem(f, bi), q->l2.data(l), nc_.block_bytes);
+    node::Cache::Line* l1 = q->l1.find(pblk);
+    if (invalidate) {
+      l->state = 0;
+      if (l1) l1->state = 0;
+    } else {
+      l->state = kL2S;
+      if (l1) l1->state = kL1Read;
+    }
+  }
+  return any;
+}
+
+void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state) {
+  Node& nd = *node_[p.node];
+  node::Cache::Line* l = p.l2.find(pblk);
+  if (!l) {
+    l = p.l2.victim(pblk);
+    if (l->state) {
+      // Inclusion: the L1 copy goes too; a modified victim is written back to its frame.
+      node::Cache::Line* v1 = p.l1.find(l->blk);
+      if (v1) v1->state = 0;
+      if (l->state == kL2M) {
+        Frame* vf = nd.frames[l->blk / blocks_per_page_ - kFrameBase].get();
+        std::memcpy(mem(vf, static_cast<uint32_t>(l->blk % blocks_per_page_)), p.l2.data(l), nc_.block_bytes);
+        nd.bus_tx->inc();
+      }
+    }
+    l->blk = pblk;
+  }
+  l->state = l2state;
+  p.l2.touch(l);
+  copy_bytes(p.l2.data(l), data, nc_.block_bytes);
+  node::Cache::Line* l1 = p.l1.find(pblk);
+  if (!l1) {
+    l1 = p.l1.victim(pblk);
+    l1->blk = pblk;
+  }
+  l1->state = l2state >= kL2E ? kL1Write : kL1Read;
+  p.l1.touch(l1);
+  copy_bytes(p.l1.data(l1), data, nc_.block_bytes);
+}
+
+void System::forward_wb(Proc& p, uint64_t nblk, uint32_t off, uint32_t size, uint8_t* out, bool* any) {
+  for (const WbEntry& e : p.wb) {
+    if (e.nblk != nblk) continue;
+    for (uint32_t i = 0; i < size; ++i)
+      if (mask_test(e.mask, off + i)) {
+        out[i] = e.data[off + i];
+        *any = true;
+      }
+  }
+}
+
+// ---------------------------------------------------------------- processors
+
+void System::block_proc(Proc& p, uint64_t now, const char* why) {
+  p.waiting = WaitKind::Mbp;
+  p.wait_why = why;
+  p.wait_since = now;
+  ++waiting_procs_;
+  if (!watchdog_armed_) {
+    watchdog_armed_ = true;
+    schedule(now + mc_.watchdog_ns * 1000, kWatchdog, 0);
+  }
+}
+
+void System::unblock(Proc& p) {
+  if (p.waiting == WaitKind::None) return;
+  p.waiting = WaitKind::None;
+  --waiting_procs_;
+}
+
+void System::run_proc(Proc& p, uint64_t now) {
+  p.scheduled = false;
+  if (p.waiting != WaitKind::None || !failure_.empty()) return;
+  uint64_t t = std::max(p.t, now);
+  const uint64_t limit = now + quantum_ps_;
+  while (true) {
+    if (!p.have_op) {
+      if (!driver_->next(p.node, p.id, p.op)) {
+        p.sleeping = true;
+        p.t = t;
+        return;
+      }
+      p.have_op = true;
+      p.lvl = 0;
+      p.forwarded = false;
+      ++p.op_seq;
+      t += static_cast<uint64_t>(std::llround(static_cast<double>(p.op.gap) * nc_.cpi * cpu_ps_));
+      p.op_start = t;
+    }
+    if (t > limit) {
+      p.t = t;
+      resume_later(p, t);
+      return;
+    }
+    // An op that waited for global time to reach the moment it needs the MBP restarts from
+    // the time its attempt began, so its cache latencies are not charged twice.
+    if (p.synced) t = p.attempt_t;
+    p.synced = false;
+    p.attempt_t = t;
+    const Outcome o = execute(p, t, now);
+    if (o == Outcome::Done) {
+      finish_op(p, t);
+      if (!failure_.empty()) return;
+      continue;
+    }
+    if (o == Outcome::Sync) {
+      p.synced = true;
+      p.t = t;
+      resume_later(p, t);
+      return;
+    }
+    p.t = std::max(p.t, std::min(t, now));
+    return;
+  }
+}
+
+void System::finish_op(Proc& p, uint64_t t) {
+  Node& nd = *node_[p.node];
+  p.have_op = false;
+  p.t = std::max(p.t, t);
+  ++ops_completed_;
+  if (p.lvl == kLvlWriteBuffer) {
+    st_.stores->inc();
+    nd.wb_stores->inc();
+  } else if (p.op.kind == OpKind::Load || p.op.kind == OpKind::Store) {
+    (p.op.kind == OpKind::Load ? st_.loads : st_.stores)->inc();
+    if (p.lvl == 1) nd.l1_hits->inc();
+    else if (p.lvl >= 2) nd.l1_misses->inc();
+    if (p.lvl == 2) nd.l2_hits->inc();
+    else if (p.lvl >= 3) nd.l2_misses->inc();
+    if (p.lvl == 3) nd.node_hits->inc();
+    if (p.lvl == 4) nd.remote->inc();
+  } else if (p.op.kind == OpKind::Atomic) {
+    st_.atomics->inc();
+  } else if (p.op.kind == OpKind::Fence) {
+    st_.fences->inc();
+  } else {
+    st_.switches_requested->inc();
+  }
+  if (p.lvl == 4) st_.op_latency_remote->sample(t - p.op_start);
+  p.op.level = p.lvl >= 1 && p.lvl <= 4 ? static_cast<uint8_t>(p.lvl) : 0;
+  driver_->complete(p.node, p.id, p.op, t);
+}
+
+System::Outcome System::execute(Proc& p, uint64_t& t, uint64_t now) {
+  MemOp& op = p.op;
+  switch (op.kind) {
+    case OpKind::Load: return exec_load(p, t, now);
+    case OpKind::Store: return exec_store(p, t, now);
+    case OpKind::Fence:
+      if (!p.wb.empty() && !mutant::on(mutant::Id::FenceIgnoresWriteBuffer)) {
+        block_proc(p, now, "fence: write buffer draining");
+        p.waiting = WaitKind::WriteBuffer;
+        return Outcome::Wait;
+      }
+      t += cpu_ps_;
+      return Outcome::Done;
+    case OpKind::Atomic:
+    case OpKind::SetProtocol: {
+      // Atomics order like a full fence: earlier buffered stores are performed first.
+      if (!p.wb.empty()) {
+        block_proc(p, now, "atomic: write buffer draining");
+        p.waiting = WaitKind::WriteBuffer;
+        return Outcome::Wait;
+      }
+      Frame* f = translate(p, op.addr / nc_.page_bytes, t);
+      if (t > now) return Outcome::Sync;
+      Msg* m = proc_request(op.kind == OpKind::Atomic ? MsgType::Atomic : MsgType::SetProto, p, f,
+                            op.addr / nc_.block_bytes);
+      if (op.kind == OpKind::SetProtocol) m->proto = op.proto;
+      m->atomic = op.atomic;
+      m->aoff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
+      p.lvl = 4;
+      block_proc(p, now, op.kind == OpKind::Atomic ? "atomic at the home" : "protocol switch at the home");
+      send(m, bus_time(*node_[p.node], now, true, false, f->frame_no * nc_.page_bytes));
+      return Outcome::Wait;
+    }
+  }
+  return Outcome::Done;
+}
+
+System::Addr System::decode(uint64_t addr) const {
+  const uint64_t nblk = addr / nc_.block_bytes;
+  return Addr{addr / nc_.page_bytes, nblk, static_cast<uint32_t>(addr % nc_.block_bytes),
+              static_cast<uint32_t>(nblk % blocks_per_page_)};
+}
+
+System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
+  MemOp& op = p.op;
+  Node& nd = *node_[p.node];
+  const Addr a = decode(op.addr);  // (named copies: C++17 lambdas cannot capture bindings)
+  const uint64_t page = a.page, nblk = a.nblk;
+  const uint32_t boff = a.boff, bi = a.bi;
+  Frame* f = translate(p, page, t);
+  const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+  const uint64_t paddr = f->frame_no * nc_.page_bytes + bi * nc_.block_bytes;
+  auto done = [&](const uint8_t* block, uint8_t lvl) {
+    copy_bytes(op.data, block + boff, op.size);
+    if (p.lvl < lvl) p.lvl = lvl;
+    if (!p.wb.empty()) {
+      bool any = false;
+      forward_wb(p, nblk, boff, op.size, op.data, &any);
+      if (any) {
+        nd.wb_forwards->inc();
+        p.forwarded = true;
+      }
+    }
+    if (mc_.check_invariants && !p.forwarded && f->proto == Protocol::Invalidate)
+      check_value(nblk, boff, op.size, op.data, "load");
+    return Outcome::Done;
+  };
+  if (f->proto == Protocol::NonCacheable) {
+    // Non-cacheable: never in L1/L2; the home's memory is the only copy.
+    if (f->home && !f->dir->switching && !f->dir->switch_waiting &&
+        static_cast<HState>(f->st[bi]) == HState::None) {
+      t = bus_time(nd, t, true, true, paddr);
+      nd.local_mem->inc();
+      return done(mem(f, bi), 3);
+    }
+    if (t > now) return Outcome::Sync;
+    Msg* m = proc_request(MsgType::ReadH, p, f, nblk);
+    p.lvl = 4;
+    block_proc(p, now, "non-cacheable read at the home");
+    send(m, bus_time(nd, now, false, false, paddr));
+    return Outcome::Wait;
+  }
+  if (node::Cache::Line* l = p.l1.find(pblk)) {
+    p.l1.touch(l);
+    t += nc_.l1_latency * cpu_ps_;
+    return done(p.l1.data(l), 1);
+  }
+  t += nc_.l1_latency * cpu_ps_;
+  if (node::Cache::Line* l = p.l2.find(pblk)) {
+    p.l2.touch(l);
+    t += nc_.l2_latency * cpu_ps_;
+    node::Cache::Line* l1 = p.l1.victim(pblk);
+    l1->blk = pblk;
+    l1->state = l->state >= kL2E ? kL1Write : kL1Read;
+    p.l1.touch(l1);
+    copy_bytes(p.l1.data(l1), p.l2.data(l), nc_.block_bytes);
+    return done(p.l2.data(l), 2);
+  }
+  t += nc_.l2_latency * cpu_ps_;
+  // The node bus: another L2, the bank (home memory or the L3 copy), or the MBP.
+  bool node_ok;
+  if (f->home) {
+    const HState s = static_cast<HState>(f->st[bi]);
+    node_ok = s == HState::None || s == HState::Shared || s == HState::InvRound || s == HState::UpdRound;
+  } else {
+    const RState s = static_cast<RState>(f->st[bi]);
+    node_ok = s == RState::S || s == RState::E || s == RState::SE;
+  }
+  const bool other = node_l2_holds(nd, pblk);
+  f->last_use = t;
+  if (!node_ok && !other) {
+    if (t > now) return Outcome::Sync;
+    return ask_mbp(p, f, bi, false, now);
+  }
+  uint8_t st = kL2S;
+  if (other) {
+    snoop(nd, static_cast<int>(p.id), f, bi, false);
+    t = bus_time(nd, t, true, false, paddr);
+    nd.c2c->inc();
+  } else {
+    t = bus_time(nd, t, true, true, paddr);
+    if (f->home) {
+      nd.local_mem->inc();
+      if (f->proto == Protocol::Invalidate && static_cast<HState>(f->st[bi]) == HState::None) st = kL2E;
+    } else {
+      nd.l3_hits->inc();
+      if (static_cast<RState>(f->st[bi]) == RState::E) st = kL2E;
+    }
+  }
+  fill_caches(p, pblk, mem(f, bi), st);
+  return done(mem(f, bi), 3);
+}
+
+System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
+  MemOp& op = p.op;
+  Node& nd = *node_[p.node];
+  const Addr a = decode(op.addr);  // (named copies: C++17 lambdas cannot capture bindings)
+  const uint64_t page = a.page, nblk = a.nblk;
+  const uint32_t boff = a.boff, bi = a.bi;
+  Frame* f = translate(p, page, t);
+  if (f->proto != Protocol::Invalidate) return exec_wb_store(p, t, now);
+  const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+  const uint64_t paddr = f->frame_no * nc_.page_bytes + bi * nc_.block_bytes;
+  auto write = [&](node::Cache::Line* l2, uint8_t lvl) {
+    l2->state = kL2M;
+    p.l2.touch(l2);
+    copy_bytes(p.l2.data(l2) + boff, op.data, op.size);  // L1 writes through to L2
+    node::Cache::Line* l1 = p.l1.find(pblk);
+    if (l1) {
+      copy_bytes(p.l1.data(l1) + boff, op.data, op.size);
+    } else {
+      l1 = p.l1.victim(pblk);
+      l1->blk = pblk;
+      copy_bytes(p.l1.data(l1), p.l2.data(l2), nc_.block_bytes);
+    }
+    l1->state = kL1Write;
+    p.l1.touch(l1);
+    if (p.lvl < lvl) p.lvl = lvl;
+    if (mc_.check_invariants) {
+      golden_write(nblk, boff, op.size, op.data);
+      check_swmr(p.node, static_cast<int>(p.id), nblk);
+    }
+    return Outcome::Done;
+  };
+  if (node::Cache::Line* l = p.l1.find(pblk); l && l->state == kL1Write) {
+    t += nc_.l1_latency * cpu_ps_;
+    return write(p.l2.find(pblk), 1);
+  }
+  t += nc_.l1_latency * cpu_ps_;
+  node::Cache::Line* own = p.l2.find(pblk);
+  if (own && own->state >= kL2E) {
+    t += nc_.l2_latency * cpu_ps_;
+    return write(own, 2);
+  }
+  t += nc_.l2_latency * cpu_ps_;
+  bool node_ok;
+  if (f->home) {
+    node_ok = static_cast<HState>(f->st[bi]) == HState::None && !f->dir->switching && !f->dir->switch_waiting;
+  } else {
+    node_ok = static_cast<RState>(f->st[bi]) == RState::E;
+  }
+  f->last_use = t;
+  if (!node_ok) {
+    if (t > now) return Outcome::Sync;
+    return ask_mbp(p, f, bi, true, now);
+  }
+  // Read-exclusive (or upgrade) on the bus: other L2 copies go, an M copy first lands in the frame.
+  const bool other = snoop(nd, static_cast<int>(p.id), f, bi, true);
+  if (own) {
+    t = bus_time(nd, t, false, false, paddr);
+  } else {
+    t = bus_time(nd, t, true, !other, paddr);
+    if (other) nd.c2c->inc();
+    else if (f->home) nd.local_mem->inc();
+    else nd.l3_hits->inc();
+    fill_caches(p, pblk, mem(f, bi), kL2E);
+    own = p.l2.find(pblk);
+  }
+  return write(own, 3);
+}
+
+// Stores to update and non-cacheable pages go through the write buffer to the home, which
+// orders them, writes memory and (update pages) multicasts them; the entry retires on the
+// home's acknowledgement. Stores to a block already buffered and not yet sent merge into it.
+System::Outcome System::exec_wb_store(Proc& p, uint64_t& t, uint64_t now) {
+  MemOp& op = p.op;
+  const uint64_t nblk = op.addr / nc_.block_bytes;
+  const uint32_t boff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
+  auto merge = [&](WbEntry& e) {
+    std::memcpy(&e.data[boff], op.data, op.size);
+    for (uint32_t i = 0; i < op.size; ++i) mask_set(e.mask, boff + i);
+  };
+  bool in_flight = false;
+  for (WbEntry& e : p.wb) {
+    if (e.nblk != nblk) continue;
+    if (!e.in_flight) {
+      merge(e);
+      t += cpu_ps_;
+      p.lvl = kLvlWriteBuffer;
+      return Outcome::Done;
+    }
+    in_flight = true;
+  }
+  if (p.wb.size() >= mc_.write_buffer) {
+    block_proc(p, now, "write buffer full");
+    p.waiting = WaitKind::WriteBuffer;
+    return Outcome::Wait;
+  }
+  if (!in_flight && t > now) return Outcome::Sync;
+  WbEntry e;
+  e.nblk = nblk;
+  e.id = next_wb_id_++;
+  merge(e);
+  p.wb.push_back(std::move(e));
+  t += cpu_ps_;
+  p.lvl = kLvlWriteBuffer;
+  if (!in_flight) issue_wb(p, p.wb.size() - 1, now);
+  return Outcome::Done;
+}
+
+void System::issue_wb(Proc& p, size_t idx, uint64_t now) {
+  WbEntry& e = p.wb[idx];
+  e.in_flight = true;
+  const uint64_t page = e.nblk / blocks_per_page_;
+  Frame* f = frame_for(p.node, page, true);
+  Msg* m = proc_request(MsgType::WriteH, p, f, e.nblk);
+  m->op_id = e.id;
+  m->mask = e.mask;
+  std::memcpy(m->data, e.data.data(), nc_.block_bytes);
+  // One bus write carries the bytes to the MBP.
+  send(m, bus_time(*node_[p.node], now, true, false, f->frame_no * nc_.page_bytes));
+}
+
+// A request of processor p to the home of frame f's page, about block nblk.
+Msg* System::proc_request(MsgType t, Proc& p, Frame* f, uint64_t nblk) {
+  Msg* m = new_msg(t, p.node, f->home_node);
+  m->requester = p.node;
+  m->proc = p.id;
+  m->op_id = p.op_seq;
+  m->nblk = nblk;
+  m->proto = f->proto;
+  return m;
+}
+
+// The node cannot serve a load (write: a store) of block bi: the home's own processor asks
+// its directory over the bus, another node's goes through the remote controller.
+System::Outcome System::ask_mbp(Proc& p, Frame* f, uint32_t bi, bool write, uint64_t now) {
+  p.lvl = 4;
+  if (!f->home) {
+    remote_request(p, f, bi, write ? REvent::Store : REvent::Load);
+    return Outcome::Wait;
+  }
+  Msg* m = proc_request(write ? MsgType::GetX : MsgType::GetS, p, f, f->npage * blocks_per_page_ + bi);
+  block_proc(p, now, write ? "local write of a block shared or owned elsewhere" : "local read of a block owned elsewhere");
+  send(m, bus_time(*node_[p.node], now, false, false, f->frame_no * nc_.page_bytes));
+  return Outcome::Wait;
+}
+
+void System::wb_retire(Proc& p, uint64_t id) {
+  auto it = std::find_if(p.wb.begin(), p.wb.end(), [&](const WbEntry& e) { return e.id == id; });
+  if (it == p.wb.end()) internal_error("write acknowledgement for an unknown write-buffer entry");
+  const uint64_t nblk = it->nblk;
+  p.wb.erase(it);
+  for (size_t i = 0; i < p.wb.size(); ++i)
+    if (p.wb[i].nblk == nblk && !p.wb[i].in_flight) {
+      issue_wb(p, i, now_ps());
+      break;
+    }
+  if (p.waiting == WaitKind::WriteBuffer) {
+    unblock(p);
+    resume_later(p, now_ps());
+  }
+}
+
+}  // namespace mbpsim::mbp

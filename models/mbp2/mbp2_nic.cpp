@@ -1,0 +1,606 @@
+// The MBP2 NIC side of the MBCF firmware on the PME: translation through the NIC's TLB, fetching
+// requests from the send rings, the PGE building packets from images, the ADMA's reads and
+// writes into host memory, remote atomics, replies, and the NIC's summary.
+#include "models/mbp2/mbp2_system.h"
+
+#include "models/core/mutant.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/core/bytes.h"
+#include "models/core/error.h"
+#include "models/mbcf/atomic.h"
+#include "models/mbcf/engine.h"
+
+namespace mbpsim::mbp2 {
+
+using mbcf::Cmd;
+using mbcf::kNoAddr;
+using mbcf::Packet;
+
+// ------------------------------------------------------------------ NIC side
+
+uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64_t* pa) {
+  Units& u = *u_[node];
+  const uint32_t pb = c_.page_bytes;
+  const mbcf::Task* t = space(node).find(ctx);
+  uint64_t refill = 0;
+  const uint64_t first = laddr / pb, last = (static_cast<uint64_t>(laddr) + std::max<uint32_t>(bytes, 1) - 1) / pb;
+  for (uint64_t vp = first; vp <= last; ++vp) {
+    uint64_t pp = 0;
+    if (!u.tlb->lookup(ctx, vp, &pp)) {
+      // The PME walks the page table in EM: the handler plus one entry read. A page the task
+      // does not map has no entry to install (the transfer is refused before it moves).
+      bool found = false;
+      const uint64_t area = kSendArea / pb;
+      auto ring = rings_[node].find(ctx);
+      if (vp >= area && ring != rings_[node].end() && vp - area < ring->second.frames.size()) {
+        pp = ring->second.frames[vp - area];  // the send area the OS pinned
+        found = true;
+      } else if (t) {
+        auto it = t->pages.find(static_cast<uint32_t>(vp));
+        if (it != t->pages.end()) {
+          pp = it->second.frame;
+          found = true;
+        }
+      }
+      if (found) u.tlb->insert(ctx, vp, pp);
+      refill += u.pme->instr_ps(m_.tlb_refill_instr) + u.pme->interrupt_ps() + u.em->access_ps(8);
+      u.em->access(Route::Pme, cal_.now_ps(), 8);
+    }
+    if (vp == first && pa) *pa = pp * pb + laddr % pb;
+  }
+  return refill;
+}
+
+void Mbp2System::bad_request(uint32_t node, uint32_t ptask, uint32_t e, bool slot) {
+  bad_requests_.inc();
+  if (e != ~0u) free_entry(node, ptask, e, true);
+  if (slot) {
+    if (n_[node]->requests_in_flight) --n_[node]->requests_in_flight;
+    request_numbered(node);
+  }
+}
+
+void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
+  // The PGE reads the structure's header to learn what to fetch: the commands, and the payload
+  // at its address (readable and present in the task: the NIC cannot fault a page in).
+  const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
+  uint8_t h[kMbcfStructHeader];
+  area_copy(node, ptask, at, h, kMbcfStructHeader, false, true);
+  const uint32_t kind = load_be32(&h[0]) >> 24, cbytes = load_be32(&h[0]) & 0xffffff;
+  const uint32_t ltask = load_be32(&h[4]), src = load_be32(&h[8]), payload = load_be32(&h[12]);
+  const mbcf::Task* t = space(node).find(ptask);
+  if (kind != kSendMbcf || cbytes > kSendEntryBytes - kMbcfStructHeader || payload > mbcf::kMaxPacketBytes ||
+      (src == kNoAddr) != (payload == 0) || !t || (payload && !usable(space(node), *t, src, payload, mbcf::kPermRead)))
+    return bad_request(node, ptask, e, true);
+  const uint32_t sbytes = kMbcfStructHeader + cbytes;
+  uint64_t pa_struct = 0, pa_data = 0;
+  uint64_t refill = translate(node, ptask, send_entry_laddr(e), sbytes, &pa_struct);
+  if (payload) refill += translate(node, ptask, src, payload, &pa_data);
+  // A request dies with the NIC's power: one taken before a power loss is never sent by the
+  // NIC's next incarnation (EM, the PGE and the PME's queues are volatile).
+  const uint32_t inc = n_[node]->incarnation;
+  auto pge = [this, node, ptask, e, ltask, cbytes, payload, sbytes, pa_struct, pa_data, inc]() mutable {
+    Units& u = *u_[node];
+    // Longer than any packet's commands: the PGE refuses it before fetching (the image would
+    // not fit its buffer).
+    if (mbcf::kHeaderBytes + cbytes + payload > mbcf::kMaxPacketBytes) {
+      free_entry(node, ptask, e, true);
+      bad_request(node, ptask, ~0u, true);
+      return true;
+    }
+    FramePool::Buf b;
+    if (!u.reqb->alloc(&b)) {
+      fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
+           std::to_string(m_.request_slots) + ")");
+      return true;
+    }
+    // The PGE walks the structure into the image: the commands, then the payload from its
+    // address, as they are in host memory when it reads them, at the frames its TLB gives.
+    pge_fetch(node, ptask, e, u.reqb->offset(b), pa_struct, sbytes, pa_data, payload, cbytes + payload,
+              [this, node, ptask, e, ltask, inc, b](const DmaEngine::Desc& d) mutable {
+                if (!n_[node]->up || n_[node]->incarnation != inc) return;
+                Units& u = *u_[node];
+                if (!u.reqb->live(b)) return;
+                if (d.error()) {  // the task can no longer read what it named, or it went
+                  u.reqb->release(b);
+                  return bad_request(node, ptask, e, true);
+                }
+                free_entry(node, ptask, e, true);
+                b.len = d.bytes;
+                std::vector<uint8_t> img = u.reqb->get(b);
+                // The PGE's completion interrupts the PME, which builds the header from the image
+                // and runs the protocol: the SS20 kernel's request routine, ported (longer for
+                // each further command of a combined request).
+                Units::Decoded& dec = u.decoded[b.serial];
+                dec.ok = decode_image(img, &dec.packet);
+                dec.bytes = std::move(img);
+                const size_t ncmd = dec.ok ? dec.packet.cmds.size() : 1;
+                const uint64_t hdr = proto_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
+                u.pme->run_from(Pme::kPgeRing, "header_build", Pme::kNormal, hdr, [this, node, ptask, ltask, b, inc] {
+                  if (!n_[node]->up || n_[node]->incarnation != inc) return;
+                  build_from_image(node, ptask, ltask, b);
+                });
+              });
+    return true;
+  };
+  pge_submit(node, refill, std::move(pge));
+}
+
+bool Mbp2System::decode_image(const std::vector<uint8_t>& img, Packet* p) {
+  // The header the PME puts in front of the commands; only the type and the length matter to
+  // the decoder, the rest is filled in from the requester below.
+  std::vector<uint8_t> f(mbcf::kHeaderBytes, 0);
+  const size_t total = mbcf::kHeaderBytes + img.size();
+  if (total > mbcf::kMaxPacketBytes) return false;
+  f[12] = mbcf::kEtherType >> 8;
+  f[13] = mbcf::kEtherType & 0xff;
+  f[14] = static_cast<uint8_t>(total >> 8);
+  f[15] = static_cast<uint8_t>(total);
+  f.insert(f.end(), img.begin(), img.end());
+  return mbcf::decode(f.data(), f.size(), *p) == mbcf::DecodeError::None;
+}
+
+void Mbp2System::build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask, FramePool::Buf b) {
+  Units& u = *u_[node];
+  if (!u.reqb->live(b)) return;  // EM lost its contents with the power
+  const std::vector<uint8_t> img = u.reqb->get(b);
+  u.reqb->release(b);
+  // The source is the task the ULI named and the OS's entry for it; the destination is its
+  // translation table's entry for the Ltask. The image supplies the commands only, and they
+  // pass the same checks as the library's (a task may write anything into its structure).
+  Packet q;
+  bool ok = false;
+  auto it = u.decoded.find(b.serial);
+  if (it != u.decoded.end() && it->second.bytes == img) {
+    ok = it->second.ok;
+    q = std::move(it->second.packet);
+  } else {
+    ok = decode_image(img, &q);
+  }
+  if (it != u.decoded.end()) u.decoded.erase(it);
+  Built built;
+  mbcf::Request r;
+  r.ltask = ltask;
+  if (!ok) return bad_request(node, ptask, ~0u, true);
+  r.cmds = std::move(q.cmds);
+  if (!build_request(node, ptask, r, built)) return bad_request(node, ptask, ~0u, true);
+  const uint32_t dst = built.dst;
+  Packet p = std::move(built.packet);
+  if (mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
+  if (must_wait(node, dst, p)) {  // TH2: the request waits in EM for the window to open
+    blocked_.inc();
+    n_[node]->peers[dst].blocked.push_back([this, node, dst, p]() mutable { submit(node, dst, std::move(p)); });
+    return;
+  }
+  submit(node, dst, std::move(p));
+}
+
+void Mbp2System::pge_submit(uint32_t node, uint64_t refill, std::function<bool()> post) {
+  Units& u = *u_[node];
+  u.pge_wait.emplace_back(refill, std::move(post));
+  if (!u.pge_stalled && !u.pge_blocked) pge_next(node);
+}
+
+void Mbp2System::pge_next(uint32_t node) {
+  Units& u = *u_[node];
+  while (!u.pge_wait.empty()) {
+    auto [refill, post] = std::move(u.pge_wait.front());
+    u.pge_wait.pop_front();
+    if (refill == 0) {
+      if (pge_start(node, post)) continue;
+      return;
+    }
+    // A TLB miss interrupts the PME, and the PGE waits for the entry: requests behind this one
+    // wait too (they never overtake it).
+    u.pge_stalled = true;
+    u.pme->run("tlb_refill", Pme::kHigh, false, refill, [this, node, post = std::move(post)]() mutable {
+      u_[node]->pge_stalled = false;
+      if (pge_start(node, post)) pge_next(node);
+    });
+    return;
+  }
+}
+
+bool Mbp2System::pge_start(uint32_t node, std::function<bool()>& post) {
+  if (post()) return true;
+  // No room in EM for what it would fetch: the PGE waits, and the requests behind it too.
+  Units& u = *u_[node];
+  u.pge_wait.emplace_front(0, std::move(post));
+  u.pge_blocked = true;
+  return false;
+}
+
+int32_t Mbp2System::take_image(uint32_t node, bool large) {
+  Units& u = *u_[node];
+  const size_t from = large ? m_.ring_entries : 0, to = large ? u.dg_held.size() : m_.ring_entries;
+  for (size_t i = from; i < to; ++i)
+    if (u.dg_held[i] == 0) {
+      u.dg_held[i] = 1;  // the fetch
+      return static_cast<int32_t>(i);
+    }
+  u.ip.tx_image_waits->inc();
+  return -1;
+}
+
+uint32_t Mbp2System::image_offset(uint32_t node, int32_t img) const {
+  const Units& u = *u_[node];
+  const uint32_t i = static_cast<uint32_t>(img);
+  return i < m_.ring_entries ? u.dg_images + i * FramePool::kBufBytes : u.dg_large + (i - m_.ring_entries) * kLargeImageBytes;
+}
+
+void Mbp2System::image_done(uint32_t node, int32_t img, uint32_t inc) {
+  if (!n_[node]->up || n_[node]->incarnation != inc) return;  // (EM was lost with the power, and its images)
+  Units& u = *u_[node];
+  uint32_t& h = u.dg_held[static_cast<uint32_t>(img)];
+  if (h == 0) internal_error("node " + std::to_string(node) + ": a datagram image released twice");
+  if (--h == 0 && u.pge_blocked) {
+    u.pge_blocked = false;
+    pge_next(node);
+  }
+}
+
+void Mbp2System::host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) {
+  // The PME posts the 64-bit message and interrupts the host through the ICU; the host's
+  // interrupt routine reads it (two programmed words) and dispatches the invocation.
+  Units& u = *u_[node];
+  u.pme->run("icu", Pme::kNormal, false, u.pme->instr_ps(m_.icu_instr), [this, node, msg, k = std::move(k)]() mutable {
+    Units& u = *u_[node];
+    u.icu->to_host(msg);
+    const uint64_t now = cal_.now_ps();
+    const uint64_t read = u.bus->pio(u.bus->pio(now));
+    interrupt(node, cycles_ps(c_.int_entry_cycles) + (read - now), [this, node, msg, k = std::move(k)] {
+      uint64_t m = 0;
+      if (!u_[node]->icu->take_for_host(&m) || m != msg) internal_error("an ICU message to the host out of order");
+      k();
+    });
+  });
+}
+
+void Mbp2System::page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) {
+  // The PME drops the translation before the frame can be reused.
+  os_to_pme(node, kIcuInvalidatePage | static_cast<uint64_t>(ptask & 0xffffff) << 32 | (laddr / c_.page_bytes));
+}
+
+void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
+  // The context ID may name another task later (a task created, or migrated back, with this
+  // Ptask): the PME drops every entry tagged with it, or that task's data would go to the
+  // frames this one had.
+  // The OS waits for the ADMA's writes into the task before it moves its pages (the model
+  // makes them at once; the ADMA's later copies write the same bytes again).
+  const mbcf::WriteBuffer& wb = u_[node]->adma_writes;
+  for (size_t i = 0; i < wb.size(); ++i)
+    if (wb.at(i).ptask == ptask) u_[node]->bus->write(wb.at(i).pa, 0, wb.at(i).bytes.data(), static_cast<uint32_t>(wb.at(i).bytes.size()));
+  u_[node]->bus->take_delay_ps();  // made at once, as said
+  if (mutant::on(mutant::Id::TlbKeepsLeftContext)) return;
+  os_to_pme(node, kIcuFlushContext | static_cast<uint64_t>(ptask & 0xffffff) << 32);
+}
+
+const mbcf::FrameMap* Mbp2System::nic_frames(uint32_t node) const { return &u_[node]->frames; }
+
+// The OCU-R compares each sequenced MBCF frame's END_P with its peer's register as the LDMA
+// writes the frame; the receive routine takes the verdict instead of comparing END_P with the
+// count itself (mbp2.fw_order_instr of its time). The count the routine keeps for
+// acknowledgements must say the same: a disagreement is a model error.
+mbcf::EtherSystem::Order Mbp2System::order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) {
+  Units& u = *u_[node];
+  const Order fw = firmware_order(node, src, end_p);
+  *saved = 0;
+  if (!u.ocu || u.mbcf_ocu.at(src) < 0) return fw;
+  const uint32_t reg = static_cast<uint32_t>(u.mbcf_ocu[src]);
+  const Ocu::Order o = u.ocu->check_end_p(reg, end_p);
+  const Order r = o == Ocu::Order::InOrder ? Order::InOrder : o == Ocu::Order::Duplicate ? Order::Duplicate : Order::Gap;
+  if (r != fw)
+    internal_error("node " + std::to_string(node) + "'s OCU register for node " + std::to_string(src) + " expects END_P " +
+                   std::to_string(u.ocu->expected(reg) & 0xff) + ", the receive routine's count says otherwise");
+  *saved = u.pme->instr_ps(m_.fw_order_instr);
+  return r;
+}
+
+void Mbp2System::arrived_set(uint32_t node, uint32_t src, uint8_t arrived) {
+  Units& u = *u_[node];
+  if (u.ocu && src < u.mbcf_ocu.size() && u.mbcf_ocu[src] >= 0)
+    u.ocu->advance(static_cast<uint32_t>(u.mbcf_ocu[src]), static_cast<uint8_t>(arrived + 1));
+}
+
+void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
+  Units& u = *u_[node];
+  u.icu->to_pme(msg);
+  const uint64_t now = cal_.now_ps();
+  const uint64_t wrote = u.bus->pio(u.bus->pio(now));
+  n_[node]->kernel_ps += wrote - now;
+  cal_.at(wrote, [this, node] {
+    Units& u = *u_[node];
+    u.pme->run("icu", Pme::kHigh, true, u.pme->instr_ps(m_.icu_instr), [this, node] {
+      Units& u = *u_[node];
+      uint64_t m = 0;
+      while (u.icu->take_for_pme(&m)) {
+        const uint32_t ctx = static_cast<uint32_t>(m >> 32) & 0xffffff;
+        if ((m >> 56) == (kIcuInvalidatePage >> 56)) u.tlb->invalidate(ctx, m & 0xffffffffu);
+        else if ((m >> 56) == (kIcuFlushContext >> 56)) u.tlb->flush_context(ctx);
+        else icu_bad_->inc();
+      }
+    });
+  });
+}
+
+void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) {
+  Units& u = *u_[node];
+  const bool intr = u.interrupt_next;
+  u.interrupt_next = false;
+  const char* handler = intr ? "receive" : "protocol";
+  // A receive is raised by the LDMA's receive ring (EtherSystem's routine then loops over the
+  // frames it holds).
+  const int source = intr ? Pme::kLdmaRxRing : Pme::kNoSource;
+  if (u.adma_posts.empty()) return u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn));
+  // The routine posts its ADMA descriptors when its work is done, and answers only once the
+  // ADMA has done them (a status reply must follow the data into the host's memory).
+  const uint32_t inc = n_[node]->incarnation;
+  u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn),
+             [this, node, inc, posts = std::move(u.adma_posts), then = std::move(u.adma_then)](std::function<void()> resume) {
+               Units& u = *u_[node];
+               auto lost = [this, node, inc] { return !n_[node]->up || n_[node]->incarnation != inc; };
+               if (lost()) return resume();  // the power went: the staged data with it
+               uint32_t last = 0;
+               for (const auto& post : posts) last = post();
+               if (!then) return u.adma_ring->when_done(last, std::move(resume));
+               u.adma_ring->when_done(last, [lost, then, resume] { lost() ? resume() : then(resume); });
+             });
+  u.adma_posts.clear();
+  u.adma_then = nullptr;
+}
+
+void Mbp2System::tx_done(uint32_t node) {
+  Units& u = *u_[node];
+  mac_freed(node);
+  u.pme->run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, u.pme->instr_ps(m_.tx_done_instr), [] {});
+}
+
+uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
+  Units& u = *u_[node];
+  // The LDMA's completion interrupts the PME; when the frame was sealed, that interrupt (and
+  // the CAU's) came before the decryption, and the receive routine follows it directly.
+  u.interrupt_next = !m_.crypto.enabled();
+  return u.pme->instr_ps(m_.rx_desc_instr);
+}
+
+// The receive routine's data movement (8.3.3): what the commands write, the PME stages in EM
+// and the ADMA writes into host memory, one descriptor per run of bytes in a frame, through the
+// translation the PME made (a TLB miss interrupts it for the refill); what a READ returns, the
+// ADMA reads from host memory into EM, in the same order among the writes as the command ran,
+// and the reply takes it from there. The routine posts the descriptors when its own work (the
+// refills among it) is done, and waits for the ADMA before it answers (a status reply must
+// follow the data into the host's memory): `protocol_work`. An atomic (it travels alone, 4.4)
+// takes two steps: the ADMA reads its operands (COMP_SWAP's reference word, the target) into
+// EM; then the PME computes from what was read, with the shared semantics (atomic_effect), and
+// the ADMA writes the result (atomic_step). What the semantics computed when the PME checked
+// the command is not written: a host store in between is in what the ADMA read. The ADMA's
+// descriptors name host physical addresses.
+uint32_t Mbp2System::adma_stage(uint32_t node) const {
+  const Units& u = *u_[node];
+  return u.adma_stage + u.adma->next_slot() * FramePool::kBufBytes;
+}
+
+uint64_t Mbp2System::adma_read(uint32_t node, uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* first_pa) {
+  Units& u = *u_[node];
+  Units::AdmaRead& ar = u.adma_reads[h];
+  const uint32_t pb = c_.page_bytes;
+  uint64_t refill = 0;
+  for (uint32_t off = 0; off < n;) {
+    const uint32_t la = laddr + off;
+    const uint32_t k = std::min(n - off, pb - la % pb);
+    uint64_t pa = 0;
+    refill += translate(node, ptask, la, k, &pa);
+    if (!off && first_pa) *first_pa = pa;
+    ++ar.pending;
+    u.adma_posts.push_back([this, node, h, pa, k] {
+      Units& u = *u_[node];
+      return u.adma_ring->post(cal_.now_ps(), pa, adma_stage(node), k, [&u, pa, k](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, k}}, k); },
+                          [this, node, h](const DmaEngine::Desc& d) {
+                            Units& u = *u_[node];
+                            auto it = u.adma_reads.find(h);
+                            if (it == u.adma_reads.end()) return;
+                            --it->second.pending;
+                            if (d.error()) it->second.failed = true;
+                            const size_t o = it->second.bytes.size();
+                            it->second.bytes.resize(o + d.bytes);
+                            u.em->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
+                          },
+                          DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
+    });
+    off += k;
+  }
+  return refill;
+}
+
+uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResult& r) {
+  Units& u = *u_[node];
+  mbcf::WriteBuffer& wb = u.adma_writes;
+  const mbcf::Command *rd = nullptr, *atomic = nullptr;
+  if (r.outcome == mbcf::ExecResult::Outcome::Done)
+    for (const mbcf::Command& c : p.cmds) {
+      if (c.cmd == Cmd::Read && c.length && !rd) rd = &c;
+      if (mbcf::is_atomic(c.cmd)) atomic = &c;
+    }
+  if (!rd && !atomic && !wb.untaken()) return 0;
+  auto handle = [&u] { return ++u.next_read ? u.next_read : ++u.next_read; };
+  if (atomic) {
+    if (p.cmds.size() != 1 || r.replies.size() != 1) internal_error("node " + std::to_string(node) + ": an atomic command did not travel alone");
+    wb.discard_untaken();  // (what the semantics computed: the PME computes from what the ADMA reads)
+    const uint32_t h = handle();
+    r.nic_reply = h;
+    Units::AdmaRead& ar = u.adma_reads[h];
+    ar.atomic = *atomic;
+    ar.ptask = p.dst_ptask;
+    ar.exec_old = r.replies[0].data;
+    ar.exec_status = static_cast<mbcf::Status>(r.replies[0].status);
+    ++u.atomics;
+    uint64_t refill = 0;
+    if (atomic->cmd == Cmd::CompSwap) refill += adma_read(node, p.dst_ptask, atomic->flag_laddr, 4, h, nullptr);
+    uint64_t pa = 0;
+    refill += adma_read(node, p.dst_ptask, atomic->laddr, atomic->length, h, &pa);  // (one page: the semantics checked)
+    u.adma_reads[h].pa = pa;
+    u.adma_then = [this, node, h](std::function<void()> resume) { atomic_step(node, h, std::move(resume)); };
+    return refill;
+  }
+  // The routine's own time: the TLB refills its translations take.
+  uint64_t refill = 0;
+  auto read = [&] {
+    const uint32_t h = handle();
+    r.nic_reply = h;
+    refill += adma_read(node, p.dst_ptask, rd->laddr, rd->length, h, nullptr);
+  };
+  for (size_t i = 0; i < wb.untaken(); ++i) {
+    if (rd && i == r.read_after_writes) read();
+    const mbcf::WriteBuffer::Write& w = wb.untaken_write(i);
+    const uint32_t n = static_cast<uint32_t>(w.bytes.size());
+    refill += translate(node, w.ptask, w.laddr, n, nullptr);
+    u.adma_posts.push_back([this, node, pa = w.pa, n, bytes = w.bytes] {
+      Units& u = *u_[node];
+      u.adma_numbers.push_back(u.adma->next_number());
+      return u.adma_ring->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
+                          [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u,
+                          DmaEngine::Move::Forward, bytes);
+    });
+  }
+  if (rd && r.read_after_writes >= wb.untaken()) read();
+  wb.take();
+  return refill;
+}
+
+void Mbp2System::atomic_step(uint32_t node, uint32_t h, std::function<void()> resume) {
+  Units& u = *u_[node];
+  auto it = u.adma_reads.find(h);
+  if (it == u.adma_reads.end()) return resume();  // (lost with the power)
+  Units::AdmaRead& ar = it->second;
+  const mbcf::Command& c = *ar.atomic;
+  const uint32_t ref_bytes = c.cmd == Cmd::CompSwap ? 4 : 0;
+  if (ar.pending || ar.failed || ar.bytes.size() != ref_bytes + c.length)
+    internal_error("node " + std::to_string(node) + ": the ADMA did not read an atomic's operands");
+  const uint32_t ref = ref_bytes ? static_cast<uint32_t>(mbcf::load_le(ar.bytes.data(), 4)) : 0;
+  ar.bytes.erase(ar.bytes.begin(), ar.bytes.begin() + ref_bytes);
+  if (mutant::on(mutant::Id::AtomicFromExecute)) ar.bytes = ar.exec_old;
+  std::vector<uint8_t> mem = ar.bytes;
+  ar.status = mbcf::atomic_effect(c, mutant::on(mutant::Id::AtomicFromExecute) && ar.exec_status == mbcf::Status::Succeeded ? c.flag_value : ref,
+                                  mem.data());
+  ar.computed = true;
+  if (ar.bytes != ar.exec_old || ar.status != ar.exec_status) atomic_changed_->inc();
+  --u.atomics;
+  if (ar.status != mbcf::Status::Succeeded) {
+    adma_drained(node);
+    return resume();
+  }
+  mbcf::WriteBuffer& wb = u.adma_writes;
+  wb.add(ar.pa, ar.ptask, c.laddr, mem.data(), c.length, true);
+  wb.take();
+  u.adma_numbers.push_back(u.adma->next_number());
+  const uint64_t pa = ar.pa;
+  const uint32_t n = c.length;
+  const uint32_t num = u.adma_ring->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
+                                    [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u,
+                                    DmaEngine::Move::Forward, mem);
+  u.adma_ring->when_done(num, std::move(resume));
+}
+
+// The reply leaves with what the ADMA read into EM (the routine waited for it), and an atomic's
+// with the status the PME computed from it.
+void Mbp2System::nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) {
+  Units& u = *u_[node];
+  auto it = u.adma_reads.find(handle);
+  if (it == u.adma_reads.end()) return;  // (lost with the power; nothing is sent then)
+  Units::AdmaRead ar = std::move(it->second);
+  u.adma_reads.erase(it);
+  if (ar.pending || ar.failed || (ar.atomic && !ar.computed))
+    internal_error("node " + std::to_string(node) + ": a reply left without the data the ADMA was to read");
+  for (mbcf::Command& c : replies)
+    if (c.cmd == Cmd::Reply && !c.data.empty()) {
+      if (c.data.size() != ar.bytes.size()) internal_error("node " + std::to_string(node) + ": the ADMA read a reply's data in another length");
+      c.data = std::move(ar.bytes);
+      if (ar.atomic) c.status = static_cast<uint32_t>(ar.status);
+      return;
+    }
+  internal_error("node " + std::to_string(node) + ": a READ's reply carries no data");
+}
+
+void Mbp2System::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
+  Units& u = *u_[node];
+  // Writes whose descriptors were lost (overwritten in the ring) never reached host memory.
+  while (!u.adma_numbers.empty()) {
+    const uint32_t num = u.adma_numbers.front();
+    u.adma_numbers.pop_front();
+    u.adma_writes.retire();
+    if (num == d.number()) break;
+  }
+  adma_drained(node);
+}
+
+void Mbp2System::adma_drained(uint32_t node) {
+  Units& u = *u_[node];
+  if (u.adma_writes.size() || u.atomics) return;
+  std::deque<std::function<void()>> w;
+  w.swap(u.quiesce_waiters);
+  for (auto& f : w) f();
+  if (u.poll_on_drain) {
+    u.poll_on_drain = false;
+    EtherSystem::run_pollers(node, cal_.now_ps());
+  }
+}
+
+// The kernel's light-weight calls (FIFO read, signal-flag reset) change words of structures the
+// PME's commands change too (a FIFO's head and tail, a signal's running count). A command's
+// writes reach host memory only when the ADMA makes them, so the kernel reads the NIC's count
+// of writes still to make (a KLI word) and waits while there are any; otherwise a reset of the
+// running count could come between a command that found it set and the ADMA's write of the
+// entry it stored, and that entry would never invoke its program.
+void Mbp2System::nic_quiesce(uint32_t node, std::function<void()> fn) {
+  Units& u = *u_[node];
+  if (!u.adma_writes.size() && !u.atomics) return fn();
+  u.quiesce_waiters.push_back(std::move(fn));
+}
+
+void Mbp2System::run_pollers(uint32_t node, uint64_t at) {
+  // A program polling for what the ADMA has still to write looks again once it is written.
+  if (u_[node]->adma_writes.size() || u_[node]->atomics) u_[node]->poll_on_drain = true;
+  EtherSystem::run_pollers(node, at);
+}
+
+nlohmann::ordered_json Mbp2System::nic_summary() const {
+  const double t = static_cast<double>(cal_.now_ps());
+  auto frac = [t](uint64_t busy) { return t > 0 ? std::round(busy / t * 1e4) / 1e4 : 0.0; };
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (uint32_t n = 0; n < nodes(); ++n) {
+    const Units& u = *u_[n];
+    nlohmann::ordered_json j;
+    j["node"] = n;
+    j["pme_interrupts_per_s"] = t > 0 ? std::round(u.pme->interrupts() / (t / 1e12)) : 0.0;
+    nlohmann::ordered_json b;
+    b["pme"] = frac(u.pme->busy_ps());
+    b["biu"] = frac(u.bus->busy_ps());
+    b["pge"] = frac(u.pge->busy_ps());
+    b["adma"] = frac(u.adma->busy_ps());
+    b["ldma_tx"] = frac(u.ldma_tx->busy_ps());
+    b["ldma_rx"] = frac(u.ldma_rx->busy_ps());
+    if (u.cau) b["cau"] = frac(u.cau->busy_ps());
+    uint64_t em = 0;
+    for (int r = 0; r < kRoutes; ++r) em += u.em->busy_ps(static_cast<Route>(r));
+    b["em"] = frac(em);
+    j["utilisation"] = b;
+    if (m_.crypto.enabled()) {
+      const CryptoStats& x = u.cs;
+      nlohmann::ordered_json c;
+      c["frames_sealed"] = x.sealed->value;
+      c["frames_opened"] = x.opened->value;
+      c["bytes_encrypted"] = x.enc_bytes->value;
+      c["bytes_decrypted"] = x.dec_bytes->value;
+      c["rejected"] = x.rej_auth->value + x.rej_format->value + x.rej_plain->value + x.rej_no_sa->value;
+      if (x.kx_done) c["key_exchange_us"] = x.kx_done->value ? std::round(x.kx_ps->value / x.kx_done->value / 1e3) / 1e3 : 0.0;
+      j["crypto"] = c;
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+}  // namespace mbpsim::mbp2
