@@ -1,0 +1,588 @@
+// MBCF/Ether's kernel protocol path (6.1): packets to the NIC and the wire, Go-back-N's actions
+// (gbn.h decides, this carries out), frames from the wire, the receive interrupt routine and the
+// executor of MBCF commands with its completions (acknowledgements, replies, combining,
+// invocations, page faults and the save area).
+#include "models/mbcf/ether_system.h"
+
+#include "models/core/mutant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "models/core/error.h"
+
+namespace mbpsim::mbcf {
+
+// ------------------------------------------------------------------ transmit
+
+void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
+  Node& N = *n_[node];
+  if (!N.up) return;
+  if (dst == node) {  // to oneself: the kernel short-cuts the wire
+    Packet q = p0;
+    cal_.after(0, [this, node, q] {
+      if (!n_[node]->up) return;
+      if (save_area_full(node, q)) {  // waits for room after the page-in, like a remote one resent
+        save_full_.inc();
+        n_[node]->save_waiters.push_back([this, node, q] { nic_send(node, node, q); });
+        return;
+      }
+      // Processed as an arrived packet is, with its cost; what it sends back (a status reply,
+      // multicast copies, an invocation) goes out when that work is done.
+      step_cost_ = 0;
+      reply_peer_ = node;
+      replied_ = false;
+      accept(node, q);
+      if (mutant::on(mutant::Id::LocalRepliesHeld)) return;
+      auto out = std::move(outbox_);
+      outbox_.clear();
+      protocol_work(node, step_cost_, [this, node, out = std::move(out)] {
+        for (const auto& f : out) f();
+        run_pollers(node, cal_.now_ps());
+      });
+    });
+    return;
+  }
+  Packet p = p0;
+  p.dst_mac = mac_of(dst);
+  p.src_mac = mac_of(node);
+  p.src_pnode = p.ctrl_p & kForwarded ? p.src_pnode : node;
+  if (!(p.ctrl_p & kHello)) p.recv_p = N.gbn->arrived(dst);  // (a HelloAck's says where our numbering went on)
+  std::vector<uint8_t> bytes;
+  if (!encode(p, bytes)) internal_error("an MBCF packet the kernel built does not encode");
+  sent_.inc();
+  if (tx_hook_) tx_hook_(node, dst, p);
+  const uint32_t inc = N.incarnation;
+  const bool sequenced = (p.ctrl_p & kSequenced) != 0;
+  nic_transmit(node, dst, std::move(bytes), [this, node, dst, inc, sequenced](std::vector<uint8_t>&& b) {
+    if (!n_[node]->up || n_[node]->incarnation != inc) return;
+    if (b.empty()) {  // the NIC dropped it
+      if (c_.nic_tx_streams) stream_next(node);
+      if (sequenced) n_[node]->gbn->left(dst);
+      return;
+    }
+    ether_->send(node, dst, std::move(b), [this, node, dst, inc, sequenced](bool) {
+      if (!n_[node]->up || n_[node]->incarnation != inc) return;
+      if (c_.nic_tx_streams) stream_next(node);
+      tx_done(node);
+      // The acknowledgement timer runs from when a frame has left the MAC, not from the
+      // request: on a slow or busy medium a frame can wait in the transmit queue for longer
+      // than the timeout (64 full frames are 79 ms of 10BASE-T).
+      if (sequenced) n_[node]->gbn->left(dst);
+    });
+  });
+}
+
+void EtherSystem::send_sequenced(uint32_t node, uint32_t peer, Packet p) {
+  if (peer == node) nic_send(node, peer, p);
+  else n_[node]->gbn->submit(peer, std::move(p));
+}
+
+// ------------------------------------------------------------------ Go-back-N's actions
+
+void EtherSystem::GbnHost::send(uint32_t peer, const Packet& p) { s_.nic_send(node_, peer, p); }
+
+void EtherSystem::GbnHost::set_timer(gbn::Timer t, uint32_t peer, double us, uint64_t tag) {
+  EtherSystem& s = s_;
+  const uint32_t node = node_, inc = s.n_[node]->incarnation;
+  const uint64_t ps = static_cast<uint64_t>(us * 1e6);
+  switch (t) {
+    case gbn::Timer::Ack:
+      s.cal_.after(ps, [&s, node, peer, tag, inc] {
+        Node& N = *s.n_[node];
+        if (!N.up || N.incarnation != inc || !N.gbn->ack_timer_live(peer, tag)) return;
+        const uint64_t still = s.cal_.now_ps() - N.peers[peer].last_progress;
+        if (s.c_.stuck_us > 0 && still > s.c_.stuck_us * 1e6 && s.failure().empty()) {
+          // The network stuck check reports; the protocol goes on as before (a run stops on it).
+          char buf[200];
+          std::snprintf(buf, sizeof buf, "network stuck: node %u -> %u has %zu packets unacknowledged and no acknowledgement progress for %.0f us (mbcf.stuck_us %g)",
+                        node, peer, N.gbn->unacked(peer).size(), still / 1e6, s.c_.stuck_us);
+          s.fail(buf);
+        }
+        N.gbn->timeout(peer);
+      });
+      return;
+    case gbn::Timer::Resend:
+      s.cal_.after(ps, [&s, node, peer, tag, inc] {
+        Node& N = *s.n_[node];
+        if (N.up && N.incarnation == inc) N.gbn->resend_timer(peer, static_cast<uint8_t>(tag));
+      });
+      return;
+    case gbn::Timer::Hello:
+      s.cal_.after(ps, [&s, node, peer, inc] {
+        Node& N = *s.n_[node];
+        if (N.up && N.incarnation == inc) N.gbn->hello_timer(peer);
+      });
+      return;
+  }
+}
+
+void EtherSystem::GbnHost::progress(uint32_t peer) { s_.n_[node_]->peers[peer].last_progress = s_.cal_.now_ps(); }
+void EtherSystem::GbnHost::arrived(uint32_t peer, uint8_t count) { s_.arrived_set(node_, peer, count); }
+void EtherSystem::GbnHost::release(uint32_t peer) { s_.release_blocked(node_, peer); }
+
+// Requests waiting for room go out, oldest first, while the window has room.
+void EtherSystem::release_blocked(uint32_t node, uint32_t peer) {
+  Peer& P = n_[node]->peers[peer];
+  while (!P.blocked.empty() && !P.releasing && !n_[node]->gbn->window_full(peer)) {
+    auto f = std::move(P.blocked.front());
+    P.blocked.pop_front();
+    f();
+  }
+}
+
+// ------------------------------------------------------------------ receive
+
+void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
+  Node& N = *n_[node];
+  if (!N.up) {
+    nic_drops_down_.inc();
+    return;
+  }
+  if (N.ring_used >= c_.rx_ring) {
+    ring_drops_.inc();
+    return;
+  }
+  ++N.ring_used;
+  const uint32_t inc = N.incarnation;
+  nic_receive(node, std::move(frame), [this, node, inc](Rx* f) {
+    Node& N = *n_[node];
+    if (!N.up || N.incarnation != inc) return;
+    if (!f) {  // the NIC consumed or rejected it
+      --N.ring_used;
+      return;
+    }
+    N.ring.push_back(std::move(*f));
+    if (!N.in_isr) {
+      N.in_isr = true;
+      N.batch = 0;
+      protocol_work(node, rx_entry_ps(node), [this, node] { isr_step(node); });
+    }
+  });
+}
+
+// ------------------------------------------------------------------ the executor (MBCF/Ether)
+
+void EtherSystem::nic_transmit(uint32_t node, uint32_t, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>&&)> in_mac) {
+  if (c_.nic_tx_streams) {
+    Node& N = *n_[node];
+    N.tx_stream.emplace_back(std::move(frame), std::move(in_mac));
+    if (!N.tx_streaming) stream_next(node);
+    return;
+  }
+  const uint64_t end = tx_ready_ps(node, static_cast<uint32_t>(frame.size()));
+  cal_.at(end, [k = std::move(in_mac), f = std::move(frame)]() mutable { k(std::move(f)); });
+}
+
+void EtherSystem::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) {
+  const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
+  cal_.at(t, [k = std::move(ready), f = std::move(frame)]() mutable {
+    Rx r{std::move(f), 0};
+    k(&r);
+  });
+}
+
+// Its turnaround over, the frame goes into the MAC, the DMA keeping pace with the wire; the
+// next waits until this one has left (the MAC's completion, or a frame given up).
+void EtherSystem::stream_next(uint32_t node) {
+  Node& N = *n_[node];
+  N.tx_streaming = !N.tx_stream.empty();
+  if (!N.tx_streaming) return;
+  auto next = std::move(N.tx_stream.front());
+  N.tx_stream.pop_front();
+  cal_.after(static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), [this, node, epoch = N.tx_epoch, f = std::move(next)]() mutable {
+    if (n_[node]->tx_epoch != epoch) return;  // the power went: the NIC forgot it
+    f.second(std::move(f.first));
+  });
+}
+
+uint64_t EtherSystem::tx_ready_ps(uint32_t node, uint32_t bytes) {
+  Node& N = *n_[node];
+  // One DMA engine fetches a frame's descriptor, then its data: a frame kicked while the one
+  // before is still in the engine waits for it, then for its own fetch. A NIC that prefetches
+  // descriptors fetches the next one during the DMA of the one before.
+  const uint64_t lat = static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000);
+  const uint64_t t0 = c_.nic_tx_prefetch ? std::max(cal_.now_ps() + lat, N.tx_free) : std::max(cal_.now_ps(), N.tx_free) + lat;
+  const uint64_t start = std::max(t0, N.bus_free);
+  const uint64_t end = start + dma_ps(std::max<uint32_t>(bytes, 60));
+  N.bus_free = end;
+  N.tx_free = end;
+  return end;
+}
+
+void EtherSystem::tx_done(uint32_t node) {
+  if (c_.tx_done_cycles > 0) interrupt(node, cycles_ps(c_.tx_done_cycles), [] {});
+}
+
+uint64_t EtherSystem::rx_ready_ps(uint32_t node, uint32_t len) {
+  Node& N = *n_[node];
+  const uint64_t now = cal_.now_ps();
+  uint64_t end;
+  if (c_.nic_rx_cut_through) {  // DMA overlaps reception; it ends no earlier than the frame
+    const uint64_t wire = ether_->slot_ps(len) - net::EtherSegment::kIfg * 8 * ether_->bit_ps();
+    end = std::max(now, std::max(now - std::min(now, wire), N.bus_free) + dma_ps(len));
+  } else {
+    end = std::max(now, N.bus_free) + dma_ps(len);
+  }
+  N.bus_free = end;
+  return end + static_cast<uint64_t>(c_.nic_rx_latency_ns * 1000);
+}
+
+uint64_t EtherSystem::rx_entry_ps(uint32_t) { return cycles_ps(c_.int_entry_cycles); }
+
+uint64_t EtherSystem::packet_cost(uint32_t node, const Packet& p, ExecResult& r) {
+  if (p.ctrl_p & kAckOnly) return proto_ps(c_.ack_cycles);
+  double cyc = c_.int_packet_cycles + (p.cmds.size() > 1 ? (p.cmds.size() - 1) * c_.int_command_cycles : 0);
+  uint64_t ps = data_move_ps(node, p, r);
+  for (const Command& c : p.cmds)
+    if (is_atomic(c.cmd)) cyc += c_.atomic_word_cycles * (c.length / 4);
+  if (!r.replies.empty() || r.outcome != ExecResult::Outcome::Done) cyc += c_.reply_cycles;
+  cyc += c_.reply_cycles * r.forwards.size();
+  return proto_ps(cyc) + ps;
+}
+
+void EtherSystem::isr_step(uint32_t node) {
+  Node& N = *n_[node];
+  if (!N.up) return;
+  if (N.ring.empty()) {
+    N.in_isr = false;
+    rx_idle(node);
+    isr_batch_.sample(N.batch);
+    run_pollers(node, cal_.now_ps());
+    return;
+  }
+  std::vector<uint8_t> f = rx_take(node, N.ring.front());
+  N.ring.pop_front();
+  --N.ring_used;
+  received_.inc();
+  ++N.batch;
+  Packet p;
+  if (decode(f.data(), f.size(), p) != DecodeError::None || p.src_pnode >= n_.size() || p.src_pnode == node) {
+    malformed_.inc();
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
+  }
+  const uint32_t s = p.src_pnode;
+  // Work is done now; its cost delays the next step (and what it sends).
+  step_cost_ = 0;
+  // Go-back-N takes the protocol bytes: a Hello, an acknowledgement or a request for one ends
+  // there; the sender's side collects what RECV_P acknowledges.
+  if (!N.gbn->frame(s, p.ctrl_p, p.end_p, p.recv_p)) {
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
+  }
+  // The routine's time the NIC's order-checking unit spares it (sequenced packets).
+  uint64_t saved = 0;
+  auto less_saved = [&saved](uint64_t ps) { return ps - std::min(ps, saved); };
+  if (p.ctrl_p & kSequenced) {
+    const Order o = order_of(node, s, p.end_p, &saved);
+    // An in-order packet for a task whose save area is full is not accepted: the sender's
+    // Go-back-N brings it again.
+    const bool room = o != Order::InOrder || !save_area_full(node, p);
+    if (!N.gbn->data(s, o, p.end_p, room)) {
+      if (!room) save_full_.inc();
+      protocol_work(node, less_saved(proto_ps(c_.ack_cycles)), [this, node] { isr_step(node); });
+      return;
+    }
+    ++N.peers[s].delivered;
+  } else if (save_area_full(node, p)) {  // no flow control: lost, as with a full receive ring
+    save_full_.inc();
+    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    return;
+  }
+  if (accept_hook_) accept_hook_(s, node, p);
+  reply_peer_ = s;
+  replied_ = false;
+  accept(node, p);
+  // An ack request is answered by any packet that goes back with RECV_P; a separate
+  // acknowledgement only when the command itself sends nothing back now.
+  if ((p.ctrl_p & kSequenced) && (p.ctrl_p & kAckReq) && !replied_) N.gbn->unanswered(s);
+  const uint64_t cost = less_saved(step_cost_);
+  auto out = std::move(outbox_);
+  outbox_.clear();
+  protocol_work(node, cost, [this, node, out = std::move(out)] {
+    for (const auto& f : out) f();
+    isr_step(node);
+  });
+}
+
+EtherSystem::Order EtherSystem::firmware_order(uint32_t node, uint32_t src, uint8_t end_p) const {
+  return n_[node]->gbn->classify(src, end_p);
+}
+
+EtherSystem::Order EtherSystem::order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) {
+  *saved = 0;
+  return firmware_order(node, src, end_p);
+}
+
+namespace {
+// A multicast acknowledgement between kernels: kernel work, never a task's command.
+bool is_kernel_ack(const Packet& p) { return p.cmds.size() == 1 && p.cmds[0].cmd == Cmd::Ack; }
+}  // namespace
+
+void EtherSystem::accept(uint32_t node, const Packet& p) {
+  if (is_kernel_ack(p)) {
+    step_cost_ += proto_ps(c_.ack_cycles);
+    outbox_.push_back([this, node, c = p.cmds[0]] { on_ack(node, c); });
+    return;
+  }
+  deliver_to_task(node, p);
+}
+
+uint32_t EtherSystem::reply_node(const Packet& p) const { return p.ctrl_p & kForwarded ? p.reserved : p.src_pnode; }
+
+void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
+  Node& N = *n_[node];
+  Task* t = N.ts.find(p.dst_ptask);
+  if (!t) {
+    if (const Moved* m = N.ts.moved(p.dst_ptask)) {  // migrated: forward to the new home
+      Packet q = p;
+      q.dst_ptask = m->ptask;
+      if (!(q.ctrl_p & kForwarded)) q.reserved = static_cast<uint8_t>(p.src_pnode);
+      q.ctrl_p = kForwarded;
+      q.src_pnode = node;
+      step_cost_ += proto_ps(c_.int_packet_cycles + c_.reply_cycles);
+      forwards_.inc();
+      const uint32_t to = m->pnode;
+      outbox_.push_back([this, node, to, q] {
+        Packet r = q;
+        send_sequenced(node, to, std::move(r));
+      });
+      return;
+    }
+  }
+  if (t && t->waiting_page) {  // 3.4.2: later commands for a faulting task wait in order
+    std::vector<uint8_t> b;
+    Packet q = p;
+    q.ctrl_p &= kForwarded;
+    encode(q, b);
+    t->saved.push_back(std::move(b));
+    check_save_area(node);
+    step_cost_ += proto_ps(c_.int_packet_cycles);
+    return;
+  }
+  ExecResult r;
+  {
+    TaskSpace::Via via(N.ts, nic_frames(node), nic_writes(node));
+    r = execute(N.ts, p, kMaxPacketBytes - frame_overhead_);
+  }
+  if (r.outcome == ExecResult::Outcome::PageFault) {
+    faults_.inc();
+    t->waiting_page = true;
+    std::vector<uint8_t> b;
+    Packet q = p;
+    q.ctrl_p &= kForwarded;
+    encode(q, b);
+    t->saved.push_front(std::move(b));
+    step_cost_ += proto_ps(c_.int_packet_cycles);
+    const uint32_t ptask = t->ptask, page = r.fault_page;
+    cal_.after(static_cast<uint64_t>(c_.page_in_us * 1e6), [this, node, ptask, page] {
+      Task* t = n_[node]->ts.find(ptask);
+      if (!t) return;
+      auto it = t->pages.find(page);
+      if (it != t->pages.end()) it->second.present = true;
+      page_in_done(node, ptask);
+    });
+    return;
+  }
+  step_cost_ += packet_cost(node, p, r);
+  after_exec(node, p, r);
+}
+
+void EtherSystem::page_in_done(uint32_t node, uint32_t ptask) {
+  Task* t = n_[node]->ts.find(ptask);
+  if (!t) return;
+  t->waiting_page = false;
+  // Everything saved runs now, in order; a new fault stops the replay and waits again.
+  std::deque<std::vector<uint8_t>> saved;
+  saved.swap(t->saved);
+  while (!saved.empty()) {
+    Packet p;
+    decode(saved.front().data(), saved.front().size(), p);
+    saved.pop_front();
+    step_cost_ = 0;
+    deliver_to_task(node, p);
+    auto out = std::move(outbox_);
+    outbox_.clear();
+    protocol_work(node, step_cost_, [this, node, out = std::move(out)] {
+      for (const auto& f : out) f();
+      run_pollers(node, cal_.now_ps());
+    });
+    t = n_[node]->ts.find(ptask);
+    if (t && t->waiting_page) {
+      for (auto& b : saved) t->saved.push_back(std::move(b));
+      break;
+    }
+  }
+  run_save_waiters(node);
+}
+
+uint32_t EtherSystem::saved_packets(uint32_t node) const {
+  uint32_t n = 0;
+  for (const auto& [id, t] : n_[node]->ts.tasks()) n += static_cast<uint32_t>(t->saved.size());
+  return n;
+}
+
+bool EtherSystem::save_area_full(uint32_t node, const Packet& p) const {
+  if (mutant::on(mutant::Id::SaveAreaUnbounded)) return false;
+  if (is_kernel_ack(p)) return false;  // never saved
+  const Task* t = n_[node]->ts.find(p.dst_ptask);
+  return t && t->waiting_page && saved_packets(node) >= c_.save_area;
+}
+
+// The buffer bound, checked online: the area holds at most mbcf.save_area packets besides the
+// one that faulted for each waiting task. A breach stops the run (exit 2) with a dump.
+void EtherSystem::check_save_area(uint32_t node) {
+  uint32_t waiting = 0;
+  for (const auto& [id, t] : n_[node]->ts.tasks()) waiting += t->waiting_page;
+  const uint32_t held = saved_packets(node);
+  if (held > c_.save_area + waiting)
+    fail("buffer bound: node " + std::to_string(node) + "'s save area holds " + std::to_string(held) + " packets, beyond mbcf.save_area " +
+         std::to_string(c_.save_area) + " and one faulting packet for each of the " + std::to_string(waiting) + " tasks waiting for a page-in");
+}
+
+// Room was made: every waiter tries again, in order (one that still finds no room waits again).
+void EtherSystem::run_save_waiters(uint32_t node) {
+  Node& N = *n_[node];
+  std::deque<std::function<void()>> w;
+  w.swap(N.save_waiters);
+  for (auto& f : w) f();
+}
+
+void EtherSystem::after_exec(uint32_t node, const Packet& p, const ExecResult& r) {
+  const bool no_flow = !p.cmds.empty() && p.cmds[0].opt.no_flow_control;
+  const uint32_t rn = reply_node(p);
+  if (r.outcome != ExecResult::Outcome::Done) {
+    violations_.inc();
+    // REPLY_STATUS: a violation message instead of the status reply (4.2).
+    for (size_t i = 0; i < p.cmds.size(); ++i) {
+      const Command& c = p.cmds[i];
+      if (c.opt.reply == ReplyMode::None && !replies_with_data(c.cmd)) continue;
+      if (c.cmd == Cmd::Reply || c.cmd == Cmd::Violation) break;
+      Command v;
+      v.cmd = Cmd::Violation;
+      v.status_laddr = c.opt.reply != ReplyMode::None ? c.status_laddr : kNoAddr;
+      v.status = static_cast<uint32_t>(r.violation);
+      v.aux = r.violation_index;
+      note_reply(rn);
+      outbox_.push_back([this, node, rn, p, v, no_flow] {
+        send_kernel_packet(node, rn, p.src_ptask, p.src_key, {v}, no_flow);
+      });
+      break;
+    }
+    return;
+  }
+  if (r.woke) wakeups_.inc();
+  const Command& c0 = p.cmds[0];
+  if (is_multicast(c0.cmd)) {
+    const bool needs_ack = c0.opt.reply != ReplyMode::None || c0.opt.emb;
+    const bool root = c0.origin == 0;
+    if (!r.forwards.empty()) {
+      Node& N = *n_[node];
+      const uint32_t id = N.next_origin++;
+      if (needs_ack) {
+        Combine& cb = N.combines[id];
+        cb.pending = static_cast<uint32_t>(r.forwards.size());
+        cb.root = root;
+        cb.parent_node = rn;
+        cb.parent_origin = c0.origin;
+        cb.reply_to = p;
+        if (r.deferred) cb.deferred = *r.deferred;
+      }
+      for (const Forward& f : r.forwards) {
+        Command fc = f.cmd;
+        fc.origin = id;
+        forwards_.inc();
+        outbox_.push_back([this, node, f, fc, no_flow] {
+          send_kernel_packet(node, f.to.pnode, f.to.ptask, f.to.key, {fc}, no_flow);
+        });
+      }
+      return;
+    }
+    if (!root) {  // a leaf page: acknowledge to the parent, which combines
+      if (needs_ack) {
+        Command a;
+        a.cmd = Cmd::Ack;
+        a.origin = c0.origin;
+        a.aux = 1;
+        note_reply(rn);
+        outbox_.push_back([this, node, rn, a, no_flow] { send_kernel_packet(node, rn, kKernelPtask, 0, {a}, no_flow); });
+      }
+      return;
+    }
+  }
+  if (!r.replies.empty()) note_reply(rn);
+  if (!r.replies.empty())
+    outbox_.push_back([this, node, rn, p, reps = r.replies, h = r.nic_reply, no_flow]() mutable {
+      if (h) nic_reply_data(node, h, reps);
+      send_kernel_packet(node, rn, p.src_ptask, p.src_key, reps, no_flow);
+    });
+  for (const Invocation& iv : r.invocations) outbox_.push_back([this, node, iv] { run_invocation(node, iv); });
+}
+
+void EtherSystem::send_kernel_packet(uint32_t node, uint32_t dst_node, uint32_t dst_ptask, uint32_t dst_key,
+                                     std::vector<Command> cmds, bool no_flow) {
+  Packet p;
+  p.src_pnode = node;
+  p.src_ptask = kKernelPtask;
+  p.dst_ptask = dst_ptask;
+  p.dst_key = dst_key;
+  p.cmds = std::move(cmds);
+  if (no_flow) {
+    p.ctrl_p = kNoFlow;
+    nic_send(node, dst_node, p);
+  } else {
+    send_sequenced(node, dst_node, std::move(p));  // kernel packets never block on TH2
+  }
+}
+
+void EtherSystem::on_ack(uint32_t node, const Command& c) {
+  Node& N = *n_[node];
+  auto it = N.combines.find(c.origin);
+  if (it == N.combines.end()) return;
+  it->second.pages += c.aux;
+  if (--it->second.pending == 0) finish_combine(node, c.origin);
+}
+
+void EtherSystem::finish_combine(uint32_t node, uint32_t origin) {
+  Node& N = *n_[node];
+  Combine cb = std::move(N.combines[origin]);
+  N.combines.erase(origin);
+  const bool no_flow = cb.reply_to.cmds[0].opt.no_flow_control;
+  if (cb.root) {
+    cb.deferred.aux = cb.pages;  // how many pages of the pattern were reached
+    send_kernel_packet(node, reply_node(cb.reply_to), cb.reply_to.src_ptask, cb.reply_to.src_key, {cb.deferred}, no_flow);
+  } else {
+    Command a;
+    a.cmd = Cmd::Ack;
+    a.origin = cb.parent_origin;
+    a.aux = cb.pages;
+    send_kernel_packet(node, cb.parent_node, kKernelPtask, 0, {a}, no_flow);
+  }
+}
+
+void EtherSystem::run_invocation(uint32_t node, const Invocation& iv) {
+  invocations_.inc();
+  const double cyc = c_.invoke_cycles * (iv.kind == Invocation::DspByUls ? 2 : 1);
+  const uint32_t pc = iv.kind == Invocation::DspByUls ? iv.dsp_pc : iv.pc;
+  const uint64_t msg = static_cast<uint64_t>(iv.ptask) << 32 | iv.signal_laddr;
+  host_upcall(node, msg, [this, node, iv, cyc, pc] {
+    Node& N = *n_[node];
+    auto it = N.programs.find({iv.ptask, pc});
+    auto finish = [this, node, iv] {
+      Task* t = n_[node]->ts.find(iv.ptask);
+      if (t) signal_returned(n_[node]->ts, *t, iv.signal_laddr);
+      run_pollers(node, cal_.now_ps());
+    };
+    if (it == N.programs.end()) {
+      compute(node, cycles_ps(cyc), finish);
+      return;
+    }
+    Program prog = it->second;
+    compute(node, cycles_ps(cyc), [iv, prog, finish] { prog(iv, finish); });
+  });
+}
+
+}  // namespace mbpsim::mbcf
