@@ -111,7 +111,7 @@ TEST(ForeignBank, ADmiReadLatencyTheBankStatesIsPaid) {
 TEST(ForeignBank, ABankWithoutDmiFailsTheRunNamingNodeAndBank) {
   UserMemory nodmi("nodmi_bank", 1 << 20, sc_core::SC_ZERO_TIME);
   nodmi.grant_dmi = false;
-  const json steps = {step(1, 0, "load", 0x20)};
+  const json steps = json::array({step(1, 0, "load", 0x20)});  // (not {x}: clang reads a one-element list as a copy of x)
   test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1,
                      [&](mbp::System& s) { s.use_bank(1, 1, nodmi.socket); });
   h.run();
@@ -123,7 +123,7 @@ TEST(ForeignBank, ABankWithoutDmiFailsTheRunNamingNodeAndBank) {
 // A bank cannot be replaced once elaboration is over.
 TEST(ForeignBank, ABankIsReplacedOnlyBeforeTheRun) {
   UserMemory late("late_bank", 1 << 20, sc_core::SC_ZERO_TIME);
-  const json steps = {step(1, 0, "load", 0x20)};
+  const json steps = json::array({step(1, 0, "load", 0x20)});  // (not {x}: clang reads a one-element list as a copy of x)
   test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1,
                      [&](mbp::System& s) { s.use_bank(1, 1, late.socket); });
   EXPECT_THROW(h.sys().use_bank(1, 2, late.socket), std::logic_error);
