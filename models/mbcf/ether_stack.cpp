@@ -56,22 +56,12 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   if (tx_hook_) tx_hook_(node, dst, p);
   const uint32_t inc = N.incarnation;
   const bool sequenced = (p.ctrl_p & kSequenced) != 0;
-  nic_transmit(node, dst, std::move(bytes), [this, node, dst, inc, sequenced](std::vector<uint8_t>&& b) {
+  // The acknowledgement timer runs from when a frame has left the MAC (or the NIC gave it up),
+  // not from the request: on a slow or busy medium a frame can wait in the transmit queue for
+  // longer than the timeout (64 full frames are 79 ms of 10BASE-T).
+  N.nic->transmit(dst, std::move(bytes), [this, node, dst, inc, sequenced](bool) {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
-    if (b.empty()) {  // the NIC dropped it
-      if (c_.nic_tx_streams) stream_next(node);
-      if (sequenced) n_[node]->gbn->left(dst);
-      return;
-    }
-    ether_->send(node, dst, std::move(b), [this, node, dst, inc, sequenced](bool) {
-      if (!n_[node]->up || n_[node]->incarnation != inc) return;
-      if (c_.nic_tx_streams) stream_next(node);
-      tx_done(node);
-      // The acknowledgement timer runs from when a frame has left the MAC, not from the
-      // request: on a slow or busy medium a frame can wait in the transmit queue for longer
-      // than the timeout (64 full frames are 79 ms of 10BASE-T).
-      if (sequenced) n_[node]->gbn->left(dst);
-    });
+    if (sequenced) n_[node]->gbn->left(dst);
   });
 }
 
@@ -147,7 +137,7 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
   }
   ++N.ring_used;
   const uint32_t inc = N.incarnation;
-  nic_receive(node, std::move(frame), [this, node, inc](Rx* f) {
+  N.nic->receive(std::move(frame), [this, node, inc](Rx* f) {
     Node& N = *n_[node];
     if (!N.up || N.incarnation != inc) return;
     if (!f) {  // the NIC consumed or rejected it
@@ -164,71 +154,6 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
 }
 
 // ------------------------------------------------------------------ the executor (MBCF/Ether)
-
-void EtherSystem::nic_transmit(uint32_t node, uint32_t, std::vector<uint8_t>&& frame, std::function<void(std::vector<uint8_t>&&)> in_mac) {
-  if (c_.nic_tx_streams) {
-    Node& N = *n_[node];
-    N.tx_stream.emplace_back(std::move(frame), std::move(in_mac));
-    if (!N.tx_streaming) stream_next(node);
-    return;
-  }
-  const uint64_t end = tx_ready_ps(node, static_cast<uint32_t>(frame.size()));
-  cal_.at(end, [k = std::move(in_mac), f = std::move(frame)]() mutable { k(std::move(f)); });
-}
-
-void EtherSystem::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) {
-  const uint64_t t = rx_ready_ps(node, static_cast<uint32_t>(frame.size()));
-  cal_.at(t, [k = std::move(ready), f = std::move(frame)]() mutable {
-    Rx r{std::move(f), 0};
-    k(&r);
-  });
-}
-
-// Its turnaround over, the frame goes into the MAC, the DMA keeping pace with the wire; the
-// next waits until this one has left (the MAC's completion, or a frame given up).
-void EtherSystem::stream_next(uint32_t node) {
-  Node& N = *n_[node];
-  N.tx_streaming = !N.tx_stream.empty();
-  if (!N.tx_streaming) return;
-  auto next = std::move(N.tx_stream.front());
-  N.tx_stream.pop_front();
-  cal_.after(static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), [this, node, epoch = N.tx_epoch, f = std::move(next)]() mutable {
-    if (n_[node]->tx_epoch != epoch) return;  // the power went: the NIC forgot it
-    f.second(std::move(f.first));
-  });
-}
-
-uint64_t EtherSystem::tx_ready_ps(uint32_t node, uint32_t bytes) {
-  Node& N = *n_[node];
-  // One DMA engine fetches a frame's descriptor, then its data: a frame kicked while the one
-  // before is still in the engine waits for it, then for its own fetch. A NIC that prefetches
-  // descriptors fetches the next one during the DMA of the one before.
-  const uint64_t lat = static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000);
-  const uint64_t t0 = c_.nic_tx_prefetch ? std::max(cal_.now_ps() + lat, N.tx_free) : std::max(cal_.now_ps(), N.tx_free) + lat;
-  const uint64_t start = std::max(t0, N.bus_free);
-  const uint64_t end = start + dma_ps(std::max<uint32_t>(bytes, 60));
-  N.bus_free = end;
-  N.tx_free = end;
-  return end;
-}
-
-void EtherSystem::tx_done(uint32_t node) {
-  if (c_.tx_done_cycles > 0) interrupt(node, cycles_ps(c_.tx_done_cycles), [] {});
-}
-
-uint64_t EtherSystem::rx_ready_ps(uint32_t node, uint32_t len) {
-  Node& N = *n_[node];
-  const uint64_t now = cal_.now_ps();
-  uint64_t end;
-  if (c_.nic_rx_cut_through) {  // DMA overlaps reception; it ends no earlier than the frame
-    const uint64_t wire = ether_->slot_ps(len) - net::EtherSegment::kIfg * 8 * ether_->bit_ps();
-    end = std::max(now, std::max(now - std::min(now, wire), N.bus_free) + dma_ps(len));
-  } else {
-    end = std::max(now, N.bus_free) + dma_ps(len);
-  }
-  N.bus_free = end;
-  return end + static_cast<uint64_t>(c_.nic_rx_latency_ns * 1000);
-}
 
 uint64_t EtherSystem::rx_entry_ps(uint32_t) { return cycles_ps(c_.int_entry_cycles); }
 
@@ -248,12 +173,12 @@ void EtherSystem::isr_step(uint32_t node) {
   if (!N.up) return;
   if (N.ring.empty()) {
     N.in_isr = false;
-    rx_idle(node);
+    N.nic->rx_idle();
     isr_batch_.sample(N.batch);
     run_pollers(node, cal_.now_ps());
     return;
   }
-  std::vector<uint8_t> f = rx_take(node, N.ring.front());
+  std::vector<uint8_t> f = N.nic->take(N.ring.front());
   N.ring.pop_front();
   --N.ring_used;
   received_.inc();

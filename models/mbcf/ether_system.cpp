@@ -12,10 +12,11 @@
 #include <memory>
 
 #include "models/core/error.h"
+#include "models/mbcf/conventional_nic.h"
 
 namespace mbpsim::mbcf {
 
-EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint64_t seed)
+EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint64_t seed, const MakeNic& make_nic)
     : cal_(cal),
       c_(c),
       stats_(st),
@@ -65,6 +66,7 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
     Node& N = *n_.back();
     N.peers.resize(c.nodes);
     N.memory = std::make_unique<mem::Memory>(("host" + std::to_string(i) + "_memory").c_str(), c.page_bytes);
+    N.cpu = std::make_unique<host::Cpu>(("host" + std::to_string(i) + "_cpu").c_str(), cal, c.cpu_mhz, c.poll_cycles);
     use_host_memory(i, N.memory->socket);
     gp.self = i;
     N.gbn_host = std::make_unique<GbnHost>(*this, i);
@@ -72,16 +74,20 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
   }
   ether_ = std::make_unique<net::EtherSegment>(cal, c.ether, c.nodes, st, "system.ether", seed);
   ether_->set_rx([this](uint32_t s, std::vector<uint8_t>&& f) { on_frame(s, std::move(f)); });
+  for (uint32_t i = 0; i < c.nodes; ++i) {
+    if (make_nic) {
+      n_[i]->nic = make_nic(i, *ether_);
+      continue;
+    }
+    // The conventional NIC's transmit completion runs the driver's routine on the host CPU.
+    n_[i]->nic = std::make_unique<ConventionalNic>(("host" + std::to_string(i) + "_nic").c_str(), cal, c_, *ether_, i, [this, i] {
+      if (c_.tx_done_cycles > 0) interrupt(i, cycles_ps(c_.tx_done_cycles), [] {});
+    });
+  }
 }
 
-uint64_t EtherSystem::cycles_ps(double cycles) const { return static_cast<uint64_t>(std::llround(cycles * 1e6 / c_.cpu_mhz)); }
+uint64_t EtherSystem::cycles_ps(double cycles) const { return n_.front()->cpu->cycles_ps(cycles); }  // (one clock for all hosts)
 uint64_t EtherSystem::copy_ps(uint32_t bytes) const { return static_cast<uint64_t>(std::llround(bytes * 1e6 / c_.copy_mb_s)); }
-uint64_t EtherSystem::dma_ps(uint32_t bytes) const {
-  const double burst = c_.bus.max_burst, width = c_.bus.width_bytes;
-  const double bursts = std::ceil(bytes / burst);
-  const double cyc = bursts * (burst / width + c_.bus.overhead_cycles);
-  return static_cast<uint64_t>(std::llround(cyc * 1e6 / c_.bus.clock_mhz));
-}
 
 // ------------------------------------------------------------------ OS
 
@@ -125,57 +131,10 @@ void EtherSystem::migrate(uint32_t node, uint32_t ptask, uint32_t to_node, uint3
 
 // ------------------------------------------------------------------ CPU
 
-void EtherSystem::interrupt(uint32_t node, uint64_t dur, std::function<void()> fn) {
-  Node& N = *n_[node];
-  const uint64_t start = std::max(cal_.now_ps(), N.int_free);
-  N.int_free = start + dur;
-  N.kernel_ps += dur;
-  if (N.user_active && N.user_end > start) {  // the user program is delayed by the interrupt
-    N.user_end += dur;
-    schedule_user_end(node);
-  }
-  cal_.at(N.int_free, std::move(fn));
-}
-
-// (Re)schedules the end of the user work; an earlier schedule is left to find itself stale.
-void EtherSystem::schedule_user_end(uint32_t node) {
-  Node& N = *n_[node];
-  const uint64_t ver = ++N.user_ver;
-  cal_.at(N.user_end, [this, node, ver] {
-    Node& N = *n_[node];
-    if (ver != N.user_ver) return;
-    N.user_active = false;
-    auto k = std::move(N.user_k);
-    if (!N.preempted.empty()) {  // the preempted work goes on from where it stopped
-      auto [left, pk] = std::move(N.preempted.back());
-      N.preempted.pop_back();
-      N.user_active = true;
-      N.user_end = std::max(cal_.now_ps(), N.int_free) + left;
-      N.user_k = std::move(pk);
-      schedule_user_end(node);
-    }
-    k();
-  });
-}
-
-void EtherSystem::compute(uint32_t node, uint64_t ps, std::function<void()> k) {
-  Node& N = *n_[node];
-  if (N.user_active) {  // preempt: keep what the current work still needs
-    const uint64_t at = std::max(cal_.now_ps(), N.int_free);
-    N.preempted.emplace_back(N.user_end > at ? N.user_end - at : 0, std::move(N.user_k));
-  }
-  N.user_active = true;
-  N.user_end = std::max(cal_.now_ps(), N.int_free) + ps;
-  N.user_k = std::move(k);
-  schedule_user_end(node);
-}
+void EtherSystem::compute(uint32_t node, uint64_t ps, std::function<void()> k) { n_[node]->cpu->compute(ps, std::move(k)); }
 
 void EtherSystem::poll(uint32_t node, std::function<bool()> pred, std::function<void()> k) {
-  if (pred()) {
-    compute(node, cycles_ps(c_.poll_cycles), std::move(k));
-    return;
-  }
-  n_[node]->pollers.emplace_back(std::move(pred), std::move(k));
+  n_[node]->cpu->poll(std::move(pred), std::move(k));
 }
 
 void EtherSystem::poll_until(uint32_t node, std::function<bool()> pred, uint64_t deadline_ps, std::function<void(bool)> k) {
@@ -193,19 +152,7 @@ void EtherSystem::poll_until(uint32_t node, std::function<bool()> pred, uint64_t
   });
 }
 
-void EtherSystem::run_pollers(uint32_t node, uint64_t at) {
-  Node& N = *n_[node];
-  for (size_t i = 0; i < N.pollers.size();) {
-    if (N.pollers[i].first()) {
-      auto k = std::move(N.pollers[i].second);
-      N.pollers.erase(N.pollers.begin() + static_cast<long>(i));
-      // The poll loop notices on its next iteration.
-      cal_.at(at + cycles_ps(c_.poll_cycles), std::move(k));
-    } else {
-      ++i;
-    }
-  }
-}
+void EtherSystem::run_pollers(uint32_t node, uint64_t at) { n_[node]->cpu->run_pollers(at); }
 
 void EtherSystem::lw_syscall(uint32_t node, std::function<void()> fn) {
   compute(node, cycles_ps(c_.lw_syscall_cycles), [this, node, fn = std::move(fn)]() mutable { nic_quiesce(node, std::move(fn)); });
@@ -215,7 +162,7 @@ void EtherSystem::set_program(uint32_t node, uint32_t ptask, uint32_t pc, Progra
   n_[node]->programs[{ptask, pc}] = std::move(p);
 }
 
-uint64_t EtherSystem::host_busy_ps(uint32_t node) const { return n_[node]->kernel_ps; }
+uint64_t EtherSystem::host_busy_ps(uint32_t node) const { return n_[node]->cpu->busy_ps(); }
 
 // ------------------------------------------------------------------ system call
 
@@ -316,7 +263,7 @@ void EtherSystem::issue(uint32_t node, uint32_t, const Request&, Built b, std::f
   if (dst == node && save_area_full(node, p)) {  // to a task of our own whose save area is full
     save_full_.inc();
     N.save_waiters.push_back([this, node, cost, go]() mutable {
-      n_[node]->kernel_ps += cost;
+      n_[node]->cpu->charge(cost);
       compute(node, cost, go);
     });
     return;
@@ -326,7 +273,7 @@ void EtherSystem::issue(uint32_t node, uint32_t, const Request&, Built b, std::f
     // Released when there is room, one at a time: the call pays for itself on the CPU, its
     // packet is numbered, and only then may the next waiting call go (order and window kept).
     N.peers[dst].blocked.push_back([this, node, dst, cost, go]() mutable {
-      n_[node]->kernel_ps += cost;
+      n_[node]->cpu->charge(cost);
       n_[node]->peers[dst].releasing = true;
       compute(node, cost, [this, node, dst, go]() mutable {
         n_[node]->peers[dst].releasing = false;
@@ -336,7 +283,7 @@ void EtherSystem::issue(uint32_t node, uint32_t, const Request&, Built b, std::f
     });
     return;
   }
-  N.kernel_ps += cost;
+  N.cpu->charge(cost);
   compute(node, cost, go);
 }
 
@@ -348,16 +295,9 @@ void EtherSystem::power_off(uint32_t node) {
   N.requests_in_flight = 0;  // what the host or NIC was still building is lost with the power
   // So is the user program: its computation, what it preempted and what it polled for never
   // continue (a program on the restarted node is started anew by the workload).
-  N.user_active = false;
-  N.user_k = nullptr;
-  N.preempted.clear();
-  N.pollers.clear();
+  N.cpu->power_off();
   N.save_waiters.clear();  // calls that waited for the save area die with their programs
-  ++N.user_ver;
-  nic_power_off(node);
-  N.tx_stream.clear();
-  N.tx_streaming = false;
-  ++N.tx_epoch;
+  N.nic->power_off();
   ether_->set_deaf(node, true);
   N.ring.clear();
   N.ring_used = 0;

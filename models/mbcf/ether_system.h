@@ -1,8 +1,8 @@
 // MBCF/Ether (thesis chapter 6): the MBCF run by host software over a commodity Ethernet.
-// Each node is a host CPU (one processor shared by the user program and the kernel; an
-// interrupt delays whatever the user was doing), a NIC on the host I/O bus (descriptor
-// latency, store-and-forward DMA at the bus's burst rate, a receive ring of kernel buffers,
-// interrupts), and the kernel's MBCF code: the MBCF-requesting system call, the MBCF receive
+// Each node is a host CPU (host::Cpu: one processor shared by the user program and the kernel;
+// an interrupt delays whatever the user was doing), a NIC behind the `Nic` seam (nic.h; the
+// conventional one, conventional_nic.h: descriptor latency, store-and-forward DMA at the bus's
+// burst rate, interrupts), a receive ring of kernel buffers, and the kernel's MBCF code: the MBCF-requesting system call, the MBCF receive
 // interrupt routine, the Go-back-N protocol of 6.1.4, multicast forwarding with acknowledge
 // combining, the page-fault save area and task migration. The command semantics come from
 // engine.h; this file only decides who pays for them and when.
@@ -22,10 +22,12 @@
 #include "models/core/rng.h"
 #include "models/core/params.h"
 #include "models/core/stats.h"
+#include "models/host/cpu.h"
 #include "models/host/io_bus.h"
 #include "models/mem/memory.h"
 #include "models/mbcf/engine.h"
 #include "models/mbcf/gbn.h"
+#include "models/mbcf/nic.h"
 #include "models/mbcf/packet.h"
 #include "models/mbcf/task.h"
 #include "models/net/ether.h"
@@ -89,7 +91,11 @@ struct Request {
 
 class EtherSystem {
  public:
-  EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& stats, uint64_t seed);
+  // Makes node `node`'s NIC, whose port on the Ethernet `wire` is station `node` (null: the
+  // conventional NIC the `nic.*` parameters describe). The wire hands received frames to the
+  // stack, which gives them to the NIC (Nic::receive) when its receive ring has room.
+  using MakeNic = std::function<std::unique_ptr<Nic>(uint32_t node, net::EtherSegment& wire)>;
+  EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& stats, uint64_t seed, const MakeNic& make_nic = nullptr);
   virtual ~EtherSystem() = default;
   EtherSystem(const EtherSystem&) = delete;
   EtherSystem& operator=(const EtherSystem&) = delete;
@@ -98,6 +104,8 @@ class EtherSystem {
   TaskSpace& space(uint32_t node) { return n_[node]->ts; }
   Calendar& cal() { return cal_; }
   net::EtherSegment& ether() { return *ether_; }
+  Nic& nic(uint32_t node) { return *n_[node]->nic; }
+  host::Cpu& cpu(uint32_t node) { return *n_[node]->cpu; }
   uint64_t cycles_ps(double cycles) const;  // host CPU cycles as time
 
   // --- the host's physical memory: a TLM-2.0 target (models/mem/memory.h). The OS takes the
@@ -166,9 +174,10 @@ class EtherSystem {
 
  protected:
   // ---- The executor: who runs the protocol and what moving bytes costs. This class is
-  // MBCF/Ether: the host kernel on the host CPU, a conventional NIC on the I/O bus. The MBP2
-  // (models/mbp2) overrides these and keeps everything else: command semantics, packets,
-  // Go-back-N, combining, page faults, migration.
+  // MBCF/Ether: the host kernel on the host CPU. The MBP2 (models/mbp2), whose firmware runs
+  // the protocol on the card, overrides these and keeps everything else: command semantics,
+  // packets, Go-back-N, combining, page faults, migration. (The NIC is not a hook: it is the
+  // node's `Nic`.)
   // Protocol work, given in the SS20 kernel's cycles (the calibrated routine costs), as time
   // on whatever runs the protocol.
   virtual uint64_t proto_ps(double host_cycles) const { return cycles_ps(host_cycles); }
@@ -183,33 +192,8 @@ class EtherSystem {
   // A validated request `r` from a user task, built into `b`: charge the host, get the packet
   // to the protocol (submit), continue the user (k).
   virtual void issue(uint32_t node, uint32_t ptask, const Request& r, Built b, std::function<void()> k);
-  // An encoded frame for `dst` handed to the NIC now: `in_mac` gets the frame that goes on the
-  // wire when it is in the MAC. MBCF/Ether: after tx_ready_ps. A NIC may transform the frame
-  // (the MBP2 seals it when it encrypts). An empty frame: the NIC could not send it (nothing
-  // goes on the wire; a sequenced packet's timer still runs, so Go-back-N resends it).
-  virtual void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
-                            std::function<void(std::vector<uint8_t>&&)> in_mac);
-  // A received frame waiting for the receive routine: its bytes, or (a NIC that keeps frames
-  // in its own memory, tag != 0) the NIC's name for where they are, read by rx_take.
-  struct Rx {
-    std::vector<uint8_t> bytes;
-    uint64_t tag = 0;
-  };
-  using RxReady = std::function<void(Rx*)>;
-  // A frame from the wire: `ready` gets it when the protocol may look at it (MBCF/Ether: after
-  // rx_ready_ps), or nullptr if the NIC consumed or rejected it.
-  virtual void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready);
-  // The receive routine takes the oldest frame: its bytes. A NIC holding the frame in its
-  // memory keeps it until the routine is done with it (the next take, or rx_idle).
-  virtual std::vector<uint8_t> rx_take(uint32_t node, Rx& r) { (void)node; return std::move(r.bytes); }
-  // The receive routine has no more frames to work on.
-  virtual void rx_idle(uint32_t node) { (void)node; }
-  // A frame of `bytes` handed over for transmission now: when it is in the MAC.
-  virtual uint64_t tx_ready_ps(uint32_t node, uint32_t bytes);
-  // After a frame has left the MAC (transmit-completion handling).
-  virtual void tx_done(uint32_t node);
-  // A frame of `len` bytes has arrived at the MAC now: when the protocol may look at it.
-  virtual uint64_t rx_ready_ps(uint32_t node, uint32_t len);
+  using Rx = Nic::Rx;
+  using RxReady = Nic::RxReady;
   // Entering the receive routine (an interrupt).
   virtual uint64_t rx_entry_ps(uint32_t node);
   // A user program is to be invoked (MBCF_SIGNAL) with the 64-bit message (Ptask, signal
@@ -239,8 +223,6 @@ class EtherSystem {
   // A light-weight system call is about to read and change structures the commands also
   // change: `fn` runs once nothing the commands wrote is still on its way into memory.
   virtual void nic_quiesce(uint32_t node, std::function<void()> fn) { (void)node, fn(); }
-  // The node loses its power: a NIC drops what it keeps in volatile memory.
-  virtual void nic_power_off(uint32_t node) { (void)node; }
   // A request left the node's queue of requests not yet numbered (requests_in_flight).
   virtual void request_numbered(uint32_t node) { (void)node; }
   // Moving the packet's data between the packet buffer and the target task's memory (the
@@ -299,25 +281,12 @@ class EtherSystem {
     TaskSpace ts;
     std::unique_ptr<mem::Memory> memory;       // the host's own physical memory
     mem::TargetSocket* memory_target = nullptr;  // it, or a user's in its place
-    // CPU
-    uint64_t int_free = 0, kernel_ps = 0;
+    std::unique_ptr<host::Cpu> cpu;  // shared by the user program, system calls and interrupts
     // Requests issued and not yet numbered: a system call still building its packet, or on the
     // MBP2 a doorbell the NIC is still working on (PGE fetch, header build). quiet() waits for
     // them: a request there is neither unacknowledged nor blocked yet.
     uint32_t requests_in_flight = 0;
-    bool user_active = false;
-    uint64_t user_end = 0, user_ver = 0;
-    std::function<void()> user_k;
-    // User work preempted by a later compute (a signal-invoked program, or a nested one under
-    // a non-blocking condition): the time it still needs and its continuation, innermost last.
-    std::vector<std::pair<uint64_t, std::function<void()>>> preempted;
-    std::vector<std::pair<std::function<bool()>, std::function<void()>>> pollers;
-    // NIC and bus
-    uint64_t bus_free = 0, tx_free = 0;
-    // A streaming NIC (nic_tx_streams): frames waiting for it, and whether one is in the MAC.
-    std::deque<std::pair<std::vector<uint8_t>, std::function<void(std::vector<uint8_t>&&)>>> tx_stream;
-    bool tx_streaming = false;
-    uint64_t tx_epoch = 0;
+    std::unique_ptr<Nic> nic;
     std::deque<Rx> ring;  // received, DMA'd, waiting for the interrupt routine
     uint32_t ring_used = 0;
     bool in_isr = false;
@@ -337,11 +306,7 @@ class EtherSystem {
     std::deque<std::function<void()>> save_waiters;
   };
 
-  uint64_t dma_ps(uint32_t bytes) const;
-  // A streaming NIC takes its next frame (the one before has left the MAC, or it was idle).
-  void stream_next(uint32_t node);
-  void interrupt(uint32_t node, uint64_t dur, std::function<void()> fn);
-  void schedule_user_end(uint32_t node);
+  void interrupt(uint32_t node, uint64_t dur, std::function<void()> fn) { n_[node]->cpu->interrupt(dur, std::move(fn)); }
   // Wakes the programs polling memory whose conditions now hold (after `poll_cycles`).
   virtual void run_pollers(uint32_t node, uint64_t at);
   // transmit path

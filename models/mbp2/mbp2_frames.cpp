@@ -77,6 +77,20 @@ void Mbp2System::install_keys(uint32_t node, uint32_t peer, bool boot) {
   }
 }
 
+void Mbp2System::Port::transmit(uint32_t dst, Frame&& frame, Sent sent) {
+  Mbp2System& s = s_;
+  const uint32_t node = node_, inc = s.n_[node]->incarnation;
+  s.nic_transmit(node, dst, std::move(frame), [&s, node, dst, inc, k = std::move(sent)](std::vector<uint8_t>&& b) mutable {
+    if (!s.n_[node]->up || s.n_[node]->incarnation != inc) return;
+    if (b.empty()) return k(false);  // the NIC could not send it
+    s.ether_->send(node, dst, std::move(b), [&s, node, inc, k = std::move(k)](bool) {
+      if (!s.n_[node]->up || s.n_[node]->incarnation != inc) return;
+      s.tx_done(node);
+      k(true);
+    });
+  });
+}
+
 void Mbp2System::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
   if (!m_.crypto.enabled()) return to_buffer(node, dst, std::move(frame), std::move(in_mac), false);
   seal_and_send(node, dst, std::move(frame), std::move(in_mac));

@@ -310,7 +310,7 @@ void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
   u.icu->to_pme(msg);
   const uint64_t now = cal_.now_ps();
   const uint64_t wrote = u.bus->pio(u.bus->pio(now));
-  n_[node]->kernel_ps += wrote - now;
+  n_[node]->cpu->charge(wrote - now);
   cal_.at(wrote, [this, node] {
     Units& u = *u_[node];
     u.pme->run("icu", Pme::kHigh, true, u.pme->instr_ps(m_.icu_instr), [this, node] {

@@ -135,7 +135,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::
 }
 
 Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed)
-    : EtherSystem(cal, ec, st, seed),
+    : EtherSystem(cal, ec, st, seed, [this](uint32_t node, net::EtherSegment&) { return std::make_unique<Port>(*this, node); }),
       m_(c),
       rejected_requests_(st.counter("system.mbp2.rejected_requests", "requests dropped because their doorbell alias was not the task's own")),
       host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")),
@@ -346,7 +346,7 @@ void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uin
   const uint32_t inc = n_[node]->incarnation;
   compute(node, build, [this, node, ptask, alias, e, inc, s = std::move(structure), nic = std::move(nic), k = std::move(k), build, slot]() mutable {
     if (!n_[node]->up || n_[node]->incarnation != inc) return;
-    n_[node]->kernel_ps += build;
+    n_[node]->cpu->charge(build);
     area_copy(node, ptask, kSendAreaHeader + e * kSendEntryBytes, s.data(), static_cast<uint32_t>(s.size()), true);
     doorbell(node, ptask, alias, e, build, [e, nic = std::move(nic)] { nic(e); }, std::move(k), slot);
   });
@@ -374,7 +374,7 @@ void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_
          " requests, beyond mbp2.request_slots " + std::to_string(m_.request_slots));
   const uint64_t now = cal_.now_ps();
   const uint64_t done = u_[node]->bus->pio(now);
-  N.kernel_ps += done - now;
+  N.cpu->charge(done - now);
   host_requests_.inc();
   // The NIC latches the doorbell as the store completes, before the CPU goes on (the
   // calendar runs events of one instant in the order they were scheduled).

@@ -202,7 +202,6 @@ class Mbp2System : public mbcf::EtherSystem {
   uint64_t proto_ps(double host_cycles) const override { return u_[0]->pme->host_cycles_ps(host_cycles); }
   void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) override;
   void issue(uint32_t node, uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) override;
-  void tx_done(uint32_t node) override;
   uint64_t rx_entry_ps(uint32_t node) override;
   uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, mbcf::ExecResult& r) override;
   void nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) override;
@@ -215,17 +214,42 @@ class Mbp2System : public mbcf::EtherSystem {
   Order order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) override;
   void arrived_set(uint32_t node, uint32_t src, uint8_t arrived) override;
   const mbcf::FrameMap* nic_frames(uint32_t node) const override;
-  void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame,
-                    std::function<void(std::vector<uint8_t>&&)> in_mac) override;
-  void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) override;
-  std::vector<uint8_t> rx_take(uint32_t node, Rx& r) override;
-  void rx_idle(uint32_t node) override;
-  // EM is volatile: keys made by a key exchange are lost with the power (static keys and their
-  // sequence counters are kept, as RFC 4303 3.3.3 asks of manual keying).
-  void nic_power_off(uint32_t node) override;
 
  private:
   using InMac = std::function<void(std::vector<uint8_t>&&)>;
+  // The card as the host's MBCF stack sees it (mbcf::Nic): frames to send go through EM's
+  // transmit buffers (sealed there when the NIC encrypts) and the LDMA to the MAC; frames from
+  // the wire through the LDMA into EM's receive buffers, where the PME's receive routine reads
+  // them. Key exchanges and IP frames are the PME's own and never reach the routine.
+  class Port final : public mbcf::Nic {
+   public:
+    Port(Mbp2System& s, uint32_t node) : s_(s), node_(node) {}
+    void transmit(uint32_t dst, Frame&& frame, Sent sent) override;
+    void receive(Frame&& frame, RxReady ready) override { s_.nic_receive(node_, std::move(frame), std::move(ready)); }
+    Frame take(Rx& r) override { return s_.rx_take(node_, r); }
+    void rx_idle() override { s_.rx_idle(node_); }
+    void power_off() override { s_.nic_power_off(node_); }
+
+   private:
+    Mbp2System& s_;
+    const uint32_t node_;
+  };
+  // An encoded frame for `dst` handed to the card now: `in_mac` gets the frame that goes on the
+  // wire when it is in the MAC (sealed when the NIC encrypts), or an empty one when the NIC
+  // could not send it.
+  void nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac);
+  // A frame from the wire: `ready` gets it when the receive routine may look at it, or nullptr
+  // when the PME consumed it (key exchange, IP) or it was lost.
+  void nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready);
+  // The receive routine takes the oldest frame (kept in its receive buffer until the next
+  // take, or rx_idle).
+  std::vector<uint8_t> rx_take(uint32_t node, Rx& r);
+  void rx_idle(uint32_t node);
+  // EM is volatile: keys made by a key exchange are lost with the power (static keys and their
+  // sequence counters are kept, as RFC 4303 3.3.3 asks of manual keying).
+  void nic_power_off(uint32_t node);
+  // A frame left the MAC: the LDMA's transmit descriptor is collected.
+  void tx_done(uint32_t node);
   using Buf = FramePool::Buf;
   // What a NIC keeps per peer for encryption: the security association, and the state of the
   // Diffie-Hellman exchange that makes it.

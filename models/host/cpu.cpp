@@ -1,0 +1,84 @@
+// The host CPU's time sharing (cpu.h).
+#include "models/host/cpu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+namespace mbpsim::host {
+
+Cpu::Cpu(sc_core::sc_module_name name, Calendar& cal, double mhz, double poll_cycles)
+    : sc_core::sc_module(name), cal_(cal), mhz_(mhz), poll_cycles_(poll_cycles) {}
+
+uint64_t Cpu::cycles_ps(double cycles) const { return static_cast<uint64_t>(std::llround(cycles * 1e6 / mhz_)); }
+
+void Cpu::interrupt(uint64_t dur, std::function<void()> fn) {
+  const uint64_t start = std::max(cal_.now_ps(), int_free_);
+  int_free_ = start + dur;
+  busy_ps_ += dur;
+  if (user_active_ && user_end_ > start) {  // the user program is delayed by the interrupt
+    user_end_ += dur;
+    schedule_user_end();
+  }
+  cal_.at(int_free_, std::move(fn));
+}
+
+void Cpu::schedule_user_end() {
+  const uint64_t ver = ++user_ver_;
+  cal_.at(user_end_, [this, ver] {
+    if (ver != user_ver_) return;
+    user_active_ = false;
+    auto k = std::move(user_k_);
+    if (!preempted_.empty()) {  // the preempted work goes on from where it stopped
+      auto [left, pk] = std::move(preempted_.back());
+      preempted_.pop_back();
+      user_active_ = true;
+      user_end_ = std::max(cal_.now_ps(), int_free_) + left;
+      user_k_ = std::move(pk);
+      schedule_user_end();
+    }
+    k();
+  });
+}
+
+void Cpu::compute(uint64_t ps, std::function<void()> k) {
+  if (user_active_) {  // preempt: keep what the current work still needs
+    const uint64_t at = std::max(cal_.now_ps(), int_free_);
+    preempted_.emplace_back(user_end_ > at ? user_end_ - at : 0, std::move(user_k_));
+  }
+  user_active_ = true;
+  user_end_ = std::max(cal_.now_ps(), int_free_) + ps;
+  user_k_ = std::move(k);
+  schedule_user_end();
+}
+
+void Cpu::poll(std::function<bool()> pred, std::function<void()> k) {
+  if (pred()) {
+    compute(cycles_ps(poll_cycles_), std::move(k));
+    return;
+  }
+  pollers_.emplace_back(std::move(pred), std::move(k));
+}
+
+void Cpu::run_pollers(uint64_t at) {
+  for (size_t i = 0; i < pollers_.size();) {
+    if (pollers_[i].first()) {
+      auto k = std::move(pollers_[i].second);
+      pollers_.erase(pollers_.begin() + static_cast<long>(i));
+      // The poll loop notices on its next iteration.
+      cal_.at(at + cycles_ps(poll_cycles_), std::move(k));
+    } else {
+      ++i;
+    }
+  }
+}
+
+void Cpu::power_off() {
+  user_active_ = false;
+  user_k_ = nullptr;
+  preempted_.clear();
+  pollers_.clear();
+  ++user_ver_;
+}
+
+}  // namespace mbpsim::host

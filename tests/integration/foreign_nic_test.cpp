@@ -1,0 +1,150 @@
+// The NIC seam (models/mbcf/nic.h): a NIC a user writes against mbcf::Nic, the calendar and the
+// Ethernet's station port is the cluster's NIC under the unchanged MBCF kernel stack.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "models/mbcf/conventional_nic.h"
+#include "models/mbcf/ether_system.h"
+#include "models/mbcf/nic.h"
+#include "models/net/ether.h"
+
+namespace {
+
+using namespace mbpsim;
+using namespace mbpsim::mbcf;
+
+// The user's NIC: a fixed time from the hand-over to the wire and from the wire to the stack;
+// it gives up every `drop_every`-th frame it is handed (a transmit error), and forgets what it
+// holds when the power goes.
+class UserNic final : public Nic {
+ public:
+  UserNic(Calendar& cal, net::EtherSegment& wire, uint32_t station, uint64_t tx_ps, uint64_t rx_ps, uint32_t drop_every)
+      : cal_(cal), wire_(wire), station_(station), tx_ps_(tx_ps), rx_ps_(rx_ps), drop_every_(drop_every) {}
+  void transmit(uint32_t dst, Frame&& frame, Sent sent) override {
+    const bool drop = drop_every_ && ++handed % drop_every_ == 0;
+    cal_.after(tx_ps_, [this, dst, drop, epoch = epoch_, f = std::move(frame), k = std::move(sent)]() mutable {
+      if (epoch != epoch_) return;
+      if (drop) {
+        ++dropped;
+        return k(false);
+      }
+      wire_.send(station_, dst, std::move(f), [this, epoch, k = std::move(k)](bool) {
+        if (epoch != epoch_) return;
+        ++on_wire;
+        k(true);
+      });
+    });
+  }
+  void receive(Frame&& frame, RxReady ready) override {
+    ++received;
+    cal_.after(rx_ps_, [f = std::move(frame), k = std::move(ready)]() mutable {
+      Rx r{std::move(f), 0};
+      k(&r);
+    });
+  }
+  void power_off() override { ++epoch_; }
+  uint32_t handed = 0, dropped = 0, on_wire = 0, received = 0;
+
+ private:
+  Calendar& cal_;
+  net::EtherSegment& wire_;
+  const uint32_t station_;
+  const uint64_t tx_ps_, rx_ps_;
+  const uint32_t drop_every_;
+  uint64_t epoch_ = 0;
+};
+
+struct Cluster {
+  Stats stats;
+  Calendar cal{"cal"};
+  EtherSysConfig ec;
+  std::vector<UserNic*> nics;
+  std::unique_ptr<EtherSystem> sys;
+  // Node n's NIC: tx_us[n] to the wire, 2 us back, dropping every drop_every-th frame.
+  Cluster(std::vector<double> tx_us, uint32_t drop_every) {
+    ec.nodes = static_cast<uint32_t>(tx_us.size());
+    ec.ether.medium = net::EtherConfig::Medium::Switch;
+    ec.ether.rate_mbps = 100;
+    nics.resize(ec.nodes);
+    sys = std::make_unique<EtherSystem>(cal, ec, stats, 1, [&](uint32_t n, net::EtherSegment& wire) {
+      auto nic = std::make_unique<UserNic>(cal, wire, n, static_cast<uint64_t>(tx_us[n] * 1e6), 2000000, drop_every);
+      nics[n] = nic.get();
+      return nic;
+    });
+    for (uint32_t n = 0; n < ec.nodes; ++n) {
+      Task& t = sys->create_task(n, 1, 1000 + n);
+      sys->space(n).map(t, 0x10000, 16, kPermRW);
+    }
+    for (uint32_t n = 0; n < ec.nodes; ++n)
+      for (uint32_t m = 0; m < ec.nodes; ++m) sys->set_ltask(n, 1, m, m, 1);
+  }
+  Request write(uint32_t to, uint32_t laddr, uint32_t v) {
+    Request r;
+    r.ltask = to;
+    r.cmds.push_back(word_command(Cmd::Write, laddr, v));
+    return r;
+  }
+  // Task 1 of `from` writes words base, base + 4, ... of `to` with v0, v0 + 1, ..., one system
+  // call after the other.
+  void stream(uint32_t from, uint32_t to, uint32_t n, uint32_t v0, uint32_t i = 0) {
+    if (i == n) return;
+    ASSERT_TRUE(sys->syscall(from, 1, write(to, 0x10000 + 4 * i, v0 + i), [=] { stream(from, to, n, v0, i + 1); }));
+  }
+  uint32_t word(uint32_t n, uint32_t a) { return sys->space(n).load32(*sys->space(n).find(1), a); }
+};
+
+TEST(ForeignNic, GoBackNDeliversEveryWriteOnceAndInOrderOverAUsersNicThatDropsFrames) {
+  Cluster c({5.0, 5.0}, 7);
+  std::vector<uint32_t> order;
+  c.sys->set_accept_hook([&order](uint32_t from, uint32_t to, const Packet& p) {
+    if (from == 0 && to == 1 && !p.cmds.empty() && p.cmds[0].cmd == Cmd::Write) order.push_back(p.cmds[0].laddr);
+  });
+  const uint32_t n = 200;
+  c.stream(0, 1, n, 500);
+  sc_core::sc_start(sc_core::sc_time(3, sc_core::SC_SEC));  // a loss the receiver cannot see costs a 20 ms timeout
+  ASSERT_TRUE(c.sys->failure().empty()) << c.sys->failure();
+  ASSERT_EQ(order.size(), n) << c.sys->dump();
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_EQ(order[i], 0x10000 + 4 * i) << "write " << i;
+    EXPECT_EQ(c.word(1, 0x10000 + 4 * i), 500 + i) << "word " << i;
+  }
+  EXPECT_TRUE(c.sys->quiet());
+  // The user's NIC carried the traffic both ways, and its drops were made good by resends.
+  EXPECT_GT(c.nics[0]->dropped, 0u);
+  EXPECT_GT(c.nics[1]->on_wire, 0u);  // acknowledgements
+  EXPECT_EQ(c.nics[1]->received, c.nics[0]->on_wire);
+  EXPECT_GT(c.stats.dump()["system"]["mbcf"]["retransmissions"].get<uint64_t>() +
+                c.stats.dump()["system"]["mbcf"]["timeouts"].get<uint64_t>(),
+            0u);
+}
+
+TEST(ForeignNic, TheStackWaitsForExactlyWhatTheNicTakes) {
+  // Two pairs, the same in everything but the senders' NICs: 10 us and 60 us to the wire.
+  Cluster c({10.0, 5.0, 60.0, 5.0}, 0);
+  std::vector<uint64_t> accepted(4, 0);
+  c.sys->set_accept_hook([&](uint32_t, uint32_t to, const Packet&) { accepted[to] = c.cal.now_ps(); });
+  c.stream(0, 1, 1, 7);
+  c.stream(2, 3, 1, 9);
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_MS));
+  ASSERT_GT(accepted[1], 0u);
+  ASSERT_GT(accepted[3], 0u);
+  EXPECT_EQ(accepted[3] - accepted[1], 50000000u);  // 50 us, in ps
+  EXPECT_EQ(c.word(1, 0x10000), 7u);
+  EXPECT_EQ(c.word(3, 0x10000), 9u);
+}
+
+TEST(ForeignNic, TheConventionalNicIsTheDefaultAndAModule) {
+  Stats stats;
+  Calendar cal{"cal"};
+  EtherSysConfig ec;
+  ec.nodes = 2;
+  EtherSystem sys(cal, ec, stats, 1);
+  EXPECT_NE(dynamic_cast<ConventionalNic*>(&sys.nic(0)), nullptr);
+  EXPECT_NE(sc_core::sc_find_object("host1_nic"), nullptr);
+  EXPECT_NE(sc_core::sc_find_object("host1_cpu"), nullptr);
+}
+
+}  // namespace
