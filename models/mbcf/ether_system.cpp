@@ -113,7 +113,7 @@ void EtherSystem::migrate(uint32_t node, uint32_t ptask, uint32_t to_node, uint3
   TaskSpace& to = n_[to_node]->ts;
   std::unique_ptr<Task> t = from.remove(ptask);
   if (!t) internal_error("migrate: no such task");
-  task_left(node, ptask);
+  n_[node]->nic->task_left(ptask);
   // Pages move by copy: each gets a frame on the new node (aliases on the old node end).
   for (auto& kv : t->pages) {
     const uint32_t f = to.alloc_frame();
@@ -320,7 +320,7 @@ void EtherSystem::swap_out(uint32_t node, uint32_t ptask, uint32_t laddr) {
   Task* t = n_[node]->ts.find(ptask);
   if (!t) return;
   n_[node]->ts.set_present(*t, laddr, false);
-  page_unmapped(node, ptask, laddr);
+  n_[node]->nic->page_unmapped(ptask, laddr);
 }
 
 // ------------------------------------------------------------------ introspection

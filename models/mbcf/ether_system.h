@@ -199,12 +199,6 @@ class EtherSystem {
   // A user program is to be invoked (MBCF_SIGNAL) with the 64-bit message (Ptask, signal
   // structure): MBCF/Ether is already in the host kernel; a NIC must interrupt the host first.
   virtual void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) { (void)node, (void)msg; k(); }
-  // The OS has taken a page of a task out of memory (swap_out): a NIC that caches
-  // translations must drop it.
-  virtual void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) { (void)node, (void)ptask, (void)laddr; }
-  // A task left the node (migrate): its Ptask may name another task later, so a NIC that
-  // caches translations tagged with it must drop them all.
-  virtual void task_left(uint32_t node, uint32_t ptask) { (void)node, (void)ptask; }
   // Where a sequenced packet from `src` stands against the count of packets arrived from it
   // (END_P, modulo 256): the receive routine's own comparison. A NIC with an order-checking
   // unit answers from the unit's register instead and sets `saved` to the routine's time

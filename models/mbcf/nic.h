@@ -44,6 +44,12 @@ class Nic {
   // The node loses its power: the NIC forgets what it keeps in volatile memory and what it was
   // doing (the wire stops delivering to the node; the stack clears its own state).
   virtual void power_off() = 0;
+  // The OS took a page of task `ptask` out of memory: a NIC that caches translations (an I/O
+  // MMU) must drop it before the frame is reused.
+  virtual void page_unmapped(uint32_t ptask, uint32_t laddr) { (void)ptask, (void)laddr; }
+  // A task left the node (migration): its Ptask may name another task later, so a NIC that
+  // caches translations tagged with it must drop them all.
+  virtual void task_left(uint32_t ptask) { (void)ptask; }
 };
 
 }  // namespace mbpsim::mbcf

@@ -209,8 +209,6 @@ class Mbp2System : public mbcf::EtherSystem {
   void run_pollers(uint32_t node, uint64_t at) override;
   void nic_quiesce(uint32_t node, std::function<void()> fn) override;
   void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) override;
-  void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) override;
-  void task_left(uint32_t node, uint32_t ptask) override;
   Order order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) override;
   void arrived_set(uint32_t node, uint32_t src, uint8_t arrived) override;
   const mbcf::FrameMap* nic_frames(uint32_t node) const override;
@@ -229,6 +227,8 @@ class Mbp2System : public mbcf::EtherSystem {
     Frame take(Rx& r) override { return s_.rx_take(node_, r); }
     void rx_idle() override { s_.rx_idle(node_); }
     void power_off() override { s_.nic_power_off(node_); }
+    void page_unmapped(uint32_t ptask, uint32_t laddr) override { s_.page_unmapped(node_, ptask, laddr); }
+    void task_left(uint32_t ptask) override { s_.task_left(node_, ptask); }
 
    private:
     Mbp2System& s_;
@@ -250,6 +250,10 @@ class Mbp2System : public mbcf::EtherSystem {
   void nic_power_off(uint32_t node);
   // A frame left the MAC: the LDMA's transmit descriptor is collected.
   void tx_done(uint32_t node);
+  // The OS unmapped a page (the PME drops its translation), or a task left the node (the PME
+  // flushes the task's context from the TLB, once the ADMA's writes into it are made).
+  void page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr);
+  void task_left(uint32_t node, uint32_t ptask);
   using Buf = FramePool::Buf;
   // What a NIC keeps per peer for encryption: the security association, and the state of the
   // Diffie-Hellman exchange that makes it.
