@@ -38,4 +38,5 @@ struct UserMemory : sc_core::sc_module {
     d.set_write_latency(latency);
     return ++dmi_grants;
   }
+  void revoke() { socket->invalidate_direct_mem_ptr(0, bytes.size() - 1); }  // takes every DMI grant back
 };

@@ -9,6 +9,9 @@
 
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include <cstdio>
+#include <string>
+
 #include "models/mbp/system.h"
 
 namespace mbpsim::mbp {
@@ -167,20 +170,24 @@ struct System::Node : sc_core::sc_module {
         bank_free(nc.banks, 0), mbp_free(nc.banks, 0), sys_(sys) {
     for (uint32_t b = 0; b < static_cast<uint32_t>(nc.banks); ++b) {
       banks.push_back(std::make_unique<mem::Memory>(("bank" + std::to_string(b)).c_str(), sys.share_bytes_));
-      bus.push_back(std::make_unique<tlm_utils::simple_initiator_socket<Node>>(("bus_bank" + std::to_string(b)).c_str()));
-      bus.back()->register_invalidate_direct_mem_ptr(this, &Node::dmi_revoked);
+      bus.push_back(std::make_unique<tlm_utils::simple_initiator_socket_tagged<Node>>(("bus_bank" + std::to_string(b)).c_str()));
+      bus.back()->register_invalidate_direct_mem_ptr(this, &Node::dmi_revoked, static_cast<int>(b));
       bank_target.push_back(&banks.back()->socket);
     }
     bank_lat.assign(nc.banks, sys.bank_lat_ps_);
     bank_seen.assign(nc.banks, false);
   }
-  void dmi_revoked(sc_dt::uint64 start, sc_dt::uint64 end) {
-    sys_.fail("node " + std::to_string(id) + ": a bank revoked DMI over [" + std::to_string(start) + ", " +
-              std::to_string(end) + "]: the frames taken from it are held for the whole run");
+  // The frames' bytes are pointers into the banks, taken once: a bank that takes its DMI back
+  // ends the run (exit status 2), naming the node and the bank.
+  void dmi_revoked(int bank, sc_dt::uint64 start, sc_dt::uint64 end) {
+    char range[64];
+    std::snprintf(range, sizeof range, "[0x%llx, 0x%llx]", static_cast<unsigned long long>(start), static_cast<unsigned long long>(end));
+    sys_.fail("node " + std::to_string(id) + " bank " + std::to_string(bank) + ": the bank revoked DMI over " + range +
+              ": the node bus holds the frames' bytes by DMI for the whole run");
   }
   uint32_t id;
   std::vector<std::unique_ptr<mem::Memory>> banks;
-  std::vector<std::unique_ptr<tlm_utils::simple_initiator_socket<Node>>> bus;
+  std::vector<std::unique_ptr<tlm_utils::simple_initiator_socket_tagged<Node>>> bus;
   std::vector<mem::TargetSocket*> bank_target;  // the node's bank, or a user's in its place
   std::vector<uint64_t> bank_lat;               // node.bank_latency_ns, or what the bank's DMI states
   std::vector<bool> bank_seen;                  // a frame has been taken from the bank

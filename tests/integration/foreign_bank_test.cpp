@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -118,6 +119,34 @@ TEST(ForeignBank, ABankWithoutDmiFailsTheRunNamingNodeAndBank) {
   EXPECT_FALSE(h.workload().done());
   EXPECT_NE(h.sys().failure().find("node 1 bank 1: the bank grants no read/write DMI over [0x"), std::string::npos)
       << h.sys().failure();
+}
+
+// Something the user's platform does at a time of the run.
+struct At : sc_core::sc_module {
+  SC_HAS_PROCESS(At);
+  At(sc_core::sc_module_name n, sc_core::sc_time t, std::function<void()> fn) : sc_core::sc_module(n), t_(t), fn_(std::move(fn)) {
+    SC_THREAD(run);
+  }
+  void run() {
+    wait(t_);
+    fn_();
+  }
+  sc_core::sc_time t_;
+  std::function<void()> fn_;
+};
+
+// The node bus holds each frame's bytes by DMI for the whole run: a bank that takes its DMI
+// back (invalidate_direct_mem_ptr) ends the run, naming the node, the bank and the range.
+TEST(ForeignBank, ABankThatRevokesDmiFailsTheRunNamingNodeAndBank) {
+  UserMemory fickle("fickle_bank", 1 << 20, sc_core::SC_ZERO_TIME);
+  At revoke("revoke", sc_core::sc_time(1, sc_core::SC_US), [&fickle] { fickle.revoke(); });
+  const json steps = {step(1, 0, "load", 0x20), step(1, 5000, "load", 0x20)};
+  test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1,
+                     [&](mbp::System& s) { s.use_bank(1, 1, fickle.socket); });
+  h.run();
+  EXPECT_EQ(fickle.dmi_grants, 1u);  // the first load took the frame
+  EXPECT_FALSE(h.workload().done());  // the run stopped before the second
+  EXPECT_EQ(h.sys().failure(), "node 1 bank 1: the bank revoked DMI over [0x0, 0xfffff]: the node bus holds the frames' bytes by DMI for the whole run");
 }
 
 // A bank cannot be replaced once elaboration is over.
