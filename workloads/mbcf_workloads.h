@@ -61,5 +61,7 @@ class MbcfWorkload : public Workload {
 };
 
 std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed);
+// The MBP2's message passing (`datagram`, mbp2_datagram.cpp).
+std::unique_ptr<Workload> make_datagram_workload(const Config& c, Stats& stats, uint64_t seed);
 
 }  // namespace mbpsim
