@@ -181,6 +181,15 @@ void EtherSystem::isr_step(uint32_t node) {
   std::vector<uint8_t> f = N.nic->take(N.ring.front());
   N.ring.pop_front();
   --N.ring_used;
+  if (!protocols_.empty() && f.size() >= 14) {  // the driver's demultiplexing by EtherType
+    const uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
+    for (auto& [t, h] : protocols_)
+      if (t == type) {
+        ++N.batch;
+        protocol_work(node, h(node, std::move(f)), [this, node] { isr_step(node); });
+        return;
+      }
+  }
   received_.inc();
   ++N.batch;
   Packet p;

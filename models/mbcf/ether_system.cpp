@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 
 #include "models/core/error.h"
 #include "models/mbcf/conventional_nic.h"
@@ -97,6 +98,15 @@ void EtherSystem::use_host_memory(uint32_t node, mem::TargetSocket& mem) {
     return mem::frame_by_dmi(*mem.get_base_export().operator->(), f, c_.page_bytes, "node " + std::to_string(node));
   });
   N.memory_target = &mem;
+}
+
+void EtherSystem::add_protocol(uint16_t ether_type, FrameHandler h) {
+  char t[8];
+  std::snprintf(t, sizeof t, "0x%04x", ether_type);
+  if (ether_type == kEtherType) throw std::invalid_argument(std::string("EtherType ") + t + " is MBCF/Ether's own");
+  for (const auto& p : protocols_)
+    if (p.first == ether_type) throw std::invalid_argument(std::string("EtherType ") + t + " already has a protocol stack");
+  protocols_.emplace_back(ether_type, std::move(h));
 }
 
 Task& EtherSystem::create_task(uint32_t node, uint32_t ptask, uint32_t key) { return n_[node]->ts.create_task(ptask, key); }

@@ -117,6 +117,16 @@ class EtherSystem {
   // DMI over every frame (the host CPU's view). Throws std::logic_error if frames exist.
   void use_host_memory(uint32_t node, mem::TargetSocket& mem);
 
+  // --- other host protocol stacks beside MBCF's on the nodes' NICs (a socket stack, a user's):
+  // the receive interrupt routine hands every frame of EtherType `ether_type` that the NIC
+  // gives it to `h` instead of to MBCF's code, and goes on after the time `h` returns (ps of
+  // whatever runs the routine: the host kernel, or the MBP2's PME). To send, a stack hands
+  // frames to the node's NIC (`nic(node).transmit`). Frames of a type no stack took are counted
+  // as malformed, as before. Throws std::invalid_argument for MBCF's own type (kEtherType) or a
+  // type taken twice.
+  using FrameHandler = std::function<uint64_t(uint32_t node, std::vector<uint8_t>&& frame)>;
+  void add_protocol(uint16_t ether_type, FrameHandler h);
+
   // --- the OS: tasks and translation tables
   virtual Task& create_task(uint32_t node, uint32_t ptask, uint32_t key);
   void set_ltask(uint32_t node, uint32_t ptask, uint32_t ltask, uint32_t to_node, uint32_t to_ptask);
@@ -340,6 +350,7 @@ class EtherSystem {
   Stats& stats_;
   std::vector<std::unique_ptr<Node>> n_;
   std::unique_ptr<net::EtherSegment> ether_;
+  std::vector<std::pair<uint16_t, FrameHandler>> protocols_;  // (few: a linear search)
   std::function<void(uint32_t, uint32_t, const Packet&)> accept_hook_;
   std::function<void(uint32_t, uint32_t, const Packet&)> tx_hook_;
   Counter &sent_, &received_, &malformed_, &violations_, &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_,
