@@ -74,6 +74,15 @@ struct Cluster {
       nics[n] = nic.get();
       return nic;
     });
+    tasks();
+  }
+  // Two nodes with the conventional NIC of the default parameters.
+  Cluster() {
+    ec.nodes = 2;
+    sys = std::make_unique<EtherSystem>(cal, ec, stats, 1);
+    tasks();
+  }
+  void tasks() {
     for (uint32_t n = 0; n < ec.nodes; ++n) {
       Task& t = sys->create_task(n, 1, 1000 + n);
       sys->space(n).map(t, 0x10000, 16, kPermRW);
@@ -95,6 +104,16 @@ struct Cluster {
   }
   uint32_t word(uint32_t n, uint32_t a) { return sys->space(n).load32(*sys->space(n).find(1), a); }
 };
+
+// An Ethernet frame of `len` bytes from node `from` to node `to`, of EtherType `type`.
+std::vector<uint8_t> raw_frame(uint32_t from, uint32_t to, uint16_t type, uint32_t len, uint32_t salt) {
+  std::vector<uint8_t> f(len);
+  const uint64_t dst = mac_of(to), src = mac_of(from);
+  for (int b = 0; b < 6; ++b) f[b] = static_cast<uint8_t>(dst >> (40 - 8 * b)), f[6 + b] = static_cast<uint8_t>(src >> (40 - 8 * b));
+  f[12] = static_cast<uint8_t>(type >> 8), f[13] = static_cast<uint8_t>(type);
+  for (size_t b = 14; b < f.size(); ++b) f[b] = static_cast<uint8_t>(salt * 13 + b);
+  return f;
+}
 
 TEST(ForeignNic, GoBackNDeliversEveryWriteOnceAndInOrderOverAUsersNicThatDropsFrames) {
   Cluster c({5.0, 5.0}, 7);
@@ -140,16 +159,9 @@ TEST(ForeignNic, TheStackWaitsForExactlyWhatTheNicTakes) {
 // frames of its own EtherType through the node's NIC and takes them from the receive routine,
 // while MBCF's traffic goes on beside it.
 TEST(ForeignNic, AnotherStackSharesTheConventionalNicByEtherType) {
-  Stats stats;
-  Calendar cal{"cal"};
-  EtherSysConfig ec;
-  ec.nodes = 2;
-  EtherSystem sys(cal, ec, stats, 1);
-  for (uint32_t n = 0; n < 2; ++n) {
-    Task& t = sys.create_task(n, 1, 1000 + n);
-    sys.space(n).map(t, 0x10000, 16, kPermRW);
-  }
-  sys.set_ltask(0, 1, 1, 1, 1);
+  Cluster c;
+  EtherSystem& sys = *c.sys;
+  Calendar& cal = c.cal;
   constexpr uint16_t kOurs = 0x88B6;  // IEEE 802 local experimental 2
   EXPECT_THROW(sys.add_protocol(kEtherType, [](uint32_t, std::vector<uint8_t>&&) { return 0ull; }), std::invalid_argument);
   std::vector<std::vector<uint8_t>> got;
@@ -166,30 +178,19 @@ TEST(ForeignNic, AnotherStackSharesTheConventionalNicByEtherType) {
   std::vector<std::vector<uint8_t>> sent;
   uint32_t left_mac = 0;
   for (uint32_t i = 0; i < 20; ++i) {
-    std::vector<uint8_t> f(60 + 7 * i);
-    const uint64_t dst = mac_of(1), src = mac_of(0);
-    for (int b = 0; b < 6; ++b) f[b] = static_cast<uint8_t>(dst >> (40 - 8 * b)), f[6 + b] = static_cast<uint8_t>(src >> (40 - 8 * b));
-    f[12] = kOurs >> 8, f[13] = kOurs & 0xff;
-    for (size_t b = 14; b < f.size(); ++b) f[b] = static_cast<uint8_t>(i * 13 + b);
+    std::vector<uint8_t> f = raw_frame(0, 1, kOurs, 60 + 7 * i, i);
     sent.push_back(f);
     cal.at(i * 20000000ull, [&sys, &left_mac, f]() mutable { sys.nic(0).transmit(1, std::move(f), [&left_mac](bool ok) { left_mac += ok; }); });
   }
-  std::function<void(uint32_t)> write = [&](uint32_t i) {
-    if (i == 20) return;
-    Request r;
-    r.ltask = 1;
-    r.cmds.push_back(word_command(Cmd::Write, 0x10000 + 4 * i, 100 + i));
-    ASSERT_TRUE(sys.syscall(0, 1, r, [&write, i] { write(i + 1); }));
-  };
-  write(0);
+  c.stream(0, 1, 20, 100);
   sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_MS));
   EXPECT_EQ(left_mac, 20u);
   ASSERT_EQ(got.size(), 20u);
   for (uint32_t i = 0; i < 20; ++i) EXPECT_EQ(got[i], sent[i]) << "frame " << i;
   // The routine paid each frame's time before it took the next.
   for (uint32_t i = 1; i < 20; ++i) EXPECT_GE(got_at[i] - got_at[i - 1], cost) << "frame " << i;
-  for (uint32_t i = 0; i < 20; ++i) EXPECT_EQ(sys.space(1).load32(*sys.space(1).find(1), 0x10000 + 4 * i), 100 + i);
-  const auto m = stats.dump()["system"]["mbcf"];
+  for (uint32_t i = 0; i < 20; ++i) EXPECT_EQ(c.word(1, 0x10000 + 4 * i), 100 + i);
+  const auto m = c.stats.dump()["system"]["mbcf"];
   EXPECT_EQ(m["malformed"].get<uint64_t>(), 0u);  // none of ours reached MBCF's decoder
   EXPECT_EQ(m["violations"].get<uint64_t>(), 0u);
   EXPECT_TRUE(sys.quiet());
@@ -197,27 +198,15 @@ TEST(ForeignNic, AnotherStackSharesTheConventionalNicByEtherType) {
 
 // Without a stack for their type, such frames are what they were before: malformed for MBCF.
 TEST(ForeignNic, AFrameOfATypeNoStackTookIsMalformed) {
-  Stats stats;
-  Calendar cal{"cal"};
-  EtherSysConfig ec;
-  ec.nodes = 2;
-  EtherSystem sys(cal, ec, stats, 1);
-  std::vector<uint8_t> f(60);
-  const uint64_t dst = mac_of(1), src = mac_of(0);
-  for (int b = 0; b < 6; ++b) f[b] = static_cast<uint8_t>(dst >> (40 - 8 * b)), f[6 + b] = static_cast<uint8_t>(src >> (40 - 8 * b));
-  f[12] = 0x88, f[13] = 0xB6;
-  cal.at(0, [&sys, f]() mutable { sys.nic(0).transmit(1, std::move(f), [](bool) {}); });
+  Cluster c;
+  c.cal.at(0, [&c] { c.sys->nic(0).transmit(1, raw_frame(0, 1, 0x88B6, 60, 0), [](bool) {}); });
   sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
-  EXPECT_EQ(stats.dump()["system"]["mbcf"]["malformed"].get<uint64_t>(), 1u);
+  EXPECT_EQ(c.stats.dump()["system"]["mbcf"]["malformed"].get<uint64_t>(), 1u);
 }
 
 TEST(ForeignNic, TheConventionalNicIsTheDefaultAndAModule) {
-  Stats stats;
-  Calendar cal{"cal"};
-  EtherSysConfig ec;
-  ec.nodes = 2;
-  EtherSystem sys(cal, ec, stats, 1);
-  EXPECT_NE(dynamic_cast<ConventionalNic*>(&sys.nic(0)), nullptr);
+  Cluster c;
+  EXPECT_NE(dynamic_cast<ConventionalNic*>(&c.sys->nic(0)), nullptr);
   EXPECT_NE(sc_core::sc_find_object("host1_nic"), nullptr);
   EXPECT_NE(sc_core::sc_find_object("host1_cpu"), nullptr);
 }
