@@ -10,6 +10,7 @@
 #include "models/mbcf/ether_system.h"
 #include "models/mbcf/nic.h"
 #include "models/net/ether.h"
+#include "tests/integration/cluster_tasks.h"
 
 namespace {
 
@@ -83,12 +84,7 @@ struct Cluster {
     tasks();
   }
   void tasks() {
-    for (uint32_t n = 0; n < ec.nodes; ++n) {
-      Task& t = sys->create_task(n, 1, 1000 + n);
-      sys->space(n).map(t, 0x10000, 16, kPermRW);
-    }
-    for (uint32_t n = 0; n < ec.nodes; ++n)
-      for (uint32_t m = 0; m < ec.nodes; ++m) sys->set_ltask(n, 1, m, m, 1);
+    test::one_task_per_node(*sys, 16);
   }
   Request write(uint32_t to, uint32_t laddr, uint32_t v) {
     Request r;

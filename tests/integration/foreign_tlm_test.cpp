@@ -11,6 +11,7 @@
 #include <tlm>
 
 #include "models/mbp2/mbp2_system.h"
+#include "tests/integration/cluster_tasks.h"
 #include "tests/user_tlm_memory.h"
 
 namespace {
@@ -30,12 +31,7 @@ struct Cluster {
     sys = std::make_unique<mbp2::Mbp2System>(cal, ec, mbp2::Mbp2Config{}, stats, 1);
   }
   void tasks() {
-    for (uint32_t n = 0; n < ec.nodes; ++n) {
-      Task& t = sys->create_task(n, 1, 1000 + n);
-      sys->space(n).map(t, 0x10000, 4, kPermRW);
-    }
-    for (uint32_t n = 0; n < ec.nodes; ++n)
-      for (uint32_t m = 0; m < ec.nodes; ++m) sys->set_ltask(n, 1, m, m, 1);
+    test::one_task_per_node(*sys, 4);
   }
   Task& task(uint32_t n) { return *sys->space(n).find(1); }
   // Where the task's byte at `laddr` lies in host physical memory.

@@ -19,6 +19,7 @@
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/ether_system.h"
 #include "models/mbp2/mbp2_system.h"
+#include "tests/integration/cluster_tasks.h"
 #include "tests/test_util.h"
 
 namespace mbpsim::mbcf {
@@ -34,12 +35,7 @@ struct Rig {
       sys = std::make_unique<mbp2::Mbp2System>(cal, cfg, mbp2::Mbp2Config{}, stats, seed);
     else
       sys = std::make_unique<EtherSystem>(cal, cfg, stats, seed);
-    for (uint32_t n = 0; n < cfg.nodes; ++n) {
-      Task& t = sys->create_task(n, 1, 1000 + n);
-      sys->space(n).map(t, 0x10000, 16, kPermRW);
-    }
-    for (uint32_t n = 0; n < cfg.nodes; ++n)
-      for (uint32_t m = 0; m < cfg.nodes; ++m) sys->set_ltask(n, 1, m, m, 1);
+    test::one_task_per_node(*sys, 16);
   }
   Task& task(uint32_t n) { return *sys->space(n).find(1); }
   uint32_t word(uint32_t n, uint32_t a) { return sys->space(n).load32(task(n), a); }
