@@ -38,7 +38,7 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
       if (mutant::on(mutant::Id::LocalRepliesHeld)) return;
       auto out = std::move(outbox_);
       outbox_.clear();
-      protocol_work(node, step_cost_, [this, node, out = std::move(out)] {
+      ex(node).work(step_cost_, [this, node, out = std::move(out)] {
         for (const auto& f : out) f();
         run_pollers(node, cal_.now_ps());
       });
@@ -110,7 +110,7 @@ void EtherSystem::GbnHost::set_timer(gbn::Timer t, uint32_t peer, double us, uin
 }
 
 void EtherSystem::GbnHost::progress(uint32_t peer) { s_.n_[node_]->peers[peer].last_progress = s_.cal_.now_ps(); }
-void EtherSystem::GbnHost::arrived(uint32_t peer, uint8_t count) { s_.arrived_set(node_, peer, count); }
+void EtherSystem::GbnHost::arrived(uint32_t peer, uint8_t count) { s_.ex(node_).arrived_set(peer, count); }
 void EtherSystem::GbnHost::release(uint32_t peer) { s_.release_blocked(node_, peer); }
 
 // Requests waiting for room go out, oldest first, while the window has room.
@@ -148,24 +148,22 @@ void EtherSystem::on_frame(uint32_t node, std::vector<uint8_t>&& frame) {
     if (!N.in_isr) {
       N.in_isr = true;
       N.batch = 0;
-      protocol_work(node, rx_entry_ps(node), [this, node] { isr_step(node); });
+      ex(node).work(ex(node).rx_entry_ps(), [this, node] { isr_step(node); });
     }
   });
 }
 
-// ------------------------------------------------------------------ the executor (MBCF/Ether)
-
-uint64_t EtherSystem::rx_entry_ps(uint32_t) { return cycles_ps(c_.int_entry_cycles); }
+// ------------------------------------------------------------------ the receive routine's work
 
 uint64_t EtherSystem::packet_cost(uint32_t node, const Packet& p, ExecResult& r) {
-  if (p.ctrl_p & kAckOnly) return proto_ps(c_.ack_cycles);
+  if (p.ctrl_p & kAckOnly) return ex(node).proto_ps(c_.ack_cycles);
   double cyc = c_.int_packet_cycles + (p.cmds.size() > 1 ? (p.cmds.size() - 1) * c_.int_command_cycles : 0);
-  uint64_t ps = data_move_ps(node, p, r);
+  uint64_t ps = ex(node).data_move_ps(p, r);
   for (const Command& c : p.cmds)
     if (is_atomic(c.cmd)) cyc += c_.atomic_word_cycles * (c.length / 4);
   if (!r.replies.empty() || r.outcome != ExecResult::Outcome::Done) cyc += c_.reply_cycles;
   cyc += c_.reply_cycles * r.forwards.size();
-  return proto_ps(cyc) + ps;
+  return ex(node).proto_ps(cyc) + ps;
 }
 
 void EtherSystem::isr_step(uint32_t node) {
@@ -186,7 +184,7 @@ void EtherSystem::isr_step(uint32_t node) {
     for (auto& [t, h] : protocols_)
       if (t == type) {
         ++N.batch;
-        protocol_work(node, h(node, std::move(f)), [this, node] { isr_step(node); });
+        ex(node).work(h(node, std::move(f)), [this, node] { isr_step(node); });
         return;
       }
   }
@@ -195,7 +193,7 @@ void EtherSystem::isr_step(uint32_t node) {
   Packet p;
   if (decode(f.data(), f.size(), p) != DecodeError::None || p.src_pnode >= n_.size() || p.src_pnode == node) {
     malformed_.inc();
-    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    ex(node).work(ex(node).proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }
   const uint32_t s = p.src_pnode;
@@ -204,26 +202,26 @@ void EtherSystem::isr_step(uint32_t node) {
   // Go-back-N takes the protocol bytes: a Hello, an acknowledgement or a request for one ends
   // there; the sender's side collects what RECV_P acknowledges.
   if (!N.gbn->frame(s, p.ctrl_p, p.end_p, p.recv_p)) {
-    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    ex(node).work(ex(node).proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }
   // The routine's time the NIC's order-checking unit spares it (sequenced packets).
   uint64_t saved = 0;
   auto less_saved = [&saved](uint64_t ps) { return ps - std::min(ps, saved); };
   if (p.ctrl_p & kSequenced) {
-    const Order o = order_of(node, s, p.end_p, &saved);
+    const Order o = ex(node).order_of(s, p.end_p, firmware_order(node, s, p.end_p), &saved);
     // An in-order packet for a task whose save area is full is not accepted: the sender's
     // Go-back-N brings it again.
     const bool room = o != Order::InOrder || !save_area_full(node, p);
     if (!N.gbn->data(s, o, p.end_p, room)) {
       if (!room) save_full_.inc();
-      protocol_work(node, less_saved(proto_ps(c_.ack_cycles)), [this, node] { isr_step(node); });
+      ex(node).work(less_saved(ex(node).proto_ps(c_.ack_cycles)), [this, node] { isr_step(node); });
       return;
     }
     ++N.peers[s].delivered;
   } else if (save_area_full(node, p)) {  // no flow control: lost, as with a full receive ring
     save_full_.inc();
-    protocol_work(node, proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
+    ex(node).work(ex(node).proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
     return;
   }
   if (accept_hook_) accept_hook_(s, node, p);
@@ -236,7 +234,7 @@ void EtherSystem::isr_step(uint32_t node) {
   const uint64_t cost = less_saved(step_cost_);
   auto out = std::move(outbox_);
   outbox_.clear();
-  protocol_work(node, cost, [this, node, out = std::move(out)] {
+  ex(node).work(cost, [this, node, out = std::move(out)] {
     for (const auto& f : out) f();
     isr_step(node);
   });
@@ -246,11 +244,6 @@ EtherSystem::Order EtherSystem::firmware_order(uint32_t node, uint32_t src, uint
   return n_[node]->gbn->classify(src, end_p);
 }
 
-EtherSystem::Order EtherSystem::order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) {
-  *saved = 0;
-  return firmware_order(node, src, end_p);
-}
-
 namespace {
 // A multicast acknowledgement between kernels: kernel work, never a task's command.
 bool is_kernel_ack(const Packet& p) { return p.cmds.size() == 1 && p.cmds[0].cmd == Cmd::Ack; }
@@ -258,7 +251,7 @@ bool is_kernel_ack(const Packet& p) { return p.cmds.size() == 1 && p.cmds[0].cmd
 
 void EtherSystem::accept(uint32_t node, const Packet& p) {
   if (is_kernel_ack(p)) {
-    step_cost_ += proto_ps(c_.ack_cycles);
+    step_cost_ += ex(node).proto_ps(c_.ack_cycles);
     outbox_.push_back([this, node, c = p.cmds[0]] { on_ack(node, c); });
     return;
   }
@@ -277,7 +270,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
       if (!(q.ctrl_p & kForwarded)) q.reserved = static_cast<uint8_t>(p.src_pnode);
       q.ctrl_p = kForwarded;
       q.src_pnode = node;
-      step_cost_ += proto_ps(c_.int_packet_cycles + c_.reply_cycles);
+      step_cost_ += ex(node).proto_ps(c_.int_packet_cycles + c_.reply_cycles);
       forwards_.inc();
       const uint32_t to = m->pnode;
       outbox_.push_back([this, node, to, q] {
@@ -294,12 +287,12 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     encode(q, b);
     t->saved.push_back(std::move(b));
     check_save_area(node);
-    step_cost_ += proto_ps(c_.int_packet_cycles);
+    step_cost_ += ex(node).proto_ps(c_.int_packet_cycles);
     return;
   }
   ExecResult r;
   {
-    TaskSpace::Via via(N.ts, nic_frames(node), nic_writes(node));
+    TaskSpace::Via via(N.ts, ex(node).frames(), ex(node).writes());
     r = execute(N.ts, p, kMaxPacketBytes - frame_overhead_);
   }
   if (r.outcome == ExecResult::Outcome::PageFault) {
@@ -310,7 +303,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     q.ctrl_p &= kForwarded;
     encode(q, b);
     t->saved.push_front(std::move(b));
-    step_cost_ += proto_ps(c_.int_packet_cycles);
+    step_cost_ += ex(node).proto_ps(c_.int_packet_cycles);
     const uint32_t ptask = t->ptask, page = r.fault_page;
     cal_.after(static_cast<uint64_t>(c_.page_in_us * 1e6), [this, node, ptask, page] {
       Task* t = n_[node]->ts.find(ptask);
@@ -340,7 +333,7 @@ void EtherSystem::page_in_done(uint32_t node, uint32_t ptask) {
     deliver_to_task(node, p);
     auto out = std::move(outbox_);
     outbox_.clear();
-    protocol_work(node, step_cost_, [this, node, out = std::move(out)] {
+    ex(node).work(step_cost_, [this, node, out = std::move(out)] {
       for (const auto& f : out) f();
       run_pollers(node, cal_.now_ps());
     });
@@ -450,7 +443,7 @@ void EtherSystem::after_exec(uint32_t node, const Packet& p, const ExecResult& r
   if (!r.replies.empty()) note_reply(rn);
   if (!r.replies.empty())
     outbox_.push_back([this, node, rn, p, reps = r.replies, h = r.nic_reply, no_flow]() mutable {
-      if (h) nic_reply_data(node, h, reps);
+      if (h) ex(node).reply_data(h, reps);
       send_kernel_packet(node, rn, p.src_ptask, p.src_key, reps, no_flow);
     });
   for (const Invocation& iv : r.invocations) outbox_.push_back([this, node, iv] { run_invocation(node, iv); });
@@ -502,7 +495,7 @@ void EtherSystem::run_invocation(uint32_t node, const Invocation& iv) {
   const double cyc = c_.invoke_cycles * (iv.kind == Invocation::DspByUls ? 2 : 1);
   const uint32_t pc = iv.kind == Invocation::DspByUls ? iv.dsp_pc : iv.pc;
   const uint64_t msg = static_cast<uint64_t>(iv.ptask) << 32 | iv.signal_laddr;
-  host_upcall(node, msg, [this, node, iv, cyc, pc] {
+  ex(node).upcall(msg, [this, node, iv, cyc, pc] {
     Node& N = *n_[node];
     auto it = N.programs.find({iv.ptask, pc});
     auto finish = [this, node, iv] {

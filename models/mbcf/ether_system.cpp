@@ -17,7 +17,8 @@
 
 namespace mbpsim::mbcf {
 
-EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint64_t seed, const MakeNic& make_nic)
+EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint64_t seed, const MakeNic& make_nic,
+                         const MakeExecutor& make_executor)
     : cal_(cal),
       c_(c),
       stats_(st),
@@ -76,6 +77,8 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
   ether_ = std::make_unique<net::EtherSegment>(cal, c.ether, c.nodes, st, "system.ether", seed);
   ether_->set_rx([this](uint32_t s, std::vector<uint8_t>&& f) { on_frame(s, std::move(f)); });
   for (uint32_t i = 0; i < c.nodes; ++i) {
+    if (make_executor) n_[i]->exec = make_executor(i, *this);
+    if (!n_[i]->exec) n_[i]->exec = std::make_unique<Kernel>(*this, i);
     if (make_nic) {
       n_[i]->nic = make_nic(i, *ether_);
       continue;
@@ -109,7 +112,11 @@ void EtherSystem::add_protocol(uint16_t ether_type, FrameHandler h) {
   protocols_.emplace_back(ether_type, std::move(h));
 }
 
-Task& EtherSystem::create_task(uint32_t node, uint32_t ptask, uint32_t key) { return n_[node]->ts.create_task(ptask, key); }
+Task& EtherSystem::create_task(uint32_t node, uint32_t ptask, uint32_t key) {
+  Task& t = n_[node]->ts.create_task(ptask, key);
+  n_[node]->nic->task_created(ptask);
+  return t;
+}
 
 void EtherSystem::set_ltask(uint32_t node, uint32_t ptask, uint32_t ltask, uint32_t to_node, uint32_t to_ptask) {
   Task* t = n_[node]->ts.find(ptask);
@@ -162,10 +169,11 @@ void EtherSystem::poll_until(uint32_t node, std::function<bool()> pred, uint64_t
   });
 }
 
-void EtherSystem::run_pollers(uint32_t node, uint64_t at) { n_[node]->cpu->run_pollers(at); }
+void EtherSystem::wake_pollers(uint32_t node, uint64_t at) { n_[node]->cpu->run_pollers(at); }
+void EtherSystem::Kernel::run_pollers(uint64_t at) { s_.wake_pollers(node_, at); }
 
 void EtherSystem::lw_syscall(uint32_t node, std::function<void()> fn) {
-  compute(node, cycles_ps(c_.lw_syscall_cycles), [this, node, fn = std::move(fn)]() mutable { nic_quiesce(node, std::move(fn)); });
+  compute(node, cycles_ps(c_.lw_syscall_cycles), [this, node, fn = std::move(fn)]() mutable { ex(node).quiesce(std::move(fn)); });
 }
 
 void EtherSystem::set_program(uint32_t node, uint32_t ptask, uint32_t pc, Program p) {
@@ -173,6 +181,16 @@ void EtherSystem::set_program(uint32_t node, uint32_t ptask, uint32_t pc, Progra
 }
 
 uint64_t EtherSystem::host_busy_ps(uint32_t node) const { return n_[node]->cpu->busy_ps(); }
+
+nlohmann::ordered_json EtherSystem::nic_summary() const {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& N : n_) {
+    nlohmann::ordered_json j = N->nic->summary();
+    if (!j.is_null()) out.push_back(std::move(j));
+  }
+  if (out.empty()) return nullptr;
+  return out;
+}
 
 // ------------------------------------------------------------------ system call
 
@@ -225,7 +243,7 @@ bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::
     refused_.inc();
     return false;
   }
-  issue(node, ptask, r, std::move(b), std::move(k));
+  ex(node).issue(ptask, r, std::move(b), std::move(k));
   return true;
 }
 
@@ -237,7 +255,7 @@ void EtherSystem::count_emb_requests(uint32_t node, const Packet& p) {
 
 void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
   if (n_[node]->requests_in_flight) --n_[node]->requests_in_flight;
-  request_numbered(node);
+  ex(node).request_numbered();
   if (p.cmds[0].opt.no_flow_control) {
     p.ctrl_p |= kNoFlow;
     nic_send(node, dst, p);
@@ -254,7 +272,12 @@ bool EtherSystem::must_wait(uint32_t node, uint32_t dst, const Packet& p) const 
   return n_[node]->gbn->window_full(dst) || !P.blocked.empty() || P.releasing;
 }
 
-void EtherSystem::issue(uint32_t node, uint32_t, const Request&, Built b, std::function<void()> k) {
+void EtherSystem::Kernel::issue(uint32_t ptask, const Request& r, Built b, std::function<void()> k) {
+  (void)ptask, (void)r;  // (built into `b`)
+  s_.kernel_issue(node_, std::move(b), std::move(k));
+}
+
+void EtherSystem::kernel_issue(uint32_t node, Built b, std::function<void()> k) {
   Node& N = *n_[node];
   const uint32_t dst = b.dst, data = b.data, wire_bytes = b.wire_bytes;
   Packet& p = b.packet;

@@ -26,6 +26,7 @@
 #include "models/host/io_bus.h"
 #include "models/mem/memory.h"
 #include "models/mbcf/engine.h"
+#include "models/mbcf/executor.h"
 #include "models/mbcf/gbn.h"
 #include "models/mbcf/nic.h"
 #include "models/mbcf/packet.h"
@@ -77,25 +78,18 @@ struct EtherSysConfig {
 };
 void declare_mbcf_params(ParamSchema& s);
 
-// What a user asks the MBCF-requesting system call to send.
-struct Request {
-  uint32_t ltask = 0;           // target, through the requester's task-translation table
-  std::vector<Command> cmds;    // one, or several for a combined packet
-  // kNoAddr: the payload is the commands' `data`. Otherwise the request has one command, and
-  // its payload is the `data.size()` bytes of the requester's memory at src_laddr, read when
-  // the request is taken: by the kernel in the system call (MBCF/Ether), by the NIC's DMA when
-  // it fetches the request (MBP2: the task must leave them alone until then, see
-  // Mbp2System::fetched).
-  uint32_t src_laddr = kNoAddr;
-};
-
 class EtherSystem {
  public:
   // Makes node `node`'s NIC, whose port on the Ethernet `wire` is station `node` (null: the
   // conventional NIC the `nic.*` parameters describe). The wire hands received frames to the
   // stack, which gives them to the NIC (Nic::receive) when its receive ring has room.
   using MakeNic = std::function<std::unique_ptr<Nic>(uint32_t node, net::EtherSegment& wire)>;
-  EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& stats, uint64_t seed, const MakeNic& make_nic = nullptr);
+  // Makes what runs MBCF's protocol on node `node` of `sys` (executor.h). No factory, or a
+  // factory that returns null for a node: the host kernel there. Called while `sys` is being
+  // built: keep the reference, use it later.
+  using MakeExecutor = std::function<std::unique_ptr<Executor>(uint32_t node, EtherSystem& sys)>;
+  EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& stats, uint64_t seed, const MakeNic& make_nic = nullptr,
+              const MakeExecutor& make_executor = nullptr);
   virtual ~EtherSystem() = default;
   EtherSystem(const EtherSystem&) = delete;
   EtherSystem& operator=(const EtherSystem&) = delete;
@@ -106,6 +100,7 @@ class EtherSystem {
   net::EtherSegment& ether() { return *ether_; }
   Nic& nic(uint32_t node) { return *n_[node]->nic; }
   host::Cpu& cpu(uint32_t node) { return *n_[node]->cpu; }
+  Executor& executor(uint32_t node) { return *n_[node]->exec; }
   uint64_t cycles_ps(double cycles) const;  // host CPU cycles as time
 
   // --- the host's physical memory: a TLM-2.0 target (models/mem/memory.h). The OS takes the
@@ -127,8 +122,16 @@ class EtherSystem {
   using FrameHandler = std::function<uint64_t(uint32_t node, std::vector<uint8_t>&& frame)>;
   void add_protocol(uint16_t ether_type, FrameHandler h);
 
+  // --- for an executor (executor.h) that runs the protocol elsewhere than in the kernel
+  // A validated request's packet goes to the protocol: numbered and sent by Go-back-N (waiting
+  // for the peer's window), or sent unnumbered when it asks for no flow control.
+  void submit(uint32_t node, uint32_t dst, Packet p);
+  // Counts a request's commands against their elastic-memory-barrier colours (4.2): an
+  // executor does it when it takes the request, before the user can poll the counters.
+  void count_emb_requests(uint32_t node, const Packet& p);
+
   // --- the OS: tasks and translation tables
-  virtual Task& create_task(uint32_t node, uint32_t ptask, uint32_t key);
+  Task& create_task(uint32_t node, uint32_t ptask, uint32_t key);  // (and tells the node's NIC)
   void set_ltask(uint32_t node, uint32_t ptask, uint32_t ltask, uint32_t to_node, uint32_t to_ptask);
   // Moves a task (its pages copied) and updates every translation table that refers to it
   // (3.3.3). Packets still on their way to the old node are forwarded by it (byte 20 of a
@@ -174,8 +177,9 @@ class EtherSystem {
   // so here, and the run stops with exit status 2.
   const std::string& failure() const { return failure_; }
   std::string dump() const;
-  // What the NIC did, for a workload's summary (null for MBCF/Ether's conventional NIC).
-  virtual nlohmann::ordered_json nic_summary() const { return nullptr; }
+  // What the NICs did, for a workload's summary: each node's Nic::summary, in node order (null
+  // when no NIC says anything, as MBCF/Ether's conventional NIC).
+  nlohmann::ordered_json nic_summary() const;
   // Every sequenced command packet accepted, in acceptance order, per (from, to): END_P numbers
   // are mod 256, so tests check the stream of payload tags instead.
   void set_accept_hook(std::function<void(uint32_t from, uint32_t to, const Packet&)> h) { accept_hook_ = std::move(h); }
@@ -183,69 +187,48 @@ class EtherSystem {
   void set_tx_hook(std::function<void(uint32_t from, uint32_t to, const Packet&)> h) { tx_hook_ = std::move(h); }
 
  protected:
-  // ---- The executor: who runs the protocol and what moving bytes costs. This class is
-  // MBCF/Ether: the host kernel on the host CPU. The MBP2 (models/mbp2), whose firmware runs
-  // the protocol on the card, overrides these and keeps everything else: command semantics,
-  // packets, Go-back-N, combining, page faults, migration. (The NIC is not a hook: it is the
-  // node's `Nic`.)
-  // Protocol work, given in the SS20 kernel's cycles (the calibrated routine costs), as time
-  // on whatever runs the protocol.
-  virtual uint64_t proto_ps(double host_cycles) const { return cycles_ps(host_cycles); }
-  // Runs protocol work of `dur` on the node's protocol processor, then `fn`.
-  virtual void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) { interrupt(node, dur, std::move(fn)); }
-  // A request checked and made into its packet by build_request: `dst` its Pnode, `data` its
-  // payload bytes, `wire_bytes` the encoded packet.
-  struct Built {
-    Packet packet;
-    uint32_t dst = 0, data = 0, wire_bytes = 0;
-  };
-  // A validated request `r` from a user task, built into `b`: charge the host, get the packet
-  // to the protocol (submit), continue the user (k).
-  virtual void issue(uint32_t node, uint32_t ptask, const Request& r, Built b, std::function<void()> k);
+  // ---- Who runs the protocol is the node's Executor (executor.h): the host kernel below, or
+  // a NIC's firmware (the MBP2's). Everything else is here: command semantics, packets,
+  // Go-back-N, combining, page faults, migration. (The NIC is the node's `Nic`.)
+  using Built = Executor::Built;
   using Rx = Nic::Rx;
   using RxReady = Nic::RxReady;
-  // Entering the receive routine (an interrupt).
-  virtual uint64_t rx_entry_ps(uint32_t node);
-  // A user program is to be invoked (MBCF_SIGNAL) with the 64-bit message (Ptask, signal
-  // structure): MBCF/Ether is already in the host kernel; a NIC must interrupt the host first.
-  virtual void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) { (void)node, (void)msg; k(); }
-  // Where a sequenced packet from `src` stands against the count of packets arrived from it
-  // (END_P, modulo 256): the receive routine's own comparison. A NIC with an order-checking
-  // unit answers from the unit's register instead and sets `saved` to the routine's time
-  // that spares.
   using Order = gbn::Order;
-  virtual Order order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved);
+  // The host kernel runs the protocol on the host CPU (chapter 6): a system call, the receive
+  // interrupt routine, the kernel's copies.
+  class Kernel final : public Executor {
+   public:
+    Kernel(EtherSystem& s, uint32_t node) : s_(s), node_(node) {}
+    uint64_t proto_ps(double kernel_cycles) const override { return s_.cycles_ps(kernel_cycles); }
+    void work(uint64_t dur, std::function<void()> fn) override { s_.interrupt(node_, dur, std::move(fn)); }
+    void issue(uint32_t ptask, const Request& r, Built b, std::function<void()> k) override;
+    uint64_t rx_entry_ps() override { return s_.cycles_ps(s_.c_.int_entry_cycles); }
+    void upcall(uint64_t msg, std::function<void()> k) override { (void)msg, k(); }
+    uint64_t data_move_ps(const Packet& p, ExecResult& r) override {
+      (void)p;
+      return s_.copy_ps(r.data_bytes);
+    }
+    void run_pollers(uint64_t at) override;
+
+   private:
+    EtherSystem& s_;
+    const uint32_t node_;
+  };
+  // Where a sequenced packet from `src` stands against the count of packets arrived from it
+  // (END_P, modulo 256): the receive routine's own comparison.
   Order firmware_order(uint32_t node, uint32_t src, uint8_t end_p) const;
-  // The count of packets arrived from `src` was set (a packet accepted, or a reset to 0).
-  virtual void arrived_set(uint32_t node, uint32_t src, uint8_t arrived) { (void)node, (void)src, (void)arrived; }
-  // The frames through which whoever runs received commands reaches the tasks' memory: null
-  // for the host kernel (the page tables); a NIC's DMA goes through its TLB.
-  virtual const FrameMap* nic_frames(uint32_t node) const { (void)node; return nullptr; }
-  // Where the commands' writes into the tasks' memory wait for the DMA that makes them: null
-  // for the host kernel (it stores them itself); the MBP2's ADMA writes them later.
-  virtual WriteBuffer* nic_writes(uint32_t node) { (void)node; return nullptr; }
-  // A light-weight system call is about to read and change structures the commands also
-  // change: `fn` runs once nothing the commands wrote is still on its way into memory.
-  virtual void nic_quiesce(uint32_t node, std::function<void()> fn) { (void)node, fn(); }
-  // A request left the node's queue of requests not yet numbered (requests_in_flight).
-  virtual void request_numbered(uint32_t node) { (void)node; }
-  // Moving the packet's data between the packet buffer and the target task's memory (the
-  // executed packet's `r.data_bytes`; a NIC's DMA makes the writes nic_writes holds).
-  virtual uint64_t data_move_ps(uint32_t node, const Packet& p, ExecResult& r) { (void)node, (void)p; return copy_ps(r.data_bytes); }
-  // The replies of a packet whose READ data a NIC's DMA read (ExecResult::nic_reply) take it
-  // as they leave.
-  virtual void nic_reply_data(uint32_t node, uint32_t handle, std::vector<Command>& replies) { (void)node, (void)handle, (void)replies; }
+  // The host CPU's pollers, woken whoever runs the protocol (an executor's run_pollers ends here).
+  void wake_pollers(uint32_t node, uint64_t at);
+  Executor& ex(uint32_t node) const { return *n_[node]->exec; }
+  // The system call's side of a request (Kernel::issue): the kernel builds the packet and sends it.
+  void kernel_issue(uint32_t node, Built b, std::function<void()> k);
   // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability, a payload
   // named by Request::src_laddr readable) and made into its packet; false if it cannot be sent.
   bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
-  // The packet goes to the protocol: numbered and sent (or sent unnumbered without flow control).
-  void submit(uint32_t node, uint32_t dst, Packet p);
   void fail(const std::string& why) {
     if (failure_.empty()) failure_ = why;
   }
   std::string failure_;
-  // Counts a request's commands against their elastic-memory-barrier colours (4.2).
-  void count_emb_requests(uint32_t node, const Packet& p);
   bool must_wait(uint32_t node, uint32_t dst, const Packet& p) const;
   uint64_t copy_ps(uint32_t bytes) const;
   // Bytes the NIC adds to every frame (0 for MBCF/Ether): requests whose frame or reply would
@@ -291,6 +274,7 @@ class EtherSystem {
     // them: a request there is neither unacknowledged nor blocked yet.
     uint32_t requests_in_flight = 0;
     std::unique_ptr<Nic> nic;
+    std::unique_ptr<Executor> exec;  // what runs the protocol
     std::deque<Rx> ring;  // received, DMA'd, waiting for the interrupt routine
     uint32_t ring_used = 0;
     bool in_isr = false;
@@ -312,7 +296,7 @@ class EtherSystem {
 
   void interrupt(uint32_t node, uint64_t dur, std::function<void()> fn) { n_[node]->cpu->interrupt(dur, std::move(fn)); }
   // Wakes the programs polling memory whose conditions now hold (after `poll_cycles`).
-  virtual void run_pollers(uint32_t node, uint64_t at);
+  void run_pollers(uint32_t node, uint64_t at) { n_[node]->exec->run_pollers(at); }
   // transmit path
   void transmit(uint32_t node, uint32_t peer, Packet p);
   void nic_send(uint32_t node, uint32_t dst, const Packet& p);

@@ -10,6 +10,8 @@
 #include <functional>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace mbpsim::mbcf {
 
 class Nic {
@@ -50,6 +52,11 @@ class Nic {
   // A task left the node (migration): its Ptask may name another task later, so a NIC that
   // caches translations tagged with it must drop them all.
   virtual void task_left(uint32_t ptask) { (void)ptask; }
+  // The OS made a task on the node (at set-up): a NIC that gives each task its own doorbell
+  // assigns it one.
+  virtual void task_created(uint32_t ptask) { (void)ptask; }
+  // What the NIC did, for a run's summary (null: nothing to say, as the conventional NIC).
+  virtual nlohmann::ordered_json summary() const { return nullptr; }
 };
 
 }  // namespace mbpsim::mbcf

@@ -118,7 +118,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
                 dec.ok = decode_image(img, &dec.packet);
                 dec.bytes = std::move(img);
                 const size_t ncmd = dec.ok ? dec.packet.cmds.size() : 1;
-                const uint64_t hdr = proto_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
+                const uint64_t hdr = u.pme->host_cycles_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
                 u.pme->run_from(Pme::kPgeRing, "header_build", Pme::kNormal, hdr, [this, node, ptask, ltask, b, inc] {
                   if (!n_[node]->up || n_[node]->incarnation != inc) return;
                   build_from_image(node, ptask, ltask, b);
@@ -278,15 +278,12 @@ void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
   os_to_pme(node, kIcuFlushContext | static_cast<uint64_t>(ptask & 0xffffff) << 32);
 }
 
-const mbcf::FrameMap* Mbp2System::nic_frames(uint32_t node) const { return &u_[node]->frames; }
-
 // The OCU-R compares each sequenced MBCF frame's END_P with its peer's register as the LDMA
 // writes the frame; the receive routine takes the verdict instead of comparing END_P with the
 // count itself (mbp2.fw_order_instr of its time). The count the routine keeps for
 // acknowledgements must say the same: a disagreement is a model error.
-mbcf::EtherSystem::Order Mbp2System::order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) {
+mbcf::EtherSystem::Order Mbp2System::order_of(uint32_t node, uint32_t src, uint8_t end_p, Order fw, uint64_t* saved) {
   Units& u = *u_[node];
-  const Order fw = firmware_order(node, src, end_p);
   *saved = 0;
   if (!u.ocu || u.mbcf_ocu.at(src) < 0) return fw;
   const uint32_t reg = static_cast<uint32_t>(u.mbcf_ocu[src]);
@@ -544,7 +541,7 @@ void Mbp2System::adma_drained(uint32_t node) {
   for (auto& f : w) f();
   if (u.poll_on_drain) {
     u.poll_on_drain = false;
-    EtherSystem::run_pollers(node, cal_.now_ps());
+    wake_pollers(node, cal_.now_ps());
   }
 }
 
@@ -560,47 +557,43 @@ void Mbp2System::nic_quiesce(uint32_t node, std::function<void()> fn) {
   u.quiesce_waiters.push_back(std::move(fn));
 }
 
-void Mbp2System::run_pollers(uint32_t node, uint64_t at) {
+void Mbp2System::fw_run_pollers(uint32_t node, uint64_t at) {
   // A program polling for what the ADMA has still to write looks again once it is written.
   if (u_[node]->adma_writes.size() || u_[node]->atomics) u_[node]->poll_on_drain = true;
-  EtherSystem::run_pollers(node, at);
+  wake_pollers(node, at);
 }
 
-nlohmann::ordered_json Mbp2System::nic_summary() const {
+nlohmann::ordered_json Mbp2System::summary(uint32_t n) const {
   const double t = static_cast<double>(cal_.now_ps());
   auto frac = [t](uint64_t busy) { return t > 0 ? std::round(busy / t * 1e4) / 1e4 : 0.0; };
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (uint32_t n = 0; n < nodes(); ++n) {
-    const Units& u = *u_[n];
-    nlohmann::ordered_json j;
-    j["node"] = n;
-    j["pme_interrupts_per_s"] = t > 0 ? std::round(u.pme->interrupts() / (t / 1e12)) : 0.0;
-    nlohmann::ordered_json b;
-    b["pme"] = frac(u.pme->busy_ps());
-    b["biu"] = frac(u.bus->busy_ps());
-    b["pge"] = frac(u.pge->busy_ps());
-    b["adma"] = frac(u.adma->busy_ps());
-    b["ldma_tx"] = frac(u.ldma_tx->busy_ps());
-    b["ldma_rx"] = frac(u.ldma_rx->busy_ps());
-    if (u.cau) b["cau"] = frac(u.cau->busy_ps());
-    uint64_t em = 0;
-    for (int r = 0; r < kRoutes; ++r) em += u.em->busy_ps(static_cast<Route>(r));
-    b["em"] = frac(em);
-    j["utilisation"] = b;
-    if (m_.crypto.enabled()) {
-      const CryptoStats& x = u.cs;
-      nlohmann::ordered_json c;
-      c["frames_sealed"] = x.sealed->value;
-      c["frames_opened"] = x.opened->value;
-      c["bytes_encrypted"] = x.enc_bytes->value;
-      c["bytes_decrypted"] = x.dec_bytes->value;
-      c["rejected"] = x.rej_auth->value + x.rej_format->value + x.rej_plain->value + x.rej_no_sa->value;
-      if (x.kx_done) c["key_exchange_us"] = x.kx_done->value ? std::round(x.kx_ps->value / x.kx_done->value / 1e3) / 1e3 : 0.0;
-      j["crypto"] = c;
-    }
-    out.push_back(j);
+  const Units& u = *u_[n];
+  nlohmann::ordered_json j;
+  j["node"] = n;
+  j["pme_interrupts_per_s"] = t > 0 ? std::round(u.pme->interrupts() / (t / 1e12)) : 0.0;
+  nlohmann::ordered_json b;
+  b["pme"] = frac(u.pme->busy_ps());
+  b["biu"] = frac(u.bus->busy_ps());
+  b["pge"] = frac(u.pge->busy_ps());
+  b["adma"] = frac(u.adma->busy_ps());
+  b["ldma_tx"] = frac(u.ldma_tx->busy_ps());
+  b["ldma_rx"] = frac(u.ldma_rx->busy_ps());
+  if (u.cau) b["cau"] = frac(u.cau->busy_ps());
+  uint64_t em = 0;
+  for (int r = 0; r < kRoutes; ++r) em += u.em->busy_ps(static_cast<Route>(r));
+  b["em"] = frac(em);
+  j["utilisation"] = b;
+  if (m_.crypto.enabled()) {
+    const CryptoStats& x = u.cs;
+    nlohmann::ordered_json c;
+    c["frames_sealed"] = x.sealed->value;
+    c["frames_opened"] = x.opened->value;
+    c["bytes_encrypted"] = x.enc_bytes->value;
+    c["bytes_decrypted"] = x.dec_bytes->value;
+    c["rejected"] = x.rej_auth->value + x.rej_format->value + x.rej_plain->value + x.rej_no_sa->value;
+    if (x.kx_done) c["key_exchange_us"] = x.kx_done->value ? std::round(x.kx_ps->value / x.kx_done->value / 1e3) / 1e3 : 0.0;
+    j["crypto"] = c;
   }
-  return out;
+  return j;
 }
 
 }  // namespace mbpsim::mbp2

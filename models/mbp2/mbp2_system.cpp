@@ -135,7 +135,9 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::
 }
 
 Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed)
-    : EtherSystem(cal, ec, st, seed, [this](uint32_t node, net::EtherSegment&) { return std::make_unique<Port>(*this, node); }),
+    : EtherSystem(
+          cal, ec, st, seed, [this](uint32_t node, net::EtherSegment&) { return std::make_unique<Port>(*this, node); },
+          [this](uint32_t node, EtherSystem&) { return std::make_unique<Firmware>(*this, node); }),
       m_(c),
       rejected_requests_(st.counter("system.mbp2.rejected_requests", "requests dropped because their doorbell alias was not the task's own")),
       host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")),
@@ -290,10 +292,6 @@ std::vector<uint8_t> Mbp2System::mbcf_structure(uint32_t ltask, const Packet& p,
   return s;
 }
 
-void Mbp2System::issue(uint32_t node, uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) {
-  send_packet(node, ptask, alias_of(node, ptask), r, std::move(b), std::move(k));
-}
-
 bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
   if (!n_[node]->up) return false;  // a node without power runs no program
   Built b;
@@ -394,12 +392,10 @@ void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_
   compute(node, done - now, std::move(k));
 }
 
-mbcf::Task& Mbp2System::create_task(uint32_t node, uint32_t ptask, uint32_t key) {
-  mbcf::Task& t = EtherSystem::create_task(node, ptask, key);
+void Mbp2System::task_created(uint32_t node, uint32_t ptask) {
   Units& u = *u_[node];
   // The OS gives the task its alias page and tells the NIC through the KLI (at set-up).
   u.uli->assign(u.next_alias++, ptask, cal_.now_ps());
-  return t;
 }
 
 // A request taken from a doorbell left EM's queue: the oldest retried doorbell goes in.

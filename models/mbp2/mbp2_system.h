@@ -70,7 +70,6 @@ class Mbp2System : public mbcf::EtherSystem {
   // receive-ring entry) and the request images (one per request slot).
   static uint64_t em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes);
   const Mbp2Config& mbp2_config() const { return m_; }
-  mbcf::Task& create_task(uint32_t node, uint32_t ptask, uint32_t key) override;
   // A request rung through an explicit doorbell alias (the normal path uses the task's own):
   // the host pays for the structure and the write; a foreign or unassigned alias is rejected
   // by the ULI and nothing is sent. Returns false when rejected (after the host's cost).
@@ -195,23 +194,6 @@ class Mbp2System : public mbcf::EtherSystem {
   }
   // Frames for no bound port, in the kernel's receive structure, oldest first.
   const std::deque<std::vector<uint8_t>>& kernel_received(uint32_t node) const { return u_[node]->kernel_rx; }
-  // Per node: PME interrupts per second and utilisation, each unit's busy fraction, crypto.
-  nlohmann::ordered_json nic_summary() const override;
-
- protected:
-  uint64_t proto_ps(double host_cycles) const override { return u_[0]->pme->host_cycles_ps(host_cycles); }
-  void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) override;
-  void issue(uint32_t node, uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) override;
-  uint64_t rx_entry_ps(uint32_t node) override;
-  uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, mbcf::ExecResult& r) override;
-  void nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) override;
-  mbcf::WriteBuffer* nic_writes(uint32_t node) override { return &u_[node]->adma_writes; }
-  void run_pollers(uint32_t node, uint64_t at) override;
-  void nic_quiesce(uint32_t node, std::function<void()> fn) override;
-  void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) override;
-  Order order_of(uint32_t node, uint32_t src, uint8_t end_p, uint64_t* saved) override;
-  void arrived_set(uint32_t node, uint32_t src, uint8_t arrived) override;
-  const mbcf::FrameMap* nic_frames(uint32_t node) const override;
 
  private:
   using InMac = std::function<void(std::vector<uint8_t>&&)>;
@@ -229,11 +211,57 @@ class Mbp2System : public mbcf::EtherSystem {
     void power_off() override { s_.nic_power_off(node_); }
     void page_unmapped(uint32_t ptask, uint32_t laddr) override { s_.page_unmapped(node_, ptask, laddr); }
     void task_left(uint32_t ptask) override { s_.task_left(node_, ptask); }
+    void task_created(uint32_t ptask) override { s_.task_created(node_, ptask); }
+    // PME interrupts per second and utilisation, each unit's busy fraction, crypto.
+    nlohmann::ordered_json summary() const override { return s_.summary(node_); }
 
    private:
     Mbp2System& s_;
     const uint32_t node_;
   };
+  // The MBCF firmware on the card's PME (mbcf::Executor): the protocol work EtherSystem decides
+  // runs here instead of in the host kernel (8.3.3). Requests come by doorbell (issue), the
+  // receive routine runs on the PME, the ADMA moves the commands' data through the TLB, the
+  // OCU checks the order, and an invocation interrupts the host through the ICU.
+  class Firmware final : public mbcf::Executor {
+   public:
+    Firmware(Mbp2System& s, uint32_t node) : s_(s), node_(node) {}
+    uint64_t proto_ps(double kernel_cycles) const override { return s_.u_[node_]->pme->host_cycles_ps(kernel_cycles); }
+    void work(uint64_t dur, std::function<void()> fn) override { s_.protocol_work(node_, dur, std::move(fn)); }
+    void issue(uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) override {
+      s_.send_packet(node_, ptask, s_.alias_of(node_, ptask), r, std::move(b), std::move(k));
+    }
+    uint64_t rx_entry_ps() override { return s_.rx_entry_ps(node_); }
+    void upcall(uint64_t msg, std::function<void()> k) override { s_.host_upcall(node_, msg, std::move(k)); }
+    mbcf::gbn::Order order_of(uint32_t src, uint8_t end_p, mbcf::gbn::Order counted, uint64_t* saved) override {
+      return s_.order_of(node_, src, end_p, counted, saved);
+    }
+    void arrived_set(uint32_t src, uint8_t arrived) override { s_.arrived_set(node_, src, arrived); }
+    const mbcf::FrameMap* frames() const override { return &s_.u_[node_]->frames; }
+    mbcf::WriteBuffer* writes() override { return &s_.u_[node_]->adma_writes; }
+    void quiesce(std::function<void()> fn) override { s_.nic_quiesce(node_, std::move(fn)); }
+    void request_numbered() override { s_.request_numbered(node_); }
+    uint64_t data_move_ps(const mbcf::Packet& p, mbcf::ExecResult& r) override { return s_.data_move_ps(node_, p, r); }
+    void reply_data(uint32_t handle, std::vector<mbcf::Command>& replies) override { s_.nic_reply_data(node_, handle, replies); }
+    void run_pollers(uint64_t at) override { s_.fw_run_pollers(node_, at); }
+
+   private:
+    Mbp2System& s_;
+    const uint32_t node_;
+  };
+  // The executor's work, per node (mbp2_nic.cpp, mbp2_system.cpp).
+  void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn);
+  uint64_t rx_entry_ps(uint32_t node);
+  uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, mbcf::ExecResult& r);
+  void nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies);
+  void fw_run_pollers(uint32_t node, uint64_t at);
+  void nic_quiesce(uint32_t node, std::function<void()> fn);
+  void host_upcall(uint32_t node, uint64_t msg, std::function<void()> k);
+  Order order_of(uint32_t node, uint32_t src, uint8_t end_p, Order counted, uint64_t* saved);
+  void arrived_set(uint32_t node, uint32_t src, uint8_t arrived);
+  // The OS gave a new task its doorbell alias; a node's part of nic_summary.
+  void task_created(uint32_t node, uint32_t ptask);
+  nlohmann::ordered_json summary(uint32_t node) const;
   // An encoded frame for `dst` handed to the card now: `in_mac` gets the frame that goes on the
   // wire when it is in the MAC (sealed when the NIC encrypts), or an empty one when the NIC
   // could not send it.
@@ -523,7 +551,7 @@ class Mbp2System : public mbcf::EtherSystem {
                     std::function<void(uint32_t)> nic, std::function<void()> k, bool slot = false);
   void doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
                 std::function<void()> k, bool slot);
-  void request_numbered(uint32_t node) override;
+  void request_numbered(uint32_t node);
   // [laddr, laddr + n) mapped in `t` with `perm` and present.
   static bool usable(const mbcf::TaskSpace& ts, const mbcf::Task& t, uint64_t laddr, uint64_t n, uint8_t perm);
   static std::vector<uint8_t> mbcf_structure(uint32_t ltask, const mbcf::Packet& p, uint32_t src_laddr);
