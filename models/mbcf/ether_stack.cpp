@@ -293,7 +293,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
   ExecResult r;
   {
     TaskSpace::Via via(N.ts, ex(node).frames(), ex(node).writes());
-    r = execute(N.ts, p, kMaxPacketBytes - frame_overhead_);
+    r = execute(N.ts, p, kMaxPacketBytes - N.nic->frame_overhead());
   }
   if (r.outcome == ExecResult::Outcome::PageFault) {
     faults_.inc();

@@ -227,8 +227,9 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
   const uint32_t bytes = packet_bytes(p);
   // The request and the reply it asks for must fit a frame (4.4), with what the NIC adds to
   // every frame (a sealed frame, crypto.h).
-  if (bytes + frame_overhead_ > kMaxPacketBytes) return false;
-  if (reply_packet_bytes(p.cmds) + frame_overhead_ > kMaxPacketBytes) return false;
+  const uint32_t overhead = n_[node]->nic->frame_overhead();
+  if (bytes + overhead > kMaxPacketBytes) return false;
+  if (reply_packet_bytes(p.cmds) + overhead > kMaxPacketBytes) return false;
   b.dst = it->second.pnode;
   b.wire_bytes = bytes;
   b.data = 0;
@@ -236,15 +237,34 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
   return true;
 }
 
-bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k) {
+bool EtherSystem::take_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) {
   if (!n_[node]->up) return false;  // a node without power runs no program
-  Built b;
   if (!build_request(node, ptask, r, b)) {
     refused_.inc();
     return false;
   }
+  return true;
+}
+
+bool EtherSystem::syscall(uint32_t node, uint32_t ptask, const Request& r, std::function<void()> k) {
+  Built b;
+  if (!take_request(node, ptask, r, b)) return false;
   ex(node).issue(ptask, r, std::move(b), std::move(k));
   return true;
+}
+
+void EtherSystem::request_given_up(uint32_t node) {
+  if (n_[node]->requests_in_flight) --n_[node]->requests_in_flight;
+  ex(node).request_numbered();
+}
+
+void EtherSystem::send_request(uint32_t node, uint32_t dst, Packet p) {
+  if (must_wait(node, dst, p)) {  // TH2: the request waits (in the executor's memory) for the window
+    blocked_.inc();
+    n_[node]->peers[dst].blocked.push_back([this, node, dst, p]() mutable { submit(node, dst, std::move(p)); });
+    return;
+  }
+  submit(node, dst, std::move(p));
 }
 
 void EtherSystem::count_emb_requests(uint32_t node, const Packet& p) {

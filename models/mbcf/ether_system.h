@@ -123,12 +123,34 @@ class EtherSystem {
   void add_protocol(uint16_t ether_type, FrameHandler h);
 
   // --- for an executor (executor.h) that runs the protocol elsewhere than in the kernel
-  // A validated request's packet goes to the protocol: numbered and sent by Go-back-N (waiting
-  // for the peer's window), or sent unnumbered when it asks for no flow control.
-  void submit(uint32_t node, uint32_t dst, Packet p);
+  using Built = Executor::Built;
+  // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability, a payload
+  // named by Request::src_laddr readable, the frame and its reply within the MTU with what the
+  // NIC adds, Nic::frame_overhead) and made into its packet; false if it cannot be sent.
+  bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
+  // The same as a user's library call does it: false, counted as refused, when the node has no
+  // power or the request cannot be sent.
+  bool take_request(uint32_t node, uint32_t ptask, const Request& r, Built& b);
   // Counts a request's commands against their elastic-memory-barrier colours (4.2): an
   // executor does it when it takes the request, before the user can poll the counters.
   void count_emb_requests(uint32_t node, const Packet& p);
+  // A request the executor holds that is not numbered yet (quiet() waits for it): taken, and
+  // given up (the executor let it go unsent); send_request ends it too.
+  void request_taken(uint32_t node) { ++n_[node]->requests_in_flight; }
+  void request_given_up(uint32_t node);
+  uint32_t requests_in_flight(uint32_t node) const { return n_[node]->requests_in_flight; }
+  // A validated request's packet goes to the protocol: while the peer has TH2 packets
+  // unacknowledged it waits, behind the node's earlier ones (counted as blocked), then is
+  // numbered and sent by Go-back-N; a request for no flow control is sent unnumbered at once.
+  void send_request(uint32_t node, uint32_t dst, Packet p);
+  // Whether the node has power, and its incarnation (a power cycle starts a new one: work
+  // begun in an earlier one is dropped when it comes back).
+  bool up(uint32_t node) const { return n_[node]->up; }
+  uint32_t incarnation(uint32_t node) const { return n_[node]->incarnation; }
+  // The simulated system cannot go on (see failure()).
+  void fail(const std::string& why) {
+    if (failure_.empty()) failure_ = why;
+  }
 
   // --- the OS: tasks and translation tables
   Task& create_task(uint32_t node, uint32_t ptask, uint32_t key);  // (and tells the node's NIC)
@@ -186,11 +208,10 @@ class EtherSystem {
   // Observes every packet a node hands to its NIC (data, replies, acknowledgements, resends).
   void set_tx_hook(std::function<void(uint32_t from, uint32_t to, const Packet&)> h) { tx_hook_ = std::move(h); }
 
- protected:
+ private:
   // ---- Who runs the protocol is the node's Executor (executor.h): the host kernel below, or
   // a NIC's firmware (the MBP2's). Everything else is here: command semantics, packets,
   // Go-back-N, combining, page faults, migration. (The NIC is the node's `Nic`.)
-  using Built = Executor::Built;
   using Rx = Nic::Rx;
   using RxReady = Nic::RxReady;
   using Order = gbn::Order;
@@ -222,18 +243,12 @@ class EtherSystem {
   Executor& ex(uint32_t node) const { return *n_[node]->exec; }
   // The system call's side of a request (Kernel::issue): the kernel builds the packet and sends it.
   void kernel_issue(uint32_t node, Built b, std::function<void()> k);
-  // A user request checked (task, Ltask, 4.4 rules a sender can see, encodability, a payload
-  // named by Request::src_laddr readable) and made into its packet; false if it cannot be sent.
-  bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
-  void fail(const std::string& why) {
-    if (failure_.empty()) failure_ = why;
-  }
   std::string failure_;
   bool must_wait(uint32_t node, uint32_t dst, const Packet& p) const;
+  // The packet goes to the protocol now: numbered and sent (or sent unnumbered without flow
+  // control).
+  void submit(uint32_t node, uint32_t dst, Packet p);
   uint64_t copy_ps(uint32_t bytes) const;
-  // Bytes the NIC adds to every frame (0 for MBCF/Ether): requests whose frame or reply would
-  // then exceed the Ethernet MTU are refused by build_request.
-  uint32_t frame_overhead_ = 0;
 
   // The host's side of a peer (the protocol's is in Node::gbn).
   struct Peer {

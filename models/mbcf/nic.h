@@ -55,6 +55,9 @@ class Nic {
   // The OS made a task on the node (at set-up): a NIC that gives each task its own doorbell
   // assigns it one.
   virtual void task_created(uint32_t ptask) { (void)ptask; }
+  // Bytes the NIC adds to every frame (a sealed frame's header and tag): a request whose frame
+  // or reply would then exceed the Ethernet MTU cannot be sent.
+  virtual uint32_t frame_overhead() const { return 0; }
   // What the NIC did, for a run's summary (null: nothing to say, as the conventional NIC).
   virtual nlohmann::ordered_json summary() const { return nullptr; }
 };

@@ -79,12 +79,12 @@ void Mbp2System::install_keys(uint32_t node, uint32_t peer, bool boot) {
 
 void Mbp2System::Port::transmit(uint32_t dst, Frame&& frame, Sent sent) {
   Mbp2System& s = s_;
-  const uint32_t node = node_, inc = s.n_[node]->incarnation;
+  const uint32_t node = node_, inc = s.incarnation(node);
   s.nic_transmit(node, dst, std::move(frame), [&s, node, dst, inc, k = std::move(sent)](std::vector<uint8_t>&& b) mutable {
-    if (!s.n_[node]->up || s.n_[node]->incarnation != inc) return;
+    if (!s.up(node) || s.incarnation(node) != inc) return;
     if (b.empty()) return k(false);  // the NIC could not send it
-    s.ether_->send(node, dst, std::move(b), [&s, node, inc, k = std::move(k)](bool) {
-      if (!s.n_[node]->up || s.n_[node]->incarnation != inc) return;
+    s.ether().send(node, dst, std::move(b), [&s, node, inc, k = std::move(k)](bool) {
+      if (!s.up(node) || s.incarnation(node) != inc) return;
       s.tx_done(node);
       k(true);
     });
@@ -341,12 +341,12 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRead
   if (!taken && ip) {  // UDP/TCP has no Go-back-N under it: the datagram is gone
     // (A fragment's datagram is counted when its reassembly gives up.)
     (frag ? u_[node]->ip.rx_fragments_dropped : u_[node]->ip.rx_no_buffer)->inc();
-    run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
+    fw_run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
   }
   if (!taken && !kx && !ip) {
     if (crypto) {  // a sealed frame: it may have carried a datagram, which nothing resends
       u_[node]->cs.rx_no_buffer->inc();
-      run_pollers(node, cal_.now_ps());
+      fw_run_pollers(node, cal_.now_ps());
     }
     ready(nullptr);
   }

@@ -134,7 +134,7 @@ void Mbp2System::give_up_exchange(uint32_t node, uint32_t peer) {
   s.waiting.clear();
   u.cs.kx_dropped->inc(static_cast<uint32_t>(w.size()));
   for (auto& [frame, k] : w) k({});
-  run_pollers(node, cal_.now_ps());
+  fw_run_pollers(node, cal_.now_ps());
 }
 
 void Mbp2System::on_kx(uint32_t node, Buf b) {
@@ -142,7 +142,7 @@ void Mbp2System::on_kx(uint32_t node, Buf b) {
   // The LDMA's completion interrupts the PME, which reads the message from its buffer.
   u.pme->run("key_exchange", Pme::kLow, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, b] {
     Units& u = *u_[node];
-    if (!n_[node]->up || !u.rxb->live(b)) return;
+    if (!up(node) || !u.rxb->live(b)) return;
     const std::vector<uint8_t> f = u.rxb->get(b);
     u.rxb->release(b);
     const uint32_t peer = f.size() >= 12 ? (static_cast<uint32_t>(f[10]) << 8 | f[11]) : ~0u;

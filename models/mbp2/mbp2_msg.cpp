@@ -237,15 +237,15 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   uint64_t pa_struct = 0, pa_data = 0;
   uint64_t refill = translate(node, ptask, send_entry_laddr(e), kDatagramStructBytes, &pa_struct);
   if (r.len) refill += translate(node, ptask, r.laddr, r.len, &pa_data);
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   auto pge = [this, node, ptask, e, r, pa_struct, pa_data, inc]() mutable {
-    if (n_[node]->incarnation != inc) return true;  // taken before a power loss: it died with it
+    if (incarnation(node) != inc) return true;  // taken before a power loss: it died with it
     // The payload goes to a free image: a frame's, or a large one when it is longer.
     const int32_t img = take_image(node, r.len > FramePool::kBufBytes);
     if (img < 0) return false;
     pge_fetch(node, ptask, e, image_offset(node, img), pa_struct, kDatagramStructBytes, pa_data, r.len, r.len,
               [this, node, ptask, e, r, inc, img](const DmaEngine::Desc& d) mutable {
-                if (!n_[node]->up || n_[node]->incarnation != inc) return;
+                if (!up(node) || incarnation(node) != inc) return;
                 if (d.error()) {  // the task can no longer read the payload, or it went
                   u_[node]->ip.tx_rejected->inc();
                   image_done(node, img, inc);
@@ -271,9 +271,9 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
   const uint32_t frames = r.proto == kIpProtoUdp ? udp_frames(r.len, mtu()) : 0;
   uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * frames);
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   u.pme->run_from(Pme::kPgeRing, "ip_header", Pme::kNormal, dur, [this, node, ptask, r, img, inc, payload = std::move(payload)]() mutable {
-    if (!n_[node]->up || n_[node]->incarnation != inc) return;
+    if (!up(node) || incarnation(node) != inc) return;
     Units& u = *u_[node];
     Datagram d;
     d.proto = r.proto;
@@ -350,7 +350,7 @@ void Mbp2System::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> ru
     // A datagram not delivered gives its buffers back now; a delivered one when its DMA is done.
     auto release = [&] {
       for (const Buf& b : bufs) u.rxb->release(b);
-      run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
+      fw_run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
     };
     auto drop = [&](Counter* why) {
       why->inc();
@@ -406,7 +406,7 @@ void Mbp2System::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<u
     auto drop = [&](Counter* why) {
       why->inc();
       u.rxb->release(b);
-      run_pollers(node, cal_.now_ps());
+      fw_run_pollers(node, cal_.now_ps());
     };
     Fragment fr;
     if (parse_fragment(f, fr) != InetError::None || fr.dst_node != node) return drop(u.ip.rx_fragments_dropped);
@@ -422,11 +422,11 @@ void Mbp2System::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<u
     if (it == u.reasm.end()) {
       it = u.reasm.emplace(key, Units::Reasm{}).first;
       const uint64_t serial = it->second.serial = ++u.reasm_serial;
-      const uint32_t inc = n_[node]->incarnation;
+      const uint32_t inc = incarnation(node);
       cal_.after(window, [this, node, key, serial, inc] {
         Units& u = *u_[node];
         auto it = u.reasm.find(key);
-        if (n_[node]->incarnation != inc || it == u.reasm.end() || it->second.serial != serial) return;
+        if (incarnation(node) != inc || it == u.reasm.end() || it->second.serial != serial) return;
         if (it->second.doomed) {
           u.reasm.erase(it);  // (counted when it was given up)
           return;
@@ -502,7 +502,7 @@ void Mbp2System::reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool d
     u.reasm.erase(it);
   }
   why->inc();
-  run_pollers(node, cal_.now_ps());
+  fw_run_pollers(node, cal_.now_ps());
 }
 
 bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>& bufs, const std::vector<Run>& runs, const Parsed& p) {
@@ -587,7 +587,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>
       ts.store32(*t, ring + 8, head + 1);
       u.ip.rx->inc();
       u.ip.rx_bytes->inc(len);
-      run_pollers(node, cal_.now_ps());
+      fw_run_pollers(node, cal_.now_ps());
       // The PGE's completion: the PME collects its descriptor.
       u.pme->run_from(Pme::kPgeRing, "pge_done", Pme::kLow, u.pme->instr_ps(m_.tx_done_instr), [] {});
     });
@@ -621,8 +621,8 @@ void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
 
 void Mbp2System::to_wire(uint32_t node, uint32_t dst, std::vector<uint8_t>&& b) {
   if (b.empty()) return;  // the NIC could not send it
-  ether_->send(node, dst, std::move(b), [this, node, inc = n_[node]->incarnation](bool) {
-    if (n_[node]->incarnation == inc) tx_done(node);
+  ether().send(node, dst, std::move(b), [this, node, inc = incarnation(node)](bool) {
+    if (incarnation(node) == inc) tx_done(node);
   });
 }
 

@@ -57,10 +57,7 @@ uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint
 void Mbp2System::bad_request(uint32_t node, uint32_t ptask, uint32_t e, bool slot) {
   bad_requests_.inc();
   if (e != ~0u) free_entry(node, ptask, e, true);
-  if (slot) {
-    if (n_[node]->requests_in_flight) --n_[node]->requests_in_flight;
-    request_numbered(node);
-  }
+  if (slot) request_given_up(node);
 }
 
 void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
@@ -81,7 +78,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   if (payload) refill += translate(node, ptask, src, payload, &pa_data);
   // A request dies with the NIC's power: one taken before a power loss is never sent by the
   // NIC's next incarnation (EM, the PGE and the PME's queues are volatile).
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   auto pge = [this, node, ptask, e, ltask, cbytes, payload, sbytes, pa_struct, pa_data, inc]() mutable {
     Units& u = *u_[node];
     // Longer than any packet's commands: the PGE refuses it before fetching (the image would
@@ -101,7 +98,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
     // address, as they are in host memory when it reads them, at the frames its TLB gives.
     pge_fetch(node, ptask, e, u.reqb->offset(b), pa_struct, sbytes, pa_data, payload, cbytes + payload,
               [this, node, ptask, e, ltask, inc, b](const DmaEngine::Desc& d) mutable {
-                if (!n_[node]->up || n_[node]->incarnation != inc) return;
+                if (!up(node) || incarnation(node) != inc) return;
                 Units& u = *u_[node];
                 if (!u.reqb->live(b)) return;
                 if (d.error()) {  // the task can no longer read what it named, or it went
@@ -120,7 +117,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
                 const size_t ncmd = dec.ok ? dec.packet.cmds.size() : 1;
                 const uint64_t hdr = u.pme->host_cycles_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
                 u.pme->run_from(Pme::kPgeRing, "header_build", Pme::kNormal, hdr, [this, node, ptask, ltask, b, inc] {
-                  if (!n_[node]->up || n_[node]->incarnation != inc) return;
+                  if (!up(node) || incarnation(node) != inc) return;
                   build_from_image(node, ptask, ltask, b);
                 });
               });
@@ -170,12 +167,7 @@ void Mbp2System::build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask,
   const uint32_t dst = built.dst;
   Packet p = std::move(built.packet);
   if (mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
-  if (must_wait(node, dst, p)) {  // TH2: the request waits in EM for the window to open
-    blocked_.inc();
-    n_[node]->peers[dst].blocked.push_back([this, node, dst, p]() mutable { submit(node, dst, std::move(p)); });
-    return;
-  }
-  submit(node, dst, std::move(p));
+  send_request(node, dst, std::move(p));  // TH2: the request waits in EM for the window to open
 }
 
 void Mbp2System::pge_submit(uint32_t node, uint64_t refill, std::function<bool()> post) {
@@ -232,7 +224,7 @@ uint32_t Mbp2System::image_offset(uint32_t node, int32_t img) const {
 }
 
 void Mbp2System::image_done(uint32_t node, int32_t img, uint32_t inc) {
-  if (!n_[node]->up || n_[node]->incarnation != inc) return;  // (EM was lost with the power, and its images)
+  if (!up(node) || incarnation(node) != inc) return;  // (EM was lost with the power, and its images)
   Units& u = *u_[node];
   uint32_t& h = u.dg_held[static_cast<uint32_t>(img)];
   if (h == 0) internal_error("node " + std::to_string(node) + ": a datagram image released twice");
@@ -251,7 +243,7 @@ void Mbp2System::host_upcall(uint32_t node, uint64_t msg, std::function<void()> 
     u.icu->to_host(msg);
     const uint64_t now = cal_.now_ps();
     const uint64_t read = u.bus->pio(u.bus->pio(now));
-    interrupt(node, cycles_ps(c_.int_entry_cycles) + (read - now), [this, node, msg, k = std::move(k)] {
+    cpu(node).interrupt(cycles_ps(c_.int_entry_cycles) + (read - now), [this, node, msg, k = std::move(k)] {
       uint64_t m = 0;
       if (!u_[node]->icu->take_for_host(&m) || m != msg) internal_error("an ICU message to the host out of order");
       k();
@@ -282,7 +274,7 @@ void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
 // writes the frame; the receive routine takes the verdict instead of comparing END_P with the
 // count itself (mbp2.fw_order_instr of its time). The count the routine keeps for
 // acknowledgements must say the same: a disagreement is a model error.
-mbcf::EtherSystem::Order Mbp2System::order_of(uint32_t node, uint32_t src, uint8_t end_p, Order fw, uint64_t* saved) {
+Mbp2System::Order Mbp2System::order_of(uint32_t node, uint32_t src, uint8_t end_p, Order fw, uint64_t* saved) {
   Units& u = *u_[node];
   *saved = 0;
   if (!u.ocu || u.mbcf_ocu.at(src) < 0) return fw;
@@ -307,7 +299,7 @@ void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
   u.icu->to_pme(msg);
   const uint64_t now = cal_.now_ps();
   const uint64_t wrote = u.bus->pio(u.bus->pio(now));
-  n_[node]->cpu->charge(wrote - now);
+  cpu(node).charge(wrote - now);
   cal_.at(wrote, [this, node] {
     Units& u = *u_[node];
     u.pme->run("icu", Pme::kHigh, true, u.pme->instr_ps(m_.icu_instr), [this, node] {
@@ -334,11 +326,11 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
   if (u.adma_posts.empty()) return u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn));
   // The routine posts its ADMA descriptors when its work is done, and answers only once the
   // ADMA has done them (a status reply must follow the data into the host's memory).
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn),
              [this, node, inc, posts = std::move(u.adma_posts), then = std::move(u.adma_then)](std::function<void()> resume) {
                Units& u = *u_[node];
-               auto lost = [this, node, inc] { return !n_[node]->up || n_[node]->incarnation != inc; };
+               auto lost = [this, node, inc] { return !up(node) || incarnation(node) != inc; };
                if (lost()) return resume();  // the power went: the staged data with it
                uint32_t last = 0;
                for (const auto& post : posts) last = post();
@@ -541,7 +533,7 @@ void Mbp2System::adma_drained(uint32_t node) {
   for (auto& f : w) f();
   if (u.poll_on_drain) {
     u.poll_on_drain = false;
-    wake_pollers(node, cal_.now_ps());
+    cpu(node).run_pollers(cal_.now_ps());
   }
 }
 
@@ -560,7 +552,7 @@ void Mbp2System::nic_quiesce(uint32_t node, std::function<void()> fn) {
 void Mbp2System::fw_run_pollers(uint32_t node, uint64_t at) {
   // A program polling for what the ADMA has still to write looks again once it is written.
   if (u_[node]->adma_writes.size() || u_[node]->atomics) u_[node]->poll_on_drain = true;
-  wake_pollers(node, at);
+  cpu(node).run_pollers(at);
 }
 
 nlohmann::ordered_json Mbp2System::summary(uint32_t n) const {

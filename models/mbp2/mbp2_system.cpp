@@ -138,6 +138,8 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
     : EtherSystem(
           cal, ec, st, seed, [this](uint32_t node, net::EtherSegment&) { return std::make_unique<Port>(*this, node); },
           [this](uint32_t node, EtherSystem&) { return std::make_unique<Firmware>(*this, node); }),
+      cal_(cal),
+      c_(config()),
       m_(c),
       rejected_requests_(st.counter("system.mbp2.rejected_requests", "requests dropped because their doorbell alias was not the task's own")),
       host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")),
@@ -262,7 +264,7 @@ void Mbp2System::free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetc
     uint8_t w[4];
     store_be32(w, ++R.fetched);
     area_copy(node, ptask, 0, w, 4, true);
-    run_pollers(node, cal_.now_ps());
+    fw_run_pollers(node, cal_.now_ps());
   }
   if (!R.waiters.empty()) {
     auto f = std::move(R.waiters.front());
@@ -293,18 +295,14 @@ std::vector<uint8_t> Mbp2System::mbcf_structure(uint32_t ltask, const Packet& p,
 }
 
 bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
-  if (!n_[node]->up) return false;  // a node without power runs no program
   Built b;
-  if (!build_request(node, ptask, r, b)) {
-    refused_.inc();
-    return false;
-  }
+  if (!take_request(node, ptask, r, b)) return false;
   send_packet(node, ptask, alias, r, std::move(b), std::move(k));
   return true;
 }
 
 bool Mbp2System::ring_structure(uint32_t node, uint32_t ptask, uint32_t alias, std::vector<uint8_t> structure, std::function<void()> k) {
-  if (!n_[node]->up || !space(node).find(ptask)) return false;
+  if (!up(node) || !space(node).find(ptask)) return false;
   if (structure.size() > kSendEntryBytes) structure.resize(kSendEntryBytes);  // the rest is the next entry's
   host_request(node, ptask, alias, cycles_ps(m_.host_request_cycles), std::move(structure),
                [this, node, ptask](uint32_t e) { fetch_request(node, ptask, e); }, std::move(k), true);
@@ -341,10 +339,10 @@ void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uin
   }
   R.posted[e] = true;
   // The user task writes its send structure (ordinary stores, user mode), then the doorbell.
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   compute(node, build, [this, node, ptask, alias, e, inc, s = std::move(structure), nic = std::move(nic), k = std::move(k), build, slot]() mutable {
-    if (!n_[node]->up || n_[node]->incarnation != inc) return;
-    n_[node]->cpu->charge(build);
+    if (!up(node) || incarnation(node) != inc) return;
+    cpu(node).charge(build);
     area_copy(node, ptask, kSendAreaHeader + e * kSendEntryBytes, s.data(), static_cast<uint32_t>(s.size()), true);
     doorbell(node, ptask, alias, e, build, [e, nic = std::move(nic)] { nic(e); }, std::move(k), slot);
   });
@@ -358,32 +356,29 @@ void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uin
 // breach stops the run).
 void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
                           std::function<void()> k, bool slot) {
-  Node& N = *n_[node];
-  if (!N.up) return;
-  if (slot && N.requests_in_flight >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
+  if (!up(node)) return;
+  if (slot && requests_in_flight(node) >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
     slot_retries_.inc();
     u_[node]->slot_waiters.push_back([this, node, ptask, alias, entry, build, nic = std::move(nic), k = std::move(k)]() mutable {
       doorbell(node, ptask, alias, entry, build, std::move(nic), std::move(k), true);
     });
     return;
   }
-  if (slot && ++N.requests_in_flight > m_.request_slots)
-    fail("buffer bound: node " + std::to_string(node) + "'s NIC holds " + std::to_string(N.requests_in_flight) +
+  if (slot) request_taken(node);
+  if (slot && requests_in_flight(node) > m_.request_slots)
+    fail("buffer bound: node " + std::to_string(node) + "'s NIC holds " + std::to_string(requests_in_flight(node)) +
          " requests, beyond mbp2.request_slots " + std::to_string(m_.request_slots));
   const uint64_t now = cal_.now_ps();
   const uint64_t done = u_[node]->bus->pio(now);
-  N.cpu->charge(done - now);
+  cpu(node).charge(done - now);
   host_requests_.inc();
   // The NIC latches the doorbell as the store completes, before the CPU goes on (the
   // calendar runs events of one instant in the order they were scheduled).
-  cal_.at(done, [this, node, ptask, alias, entry, slot, nic = std::move(nic), inc = N.incarnation]() mutable {
-    if (n_[node]->incarnation != inc) return;
+  cal_.at(done, [this, node, ptask, alias, entry, slot, nic = std::move(nic), inc = incarnation(node)]() mutable {
+    if (incarnation(node) != inc) return;
     if (u_[node]->uli->ring(alias, ptask) < 0) {
       rejected_requests_.inc();
-      if (slot) {  // the slot it took is free again
-        --n_[node]->requests_in_flight;
-        request_numbered(node);
-      }
+      if (slot) request_given_up(node);  // the slot it took is free again
       free_entry(node, ptask, entry, false);  // the task may write it again
       return;
     }
@@ -401,7 +396,7 @@ void Mbp2System::task_created(uint32_t node, uint32_t ptask) {
 // A request taken from a doorbell left EM's queue: the oldest retried doorbell goes in.
 void Mbp2System::request_numbered(uint32_t node) {
   auto& w = u_[node]->slot_waiters;
-  if (w.empty() || n_[node]->requests_in_flight >= m_.request_slots) return;
+  if (w.empty() || requests_in_flight(node) >= m_.request_slots) return;
   auto f = std::move(w.front());
   w.pop_front();
   f();

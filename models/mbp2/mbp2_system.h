@@ -196,6 +196,9 @@ class Mbp2System : public mbcf::EtherSystem {
   const std::deque<std::vector<uint8_t>>& kernel_received(uint32_t node) const { return u_[node]->kernel_rx; }
 
  private:
+  using Order = mbcf::gbn::Order;
+  using Rx = mbcf::Nic::Rx;
+  using RxReady = mbcf::Nic::RxReady;
   using InMac = std::function<void(std::vector<uint8_t>&&)>;
   // The card as the host's MBCF stack sees it (mbcf::Nic): frames to send go through EM's
   // transmit buffers (sealed there when the NIC encrypts) and the LDMA to the MAC; frames from
@@ -212,6 +215,7 @@ class Mbp2System : public mbcf::EtherSystem {
     void page_unmapped(uint32_t ptask, uint32_t laddr) override { s_.page_unmapped(node_, ptask, laddr); }
     void task_left(uint32_t ptask) override { s_.task_left(node_, ptask); }
     void task_created(uint32_t ptask) override { s_.task_created(node_, ptask); }
+    uint32_t frame_overhead() const override { return s_.frame_overhead_; }
     // PME interrupts per second and utilisation, each unit's busy fraction, crypto.
     nlohmann::ordered_json summary() const override { return s_.summary(node_); }
 
@@ -719,7 +723,11 @@ class Mbp2System : public mbcf::EtherSystem {
   SecurityAssociation* out_sa(PeerSec& s, uint32_t** seq) const;
 
 
+  Calendar& cal_;
+  const mbcf::EtherSysConfig& c_;  // the cluster's (EtherSystem::config)
   Mbp2Config m_;
+  // Bytes sealing adds to every frame (0 without crypto): the Port's Nic::frame_overhead.
+  uint32_t frame_overhead_ = 0;
   std::vector<std::unique_ptr<Units>> u_;
   std::vector<std::map<uint32_t, SendRing>> rings_;  // per node, by Ptask (host memory)
   Counter &rejected_requests_, &host_requests_, &slot_retries_, &bad_requests_, &ring_waits_;

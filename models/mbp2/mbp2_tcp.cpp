@@ -108,11 +108,11 @@ void Mbp2System::tcp_output(uint32_t node, uint32_t conn) {
   }
   // The PME builds each segment's headers (the CSU-T's sum of the payload taken once, at the
   // fetch; a segment sent again has its header words summed anew) and hands it to the LDMA.
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   const uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * static_cast<double>(seqs.size()));  // (before seqs moves)
   u.pme->run("tcp_output", Pme::kNormal, false, dur,
              [this, node, conn, inc, pass = T.pass, seqs = std::move(seqs)] {
-               if (!n_[node]->up || n_[node]->incarnation != inc) return;
+               if (!up(node) || incarnation(node) != inc) return;
                Units& u = *u_[node];
                Tcp& T = u.tcp.at(conn);
                for (uint32_t seq : seqs) {
@@ -146,9 +146,9 @@ void Mbp2System::tcp_arm(uint32_t node, uint32_t conn) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   const uint64_t serial = T.timer = ++timer_serial_;
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   cal_.after(T.rto, [this, node, conn, serial, inc] {
-    if (!n_[node]->up || n_[node]->incarnation != inc) return;
+    if (!up(node) || incarnation(node) != inc) return;
     auto it = u_[node]->tcp.find(conn);
     if (it == u_[node]->tcp.end() || it->second.timer != serial) return;
     it->second.timer = 0;
@@ -186,7 +186,7 @@ void Mbp2System::tcp_abort(uint32_t node, uint32_t conn) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   u.ip.tcp_aborts->inc();
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   for (const TcpSeg& s : T.q) image_done(node, s.img, inc);
   // What the user queued after is numbered on; the peer, still expecting the lost bytes, drops
   // it (a connection given up is the OS's to set up again).
@@ -197,7 +197,7 @@ void Mbp2System::tcp_abort(uint32_t node, uint32_t conn) {
   T.backoffs = 0;
   T.dupacks = 0;
   T.recovering = false;
-  run_pollers(node, cal_.now_ps());
+  fw_run_pollers(node, cal_.now_ps());
 }
 
 void Mbp2System::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint32_t len) {
@@ -212,7 +212,7 @@ void Mbp2System::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uin
     if (s.tx) highest = seq_lt(highest, s.seq + s.len) ? s.seq + s.len : highest;
   if (seq_lt(T.una, d.ack) && seq_le(d.ack, highest)) {
     // New data acknowledged: its images go back to the PGE.
-    const uint32_t inc = n_[node]->incarnation;
+    const uint32_t inc = incarnation(node);
     uint32_t acked = 0;
     uint64_t sample = 0;
     bool sampled = false;
@@ -278,9 +278,9 @@ void Mbp2System::tcp_received(uint32_t node, uint32_t conn, bool delivered) {
   if (!delivered || ++T.unacked >= m_.tcp_ack_every) return tcp_send_ack(node, conn);
   if (T.delack) return;
   const uint64_t serial = T.delack = ++timer_serial_;
-  const uint32_t inc = n_[node]->incarnation;
+  const uint32_t inc = incarnation(node);
   cal_.after(static_cast<uint64_t>(m_.tcp_delack_us * 1e6), [this, node, conn, serial, inc] {
-    if (!n_[node]->up || n_[node]->incarnation != inc) return;
+    if (!up(node) || incarnation(node) != inc) return;
     auto it = u_[node]->tcp.find(conn);
     if (it == u_[node]->tcp.end() || it->second.delack != serial) return;
     tcp_send_ack(node, conn);
@@ -294,10 +294,10 @@ void Mbp2System::tcp_send_ack(uint32_t node, uint32_t conn) {
   T.delack = 0;
   // The ACK says where the receive stood when the routine decided to send it (an ACK for each
   // segment out of order, not one for all of them once the handler runs).
-  const uint32_t inc = n_[node]->incarnation, ack = tcp_rcv_nxt(node, conn);
+  const uint32_t inc = incarnation(node), ack = tcp_rcv_nxt(node, conn);
   const uint16_t window = tcp_window(node, conn);
   u.pme->run("tcp_ack", Pme::kNormal, false, u.pme->instr_ps(m_.ip_header_instr), [this, node, conn, inc, ack, window] {
-    if (!n_[node]->up || n_[node]->incarnation != inc) return;
+    if (!up(node) || incarnation(node) != inc) return;
     Units& u = *u_[node];
     Tcp& T = u.tcp.at(conn);
     Datagram d = tcp_datagram(node, conn, T.sent_end(), ack, window);

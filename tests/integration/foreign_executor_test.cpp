@@ -39,7 +39,7 @@ class OffloadEngine final : public Executor {
     ++issued;
     sys_.count_emb_requests(node_, b.packet);
     sys_.compute(node_, kDoorbellPs, [this, b = std::move(b), k = std::move(k)]() mutable {
-      sys_.submit(node_, b.dst, std::move(b.packet));
+      sys_.send_request(node_, b.dst, std::move(b.packet));
       k();
     });
   }
