@@ -83,17 +83,9 @@ struct Cluster {
     });
     test::one_task_per_node(*sys, 16);
   }
-  Request write(uint32_t to, uint32_t laddr, uint32_t v) {
-    Request r;
-    r.ltask = to;
-    r.cmds.push_back(word_command(Cmd::Write, laddr, v));
-    return r;
-  }
-  void stream(uint32_t from, uint32_t to, uint32_t n, uint32_t v0, uint32_t i = 0) {
-    if (i == n) return;
-    ASSERT_TRUE(sys->syscall(from, 1, write(to, 0x10000 + 4 * i, v0 + i), [=] { stream(from, to, n, v0, i + 1); }));
-  }
-  uint32_t word(uint32_t n, uint32_t a) { return sys->space(n).load32(*sys->space(n).find(1), a); }
+  Request write(uint32_t to, uint32_t laddr, uint32_t v) { return test::word_write(to, laddr, v); }
+  void stream(uint32_t from, uint32_t to, uint32_t n, uint32_t v0) { test::stream_writes(*sys, from, to, n, v0); }
+  uint32_t word(uint32_t n, uint32_t a) { return test::task_word(*sys, n, a); }
 };
 
 TEST(ForeignExecutor, AUsersEngineRunsTheProtocolAndTheReceivingHostCpuDoesNothing) {
