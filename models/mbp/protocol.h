@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "models/mbcf/atomic.h"
+#include "models/net/packet.h"
 #include "models/node/memop.h"
 
 namespace mbpsim::mbp {
@@ -30,7 +31,8 @@ const char* to_string(MsgType t);
 bool carries_data(MsgType t);
 bool is_request(MsgType t);
 
-struct Msg {
+// A protocol message; it travels as a network packet's payload.
+struct Msg : net::Payload {
   MsgType type = MsgType::GetS;
   uint32_t src = 0, dst = 0;
   uint32_t requester = 0;  // node of the processor the action is for

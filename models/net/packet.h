@@ -14,6 +14,11 @@ enum class PacketKind : uint8_t { Unicast, Multicast, Ack };
 // never wait on each other (protocol deadlock avoidance).
 enum MsgClass : uint8_t { kRequest = 0, kReply = 1, kAckClass = 2, kNumClasses = 3 };
 
+// What a packet carries for its owner: a type the owner derives from this one (the MBP's
+// protocol message, mbp::Msg) and casts back to when the packet arrives. The network never
+// looks at it.
+struct Payload {};
+
 struct Packet {
   uint64_t id = 0;
   PacketKind kind = PacketKind::Unicast;
@@ -31,7 +36,7 @@ struct Packet {
   HierBitmap bitmap;          // multicast
   uint64_t ni_ready = 0;      // first cycle the source NI may inject it
   uint64_t user = 0;          // owner's tag (workload or model)
-  void* payload = nullptr;    // owner's data (not touched by the network)
+  Payload* payload = nullptr;  // the owner's message (not touched by the network)
   bool in_use = false;
 };
 
