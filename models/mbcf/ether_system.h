@@ -5,7 +5,8 @@
 // burst rate, interrupts), a receive ring of kernel buffers, and the kernel's MBCF code: the MBCF-requesting system call, the MBCF receive
 // interrupt routine, the Go-back-N protocol of 6.1.4, multicast forwarding with acknowledge
 // combining, the page-fault save area and task migration. The command semantics come from
-// engine.h; this file only decides who pays for them and when.
+// engine.h; this file decides who pays for them and when, through the node's `Executor`
+// (executor.h: the kernel's, EtherSystem::Kernel, unless a factory gives another).
 #pragma once
 #include <cstdint>
 #include <deque>
