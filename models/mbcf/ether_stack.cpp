@@ -209,7 +209,9 @@ void EtherSystem::isr_step(uint32_t node) {
   uint64_t saved = 0;
   auto less_saved = [&saved](uint64_t ps) { return ps - std::min(ps, saved); };
   if (p.ctrl_p & kSequenced) {
-    const Order o = ex(node).order_of(s, p.end_p, firmware_order(node, s, p.end_p), &saved);
+    // The routine compares END_P with its count of packets arrived from `s` (modulo 256); an
+    // executor with an order-checking unit answers from the unit.
+    const Order o = ex(node).order_of(s, p.end_p, N.gbn->classify(s, p.end_p), &saved);
     // An in-order packet for a task whose save area is full is not accepted: the sender's
     // Go-back-N brings it again.
     const bool room = o != Order::InOrder || !save_area_full(node, p);
@@ -238,10 +240,6 @@ void EtherSystem::isr_step(uint32_t node) {
     for (const auto& f : out) f();
     isr_step(node);
   });
-}
-
-EtherSystem::Order EtherSystem::firmware_order(uint32_t node, uint32_t src, uint8_t end_p) const {
-  return n_[node]->gbn->classify(src, end_p);
 }
 
 namespace {

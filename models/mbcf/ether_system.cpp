@@ -169,8 +169,6 @@ void EtherSystem::poll_until(uint32_t node, std::function<bool()> pred, uint64_t
   });
 }
 
-void EtherSystem::wake_pollers(uint32_t node, uint64_t at) { n_[node]->cpu->run_pollers(at); }
-void EtherSystem::Kernel::run_pollers(uint64_t at) { s_.wake_pollers(node_, at); }
 
 void EtherSystem::lw_syscall(uint32_t node, std::function<void()> fn) {
   compute(node, cycles_ps(c_.lw_syscall_cycles), [this, node, fn = std::move(fn)]() mutable { ex(node).quiesce(std::move(fn)); });

@@ -230,17 +230,12 @@ class EtherSystem {
       (void)p;
       return s_.copy_ps(r.data_bytes);
     }
-    void run_pollers(uint64_t at) override;
+    void run_pollers(uint64_t at) override { s_.cpu(node_).run_pollers(at); }
 
    private:
     EtherSystem& s_;
     const uint32_t node_;
   };
-  // Where a sequenced packet from `src` stands against the count of packets arrived from it
-  // (END_P, modulo 256): the receive routine's own comparison.
-  Order firmware_order(uint32_t node, uint32_t src, uint8_t end_p) const;
-  // The host CPU's pollers, woken whoever runs the protocol (an executor's run_pollers ends here).
-  void wake_pollers(uint32_t node, uint64_t at);
   Executor& ex(uint32_t node) const { return *n_[node]->exec; }
   // The system call's side of a request (Kernel::issue): the kernel builds the packet and sends it.
   void kernel_issue(uint32_t node, Built b, std::function<void()> k);
