@@ -14,6 +14,7 @@
 
 #include "models/core/sim_time.h"
 #include "models/core/error.h"
+#include "models/core/module_tree.h"
 #include "models/mbp2/mbp2_system.h"
 #include "models/core/stats.h"
 #include "models/net/network.h"
@@ -129,8 +130,10 @@ void validate_config(const Config& c, Stats* registered) {
   net::NetConfig nc = net::NetConfig::from(c);
   Stats local;
   Stats& st = registered ? *registered : local;
+  Root root;
+  Within in(root);
   if (make_mbcf_workload(c.get_string("workload.kind"), c, st, 0)) return;
-  net::Network n("validate_net", nc, st, "system.net");
+  net::Network n("net", nc, st);
   auto w = make_workload(c, n, st, 0);
 }
 
@@ -149,12 +152,18 @@ int run_experiment(const RunOptions& o) {
   // none is built for them: their stats.json holds only the system they model. The runner
   // still advances time in slices of the network clock (`network.clock_mhz`), the unit of
   // `workload.max_cycles` and of `run.simulated_cycles`.
+  // Every part is a module under the root, `system` (docs/ARCHITECTURE.md, "Module tree").
+  Root root;
   std::unique_ptr<net::Network> network;
-  std::unique_ptr<Workload> wl = make_mbcf_workload(cfg.get_string("workload.kind"), cfg, stats, seed);
-  if (!wl) {
-    network = std::make_unique<net::Network>("net", nc, stats, "system.net");
-    wl = make_workload(cfg, *network, stats, seed);
-    network->set_client(wl->net_client());
+  std::unique_ptr<Workload> wl;
+  {
+    Within in(root);
+    wl = make_mbcf_workload(cfg.get_string("workload.kind"), cfg, stats, seed);
+    if (!wl) {
+      network = std::make_unique<net::Network>("net", nc, stats);
+      wl = make_workload(cfg, *network, stats, seed);
+      network->set_client(wl->net_client());
+    }
   }
   const sc_core::sc_time per =
       network ? network->period() : sc_core::sc_time(1e6 / nc.clock_mhz, sc_core::SC_PS);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <systemc>
 
+#include "models/core/module_tree.h"
 #include "models/mbp/system.h"
 #include "models/mbp/system_internal.h"
 #include "models/net/network.h"
@@ -53,8 +54,11 @@ class MbpHarness {
       : MbpHarness(Config::from_json(schema(), cfg, "test.json"), seed) {}
   // `before_start` sees the system built and not yet elaborated (to bind foreign modules).
   explicit MbpHarness(const Config& c, uint64_t seed = 1, const std::function<void(mbp::System&)>& before_start = {}) {
-    net_ = std::make_unique<net::Network>("net", net::NetConfig::from(c), stats_, "system.net");
-    wl_ = make_workload(c, *net_, stats_, seed);
+    {
+      Within in(root_);  // the runner's tree and statistics names: system.net, system.node<n>
+      net_ = std::make_unique<net::Network>("net", net::NetConfig::from(c), stats_);
+      wl_ = make_workload(c, *net_, stats_, seed);
+    }
     mw_ = dynamic_cast<MbpWorkload*>(wl_.get());
     net_->set_client(wl_->net_client());
     if (before_start) before_start(mw_->system());
@@ -72,9 +76,11 @@ class MbpHarness {
   net::Network& net() { return *net_; }
   nlohmann::ordered_json summary() { return wl_->summary(); }
   nlohmann::ordered_json stats() { return stats_.dump(); }
+  const Stats& registry() const { return stats_; }
 
  private:
   Stats stats_;
+  Root root_;
   std::unique_ptr<net::Network> net_;
   std::unique_ptr<Workload> wl_;
   MbpWorkload* mw_ = nullptr;

@@ -86,11 +86,11 @@ uint64_t System::service(uint32_t n, Msg* m, uint64_t arrive) {
   // caches (2.4); on a C-TLB miss the MBP refills it and reads the entry from memory.
   if (f && f->home && is_request(m->type)) {
     const uint64_t ppage = f->frame_no;
-    if (nd.ctlb.lookup(ppage, nullptr)) {
+    if (nd.mbp.ctlb.lookup(ppage, nullptr)) {
       nd.ctlb_hits->inc();
     } else {
       nd.ctlb_misses->inc();
-      nd.ctlb.insert(ppage, 0);
+      nd.mbp.ctlb.insert(ppage, 0);
       end = std::max(end, bank_access(nd, end + mc_.ctlb_miss_cycles * mbp_ps_, paddr));
     }
   }
@@ -104,11 +104,11 @@ void System::on_packet(uint32_t n, net::Packet& p, uint64_t) {
   uint64_t arrive = now_ps();
   // N-TLB: network page -> node-physical page for every incoming message.
   const uint64_t page = m->nblk / blocks_per_page_;
-  if (nd.ntlb.lookup(page, nullptr)) {
+  if (nd.mbp.ntlb.lookup(page, nullptr)) {
     nd.ntlb_hits->inc();
   } else {
     nd.ntlb_misses->inc();
-    if (frame_for(n, page, false)) nd.ntlb.insert(page, 0);
+    if (frame_for(n, page, false)) nd.mbp.ntlb.insert(page, 0);
     arrive += mc_.ntlb_miss_cycles * mbp_ps_;
   }
   const uint64_t end = service(n, m, arrive);

@@ -41,22 +41,22 @@ uint64_t System::bank_access(Node& n, uint64_t t, uint64_t paddr) {
 uint64_t System::bus_time(Node& n, uint64_t t, bool data, bool from_memory, uint64_t paddr) {
   n.bus_tx->inc();
   uint64_t ctlb_pen = 0;
-  if (n.ctlb.lookup(paddr / nc_.page_bytes, nullptr)) {
+  if (n.mbp.ctlb.lookup(paddr / nc_.page_bytes, nullptr)) {
     n.ctlb_hits->inc();
   } else {
     n.ctlb_misses->inc();
-    n.ctlb.insert(paddr / nc_.page_bytes, 0);
+    n.mbp.ctlb.insert(paddr / nc_.page_bytes, 0);
     ctlb_pen = mc_.ctlb_miss_cycles * mbp_ps_;
   }
-  const uint64_t a = std::max(t, n.bus_addr_free);
+  const uint64_t a = std::max(t, n.bus.addr_free);
   const uint64_t addr_end = a + (nc_.bus_arb_cycles + nc_.bus_addr_cycles + nc_.bus_snoop_cycles) * bus_ps_;
-  n.bus_addr_free = addr_end;
+  n.bus.addr_free = addr_end;
   if (!data) return addr_end + ctlb_pen;
   uint64_t ready = addr_end;
   if (from_memory) ready = std::max(ready, bank_access(n, a + (nc_.bus_arb_cycles + nc_.bus_addr_cycles) * bus_ps_, paddr));
-  const uint64_t d = std::max(ready, n.bus_data_free);
-  n.bus_data_free = d + nc_.data_beats() * bus_ps_;
-  return n.bus_data_free + ctlb_pen;
+  const uint64_t d = std::max(ready, n.bus.data_free);
+  n.bus.data_free = d + nc_.data_beats() * bus_ps_;
+  return n.bus.data_free + ctlb_pen;
 }
 
 bool System::node_l2_holds(Node& n, uint64_t pblk) {

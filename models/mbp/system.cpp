@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "models/core/error.h"
@@ -40,9 +41,12 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   spans_shift_ = static_cast<uint32_t>(__builtin_ctz(spans_));
   share_bytes_ = static_cast<uint32_t>(nc_.page_bytes / spans_);
 
+  // The nodes are the root's children, beside this module and the network (system.node<n>).
+  std::optional<Within> beside;
+  if (auto* up = dynamic_cast<sc_core::sc_module*>(get_parent_object())) beside.emplace(*up);
   for (uint32_t n = 0; n < nodes_; ++n) {
     auto nd = std::make_unique<Node>(("node" + std::to_string(n)).c_str(), *this, n, nc_, mc_);
-    const std::string pre = "system.node" + std::to_string(n) + ".";
+    const std::string pre = std::string(nd->name()) + ".";
     nd->l1_hits = &stats.counter(pre + "l1.hits");
     nd->l1_misses = &stats.counter(pre + "l1.misses");
     nd->l2_hits = &stats.counter(pre + "l2.hits");
@@ -77,10 +81,10 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
       const double a = ndp->ntlb_hits->value + ndp->ntlb_misses->value;
       return a ? ndp->ntlb_hits->value / a : 0.0;
     });
-    for (int p = 0; p < nc_.procs; ++p) nd->procs.push_back(std::make_unique<Proc>(n, p, nc_));
     node_.push_back(std::move(nd));
   }
-  const std::string g = "system.mbp.";
+  beside.reset();
+  const std::string g = std::string(this->name()) + ".";
   st_.loads = &stats.counter(g + "ops.loads");
   st_.stores = &stats.counter(g + "ops.stores");
   st_.atomics = &stats.counter(g + "ops.atomics");
@@ -167,7 +171,7 @@ mem::TargetSocket& System::bank(uint32_t node, uint32_t bank) { return *node_[no
 
 void System::before_end_of_elaboration() {
   for (auto& nd : node_)
-    for (size_t b = 0; b < nd->bus.size(); ++b) nd->bus[b]->bind(*nd->bank_target[b]);
+    for (size_t b = 0; b < nd->to_bank.size(); ++b) nd->to_bank[b]->bind(*nd->bank_target[b]);
 }
 
 // ---------------------------------------------------------------- event calendar
@@ -456,8 +460,8 @@ bool System::evict_page(uint32_t n) {
   }
   // TLB shootdown: the processors' P-TLBs, the C-TLB and the N-TLB forget the page.
   for (auto& p : nd.procs) p->ptlb.invalidate(v->npage);
-  nd.ctlb.invalidate(v->frame_no);
-  nd.ntlb.invalidate(v->npage);
+  nd.mbp.ctlb.invalidate(v->frame_no);
+  nd.mbp.ntlb.invalidate(v->npage);
   nd.pt.erase(v->npage);
   if (nd.last_frame == v) nd.last_frame = nullptr;
   nd.free_frames[v->npage % colors_].push_back(v->frame_no);
@@ -494,7 +498,7 @@ void System::attach_memory(Node& n, Frame* f) {
     const uint64_t p = base + (uint64_t{i} << unit_shift_);
     const uint32_t b = bank_of(p);
     sc_core::sc_time lat;
-    f->share[i] = mem::try_dmi_span(*(*n.bus[b]).operator->(), bank_local(p), share_bytes_, &lat);
+    f->share[i] = mem::try_dmi_span(*(*n.to_bank[b]).operator->(), bank_local(p), share_bytes_, &lat);
     if (!f->share[i]) {  // a user's bank: too small, or no DMI
       fail(mem::no_dmi("node " + std::to_string(n.id) + " bank " + std::to_string(b), "the bank", bank_local(p), share_bytes_));
       throw ProtocolFailure(failure_);

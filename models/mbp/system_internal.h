@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <string>
 
+#include "models/core/module_tree.h"
 #include "models/mbp/system.h"
 
 namespace mbpsim::mbp {
@@ -80,13 +81,15 @@ constexpr uint8_t kLvlWriteBuffer = 5;
 
 enum class WaitKind : uint8_t { None, Mbp, Mshr, WriteBuffer };
 
-struct System::Proc {
-  Proc(uint32_t n, uint32_t i, const node::NodeConfig& c)
-      : node(n), id(i), l1(c.l1_bytes, c.l1_assoc, c.block_bytes), l2(c.l2_bytes, c.l2_assoc, c.block_bytes),
-        ptlb(c.ptlb_entries, c.ptlb_assoc) {}
+// A processor of a node (system.node<n>.proc<i>) with its L1, L2 and TLB (`l1`, `l2`, `ptlb`,
+// child modules): cache hits are lookups here, as in the processor itself.
+struct System::Proc : sc_core::sc_module {
+  Proc(sc_core::sc_module_name name, uint32_t n, uint32_t i, const node::NodeConfig& c)
+      : sc_core::sc_module(name), node(n), id(i), l1("l1", c.l1_bytes, c.l1_assoc, c.block_bytes),
+        l2("l2", c.l2_bytes, c.l2_assoc, c.block_bytes), ptlb("ptlb", c.ptlb_entries, c.ptlb_assoc) {}
   uint32_t node, id;
-  node::Cache l1, l2;
-  node::Tlb ptlb;
+  Part<node::Cache> l1, l2;
+  Part<node::Tlb> ptlb;
   uint64_t t = 0;
   bool have_op = false, scheduled = false, sleeping = false, synced = false;
   uint64_t attempt_t = 0;
@@ -161,17 +164,39 @@ class PageTable {
   int shift_ = 64;
 };
 
-// A node of the machine, as a module: its banks (mem::Memory targets, `bank<i>`) and the node
-// bus's initiator socket to each (`bus_bank<i>`); processors, caches and the MBP are state
-// inside the System's calendar (cache hits are lookups, as in the processor itself).
+// The node bus (system.node<n>.bus): its initiator socket to each bank (`to_bank<b>`) and when
+// its address and data phases are next free.
+struct NodeBus : sc_core::sc_module {
+  explicit NodeBus(sc_core::sc_module_name name) : sc_core::sc_module(name) {}
+  template <class Owner>
+  using Socket = tlm_utils::simple_initiator_socket_tagged<Owner>;
+  uint64_t addr_free = 0, data_free = 0;
+};
+
+// A node's MBP (system.node<n>.mbp) with its C-TLB and N-TLB (`ctlb`, `ntlb`). The directory
+// is the home frames' state (Frame::dir), the protocol engine mbp::System's.
+struct NodeMbp : sc_core::sc_module {
+  NodeMbp(sc_core::sc_module_name name, const MbpConfig& mc)
+      : sc_core::sc_module(name), ctlb("ctlb", mc.ctlb_entries, mc.ctlb_assoc), ntlb("ntlb", mc.ntlb_entries, mc.ntlb_assoc) {}
+  Part<node::Tlb> ctlb, ntlb;
+};
+
+// A node of the machine, as a module (system.node<n>, a child of the root beside the network):
+// its processors (`proc<i>`), the node bus (`bus`) with its socket to each bank, the banks
+// (mem::Memory targets, `bank<b>`) and the MBP (`mbp`). What they do is scheduled on the
+// System's calendar.
 struct System::Node : sc_core::sc_module {
   Node(sc_core::sc_module_name name, System& sys, uint32_t i, const node::NodeConfig& nc, const MbpConfig& mc)
-      : sc_core::sc_module(name), id(i), ctlb(mc.ctlb_entries, mc.ctlb_assoc), ntlb(mc.ntlb_entries, mc.ntlb_assoc),
-        bank_free(nc.banks, 0), mbp_free(nc.banks, 0), sys_(sys) {
+      : sc_core::sc_module(name), id(i), bus("bus"), mbp("mbp", mc), bank_free(nc.banks, 0), mbp_free(nc.banks, 0), sys_(sys) {
+    for (int p = 0; p < nc.procs; ++p)
+      procs.push_back(std::make_unique<Proc>(("proc" + std::to_string(p)).c_str(), i, static_cast<uint32_t>(p), nc));
     for (uint32_t b = 0; b < static_cast<uint32_t>(nc.banks); ++b) {
       banks.push_back(std::make_unique<mem::Memory>(("bank" + std::to_string(b)).c_str(), sys.share_bytes_));
-      bus.push_back(std::make_unique<tlm_utils::simple_initiator_socket_tagged<Node>>(("bus_bank" + std::to_string(b)).c_str()));
-      bus.back()->register_invalidate_direct_mem_ptr(this, &Node::dmi_revoked, static_cast<int>(b));
+      {
+        Within on(bus);
+        to_bank.push_back(std::make_unique<NodeBus::Socket<Node>>(("to_bank" + std::to_string(b)).c_str()));
+      }
+      to_bank.back()->register_invalidate_direct_mem_ptr(this, &Node::dmi_revoked, static_cast<int>(b));
       bank_target.push_back(&banks.back()->socket);
     }
     bank_lat.assign(nc.banks, sys.bank_lat_ps_);
@@ -186,8 +211,10 @@ struct System::Node : sc_core::sc_module {
               ": the node bus holds the frames' bytes by DMI for the whole run");
   }
   uint32_t id;
+  NodeBus bus;
+  NodeMbp mbp;
   std::vector<std::unique_ptr<mem::Memory>> banks;
-  std::vector<std::unique_ptr<tlm_utils::simple_initiator_socket_tagged<Node>>> bus;
+  std::vector<std::unique_ptr<NodeBus::Socket<Node>>> to_bank;  // bus.to_bank<b>
   std::vector<mem::TargetSocket*> bank_target;  // the node's bank, or a user's in its place
   std::vector<uint64_t> bank_lat;               // node.bank_latency_ns, or what the bank's DMI states
   std::vector<bool> bank_seen;                  // a frame has been taken from the bank
@@ -207,8 +234,6 @@ struct System::Node : sc_core::sc_module {
   std::unordered_map<uint64_t, Writeback> wb_pending;
   std::vector<std::vector<uint64_t>> free_frames;  // per colour: frame numbers freed by evictions
   uint64_t remote_frames = 0;
-  node::Tlb ctlb, ntlb;
-  uint64_t bus_addr_free = 0, bus_data_free = 0;
   std::vector<uint64_t> bank_free, mbp_free;
   Counter *l1_hits, *l1_misses, *l2_hits, *l2_misses, *ptlb_hits, *ptlb_misses;
   Counter *node_hits, *local_mem, *l3_hits, *c2c, *remote;

@@ -6,22 +6,23 @@
 #include <sstream>
 
 #include "models/core/error.h"
+#include "models/core/module_tree.h"
 
 namespace mbpsim::net {
 
 using sc_core::sc_time;
 
-Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats,
-                 const std::string& sp)
+Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats)
     : sc_module(name), cfg_(cfg), topo_(cfg.radix, cfg.levels) {
+  const std::string sp = this->name();
   period_ = sc_time(1e6 / cfg.clock_mhz, sc_core::SC_PS);
   wheel_.resize(kWheel);
-  routers_.resize(topo_.num_routers());
+  routers_.reserve(topo_.num_routers());
   for (int r = 0; r < topo_.num_routers(); ++r) {
     const int h = topo_.height_of(r);
     const uint32_t pos = topo_.pos_of(r);
-    routers_[r].init(*this, r, h, pos, stats,
-                     sp + ".router_" + std::to_string(h) + "_" + std::to_string(pos));
+    routers_.push_back(std::make_unique<Router>(("router_" + std::to_string(h) + "_" + std::to_string(pos)).c_str(), *this, r,
+                                                h, pos, stats));
   }
   nis_.resize(topo_.nodes());
   for (auto& ni : nis_) {
@@ -55,10 +56,9 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
   // stats reset.
   for (int r = 0; r < topo_.num_routers(); ++r) {
     std::vector<const Counter*> cs;
-    for (int o = 0; o < routers_[r].nports(); ++o) cs.push_back(routers_[r].out(o).flits);
+    for (int o = 0; o < routers_[r]->nports(); ++o) cs.push_back(routers_[r]->out(o).flits);
     stats.formula(
-        sp + ".router_" + std::to_string(topo_.height_of(r)) + "_" + std::to_string(topo_.pos_of(r)) +
-            ".utilisation",
+        stat_name(*routers_[r], "utilisation"),
         [this, cs] {
           uint64_t sum = 0;
           for (auto* c : cs) sum += c->value;
@@ -74,9 +74,9 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
       for (int r = 0; r < topo_.num_routers(); ++r) {
         if (topo_.height_of(r) != h) continue;
         if (up)
-          cs.push_back(routers_[r].out(cfg.radix).flits);
+          cs.push_back(routers_[r]->out(cfg.radix).flits);
         else
-          for (int c = 0; c < cfg.radix; ++c) cs.push_back(routers_[r].out(c).flits);
+          for (int c = 0; c < cfg.radix; ++c) cs.push_back(routers_[r]->out(c).flits);
       }
       stats.formula(
           sp + ".utilisation.level" + std::to_string(h) + (up ? ".up" : ".down"),
@@ -107,8 +107,8 @@ void Network::schedule(uint64_t at, const Event& e) {
 }
 
 void Network::activate(int r) {
-  if (!routers_[r].active) {
-    routers_[r].active = true;
+  if (!routers_[r]->active) {
+    routers_[r]->active = true;
     (stepping_ ? next_active_ : active_routers_).push_back(r);
   }
 }
@@ -121,8 +121,8 @@ void Network::activate_ni(uint32_t n) {
 }
 
 void Network::credit_to_router(int r, int port, int vc, uint64_t at) {
-  routers_[r].credit(port, vc, at);
-  if (routers_[r].holds_flits()) activate(r);
+  routers_[r]->credit(port, vc, at);
+  if (routers_[r]->holds_flits()) activate(r);
 }
 
 void Network::credit_to_ni(uint32_t n, int vc, uint64_t at) {
@@ -211,7 +211,7 @@ void Network::set_timer(uint32_t node, uint64_t at, uint64_t tag) {
 void Network::handle(const Event& e) {
   switch (e.type) {
     case EvType::FlitArrive:
-      routers_[e.target].accept(e.port, e.vc, e.pkt, e.idx, now_);
+      routers_[e.target]->accept(e.port, e.vc, e.pkt, e.idx, now_);
       activate(e.target);
       break;
     case EvType::Eject:
@@ -340,10 +340,10 @@ uint64_t Network::run_cycle(uint64_t now) {
   stepping_ = true;
   for (size_t i = 0; i < active_routers_.size(); ++i) {
     const int r = active_routers_[i];
-    if (routers_[r].step(now))
+    if (routers_[r]->step(now))
       next_active_.push_back(r);
     else
-      routers_[r].active = false;
+      routers_[r]->active = false;
   }
   active_routers_.swap(next_active_);
 
@@ -452,7 +452,7 @@ std::string Network::dump_in_flight(size_t max) const {
        << " created at cycle " << open[i].second.create << ": " << open[i].second.remaining
        << " receivers not yet acknowledged\n";
   for (const auto& r : routers_)
-    if (r.holds_flits()) os << "  " << r.describe_flits() << "\n";
+    if (r->holds_flits()) os << "  " << r->describe_flits() << "\n";
   return os.str();
 }
 

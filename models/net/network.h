@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -64,8 +65,9 @@ struct NetIface {
 class Network : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Network);
-  Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats,
-          const std::string& stats_prefix);
+  // Its statistics, and its routers' (router_<height>_<position>, child modules), are under
+  // its own name: system.net when the runner builds it in the root.
+  Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats);
   void set_client(NetClient* c) { client_ = c; }
 
   const NetConfig& config() const { return cfg_; }
@@ -135,7 +137,7 @@ class Network : public sc_core::sc_module {
   uint64_t epoch_ = 0;
   std::string failure_;
 
-  std::vector<Router> routers_;
+  std::vector<std::unique_ptr<Router>> routers_;
   std::vector<NetIface> nis_;
   std::vector<int> active_routers_, next_active_;
   std::vector<uint32_t> active_nis_, next_active_nis_;

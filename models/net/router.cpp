@@ -3,16 +3,13 @@
 #include <sstream>
 
 #include "models/core/error.h"
+#include "models/core/module_tree.h"
 #include "models/net/network.h"
 
 namespace mbpsim::net {
 
-void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
-                  const std::string& name) {
-  net_ = &net;
-  id_ = id;
-  height_ = height;
-  pos_ = pos;
+Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, uint32_t pos, Stats& stats)
+    : sc_core::sc_module(name), net_(&net), id_(id), height_(height), pos_(pos) {
   const NetConfig& c = net.config();
   const TreeTopology& t = net.topology();
   k_ = c.radix;
@@ -50,16 +47,16 @@ void Router::init(Network& net, int id, int height, uint32_t pos, Stats& stats,
     op.returning.init(static_cast<size_t>(nvcs_) * c.buffer_depth);
     op.busy.assign(nvcs_, 0);
     op.holder.assign(nvcs_, -1);
-    op.flits = &stats.counter(name + ".port" + std::to_string(o) + ".flits",
+    op.flits = &stats.counter(stat_name(*this, "port" + std::to_string(o) + ".flits"),
                               o < k_ ? "flits sent down to child " + std::to_string(o)
                                      : std::string("flits sent up to the parent"));
   }
-  comb_alloc_ = &stats.counter(name + ".combining.allocated", "combining-table entries allocated");
-  comb_bypassed_ = &stats.counter(name + ".combining.bypassed",
+  comb_alloc_ = &stats.counter(stat_name(*this, "combining.allocated"), "combining-table entries allocated");
+  comb_bypassed_ = &stats.counter(stat_name(*this, "combining.bypassed"),
                                   "multicasts forwarded without an entry (table full): their acks pass uncombined");
-  acks_in_ = &stats.counter(name + ".combining.acks_in", "acknowledgements absorbed");
-  acks_combined_ = &stats.counter(name + ".combining.acks_out", "combined acknowledgements sent");
-  comb_occupancy_ = &stats.average(name + ".combining.occupancy",
+  acks_in_ = &stats.counter(stat_name(*this, "combining.acks_in"), "acknowledgements absorbed");
+  acks_combined_ = &stats.counter(stat_name(*this, "combining.acks_out"), "combined acknowledgements sent");
+  comb_occupancy_ = &stats.average(stat_name(*this, "combining.occupancy"),
                                    "table entries in use, sampled at each allocation");
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <systemc>
+
 #include "models/core/ring.h"
 #include "models/core/stats.h"
 #include "models/net/packet.h"
@@ -89,9 +91,11 @@ struct CombineEntry {
   uint32_t acks, held;
 };
 
-class Router {
+// A router of the tree: a module of the network (system.net.router_<height>_<position>), its
+// statistics under its own name.
+class Router final : public sc_core::sc_module {
  public:
-  void init(Network& net, int id, int height, uint32_t pos, Stats& stats, const std::string& name);
+  Router(sc_core::sc_module_name name, Network& net, int id, int height, uint32_t pos, Stats& stats);
   // A flit arrives at an input VC (called by the network at the arrival cycle).
   void accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
   // The downstream of output `port` freed a slot of `vc`; the credit arrives at cycle `at`.

@@ -53,9 +53,9 @@ TEST(ForeignBank, UserBanksHoldTheMemoryAndTheCoherenceTesterPasses) {
   // The module tree docs/ARCHITECTURE.md draws: every node's banks and the bus's sockets to them.
   for (uint32_t n = 0; n < 16; ++n)
     for (uint32_t b = 0; b < kBanks; ++b) {
-      const std::string node = "mbp.node" + std::to_string(n);
+      const std::string node = "system.node" + std::to_string(n);
       EXPECT_NE(sc_core::sc_find_object((node + ".bank" + std::to_string(b) + ".socket").c_str()), nullptr) << node;
-      EXPECT_NE(sc_core::sc_find_object((node + ".bus_bank" + std::to_string(b)).c_str()), nullptr) << node;
+      EXPECT_NE(sc_core::sc_find_object((node + ".bus.to_bank" + std::to_string(b)).c_str()), nullptr) << node;
     }
   EXPECT_EQ(&s.bank(3, 1), static_cast<mem::TargetSocket*>(&user[1]->socket));
 

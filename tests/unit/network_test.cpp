@@ -202,7 +202,7 @@ TEST(Network, WatchdogFiresOnLostProgress) {
   net::NetConfig nc;
   nc.watchdog_cycles = 500;
   Stats stats;
-  net::Network n("net", nc, stats, "system.net");
+  net::Network n("net", nc, stats);
   SilentClient client;
   start_with_multicast(n, client, {5, 9});
   sc_core::sc_start(n.period() * 2000.0);
@@ -226,7 +226,7 @@ struct DoubleAcker : net::NetClient {
 TEST(Network, DuplicateAckBreaksInvariant) {
   net::NetConfig nc;
   Stats stats;
-  net::Network n("net", nc, stats, "system.net");
+  net::Network n("net", nc, stats);
   DoubleAcker client;
   client.net = &n;
   start_with_multicast(n, client, {5, 6, 8, 9, 11});
@@ -256,7 +256,7 @@ SC_MODULE(Injector) {
 TEST(Network, ExternalInjectionFromSystemCThread) {
   net::NetConfig nc;
   Stats stats;
-  net::Network n("net", nc, stats, "system.net");
+  net::Network n("net", nc, stats);
   Recorder rec;
   n.set_client(&rec);
   Injector inj("inj");
@@ -306,7 +306,7 @@ SC_MODULE(ReplyStream) {
 TEST(Network, RequestsAreNotStarvedBehindReplies) {
   net::NetConfig nc;
   Stats stats;
-  net::Network n("net", nc, stats, "system.net");
+  net::Network n("net", nc, stats);
   ClassRecorder rec;
   n.set_client(&rec);
   ReplyStream rs("rs");

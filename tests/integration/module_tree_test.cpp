@@ -1,0 +1,105 @@
+// The module tree (docs/ARCHITECTURE.md, "Module tree"): every part of a machine is a SystemC
+// module under the root `system`, with the hierarchical name the architecture page draws, and
+// every statistic is registered under the name of the module it belongs to.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <systemc>
+
+#include "models/core/module_tree.h"
+#include "models/net/network.h"
+#include "sim/runner.h"
+#include "tests/mbp_harness.h"
+#include "tests/test_util.h"
+
+namespace mbpsim {
+namespace {
+
+// The module a statistic belongs to: the longest prefix of its path, cut at a dot, that names
+// an object of the tree (nullptr when none does).
+sc_core::sc_object* owner_of(const std::string& path) {
+  for (size_t dot = path.rfind('.'); dot != std::string::npos && dot > 0; dot = path.rfind('.', dot - 1))
+    if (sc_core::sc_object* o = sc_core::sc_find_object(path.substr(0, dot).c_str())) return o;
+  return nullptr;
+}
+
+// Every statistic lies under a module below the root, never under the root itself.
+void expect_every_stat_owned(const Stats& st) {
+  size_t n = 0;
+  for (const Stats::Info& i : st.describe()) {
+    sc_core::sc_object* o = owner_of(i.path);
+    ASSERT_NE(o, nullptr) << i.path << " names no module";
+    EXPECT_STREQ(o->kind(), "sc_module") << i.path;
+    EXPECT_NE(std::string(o->name()), "system") << i.path << " is the root's, not a part's";
+    ++n;
+  }
+  EXPECT_GT(n, 0u);
+}
+
+bool is_module(const std::string& name) {
+  sc_core::sc_object* o = sc_core::sc_find_object(name.c_str());
+  return o && std::string(o->kind()) == "sc_module";
+}
+
+TEST(ModuleTree, TheMbpMachineIsAModuleTreeUnderTheRoot) {
+  test::MbpHarness h(load_config(test::config_path("mbp16.json"), {}));
+  // 16 nodes of 4 processors and 4 banks on a radix-4 tree of 2 levels.
+  EXPECT_TRUE(is_module("system"));
+  EXPECT_TRUE(is_module("system.net"));
+  EXPECT_TRUE(is_module("system.mbp"));
+  EXPECT_TRUE(is_module("system.net.router_0_0"));
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(is_module("system.net.router_1_" + std::to_string(r))) << r;
+  EXPECT_EQ(sc_core::sc_find_object("system.net.router_2_0"), nullptr);
+  for (int n = 0; n < 16; ++n) {
+    const std::string node = "system.node" + std::to_string(n);
+    ASSERT_TRUE(is_module(node)) << node;
+    for (int p = 0; p < 4; ++p)
+      for (const char* part : {"", ".l1", ".l2", ".ptlb"})
+        EXPECT_TRUE(is_module(node + ".proc" + std::to_string(p) + part)) << node << " proc" << p << part;
+    EXPECT_EQ(sc_core::sc_find_object((node + ".proc4").c_str()), nullptr);
+    for (const char* part : {".bus", ".mbp", ".mbp.ctlb", ".mbp.ntlb"}) EXPECT_TRUE(is_module(node + part)) << node << part;
+    for (int b = 0; b < 4; ++b) {
+      EXPECT_TRUE(is_module(node + ".bank" + std::to_string(b))) << node;
+      EXPECT_NE(sc_core::sc_find_object((node + ".bus.to_bank" + std::to_string(b)).c_str()), nullptr) << node;
+    }
+    // A node's children: 4 processors, the bus, the MBP and 4 banks.
+    EXPECT_EQ(sc_core::sc_find_object(node.c_str())->get_child_objects().size(), 10u) << node;
+  }
+  // Nothing of the machine hangs outside the root.
+  for (sc_core::sc_object* top : sc_core::sc_get_top_level_objects()) EXPECT_STREQ(top->name(), "system");
+}
+
+TEST(ModuleTree, EveryStatisticOfTheMbpMachineLivesUnderItsModule) {
+  test::MbpHarness h(load_config(test::config_path("mbp16.json"), {}));
+  expect_every_stat_owned(h.registry());
+  // The processors' caches of a node count together, under the node.
+  EXPECT_TRUE(h.registry().counter_value("system.node3.l1.hits").has_value());
+  EXPECT_TRUE(h.registry().counter_value("system.node3.mbp.ctlb.hits").has_value());
+  EXPECT_TRUE(h.registry().counter_value("system.net.router_1_2.combining.allocated").has_value());
+}
+
+TEST(ModuleTree, APartBuiltTwiceNamesItsStatisticsApart) {
+  // Two networks under two roots, one registry: nothing collides, each router counts its own.
+  Stats st;
+  net::NetConfig nc;
+  Root a("left"), b("right");
+  std::unique_ptr<net::Network> na, nb;
+  {
+    Within in(a);
+    na = std::make_unique<net::Network>("net", nc, st);
+  }
+  {
+    Within in(b);
+    nb = std::make_unique<net::Network>("net", nc, st);
+  }
+  EXPECT_STREQ(na->name(), "left.net");
+  EXPECT_STREQ(nb->name(), "right.net");
+  EXPECT_TRUE(st.counter_value("left.net.router_0_0.combining.allocated").has_value());
+  EXPECT_TRUE(st.counter_value("right.net.router_0_0.combining.allocated").has_value());
+  EXPECT_FALSE(st.counter_value("system.net.packets_injected").has_value());
+  expect_every_stat_owned(st);
+}
+
+}  // namespace
+}  // namespace mbpsim
