@@ -17,6 +17,13 @@ class Root final : public sc_core::sc_module {
   explicit Root(sc_core::sc_module_name name = "system") : sc_core::sc_module(name) {}
 };
 
+// A module that holds other modules and does nothing itself: a cluster host (system.host3, whose
+// children are its CPU, memory, protocol stack and NIC).
+class Group final : public sc_core::sc_module {
+ public:
+  explicit Group(sc_core::sc_module_name name) : sc_core::sc_module(name) {}
+};
+
 // While it lives, the modules constructed are children of `parent`: for parts that a module
 // builds outside its own constructor's scope (the MBP machine's nodes are the root's children,
 // beside the network), and for the runner, which builds the systems inside the root.

@@ -13,44 +13,48 @@
 #include <stdexcept>
 
 #include "models/core/error.h"
+#include "models/core/module_tree.h"
 #include "models/mbcf/conventional_nic.h"
 
 namespace mbpsim::mbcf {
 
 EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint64_t seed, const MakeNic& make_nic,
                          const MakeExecutor& make_executor)
-    : cal_(cal),
+    // (The name is a temporary: the hosts and the segment built below are the siblings of
+    // this module, not its children.)
+    : sc_core::sc_module(sc_core::sc_module_name("mbcf")),
+      cal_(cal),
       c_(c),
       stats_(st),
-      sent_(st.counter("system.mbcf.packets_sent", "MBCF/Ether packets handed to a NIC (acks and retransmissions included)")),
-      received_(st.counter("system.mbcf.packets_received", "frames taken by the receive interrupt routine")),
-      malformed_(st.counter("system.mbcf.malformed", "received packets rejected by the decoder")),
-      violations_(st.counter("system.mbcf.violations", "packets refused: task, key, address, permission or 4.4 rule")),
-      dup_(st.counter("system.mbcf.duplicates", "sequenced packets received twice (dropped, re-acknowledged)")),
-      gap_(st.counter("system.mbcf.out_of_order", "sequenced packets dropped after a gap")),
-      resends_(st.counter("system.mbcf.retransmissions", "handshaked retransmissions")),
-      resend_reqs_(st.counter("system.mbcf.resend_requests", "resend-requesting packets sent")),
-      acks_sent_(st.counter("system.mbcf.acks_sent", "acknowledgement-only packets sent")),
-      ring_drops_(st.counter("system.mbcf.rx_ring_drops", "frames dropped by a NIC whose receive ring was full")),
-      timeouts_(st.counter("system.mbcf.timeouts", "acknowledgement timeouts that led to a handshaked resend")),
-      ack_polls_(st.counter("system.mbcf.ack_polls", "timer expiries with no request outstanding: an ack request sent to collect the tail")),
-      th1_cuts_(st.counter("system.mbcf.th1_reductions", "times TH1 was lowered for a lack of buffers")),
-      faults_(st.counter("system.mbcf.page_faults", "commands that found their target page swapped out")),
-      forwards_(st.counter("system.mbcf.multicast_forwards", "multicast copies sent along patterns")),
-      invocations_(st.counter("system.mbcf.invocations", "user programs invoked by MBCF_SIGNAL")),
-      wakeups_(st.counter("system.mbcf.wakeups", "blocked tasks woken by the scheduling option")),
-      blocked_(st.counter("system.mbcf.blocked_syscalls", "system calls that waited for room (TH2)")),
-      peer_resets_(st.counter("system.mbcf.peer_resets", "sequence resets after a peer restarted (its Hello)")),
-      peers_unresponsive_(st.counter("system.mbcf.peers_unresponsive", "times a peer missed mbcf.max_timeouts timeouts in a row (then probed with back-off)")),
-      abandoned_(st.counter("system.mbcf.packets_abandoned", "unacknowledged packets dropped because their peer restarted")),
-      hellos_(st.counter("system.mbcf.hellos", "Hellos sent by restarted nodes, repeats included")),
-      stale_(st.counter("system.mbcf.stale_frames", "frames from a peer dropped while our restart Hello was unanswered")),
-      nic_drops_down_(st.counter("system.mbcf.dropped_while_down", "frames that reached a powered-off node")),
-      refused_(st.counter("system.mbcf.requests_refused",
+      sent_(st.counter(stat_name(*this, "packets_sent"), "MBCF/Ether packets handed to a NIC (acks and retransmissions included)")),
+      received_(st.counter(stat_name(*this, "packets_received"), "frames taken by the receive interrupt routine")),
+      malformed_(st.counter(stat_name(*this, "malformed"), "received packets rejected by the decoder")),
+      violations_(st.counter(stat_name(*this, "violations"), "packets refused: task, key, address, permission or 4.4 rule")),
+      dup_(st.counter(stat_name(*this, "duplicates"), "sequenced packets received twice (dropped, re-acknowledged)")),
+      gap_(st.counter(stat_name(*this, "out_of_order"), "sequenced packets dropped after a gap")),
+      resends_(st.counter(stat_name(*this, "retransmissions"), "handshaked retransmissions")),
+      resend_reqs_(st.counter(stat_name(*this, "resend_requests"), "resend-requesting packets sent")),
+      acks_sent_(st.counter(stat_name(*this, "acks_sent"), "acknowledgement-only packets sent")),
+      ring_drops_(st.counter(stat_name(*this, "rx_ring_drops"), "frames dropped by a NIC whose receive ring was full")),
+      timeouts_(st.counter(stat_name(*this, "timeouts"), "acknowledgement timeouts that led to a handshaked resend")),
+      ack_polls_(st.counter(stat_name(*this, "ack_polls"), "timer expiries with no request outstanding: an ack request sent to collect the tail")),
+      th1_cuts_(st.counter(stat_name(*this, "th1_reductions"), "times TH1 was lowered for a lack of buffers")),
+      faults_(st.counter(stat_name(*this, "page_faults"), "commands that found their target page swapped out")),
+      forwards_(st.counter(stat_name(*this, "multicast_forwards"), "multicast copies sent along patterns")),
+      invocations_(st.counter(stat_name(*this, "invocations"), "user programs invoked by MBCF_SIGNAL")),
+      wakeups_(st.counter(stat_name(*this, "wakeups"), "blocked tasks woken by the scheduling option")),
+      blocked_(st.counter(stat_name(*this, "blocked_syscalls"), "system calls that waited for room (TH2)")),
+      peer_resets_(st.counter(stat_name(*this, "peer_resets"), "sequence resets after a peer restarted (its Hello)")),
+      peers_unresponsive_(st.counter(stat_name(*this, "peers_unresponsive"), "times a peer missed mbcf.max_timeouts timeouts in a row (then probed with back-off)")),
+      abandoned_(st.counter(stat_name(*this, "packets_abandoned"), "unacknowledged packets dropped because their peer restarted")),
+      hellos_(st.counter(stat_name(*this, "hellos"), "Hellos sent by restarted nodes, repeats included")),
+      stale_(st.counter(stat_name(*this, "stale_frames"), "frames from a peer dropped while our restart Hello was unanswered")),
+      nic_drops_down_(st.counter(stat_name(*this, "dropped_while_down"), "frames that reached a powered-off node")),
+      refused_(st.counter(stat_name(*this, "requests_refused"),
                           "requests refused before anything was sent: an Ltask not in the task's table, a command users may not send, a 4.4 rule the sender can see, or a packet or reply that would not fit a frame")),
-      save_full_(st.counter("system.mbcf.save_area_full",
+      save_full_(st.counter(stat_name(*this, "save_area_full"),
                             "packets for a task waiting for a page-in that found the save area full (mbcf.save_area): not accepted, so Go-back-N brings them again; a local request waits")),
-      isr_batch_(st.histogram("system.mbcf.isr_batch", "packets handled per receive interrupt")) {
+      isr_batch_(st.histogram(stat_name(*this, "isr_batch"), "packets handled per receive interrupt")) {
   gbn::Params gp;
   gp.nodes = c.nodes;
   gp.th1 = c.th1;
@@ -67,24 +71,30 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
     n_.push_back(std::make_unique<Node>(i, c.page_bytes));
     Node& N = *n_.back();
     N.peers.resize(c.nodes);
-    N.memory = std::make_unique<mem::Memory>(("host" + std::to_string(i) + "_memory").c_str(), c.page_bytes);
-    N.cpu = std::make_unique<host::Cpu>(("host" + std::to_string(i) + "_cpu").c_str(), cal, c.cpu_mhz, c.poll_cycles);
+    // The host (host<n>) holds its memory, CPU, protocol stack and NIC.
+    N.host = std::make_unique<Group>(("host" + std::to_string(i)).c_str());
+    Within in(*N.host);
+    N.memory = std::make_unique<mem::Memory>("memory", c.page_bytes);
+    N.cpu = std::make_unique<host::Cpu>("cpu", cal, c.cpu_mhz, c.poll_cycles);
     use_host_memory(i, N.memory->socket);
     gp.self = i;
     N.gbn_host = std::make_unique<GbnHost>(*this, i);
     N.gbn = std::make_unique<gbn::Endpoint>(gp, counts, *N.gbn_host);
   }
-  ether_ = std::make_unique<net::EtherSegment>(cal, c.ether, c.nodes, st, "system.ether", seed);
+  ether_ = std::make_unique<net::EtherSegment>("ether", cal, c.ether, c.nodes, st, seed);
   ether_->set_rx([this](uint32_t s, std::vector<uint8_t>&& f) { on_frame(s, std::move(f)); });
   for (uint32_t i = 0; i < c.nodes; ++i) {
+    // What the factories make is built inside the host (host<n>.stack, host<n>.nic when they are
+    // modules).
+    Within in(*n_[i]->host);
     if (make_executor) n_[i]->exec = make_executor(i, *this);
-    if (!n_[i]->exec) n_[i]->exec = std::make_unique<Kernel>(*this, i);
+    if (!n_[i]->exec) n_[i]->exec = std::make_unique<Kernel>("stack", *this, i);
     if (make_nic) {
       n_[i]->nic = make_nic(i, *ether_);
       continue;
     }
     // The conventional NIC's transmit completion runs the driver's routine on the host CPU.
-    n_[i]->nic = std::make_unique<ConventionalNic>(("host" + std::to_string(i) + "_nic").c_str(), cal, c_, *ether_, i, [this, i] {
+    n_[i]->nic = std::make_unique<ConventionalNic>("nic", cal, c_, *ether_, i, [this, i] {
       if (c_.tx_done_cycles > 0) interrupt(i, cycles_ps(c_.tx_done_cycles), [] {});
     });
   }

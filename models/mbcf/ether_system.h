@@ -20,6 +20,7 @@
 
 #include "models/core/calendar.h"
 #include "models/core/config.h"
+#include "models/core/module_tree.h"
 #include "models/core/rng.h"
 #include "models/core/params.h"
 #include "models/core/stats.h"
@@ -79,7 +80,10 @@ struct EtherSysConfig {
 };
 void declare_mbcf_params(ParamSchema& s);
 
-class EtherSystem {
+// The cluster's MBCF protocol: a module (system.mbcf under the runner's root), the sibling of
+// the hosts it builds (system.host<n>) and of the segment (system.ether). Its statistics, the
+// protocol's over every node, are under its name.
+class EtherSystem : public sc_core::sc_module {
  public:
   // Makes node `node`'s NIC, whose port on the Ethernet `wire` is station `node` (null: the
   // conventional NIC the `nic.*` parameters describe). The wire hands received frames to the
@@ -100,6 +104,9 @@ class EtherSystem {
   Calendar& cal() { return cal_; }
   net::EtherSegment& ether() { return *ether_; }
   Nic& nic(uint32_t node) { return *n_[node]->nic; }
+  // The host's module (host<n>): its memory, CPU, protocol stack (the kernel's, `stack`) and
+  // NIC are its children; a NIC built after the cluster is built inside it (Within).
+  sc_core::sc_module& host(uint32_t node) { return *n_[node]->host; }
   host::Cpu& cpu(uint32_t node) { return *n_[node]->cpu; }
   Executor& executor(uint32_t node) { return *n_[node]->exec; }
   uint64_t cycles_ps(double cycles) const;  // host CPU cycles as time
@@ -218,9 +225,9 @@ class EtherSystem {
   using Order = gbn::Order;
   // The host kernel runs the protocol on the host CPU (chapter 6): a system call, the receive
   // interrupt routine, the kernel's copies.
-  class Kernel final : public Executor {
+  class Kernel final : public sc_core::sc_module, public Executor {
    public:
-    Kernel(EtherSystem& s, uint32_t node) : s_(s), node_(node) {}
+    Kernel(sc_core::sc_module_name name, EtherSystem& s, uint32_t node) : sc_core::sc_module(name), s_(s), node_(node) {}
     uint64_t proto_ps(double kernel_cycles) const override { return s_.cycles_ps(kernel_cycles); }
     void work(uint64_t dur, std::function<void()> fn) override { s_.interrupt(node_, dur, std::move(fn)); }
     void issue(uint32_t ptask, const Request& r, Built b, std::function<void()> k) override;
@@ -276,6 +283,7 @@ class EtherSystem {
   };
   struct Node {
     explicit Node(uint32_t id, uint32_t page) : ts(id, page) {}
+    std::unique_ptr<Group> host;  // the host's module, parent of the modules below (first: last to go)
     TaskSpace ts;
     std::unique_ptr<mem::Memory> memory;       // the host's own physical memory
     mem::TargetSocket* memory_target = nullptr;  // it, or a user's in its place

@@ -20,7 +20,7 @@ using mbcf::Cmd;
 using mbcf::kNoAddr;
 using mbcf::Packet;
 
-// One node's NIC: a SystemC module whose units are its children (mbp2_node3.pme, ...).
+// One node's NIC: a SystemC module whose units are its children (host3.nic.pme, ...).
 Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::BusConfig& bus_c, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
                          Stats& st, const std::string& b)
     : sc_core::sc_module(nm) {
@@ -156,7 +156,10 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
   walkers_.resize(ec.nodes);
   for (uint32_t n = 0; n < ec.nodes; ++n) {
     const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
-    u_.push_back(std::make_unique<Units>(("mbp2_node" + std::to_string(n)).c_str(), cal, ec.bus, c, ec.nodes, ec.rx_ring, st, b));
+    {
+      Within in(host(n));  // the card is the host's NIC: host<n>.nic, its units the children
+      u_.push_back(std::make_unique<Units>("nic", cal, ec.bus, c, ec.nodes, ec.rx_ring, st, b));
+    }
     Units& u = *u_.back();
     walkers_[n].sys = this;
     walkers_[n].node = n;

@@ -23,7 +23,7 @@
 
 namespace mbpsim::mbp2 {
 
-// Every unit is a SystemC module, a child of its NIC's module (mbp2_node3.pme): its name is the
+// Every unit is a SystemC module, a child of its NIC's module (system.host3.nic.pme): its name is the
 // last part of its statistics name unless given. Units keep busy-until times and schedule what
 // they do on the shared Calendar: event-driven, nothing ticks while idle.
 class Unit : public sc_core::sc_module {

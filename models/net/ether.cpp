@@ -16,34 +16,36 @@ const char* to_string(EtherConfig::Medium m) {
   return "?";
 }
 
-EtherSegment::EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t stations, Stats& stats,
-                           const std::string& prefix, uint64_t seed)
-    : cal_(cal),
+EtherSegment::EtherSegment(sc_core::sc_module_name name, Calendar& cal, const EtherConfig& c, uint32_t stations, Stats& stats,
+                           uint64_t seed)
+    : sc_core::sc_module(name),
+      prefix_(this->name()),
+      cal_(cal),
       c_(c),
       bit_ps_(static_cast<uint64_t>(std::llround(1e6 / c.rate_mbps))),
       prop_ps_(static_cast<uint64_t>(std::llround(c.prop_ns * 1000))),
       st_(stations),
       ports_(stations),
-      rng_(seed, prefix + ".backoff"),
-      loss_rng_(seed, prefix + ".loss"),
-      tamper_rng_(seed, prefix + ".tamper"),
-      fault_rng_(seed, prefix + ".faults"),
-      frames_(stats.counter(prefix + ".frames", "frames that left a MAC")),
-      bytes_(stats.counter(prefix + ".bytes", "bytes on the wire, preamble and FCS included")),
-      collisions_(stats.counter(prefix + ".collisions", "CSMA/CD collisions (hub)")),
-      excess_(stats.counter(prefix + ".excessive_collisions", "frames given up after 16 attempts")),
-      queue_drops_(stats.counter(prefix + ".switch_drops", "frames dropped at a full switch output queue")),
-      lost_(stats.counter(prefix + ".injected_losses", "frames corrupted by the loss model")),
-      fcs_errors_(stats.counter(prefix + ".fcs_errors", "frames dropped by a receiving MAC for a bad FCS")),
-      tampered_(stats.counter(prefix + ".tampered", "frames altered on the path with a valid FCS (injected)")),
-      duplicated_(stats.counter(prefix + ".injected_duplicates", "frames delivered twice (injected)")),
-      reordered_(stats.counter(prefix + ".injected_reorders", "frames held back so that later ones overtake them (injected)")),
-      blackholed_(stats.counter(prefix + ".injected_blackhole_losses", "frames lost because their station was in a blackhole period (injected)")),
-      attempts_(stats.histogram(prefix + ".attempts", "transmission attempts per frame (hub)")) {
+      rng_(seed, prefix_ + ".backoff"),
+      loss_rng_(seed, prefix_ + ".loss"),
+      tamper_rng_(seed, prefix_ + ".tamper"),
+      fault_rng_(seed, prefix_ + ".faults"),
+      frames_(stats.counter(prefix_ + ".frames", "frames that left a MAC")),
+      bytes_(stats.counter(prefix_ + ".bytes", "bytes on the wire, preamble and FCS included")),
+      collisions_(stats.counter(prefix_ + ".collisions", "CSMA/CD collisions (hub)")),
+      excess_(stats.counter(prefix_ + ".excessive_collisions", "frames given up after 16 attempts")),
+      queue_drops_(stats.counter(prefix_ + ".switch_drops", "frames dropped at a full switch output queue")),
+      lost_(stats.counter(prefix_ + ".injected_losses", "frames corrupted by the loss model")),
+      fcs_errors_(stats.counter(prefix_ + ".fcs_errors", "frames dropped by a receiving MAC for a bad FCS")),
+      tampered_(stats.counter(prefix_ + ".tampered", "frames altered on the path with a valid FCS (injected)")),
+      duplicated_(stats.counter(prefix_ + ".injected_duplicates", "frames delivered twice (injected)")),
+      reordered_(stats.counter(prefix_ + ".injected_reorders", "frames held back so that later ones overtake them (injected)")),
+      blackholed_(stats.counter(prefix_ + ".injected_blackhole_losses", "frames lost because their station was in a blackhole period (injected)")),
+      attempts_(stats.histogram(prefix_ + ".attempts", "transmission attempts per frame (hub)")) {
   // Each schedule starts with an empty period at time 0, so the first real one is drawn the
   // first time the station receives.
   if (c.blackhole_every_us > 0)
-    for (uint32_t i = 0; i < stations; ++i) bh_.push_back(Blackhole{Rng(seed, prefix + ".blackhole." + std::to_string(i))});
+    for (uint32_t i = 0; i < stations; ++i) bh_.push_back(Blackhole{Rng(seed, prefix_ + ".blackhole." + std::to_string(i))});
 }
 
 bool EtherSegment::blackholed(uint32_t dst) {

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <systemc>
+
 #include "models/core/calendar.h"
 #include "models/core/params.h"
 #include "models/core/rng.h"
@@ -59,7 +61,9 @@ struct EtherConfig {
 };
 const char* to_string(EtherConfig::Medium m);
 
-class EtherSegment {
+// The segment is a module (system.ether under the runner's root); its statistics are under its
+// name.
+class EtherSegment final : public sc_core::sc_module {
  public:
   static constexpr uint32_t kPreamble = 8, kFcs = 4, kMinFrame = 64, kIfg = 12, kJamBits = 32, kSlotBits = 512;
   static constexpr uint32_t kMaxAttempts = 16, kBackoffLimit = 10;
@@ -67,7 +71,7 @@ class EtherSegment {
   // `on_rx(station, frame)`: a frame with a good FCS for that station (bytes without FCS;
   // padding kept).
   using Rx = std::function<void(uint32_t, std::vector<uint8_t>&&)>;
-  EtherSegment(Calendar& cal, const EtherConfig& c, uint32_t stations, Stats& stats, const std::string& prefix,
+  EtherSegment(sc_core::sc_module_name name, Calendar& cal, const EtherConfig& c, uint32_t stations, Stats& stats,
                uint64_t seed);
   void set_rx(Rx rx) { rx_ = std::move(rx); }
   // Observes every frame a station receives with a good FCS, before `on_rx` (a wire sniffer).
@@ -110,6 +114,7 @@ class EtherSegment {
   bool lose();
   void hand_over(uint32_t dst, std::vector<uint8_t> bytes);  // to the station's MAC (FCS stripped)
 
+  const std::string prefix_;  // its name: where its statistics and random streams are named
   Calendar& cal_;
   EtherConfig c_;
   uint64_t bit_ps_, prop_ps_;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/core/module_tree.h"
 #include "models/mbcf/ether_system.h"
 #include "models/mbcf/executor.h"
 #include "tests/integration/cluster_tasks.h"
@@ -66,11 +67,13 @@ class OffloadEngine final : public Executor {
 // and 2 -> 3 see the same NIC and wire.
 struct Cluster {
   Stats stats;
+  Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig ec;
   std::vector<OffloadEngine*> engines;
   std::unique_ptr<EtherSystem> sys;
   Cluster() {
+    Within in(root);
     ec.nodes = 4;
     ec.ether.medium = net::EtherConfig::Medium::Switch;
     ec.tx_done_cycles = 0;  // no transmit-completion interrupt: the host CPU does no NIC work

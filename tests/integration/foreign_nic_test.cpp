@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/core/module_tree.h"
 #include "models/mbcf/conventional_nic.h"
 #include "models/mbcf/ether_system.h"
 #include "models/mbcf/nic.h"
@@ -60,12 +61,14 @@ class UserNic final : public Nic {
 
 struct Cluster {
   Stats stats;
+  Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig ec;
   std::vector<UserNic*> nics;
   std::unique_ptr<EtherSystem> sys;
   // Node n's NIC: tx_us[n] to the wire, 2 us back, dropping every drop_every-th frame.
   Cluster(std::vector<double> tx_us, uint32_t drop_every) {
+    Within in(root);
     ec.nodes = static_cast<uint32_t>(tx_us.size());
     ec.ether.medium = net::EtherConfig::Medium::Switch;
     ec.ether.rate_mbps = 100;
@@ -79,6 +82,7 @@ struct Cluster {
   }
   // Two nodes with the conventional NIC of the default parameters.
   Cluster() {
+    Within in(root);
     ec.nodes = 2;
     sys = std::make_unique<EtherSystem>(cal, ec, stats, 1);
     tasks();
@@ -193,8 +197,9 @@ TEST(ForeignNic, AFrameOfATypeNoStackTookIsMalformed) {
 TEST(ForeignNic, TheConventionalNicIsTheDefaultAndAModule) {
   Cluster c;
   EXPECT_NE(dynamic_cast<ConventionalNic*>(&c.sys->nic(0)), nullptr);
-  EXPECT_NE(sc_core::sc_find_object("host1_nic"), nullptr);
-  EXPECT_NE(sc_core::sc_find_object("host1_cpu"), nullptr);
+  EXPECT_NE(sc_core::sc_find_object("system.host1.nic"), nullptr);
+  EXPECT_NE(sc_core::sc_find_object("system.host1.cpu"), nullptr);
+  EXPECT_NE(sc_core::sc_find_object("system.host1.stack"), nullptr);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "models/core/module_tree.h"
 #include "models/mbp2/mbp2_system.h"
 #include "tests/integration/cluster_tasks.h"
 #include "tests/user_tlm_memory.h"
@@ -21,10 +22,12 @@ using namespace mbpsim::mbcf;
 
 struct Cluster {
   Stats stats;
+  Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig ec;
   std::unique_ptr<mbp2::Mbp2System> sys;
   explicit Cluster(uint32_t nodes) {
+    Within in(root);
     ec.nodes = nodes;
     ec.ether.medium = net::EtherConfig::Medium::Direct;
     ec.ether.rate_mbps = 1000;
@@ -56,8 +59,8 @@ TEST(ForeignTlm, AUsersMemoryIsTheHostsMemoryForTheCpuAndForTheNicsDma) {
   c.sys->use_host_memory(1, m1.socket);
   c.tasks();
   // The sockets sit in the module tree: the BIU's DMA master in its NIC, the host's own memory.
-  EXPECT_NE(sc_core::sc_find_object("mbp2_node1.biu.dma_socket"), nullptr);
-  EXPECT_NE(sc_core::sc_find_object("host1_memory.socket"), nullptr);
+  EXPECT_NE(sc_core::sc_find_object("system.host1.nic.biu.dma_socket"), nullptr);
+  EXPECT_NE(sc_core::sc_find_object("system.host1.memory.socket"), nullptr);
   // The sender's payload, stored by its CPU (through DMI), and sent from its memory.
   const Command w = c.write(0x10100, 512, 5);
   c.sys->space(0).write(c.task(0), 0x10000, w.data.data(), 512);

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/core/module_tree.h"
 #include "models/core/rng.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/ether_system.h"
@@ -26,11 +27,13 @@ namespace mbpsim::mbcf {
 
 struct Rig {
   Stats stats;
+  Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig cfg;
   std::unique_ptr<EtherSystem> sys;
   // `mbp2`: the same protocol run by MBP2 NICs (the PME's firmware) instead of host kernels.
   explicit Rig(EtherSysConfig c, uint64_t seed = 1, bool mbp2 = false) : cfg(c) {
+    Within in(root);
     if (mbp2)
       sys = std::make_unique<mbp2::Mbp2System>(cal, cfg, mbp2::Mbp2Config{}, stats, seed);
     else

@@ -25,7 +25,7 @@ namespace {
 TEST(Mbp2, UnitsAreSystemCModulesAndTheirDescriptorRingsLiveInEm) {
   Rig r(crypto(Cipher::Des, Auth::HmacMd5));
   for (uint32_t n = 0; n < 2; ++n) {
-    const std::string nic = "mbp2_node" + std::to_string(n);
+    const std::string nic = "system.host" + std::to_string(n) + ".nic";
     sc_core::sc_object* top = sc_core::sc_find_object(nic.c_str());
     ASSERT_NE(top, nullptr) << nic;
     EXPECT_STREQ(top->kind(), "sc_module");

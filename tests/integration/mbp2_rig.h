@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/core/module_tree.h"
 #include "models/core/bytes.h"
 #include "models/mbp2/mbp2_system.h"
 #include "tests/test_util.h"
@@ -21,10 +22,12 @@ using namespace mbpsim::mbcf;
 
 struct Rig {
   Stats stats;
+  Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig ec;
   std::unique_ptr<Mbp2System> sys;
   explicit Rig(const Mbp2Config& mc = Mbp2Config{}, const EtherSysConfig& base = EtherSysConfig{}) : ec(base) {
+    Within in(root);
     ec.nodes = 2;
     ec.ether.medium = net::EtherConfig::Medium::Direct;
     ec.ether.rate_mbps = 1000;

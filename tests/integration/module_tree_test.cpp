@@ -8,7 +8,9 @@
 #include <systemc>
 
 #include "models/core/module_tree.h"
+#include "models/mbcf/conventional_nic.h"
 #include "models/net/network.h"
+#include "models/systems/assembly.h"
 #include "sim/runner.h"
 #include "tests/mbp_harness.h"
 #include "tests/test_util.h"
@@ -99,6 +101,53 @@ TEST(ModuleTree, APartBuiltTwiceNamesItsStatisticsApart) {
   EXPECT_TRUE(st.counter_value("right.net.router_0_0.combining.allocated").has_value());
   EXPECT_FALSE(st.counter_value("system.net.packets_injected").has_value());
   expect_every_stat_owned(st);
+}
+
+// A cluster as the runner builds it: in the root, from a shipped config.
+struct Cluster {
+  Stats stats;
+  Root root;
+  std::unique_ptr<Calendar> cal;
+  std::unique_ptr<mbcf::EtherSystem> sys;
+  explicit Cluster(const std::string& config) {
+    const Config c = load_config(test::config_path(config), {});
+    Within in(root);
+    cal = std::make_unique<Calendar>("calendar");
+    sys = systems::make_cluster(*cal, c, stats, 1);
+  }
+};
+
+TEST(ModuleTree, AClusterHostHoldsItsMemoryCpuStackAndNic) {
+  Cluster k("mbcf-ss20-100tx.json");
+  ASSERT_GE(k.sys->nodes(), 2u);
+  for (const char* m : {"system.mbcf", "system.ether", "system.calendar"}) EXPECT_TRUE(is_module(m)) << m;
+  for (uint32_t n = 0; n < k.sys->nodes(); ++n) {
+    const std::string host = "system.host" + std::to_string(n);
+    EXPECT_EQ(&k.sys->host(n), sc_core::sc_find_object(host.c_str()));
+    for (const char* part : {".memory", ".cpu", ".stack", ".nic"}) EXPECT_TRUE(is_module(host + part)) << host << part;
+    EXPECT_NE(sc_core::sc_find_object((host + ".memory.socket").c_str()), nullptr);
+    EXPECT_EQ(dynamic_cast<sc_core::sc_object*>(&k.sys->nic(n)), sc_core::sc_find_object((host + ".nic").c_str()));
+    EXPECT_EQ(sc_core::sc_find_object(host.c_str())->get_child_objects().size(), 4u) << host;
+  }
+  for (sc_core::sc_object* top : sc_core::sc_get_top_level_objects()) EXPECT_STREQ(top->name(), "system");
+  // The protocol's statistics (over every node) are the system.mbcf module's, the wire's the
+  // segment's.
+  expect_every_stat_owned(k.stats);
+  EXPECT_TRUE(k.stats.counter_value("system.mbcf.packets_sent").has_value());
+  EXPECT_TRUE(k.stats.counter_value("system.ether.frames").has_value());
+}
+
+TEST(ModuleTree, TheMbp2IsTheHostsNicAndItsUnitsAreItsChildren) {
+  Cluster k("mbp2p-ss20.json");
+  for (uint32_t n = 0; n < k.sys->nodes(); ++n) {
+    const std::string nic = "system.host" + std::to_string(n) + ".nic";
+    for (const char* u : {"", ".biu", ".em", ".tlb", ".pme", ".kli", ".icu", ".uli", ".pge", ".adma", ".ldma_tx", ".ldma_rx"})
+      EXPECT_TRUE(is_module(nic + u)) << nic << u;
+    EXPECT_NE(sc_core::sc_find_object((nic + ".biu.dma_socket").c_str()), nullptr);
+    // The protocol runs on the card's PME: the host has no kernel stack.
+    EXPECT_EQ(sc_core::sc_find_object(("system.host" + std::to_string(n) + ".stack").c_str()), nullptr);
+  }
+  for (sc_core::sc_object* top : sc_core::sc_get_top_level_objects()) EXPECT_STREQ(top->name(), "system");
 }
 
 }  // namespace

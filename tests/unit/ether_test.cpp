@@ -28,7 +28,7 @@ struct Hub {
   Stats stats;
   EtherSegment seg;
   std::vector<Sent> sent;
-  explicit Hub(bool lance) : seg(cal, config(lance), 2, stats, "ether", 1) { seg.set_rx([](uint32_t, std::vector<uint8_t>&&) {}); }
+  explicit Hub(bool lance) : seg("ether", cal, config(lance), 2, stats, 1) { seg.set_rx([](uint32_t, std::vector<uint8_t>&&) {}); }
   static EtherConfig config(bool lance) {
     EtherConfig c;
     c.medium = EtherConfig::Medium::Hub;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "models/core/module_tree.h"
 #include "models/core/error.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/engine.h"
@@ -689,11 +690,11 @@ void MbcfTester::multicast_update(uint32_t left) {
   u.data.resize(len);
   for (auto& b : u.data) b = static_cast<uint8_t>(r.next());
   for (const auto& [n, page] : pattern_) std::copy(u.data.begin(), u.data.end(), shadow_[n].begin() + page * pb_ + off);
-  forwards_mark_ = counter("system.mbcf.multicast_forwards");
+  forwards_mark_ = counter(stat_name(*sys_, "multicast_forwards"));
   ++mc_updates_;
   call(from, pattern_[0].first, u, [this, left, from](Status st) {
     if (st != Status::Succeeded) fail("round " + std::to_string(mc_round_) + ": UPDATE from node " + std::to_string(from) + " answered " + to_string(st));
-    const uint64_t fw = counter("system.mbcf.multicast_forwards") - forwards_mark_;
+    const uint64_t fw = counter(stat_name(*sys_, "multicast_forwards")) - forwards_mark_;
     if (fw != pattern_.size() - 1)
       fail("round " + std::to_string(mc_round_) + ": " + std::to_string(fw) + " copies forwarded along a pattern of " + std::to_string(pattern_.size()) + " pages");
     compare_shadow("UPDATE");
