@@ -55,7 +55,7 @@ uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint
 }
 
 void Mbp2System::bad_request(uint32_t node, uint32_t ptask, uint32_t e, bool slot) {
-  bad_requests_.inc();
+  u_[node]->bad_requests->inc();
   if (e != ~0u) free_entry(node, ptask, e, true);
   if (slot) request_given_up(node);
 }
@@ -309,7 +309,7 @@ void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
         const uint32_t ctx = static_cast<uint32_t>(m >> 32) & 0xffffff;
         if ((m >> 56) == (kIcuInvalidatePage >> 56)) u.tlb->invalidate(ctx, m & 0xffffffffu);
         else if ((m >> 56) == (kIcuFlushContext >> 56)) u.tlb->flush_context(ctx);
-        else icu_bad_->inc();
+        else u.icu_bad->inc();
       }
     });
   });
@@ -475,7 +475,7 @@ void Mbp2System::atomic_step(uint32_t node, uint32_t h, std::function<void()> re
   ar.status = mbcf::atomic_effect(c, mutant::on(mutant::Id::AtomicFromExecute) && ar.exec_status == mbcf::Status::Succeeded ? c.flag_value : ref,
                                   mem.data());
   ar.computed = true;
-  if (ar.bytes != ar.exec_old || ar.status != ar.exec_status) atomic_changed_->inc();
+  if (ar.bytes != ar.exec_old || ar.status != ar.exec_status) u.atomic_changed->inc();
   --u.atomics;
   if (ar.status != mbcf::Status::Succeeded) {
     adma_drained(node);

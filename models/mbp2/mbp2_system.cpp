@@ -22,8 +22,20 @@ using mbcf::Packet;
 
 // One node's NIC: a SystemC module whose units are its children (host3.nic.pme, ...).
 Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::BusConfig& bus_c, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
-                         Stats& st, const std::string& b)
+                         Stats& st)
     : sc_core::sc_module(nm) {
+  const std::string b = std::string(name()) + ".";
+  host_requests = &st.counter(b + "host_requests", "requests written and rung by user tasks (no system call)");
+  rejected_requests = &st.counter(b + "rejected_requests", "requests dropped because their doorbell alias was not the task's own");
+  slot_retries = &st.counter(b + "doorbell_slot_waits",
+                             "MBCF doorbell stores that found every EM request slot taken (mbp2.request_slots) and were retried, holding the CPU, until a request left");
+  bad_requests = &st.counter(b + "bad_requests",
+                             "send structures the NIC refused: bad sizes, a payload not readable at its address, commands that do not decode or break a rule of 4.4, an unknown Ltask");
+  ring_waits = &st.counter(b + "send_ring_waits",
+                           "requests whose task found every entry of its send ring still unfetched (mbp2.send_ring_entries) and waited, holding the CPU, for the PGE");
+  icu_bad = &st.counter(b + "icu_bad_messages", "ICU messages of an unknown type (ignored)");
+  atomic_changed = &st.counter(b + "atomic_operands_changed",
+                               "atomics whose operands the host changed between the PME's check of the command and the ADMA's read of them (the result is computed from what the ADMA read)");
   bus = std::make_unique<HostBus>(bus_c, st, b + "biu");
   em = std::make_unique<Em>(c.em, st, b + "em");
   tlb = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
@@ -141,24 +153,12 @@ Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2
       cal_(cal),
       c_(config()),
       m_(c),
-      rejected_requests_(st.counter("system.mbp2.rejected_requests", "requests dropped because their doorbell alias was not the task's own")),
-      host_requests_(st.counter("system.mbp2.host_requests", "requests written and rung by user tasks (no system call)")),
-      slot_retries_(st.counter("system.mbp2.doorbell_slot_waits",
-                               "MBCF doorbell stores that found every EM request slot taken (mbp2.request_slots) and were retried, holding the CPU, until a request left")),
-      bad_requests_(st.counter("system.mbp2.bad_requests",
-                               "send structures the NIC refused: bad sizes, a payload not readable at its address, commands that do not decode or break a rule of 4.4, an unknown Ltask")),
-      ring_waits_(st.counter("system.mbp2.send_ring_waits",
-                             "requests whose task found every entry of its send ring still unfetched (mbp2.send_ring_entries) and waited, holding the CPU, for the PGE")),
       iv_rng_(seed, "mbp2.cau.iv") {
-  icu_bad_ = &st.counter("system.mbp2.icu_bad_messages", "ICU messages of an unknown type (ignored)");
-  atomic_changed_ = &st.counter("system.mbp2.atomic_operands_changed",
-                                "atomics whose operands the host changed between the PME's check of the command and the ADMA's read of them (the result is computed from what the ADMA read)");
   walkers_.resize(ec.nodes);
   for (uint32_t n = 0; n < ec.nodes; ++n) {
-    const std::string b = "system.node" + std::to_string(n) + ".mbp2.";
     {
       Within in(host(n));  // the card is the host's NIC: host<n>.nic, its units the children
-      u_.push_back(std::make_unique<Units>("nic", cal, ec.bus, c, ec.nodes, ec.rx_ring, st, b));
+      u_.push_back(std::make_unique<Units>("nic", cal, ec.bus, c, ec.nodes, ec.rx_ring, st));
     }
     Units& u = *u_.back();
     walkers_[n].sys = this;
@@ -334,7 +334,7 @@ void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uin
     if (!R.posted[i]) e = i;
   if (e == n) {
     // Every entry is the NIC's: the program polls the PGE's count until one is free.
-    ring_waits_.inc();
+    u_[node]->ring_waits->inc();
     R.waiters.push_back([this, node, ptask, alias, build, s = std::move(structure), nic = std::move(nic), k = std::move(k), slot]() mutable {
       host_request(node, ptask, alias, build, std::move(s), std::move(nic), std::move(k), slot);
     });
@@ -361,7 +361,7 @@ void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_
                           std::function<void()> k, bool slot) {
   if (!up(node)) return;
   if (slot && requests_in_flight(node) >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
-    slot_retries_.inc();
+    u_[node]->slot_retries->inc();
     u_[node]->slot_waiters.push_back([this, node, ptask, alias, entry, build, nic = std::move(nic), k = std::move(k)]() mutable {
       doorbell(node, ptask, alias, entry, build, std::move(nic), std::move(k), true);
     });
@@ -374,13 +374,13 @@ void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_
   const uint64_t now = cal_.now_ps();
   const uint64_t done = u_[node]->bus->pio(now);
   cpu(node).charge(done - now);
-  host_requests_.inc();
+  u_[node]->host_requests->inc();
   // The NIC latches the doorbell as the store completes, before the CPU goes on (the
   // calendar runs events of one instant in the order they were scheduled).
   cal_.at(done, [this, node, ptask, alias, entry, slot, nic = std::move(nic), inc = incarnation(node)]() mutable {
     if (incarnation(node) != inc) return;
     if (u_[node]->uli->ring(alias, ptask) < 0) {
-      rejected_requests_.inc();
+      u_[node]->rejected_requests->inc();
       if (slot) request_given_up(node);  // the slot it took is free again
       free_entry(node, ptask, entry, false);  // the task may write it again
       return;

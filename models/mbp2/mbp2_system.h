@@ -90,7 +90,7 @@ class Mbp2System : public mbcf::EtherSystem {
   // (the task must not change them before: `fetched` tells it when), and frees the entry. The
   // PME builds the packet's header from the task's identity (the ULI's) and its translation
   // table, never from the structure, and refuses a structure that does not decode or breaks a
-  // rule of 4.4 (system.mbp2.bad_requests). A task with every entry unfetched waits for one.
+  // rule of 4.4 (system.host<n>.nic.bad_requests). A task with every entry unfetched waits for one.
   static constexpr uint32_t kSendArea = 0xfff00000u, kSendAreaHeader = 64, kSendEntryBytes = 1536;
   static constexpr uint32_t kSendMbcf = 1, kSendDatagram = 2, kMbcfStructHeader = 16, kDatagramStructBytes = 20;
   static uint32_t send_entry_laddr(uint32_t e) { return kSendArea + kSendAreaHeader + e * kSendEntryBytes; }
@@ -392,9 +392,11 @@ class Mbp2System : public mbcf::EtherSystem {
       return tlb->probe(t.ptask, vpage, &pp) ? static_cast<uint32_t>(pp) : pte.frame;
     }
   };
+  // One host's card (system.host<n>.nic): its units are child modules, and every statistic of
+  // the card is under its name.
   struct Units : public sc_core::sc_module {
-    Units(sc_core::sc_module_name nm, Calendar& cal, const host::BusConfig& bus_c, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers, Stats& st,
-          const std::string& stat_prefix);
+    Units(sc_core::sc_module_name nm, Calendar& cal, const host::BusConfig& bus_c, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
+          Stats& st);
     std::unique_ptr<HostBus> bus;
     std::unique_ptr<Em> em;
     std::unique_ptr<Tlb> tlb;
@@ -494,6 +496,12 @@ class Mbp2System : public mbcf::EtherSystem {
     std::map<uint64_t, Buf> rx_queued;  // MBCF frames handed to the receive routine, by Rx tag
     Buf rx_current;                     // the one it works on (held until it takes the next)
     Counter* rx_oversized = nullptr;
+    // The card's requests: written and rung by user tasks, dropped for a foreign doorbell
+    // alias, doorbell stores retried for want of a request slot, send structures refused,
+    // tasks waiting for a send-ring entry; ICU messages of no known type; atomics whose
+    // operands changed between the PME's check and the ADMA's read.
+    Counter *host_requests = nullptr, *rejected_requests = nullptr, *slot_retries = nullptr, *bad_requests = nullptr,
+            *ring_waits = nullptr, *icu_bad = nullptr, *atomic_changed = nullptr;
     std::unique_ptr<Cau> cau;
     std::unique_ptr<Meac> meac;
     std::unique_ptr<Csu> csu;
@@ -730,9 +738,6 @@ class Mbp2System : public mbcf::EtherSystem {
   uint32_t frame_overhead_ = 0;
   std::vector<std::unique_ptr<Units>> u_;
   std::vector<std::map<uint32_t, SendRing>> rings_;  // per node, by Ptask (host memory)
-  Counter &rejected_requests_, &host_requests_, &slot_retries_, &bad_requests_, &ring_waits_;
-  Counter* icu_bad_ = nullptr;
-  Counter* atomic_changed_ = nullptr;
   Rng iv_rng_;  // IVs of sealed frames, Diffie-Hellman private values
   uint64_t timer_serial_ = 0;  // TCP's timers, each armed with a fresh serial
   uint64_t sa_serial_ = 0;

@@ -98,8 +98,8 @@ TEST(MbcfRandomTester, EveryCheckPassesAcrossKeyRenewalsOnTheAuthenticatedMbp2) 
     expect_every_check_passes(st["summary"]);
     std::map<std::string, uint64_t> sum;
     for (const auto& [n, v] : st["stats"]["system"].items())
-      if (n.rfind("node", 0) == 0 && v.contains("mbp2"))
-        for (const auto& [k, x] : v["mbp2"]["crypto"].items()) sum[k] += x.get<uint64_t>();
+      if (n.rfind("host", 0) == 0 && v.contains("nic"))
+        for (const auto& [k, x] : v["nic"]["crypto"].items()) sum[k] += x.get<uint64_t>();
     EXPECT_GT(sum["rekeys_sequence"], 10u) << "faults " << faults;
     EXPECT_GT(sum["opened_under_old_keys"] + sum["held_for_new_keys"], 0u) << "faults " << faults << " seed " << seed;
     EXPECT_EQ(sum["sequence_exhausted"], 0u);

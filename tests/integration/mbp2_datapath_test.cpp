@@ -85,7 +85,7 @@ TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   r.run(50);  // (and its acknowledgement)
   EXPECT_TRUE(synced);
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), i == 10 ? static_cast<uint8_t>(a.data[i] ^ 0xff) : a.data[i]) << i;
-  EXPECT_EQ(r.counter("system.node1.mbp2.adma.errors"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.adma.errors"), 0u);
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
@@ -136,7 +136,7 @@ TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
     ASSERT_EQ(r.byte(0, 0x10800 + i), want) << i;
   }
   EXPECT_EQ(r.byte(1, 0x11004), 0xb0);  // (and the write after it landed)
-  EXPECT_EQ(r.counter("system.node1.mbp2.adma.errors"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.adma.errors"), 0u);
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
@@ -182,7 +182,7 @@ TEST(Mbp2, AFetchAddComputesFromWhatTheAdmaReadAndWritesOnlyAfterIt) {
   EXPECT_EQ(load_le(got, 4), host) << "the reply carries the old value the ADMA read";
   r.sys->space(0).read(r.task(0), 0x10810, got, 4);
   EXPECT_EQ(load_le(got, 4), static_cast<uint32_t>(Status::Succeeded));
-  EXPECT_EQ(r.counter("system.mbp2.atomic_operands_changed"), 1u);
+  EXPECT_EQ(r.cards("atomic_operands_changed"), 1u);
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
@@ -221,7 +221,7 @@ void comp_swap_under_a_host_store(bool to_fail) {
     EXPECT_EQ(load_le(got, 4), 0x1111u);
     r.sys->space(0).read(r.task(0), 0x10810, got, 4);
     EXPECT_EQ(load_le(got, 4), static_cast<uint32_t>(to_fail ? Status::CompareFailed : Status::Succeeded));
-    EXPECT_EQ(r.counter("system.mbp2.atomic_operands_changed"), 1u);
+    EXPECT_EQ(r.cards("atomic_operands_changed"), 1u);
     EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
   }
 }
@@ -340,8 +340,8 @@ TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
   EXPECT_EQ(r.byte(1, 0x10400 + 6), b.data[6]);
   EXPECT_EQ(r.byte(1, 0x10400 + 7), b.data[7]);
   EXPECT_EQ(r.sys->request_images(0).in_use(), 0u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.request_images.allocated"), 2u);
-  EXPECT_EQ(r.counter("system.mbp2.bad_requests"), 0u);
+  EXPECT_EQ(r.counter("system.host0.nic.request_images.allocated"), 2u);
+  EXPECT_EQ(r.cards("bad_requests"), 0u);
   // A datagram's payload is read when the PGE fetches it too.
   r.sys->init_ring(1, 1, 0x18000, 4, 2048);
   ASSERT_TRUE(r.sys->bind_udp(1, 1, 7, 0x18000));
@@ -385,8 +385,8 @@ TEST(Mbp2, ThePgeWalksTheStructureItsDescriptorNamesAndFailsOneRewrittenUnderIt)
     rewrite(w + 4);
   }));
   r.run(5);
-  EXPECT_EQ(r.counter("system.node0.mbp2.pge.errors"), 1u);
-  EXPECT_EQ(r.counter("system.mbp2.bad_requests"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.errors"), 1u);
+  EXPECT_EQ(r.cards("bad_requests"), 1u);
   EXPECT_EQ(r.sys->pge(0).desc(0).bytes, 12 + 64u);  // the image the header promised
   EXPECT_TRUE(r.sys->pge(0).desc(0).error());
   EXPECT_EQ(r.sys->pge(0).desc(0).ctx, r.task(0).ptask);
@@ -396,14 +396,14 @@ TEST(Mbp2, ThePgeWalksTheStructureItsDescriptorNamesAndFailsOneRewrittenUnderIt)
   // Not a request any more.
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [&] { rewrite(0x7f000000u); }));
   r.run(5);
-  EXPECT_EQ(r.counter("system.node0.mbp2.pge.errors"), 2u);
-  EXPECT_EQ(r.counter("system.mbp2.bad_requests"), 2u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.errors"), 2u);
+  EXPECT_EQ(r.cards("bad_requests"), 2u);
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), 0) << i;
   // Left alone, the same request goes out; every entry and request image is free again.
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [] {}));
   r.run(50);  // (and its acknowledgement)
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), a.data[i]) << i;
-  EXPECT_EQ(r.counter("system.node0.mbp2.pge.errors"), 2u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.errors"), 2u);
   EXPECT_EQ(r.sys->fetched(0, 1), 3u);
   EXPECT_EQ(r.sys->request_images(0).in_use(), 0u);
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
@@ -461,7 +461,7 @@ TEST(Mbp2, TheNicTrustsNothingInASendStructureButItsCommands) {
   next();
   r.run(5);
   EXPECT_EQ(i, bad.size());
-  EXPECT_EQ(r.counter("system.mbp2.bad_requests"), bad.size());
+  EXPECT_EQ(r.cards("bad_requests"), bad.size());
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
   EXPECT_EQ(r.sys->fetched(0, 2), bad.size());  // every entry free again
   for (uint32_t k = 0; k < 64; ++k) ASSERT_EQ(r.byte(1, 0x10100 + k), 0u);
@@ -502,7 +502,7 @@ TEST(Mbp2, ATaskWithEverySendStructureUnfetchedWaitsForThePge) {
   next();
   r.run(50);
   EXPECT_EQ(rung, kWrites);
-  EXPECT_GT(r.counter("system.mbp2.send_ring_waits"), 0u);
+  EXPECT_GT(r.cards("send_ring_waits"), 0u);
   EXPECT_EQ(r.sys->fetched(0, 1), kWrites);
   for (uint32_t i = 0; i < kWrites; ++i) ASSERT_EQ(r.byte(1, 0x10000 + 1024 * i + 1000), static_cast<uint8_t>(i + 1000 * 7)) << i;
   EXPECT_TRUE(r.sys->quiet());
@@ -528,11 +528,11 @@ TEST(Mbp2, FewFrameBuffersDelayOrLoseFramesButEveryWriteLands) {
   ASSERT_EQ(issued, kWrites);
   for (uint32_t i = 0; i < kWrites; ++i)
     for (uint32_t j = 0; j < 1400; j += 51) ASSERT_EQ(r.byte(1, 0x10000 + 1400 * i + j), static_cast<uint8_t>(i + j * 7)) << i << " " << j;
-  EXPECT_GT(r.counter("system.node0.mbp2.tx_buffers.exhausted"), 0u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.tx_buffers.high_water"), 2u);
-  EXPECT_GT(r.counter("system.node1.mbp2.rx_buffers.exhausted"), 0u);
+  EXPECT_GT(r.counter("system.host0.nic.tx_buffers.exhausted"), 0u);
+  EXPECT_EQ(r.counter("system.host0.nic.tx_buffers.high_water"), 2u);
+  EXPECT_GT(r.counter("system.host1.nic.rx_buffers.exhausted"), 0u);
   EXPECT_GT(r.counter("system.mbcf.retransmissions"), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.rx_buffers.high_water"), 2u);
+  EXPECT_EQ(r.counter("system.host1.nic.rx_buffers.high_water"), 2u);
   EXPECT_TRUE(r.sys->quiet());
 }
 

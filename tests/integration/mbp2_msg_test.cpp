@@ -40,20 +40,20 @@ TEST(Mbp2Msg, AUdpDatagramIsSteeredIntoTheBoundTasksRingWithNoWorkForEitherKerne
   EXPECT_FALSE(r.sys->take(1, 1, kRing, &got));  // one datagram, taken
   EXPECT_EQ(r.sys->host_busy_ps(1), 0u);          // no interrupt, no copy at the receiver
   EXPECT_NEAR(r.sys->host_busy_ps(0) / 1e6, 3.0, 0.3);  // the sender: structure and doorbell
-  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_datagrams"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_bytes"), 1000u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.csu.tx"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.csu.rx"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.pge.bytes"), 1000u + Mbp2System::kDatagramStructBytes);  // structure and payload
+  EXPECT_EQ(r.counter("system.host0.nic.ip.tx_datagrams"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_bytes"), 1000u);
+  EXPECT_EQ(r.counter("system.host0.nic.csu.tx"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.csu.rx"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), 1000u + Mbp2System::kDatagramStructBytes);  // structure and payload
   // Fetching and delivering, every PGE descriptor did what it named.
-  EXPECT_EQ(r.counter("system.node0.mbp2.pge.errors"), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.pge.errors"), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.pge.lost"), 0u);
-  EXPECT_GE(r.counter("system.node1.mbp2.pge.bytes"), 1000u + 32);  // the PGE delivers, not the ADMA
-  EXPECT_EQ(r.counter("system.node1.mbp2.adma.bytes"), 0u);
-  EXPECT_GT(r.counter("system.node0.mbp2.pme.handler.ip_header_ps"), 0u);
-  EXPECT_GT(r.counter("system.node1.mbp2.pme.handler.ip_steer_ps"), 0u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.errors"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.pge.errors"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.pge.lost"), 0u);
+  EXPECT_GE(r.counter("system.host1.nic.pge.bytes"), 1000u + 32);  // the PGE delivers, not the ADMA
+  EXPECT_EQ(r.counter("system.host1.nic.adma.bytes"), 0u);
+  EXPECT_GT(r.counter("system.host0.nic.pme.handler.ip_header_ps"), 0u);
+  EXPECT_GT(r.counter("system.host1.nic.pme.handler.ip_steer_ps"), 0u);
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);  // not MBCF
 }
 
@@ -67,8 +67,8 @@ TEST(Mbp2Msg, AFullRingDropsAndCountsAndTheRingRefillsInOrder) {
     r.sys->cal().at(static_cast<uint64_t>(i) * 20'000'000, [&r, i] { ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_to(9, 256 * i, 100), [] {})); });
   }
   r.run(5);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 2u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_ring_full"), 3u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 2u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_ring_full"), 3u);
   std::vector<uint8_t> got;
   ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
   EXPECT_EQ(got, sent[0]);
@@ -78,7 +78,7 @@ TEST(Mbp2Msg, AFullRingDropsAndCountsAndTheRingRefillsInOrder) {
   put_payload(r, 0, 300, 9);
   send_all(r, {udp_to(9, 0, 300), udp_to(9, 256 * 4, 100)});
   r.run(5);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_bad_ring"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_bad_ring"), 1u);
   ASSERT_TRUE(r.sys->take(1, 1, kRing, &got));
   EXPECT_EQ(got, sent[4]);
 }
@@ -92,10 +92,10 @@ TEST(Mbp2Msg, AFrameForNoBoundPortGoesToTheKernelWithAnIcuInterrupt) {
   Parsed p;
   ASSERT_EQ(parse_inet(r.sys->kernel_received(1)[0], p), InetError::None);
   EXPECT_EQ(p.d.dst_port, 53);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_kernel"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.icu.to_host"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_kernel"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.icu.to_host"), 1u);
   EXPECT_GT(r.sys->host_busy_ps(1), 0u);  // the kernel took the interrupt
-  EXPECT_EQ(r.counter("system.node1.mbp2.pge.errors"), 0u);  // the PGE's delivery is the PME's to move
+  EXPECT_EQ(r.counter("system.host1.nic.pge.errors"), 0u);  // the PGE's delivery is the PME's to move
 }
 
 TEST(Mbp2Msg, TcpSegmentsAreNumberedInOrderAndTheOcuDropsDuplicatesAndGaps) {
@@ -133,9 +133,9 @@ TEST(Mbp2Msg, TcpSegmentsAreNumberedInOrderAndTheOcuDropsDuplicatesAndGaps) {
     seq += 200 + i;
   }
   EXPECT_FALSE(r.sys->take(1, 2, 0x10000, nullptr));
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_out_of_order"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ocu.in_order"), 3u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ocu.duplicates"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_out_of_order"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ocu.in_order"), 3u);
+  EXPECT_EQ(r.counter("system.host1.nic.ocu.duplicates"), 1u);
 }
 
 TEST(Mbp2Msg, WithoutCsuAndOcuTheFirmwareChecksAtAPrice) {
@@ -160,7 +160,7 @@ TEST(Mbp2Msg, WithoutCsuAndOcuTheFirmwareChecksAtAPrice) {
   Pme& pme = r.sys->pme(1);
   const uint64_t want = pme.instr_ps(c.ip_steer_instr + c.rx_desc_instr) + pme.kernel_ps(c.fw_csum_instr_per_word * words, words) +
                         pme.instr_ps(c.fw_order_instr) + pme.instr_ps(c.tcp_ack_instr) + pme.interrupt_ps();
-  EXPECT_EQ(r.counter("system.node1.mbp2.pme.handler.ip_steer_ps"), want);
+  EXPECT_EQ(r.counter("system.host1.nic.pme.handler.ip_steer_ps"), want);
   EXPECT_GT(want, 2 * (pme.instr_ps(c.ip_steer_instr + c.rx_desc_instr) + pme.interrupt_ps()));
 }
 
@@ -181,9 +181,9 @@ TEST(Mbp2Msg, AlteredDatagramsAreRejectedByTheChecksumsAndNeverDelivered) {
   }
   r.run(5);
   EXPECT_EQ(altered, 12u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_malformed") + r.counter("system.node1.mbp2.ip.rx_bad_checksum"), 12u);
-  EXPECT_GT(r.counter("system.node1.mbp2.csu.bad"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_malformed") + r.counter("system.host1.nic.ip.rx_bad_checksum"), 12u);
+  EXPECT_GT(r.counter("system.host1.nic.csu.bad"), 0u);
   EXPECT_TRUE(r.sys->kernel_received(1).empty());
 }
 
@@ -205,9 +205,9 @@ TEST(Mbp2Msg, TheSenderRefusesBypassUnreadablePayloadsAndOversizedDatagrams) {
   EXPECT_FALSE(r.sys->send_datagram(0, 1, self, [] {}));
   send_all(r, {d, far, udp_to(7, 0, 1)});  // the last, a 1-byte datagram in a padded frame, goes
   r.run(5);
-  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_bypass_rejected"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_rejected"), 2u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 1u);  // the 1-byte one
+  EXPECT_EQ(r.counter("system.host0.nic.ip.tx_bypass_rejected"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.ip.tx_rejected"), 2u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 1u);  // the 1-byte one
 }
 
 TEST(Mbp2Msg, DatagramsBetweenEncryptingNicsAreSealedLikeIpsec) {
@@ -228,11 +228,11 @@ TEST(Mbp2Msg, DatagramsBetweenEncryptingNicsAreSealedLikeIpsec) {
   EXPECT_EQ(got, q);
   EXPECT_FALSE(sn.saw(std::vector<uint8_t>(p.begin() + 300, p.begin() + 332)));
   EXPECT_FALSE(sn.saw(std::vector<uint8_t>(q.begin() + 1300, q.begin() + 1332)));
-  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_fragments"), 2u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.frames_sealed"), 3u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_opened"), 3u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reassembled"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 2u);
+  EXPECT_EQ(r.counter("system.host0.nic.ip.tx_fragments"), 2u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.frames_sealed"), 3u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.frames_opened"), 3u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reassembled"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 2u);
 }
 
 // A peer that never answers the key exchange (dead, or its cable pulled): after
@@ -259,24 +259,24 @@ TEST(Mbp2Msg, AKeyExchangeThePeerNeverAnswersIsGivenUpAndFreesTheDatagramsWaitin
   r.run(60);
   const uint64_t images = mc.ring_entries;  // a datagram's image each
   ASSERT_LT(images, kSent);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_given_up"), 0u);
-  EXPECT_GT(r.counter("system.node0.mbp2.ip.tx_image_waits"), 0u) << "every image is held by a datagram waiting for the keys";
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_messages"), 3u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_given_up"), 0u);
+  EXPECT_GT(r.counter("system.host0.nic.ip.tx_image_waits"), 0u) << "every image is held by a datagram waiting for the keys";
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_messages"), 3u);
   r.run(15);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_given_up"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_dropped_frames"), images);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_given_up"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_dropped_frames"), images);
   // The images came back: the rest were fetched, and started a new exchange.
   EXPECT_EQ(r.sys->fetched(0, 1), kSent);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_messages"), 4u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_messages"), 4u);
   r.sys->ether().set_deaf(1, false);
   r.run(200);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_completed"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_completed"), 1u);
   std::vector<std::vector<uint8_t>> got;
   std::vector<uint8_t> g;
   while (r.sys->take(1, 1, kRing, &g)) got.push_back(g);
   // What was dropped never arrives; the others arrive once each, in order.
   EXPECT_EQ(got, std::vector<std::vector<uint8_t>>(sent.begin() + static_cast<std::ptrdiff_t>(images), sent.end()));
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_no_sa") + r.counter("system.node1.mbp2.crypto.rejected_auth"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_no_sa") + r.counter("system.host1.nic.crypto.rejected_auth"), 0u);
 }
 
 // ---- IP fragments (RFC 791, RFC 815)
@@ -328,18 +328,18 @@ TEST(Mbp2Msg, AUdpDatagramLongerThanAFrameGoesInFragmentsAndArrivesWhole) {
     EXPECT_LE(f.size(), 1514u);
     EXPECT_TRUE(is_fragment(f));
   }
-  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_datagrams"), 2u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.ip.tx_fragments"), frags + 3u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.pge.bytes"), 12000u + 2 * Mbp2System::kDatagramStructBytes);  // one fetch each
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_fragments"), frags + 3u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reassembled"), 2u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_delivered"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_bytes"), 9000u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.csu.rx"), 2u);  // one verdict per datagram
-  EXPECT_EQ(r.counter("system.node1.mbp2.csu.bad"), 0u);
-  EXPECT_GT(r.counter("system.node1.mbp2.pme.handler.ip_reasm_ps"), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.pge.errors"), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.adma.bytes"), 0u);
+  EXPECT_EQ(r.counter("system.host0.nic.ip.tx_datagrams"), 2u);
+  EXPECT_EQ(r.counter("system.host0.nic.ip.tx_fragments"), frags + 3u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), 12000u + 2 * Mbp2System::kDatagramStructBytes);  // one fetch each
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_fragments"), frags + 3u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reassembled"), 2u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_bytes"), 9000u);
+  EXPECT_EQ(r.counter("system.host1.nic.csu.rx"), 2u);  // one verdict per datagram
+  EXPECT_EQ(r.counter("system.host1.nic.csu.bad"), 0u);
+  EXPECT_GT(r.counter("system.host1.nic.pme.handler.ip_reasm_ps"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.pge.errors"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.adma.bytes"), 0u);
   EXPECT_EQ(r.sys->host_busy_ps(1) > 0, true);  // the kernel's frames interrupted the host
   ASSERT_EQ(r.sys->kernel_received(1).size(), 3u);
   for (const auto& f : r.sys->kernel_received(1)) EXPECT_TRUE(is_fragment(f));
@@ -386,7 +386,7 @@ TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
   r.sys->ether().set_tap([&](uint32_t to, const std::vector<uint8_t>&) {
     if (to != 1) return;
     ++seen;
-    const uint32_t posted = static_cast<uint32_t>(r.counter("system.node0.mbp2.ldma_tx.descriptors"));
+    const uint32_t posted = static_cast<uint32_t>(r.counter("system.host0.nic.ldma_tx.descriptors"));
     worst_ahead = std::max(worst_ahead, posted - seen);
     if (seen == 10) fetched_at_dg1_frame10 = r.sys->fetched(0, 1);
   });
@@ -398,7 +398,7 @@ TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
   // The first datagram still had frames to read when its tenth arrived: its image was held,
   // and the third datagram was not fetched.
   EXPECT_EQ(fetched_at_dg1_frame10, 2u);
-  EXPECT_GT(r.counter("system.node0.mbp2.ip.tx_image_waits"), 0u);
+  EXPECT_GT(r.counter("system.host0.nic.ip.tx_image_waits"), 0u);
   EXPECT_EQ(seen, 6u * 14);
   std::vector<uint8_t> got;
   for (uint32_t i = 0; i < 6; ++i) {
@@ -423,7 +423,7 @@ TEST(Mbp2Msg, APowerLossMidStreamLeavesNoImageOrFifoHeld) {
   }
   send_all(r, q);
   r.run(0.2);  // two datagrams fetched, the third waiting for an image, frames on the wire
-  EXPECT_GT(r.counter("system.node0.mbp2.ip.tx_image_waits"), 0u);
+  EXPECT_GT(r.counter("system.host0.nic.ip.tx_image_waits"), 0u);
   r.sys->power_off(0);
   r.run(1);
   r.sys->power_on(0);
@@ -441,7 +441,7 @@ TEST(Mbp2Msg, APowerLossMidStreamLeavesNoImageOrFifoHeld) {
   ASSERT_GE(all.size(), 2u);
   EXPECT_EQ(all[all.size() - 2], a);  // the new incarnation's two, last and in order
   EXPECT_EQ(all.back(), b);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reasm_bad"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reasm_bad"), 0u);
 }
 
 // An engine books EM and the bus when it starts a transfer, not when its descriptor is posted:
@@ -495,10 +495,10 @@ TEST(Mbp2Msg, WithoutACsuTheFirmwareSumsEachFragmentItFiles) {
   // the wire (12 us), so the handler finds the second and the third in its ring when it ends
   // the one before.
   ASSERT_GT(pme.interrupt_ps(), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.pme.interrupts_coalesced"), 2u);
+  EXPECT_EQ(r.counter("system.host1.nic.pme.interrupts_coalesced"), 2u);
   want += pme.interrupt_ps();
-  EXPECT_EQ(r.counter("system.node1.mbp2.pme.handler.ip_reasm_ps"), want);
-  EXPECT_EQ(r.counter("system.node1.mbp2.pme.handler.ip_steer_ps"), pme.instr_ps(c.ip_steer_instr));  // the joined datagram
+  EXPECT_EQ(r.counter("system.host1.nic.pme.handler.ip_reasm_ps"), want);
+  EXPECT_EQ(r.counter("system.host1.nic.pme.handler.ip_steer_ps"), pme.instr_ps(c.ip_steer_instr));  // the joined datagram
 }
 
 // Fragments lost, duplicated and overtaken on the wire: every datagram the task takes is one
@@ -534,20 +534,20 @@ TEST(Mbp2Msg, FragmentsLostDuplicatedOrOvertakenMakeEachDatagramOnceOrTimeOut) {
     seen[k] = true;
     ++taken;
   }
-  EXPECT_EQ(taken, r.counter("system.node1.mbp2.ip.rx_delivered"));
+  EXPECT_EQ(taken, r.counter("system.host1.nic.ip.rx_delivered"));
   // Every copy is recognised, whether its datagram is still being reassembled or was made
   // already (a late copy opens no reassembly that could only time out).
   EXPECT_GT(r.counter("system.ether.injected_duplicates"), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_fragment_duplicates"), r.counter("system.ether.injected_duplicates"));
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_fragment_duplicates"), r.counter("system.ether.injected_duplicates"));
   // Each lost fragment (seed 1: in different datagrams, each with a piece that came) costs its
   // datagram, given up once the timeout passed, and counted as dropped.
   const uint64_t lost = r.counter("system.ether.injected_losses");
   EXPECT_GT(lost, 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reasm_timeout"), lost);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reasm_timeout"), lost);
   EXPECT_EQ(taken + lost, kCount);
   EXPECT_EQ(r.sys->datagrams_dropped(1), lost);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reasm_bad"), 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.csu.bad"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reasm_bad"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.csu.bad"), 0u);
   EXPECT_EQ(r.sys->rx_buffers(1).in_use(), 0u);  // the incomplete ones timed out
 }
 
@@ -571,9 +571,9 @@ TEST(Mbp2Msg, AFragmentThatOverlapsAnotherSpoilsItsDatagram) {
   ASSERT_TRUE(r.sys->send_datagram(0, 1, udp_big(7, 0, 2000), [] {}));
   r.run(5);
   EXPECT_FALSE(r.sys->take(1, 1, kBigRing, nullptr));
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_fragments"), 2u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reasm_bad"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.ip.rx_reassembled"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_fragments"), 2u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reasm_bad"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reassembled"), 0u);
   EXPECT_EQ(r.sys->datagrams_dropped(1), 1u);
   EXPECT_EQ(r.sys->rx_buffers(1).in_use(), 0u);
 }

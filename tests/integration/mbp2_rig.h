@@ -51,6 +51,12 @@ struct Rig {
     return b;
   }
   uint64_t counter(const std::string& s) { return static_cast<uint64_t>(test::stat_value(stats, s)); }
+  // A statistic of every card together (each host's NIC: system.host<n>.nic.<leaf>).
+  uint64_t cards(const std::string& leaf) {
+    uint64_t sum = 0;
+    for (uint32_t n = 0; n < ec.nodes; ++n) sum += counter("system.host" + std::to_string(n) + ".nic." + leaf);
+    return sum;
+  }
   void run(double ms) { sc_core::sc_start(sc_core::sc_time(ms, sc_core::SC_MS)); }
   // Node 0's task 1 writes the words 1..n to node 1's task 1 at 0x11000, one after another, each
   // rung when the previous doorbell returns; `rung` counts them.

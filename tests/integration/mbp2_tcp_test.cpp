@@ -63,9 +63,9 @@ TEST(Mbp2Msg, TcpUnderLossReorderingAndTamperingDeliversEverySegmentOnceInOrder)
     const auto& p = sum["points"][1];
     EXPECT_EQ(p["lost"].get<uint64_t>(), 0u);
     EXPECT_GT(p["retransmitted"].get<uint64_t>(), 0u);
-    const auto& ip = s["stats"]["system"]["node1"]["mbp2"]["ip"];
+    const auto& ip = s["stats"]["system"]["host1"]["nic"]["ip"];
     EXPECT_EQ(ip["rx_delivered"].get<uint64_t>(), 6u + 256u);  // 6 echoes, 256 streamed: each once
-    EXPECT_GT(s["stats"]["system"]["node0"]["mbp2"]["ip"]["tcp_retransmits"].get<uint64_t>(), 0u);
+    EXPECT_GT(s["stats"]["system"]["host0"]["nic"]["ip"]["tcp_retransmits"].get<uint64_t>(), 0u);
   }
 }
 
@@ -110,7 +110,7 @@ struct TcpRig {
     if (r.sys->take(1, 1, kRing, nullptr)) return ::testing::AssertionFailure() << "more segments than sent";
     return ::testing::AssertionSuccess();
   }
-  uint64_t at(uint32_t node, const std::string& k) { return r.counter("system.node" + std::to_string(node) + ".mbp2.ip." + k); }
+  uint64_t at(uint32_t node, const std::string& k) { return r.counter("system.host" + std::to_string(node) + ".nic.ip." + k); }
 };
 
 // The receiving PME acknowledges every second in-order segment at once, and a last odd one
@@ -130,8 +130,8 @@ TEST(Mbp2Tcp, EverySecondSegmentIsAcknowledgedAtOnceAndALastOneAfterTheDelay) {
   EXPECT_EQ(t.at(0, "tcp_retransmits"), 0u);
   // The sending PME built each segment's headers, the receiving one three ACKs.
   const double hdr = static_cast<double>(t.r.sys->pme(0).instr_ps(t.r.sys->mbp2_config().ip_header_instr));
-  EXPECT_NEAR(static_cast<double>(t.r.counter("system.node0.mbp2.pme.handler.tcp_output_ps")), 5 * hdr, 10.0);
-  EXPECT_NEAR(static_cast<double>(t.r.counter("system.node1.mbp2.pme.handler.tcp_ack_ps")), 3 * hdr, 10.0);
+  EXPECT_NEAR(static_cast<double>(t.r.counter("system.host0.nic.pme.handler.tcp_output_ps")), 5 * hdr, 10.0);
+  EXPECT_NEAR(static_cast<double>(t.r.counter("system.host1.nic.pme.handler.tcp_ack_ps")), 3 * hdr, 10.0);
 }
 
 // A segment lost on the wire: the receiver drops the ones behind it (no gaps kept) and answers
@@ -235,7 +235,7 @@ TEST(Mbp2Msg, TheDatagramWorkloadChecksEveryPayloadOnBothConfigs) {
       EXPECT_EQ(sum["points"][1]["dropped"].get<uint64_t>(), 0u);
       // The sender's host pays a structure and a doorbell per datagram, whatever the size.
       EXPECT_EQ(sum["points"][0]["host_cpu_us_per_op"], sum["points"][2]["host_cpu_us_per_op"]);
-      EXPECT_EQ(s["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_delivered"].get<uint64_t>(), 2u * (6 + 64));  // per size: 6 echoes, 64 streamed
+      EXPECT_EQ(s["stats"]["system"]["host1"]["nic"]["ip"]["rx_delivered"].get<uint64_t>(), 2u * (6 + 64));  // per size: 6 echoes, 64 streamed
     }
   const auto d = test::temp_dir("mbp2_datagram_conventional");
   auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ss20-100tx.json") + " --quiet --out " +
@@ -257,7 +257,7 @@ TEST(Mbp2Msg, TheDatagramWorkloadSendsDatagramsBeyondAFrameInFragments) {
     const auto& sum = s["summary"];
     ASSERT_TRUE(sum["finished"].get<bool>()) << cfg;
     EXPECT_EQ(sum["mismatched_datagrams"].get<uint64_t>(), 0u) << cfg;
-    const auto& ip = s["stats"]["system"]["node1"]["mbp2"]["ip"];
+    const auto& ip = s["stats"]["system"]["host1"]["nic"]["ip"];
     // UDP has no flow control: a receiver slower than the wire (the prototype's SBus, the
     // CAU opening every fragment) drops some; each stream datagram is taken, dropped by the NIC
     // (counted once, whichever of its fragments it could not hold) or lost whole on the wire.
@@ -281,8 +281,8 @@ TEST(Mbp2Msg, TheDatagramWorkloadSendsDatagramsBeyondAFrameInFragments) {
     EXPECT_EQ(s["summary"]["points"][i]["dropped"].get<uint64_t>(), 0u);
     EXPECT_EQ(s["summary"]["points"][i]["lost"].get<uint64_t>(), 0u);
   }
-  EXPECT_EQ(s["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_reassembled"].get<uint64_t>(), 2u * (6 + 32));
-  EXPECT_EQ(s["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_fragments"].get<uint64_t>(), (6u + 32u) * (2u + 14u));  // 20,008 bytes: 14 pieces
+  EXPECT_EQ(s["stats"]["system"]["host1"]["nic"]["ip"]["rx_reassembled"].get<uint64_t>(), 2u * (6 + 32));
+  EXPECT_EQ(s["stats"]["system"]["host1"]["nic"]["ip"]["rx_fragments"].get<uint64_t>(), (6u + 32u) * (2u + 14u));  // 20,008 bytes: 14 pieces
   const auto lossy = stats_json("mbp2c-pci.json", "--set workload.kind=datagram --set 'workload.sizes=[6000]' --set workload.transfers=256"
                                                   " --set workload.iterations=4 --set ether.loss=0.02 --set ether.duplicate=0.02"
                                                   " --set workload.timeout_us=3000 --set mbp2.reasm_timeout_us=2000");
@@ -291,9 +291,9 @@ TEST(Mbp2Msg, TheDatagramWorkloadSendsDatagramsBeyondAFrameInFragments) {
   EXPECT_EQ(ls["mismatched_datagrams"].get<uint64_t>(), 0u);
   const auto& stream = ls["points"][1];
   EXPECT_GT(stream["dropped"].get<uint64_t>(), 0u);
-  const uint64_t taken = lossy["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_delivered"].get<uint64_t>() - 6 - ls["echo_timeouts"].get<uint64_t>();
+  const uint64_t taken = lossy["stats"]["system"]["host1"]["nic"]["ip"]["rx_delivered"].get<uint64_t>() - 6 - ls["echo_timeouts"].get<uint64_t>();
   EXPECT_LE(taken + stream["dropped"].get<uint64_t>() + stream["lost"].get<uint64_t>(), 256u);
-  EXPECT_EQ(lossy["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_reasm_timeout"].get<uint64_t>(), stream["dropped"].get<uint64_t>());
+  EXPECT_EQ(lossy["stats"]["system"]["host1"]["nic"]["ip"]["rx_reasm_timeout"].get<uint64_t>(), stream["dropped"].get<uint64_t>());
   for (const char* bad : {"--set 'workload.sizes=[65507]'", "--set workload.protocol=tcp --set 'workload.sizes=[1461]'",
                           "--set 'workload.sizes=[65508]'"}) {
     const auto d = test::temp_dir("mbp2_datagram_sizes");
@@ -318,10 +318,10 @@ TEST(Mbp2Msg, ASealedUdpStreamThatOutrunsTheReceiverEndsWithItsLossesCounted) {
   EXPECT_EQ(sum["mismatched_datagrams"].get<uint64_t>(), 0u);
   const auto& stream = sum["points"][1];
   EXPECT_EQ(stream["command"], "UDP_STREAM");
-  const uint64_t lost = s["stats"]["system"]["node1"]["mbp2"]["crypto"]["rx_no_buffer"].get<uint64_t>();
+  const uint64_t lost = s["stats"]["system"]["host1"]["nic"]["crypto"]["rx_no_buffer"].get<uint64_t>();
   EXPECT_GT(lost, 0u);
   EXPECT_EQ(stream["dropped"].get<uint64_t>(), lost);
-  EXPECT_EQ(s["stats"]["system"]["node1"]["mbp2"]["ip"]["rx_delivered"].get<uint64_t>() + lost, 4u + 256u);  // 4 echoes (2 iterations, 2 to warm up), 256 streamed
+  EXPECT_EQ(s["stats"]["system"]["host1"]["nic"]["ip"]["rx_delivered"].get<uint64_t>() + lost, 4u + 256u);  // 4 echoes (2 iterations, 2 to warm up), 256 streamed
 }
 
 }  // namespace

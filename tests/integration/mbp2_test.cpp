@@ -31,16 +31,16 @@ TEST(Mbp2, AWriteLandsItsBytesWithNoWorkForTheReceivingHost) {
   for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), static_cast<uint8_t>(3 + i * 7)) << i;
   EXPECT_EQ(r.sys->host_busy_ps(1), 0u);  // the receiving host copied nothing, took no interrupt
   EXPECT_NEAR(r.sys->host_busy_ps(0) / 1e6, 3.0, 0.3);  // the sender: its structure and doorbell
-  EXPECT_EQ(r.counter("system.mbp2.host_requests"), 1u);
+  EXPECT_EQ(r.cards("host_requests"), 1u);
   // The structure (its header, and the WRITE's command word, address and length) and the
   // payload from its address.
-  EXPECT_EQ(r.counter("system.node0.mbp2.pge.bytes"), Mbp2System::kMbcfStructHeader + 12 + 1024u);
-  EXPECT_GE(r.counter("system.node1.mbp2.adma.bytes"), 1024u);
-  EXPECT_GE(r.counter("system.node1.mbp2.biu.dma_bytes"), 1024u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), Mbp2System::kMbcfStructHeader + 12 + 1024u);
+  EXPECT_GE(r.counter("system.host1.nic.adma.bytes"), 1024u);
+  EXPECT_GE(r.counter("system.host1.nic.biu.dma_bytes"), 1024u);
   EXPECT_GE(r.sys->pme(1).interrupts(), 1u);
-  EXPECT_GT(r.counter("system.node0.mbp2.pme.handler.header_build_ps"), 0u);
-  EXPECT_GE(r.counter("system.node1.mbp2.em.mac.bytes"), 1024u);
-  EXPECT_GE(r.counter("system.node1.mbp2.em.host.bytes"), 1024u);
+  EXPECT_GT(r.counter("system.host0.nic.pme.handler.header_build_ps"), 0u);
+  EXPECT_GE(r.counter("system.host1.nic.em.mac.bytes"), 1024u);
+  EXPECT_GE(r.counter("system.host1.nic.em.host.bytes"), 1024u);
 }
 
 TEST(Mbp2, AForeignDoorbellAliasIsRejectedAndNothingIsSent) {
@@ -52,9 +52,9 @@ TEST(Mbp2, AForeignDoorbellAliasIsRejectedAndNothingIsSent) {
   ASSERT_TRUE(r.sys->ring(0, 1, other, Request{1, {write_bytes(0x10100, 64, 9)}}, [&] { returned = true; }));
   r.run(5);
   EXPECT_TRUE(returned);
-  EXPECT_EQ(r.counter("system.mbp2.rejected_requests"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.uli.rejected"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.pge.descriptors"), 0u);
+  EXPECT_EQ(r.cards("rejected_requests"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.uli.rejected"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.descriptors"), 0u);
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
   for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(r.byte(1, 0x10100 + i), 0u);
   // Its own alias works.
@@ -83,7 +83,7 @@ TEST(Mbp2, DoorbellsWaitForAFreeRequestSlotAndEveryWriteLandsInOrder) {
   r.numbered_writes(kWrites);
   r.run(1);
   EXPECT_LE(r.rung, 1 + 4 + 4 + 2u) << "the CPU went on ringing with every request slot taken";
-  EXPECT_GT(r.counter("system.mbp2.doorbell_slot_waits"), 0u);
+  EXPECT_GT(r.cards("doorbell_slot_waits"), 0u);
   r.run(200);
   EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
   EXPECT_EQ(r.rung, kWrites);
@@ -107,9 +107,9 @@ TEST(Mbp2, TheOcuChecksTheOrderOfMbcfPacketsUnderLossDuplicationAndReordering) {
   r.run(2000);
   EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
   for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.sys->space(1).load32(r.task(1), 0x11000 + 4 * i), i + 1) << "write " << i;
-  EXPECT_GE(r.counter("system.node1.mbp2.ocu.in_order"), kWrites);
-  EXPECT_GT(r.counter("system.node1.mbp2.ocu.gaps"), 0u);
-  EXPECT_GT(r.counter("system.node1.mbp2.ocu.duplicates"), 0u);
+  EXPECT_GE(r.counter("system.host1.nic.ocu.in_order"), kWrites);
+  EXPECT_GT(r.counter("system.host1.nic.ocu.gaps"), 0u);
+  EXPECT_GT(r.counter("system.host1.nic.ocu.duplicates"), 0u);
   EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
 }
 
@@ -118,15 +118,15 @@ TEST(Mbp2, ATlbMissInterruptsThePmeOncePerPage) {
   // Two pages of the target: the first write misses on both, the second hits.
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10ff0, 32, 1)}}, [] {}));
   r.run(5);
-  const uint64_t m1 = r.counter("system.node1.mbp2.tlb.misses");
+  const uint64_t m1 = r.counter("system.host1.nic.tlb.misses");
   EXPECT_EQ(m1, 2u);
   const uint64_t pme_before = r.sys->pme(1).busy_ps();
-  const uint64_t misses0 = r.counter("system.node0.mbp2.tlb.misses");
+  const uint64_t misses0 = r.counter("system.host0.nic.tlb.misses");
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10ff0, 32, 2)}}, [] {}));
   r.run(5);
-  EXPECT_EQ(r.counter("system.node1.mbp2.tlb.misses"), m1);
-  EXPECT_EQ(r.counter("system.node0.mbp2.tlb.misses"), misses0);  // the sender's structure page hits too
-  EXPECT_GE(r.counter("system.node1.mbp2.tlb.hits"), 2u);
+  EXPECT_EQ(r.counter("system.host1.nic.tlb.misses"), m1);
+  EXPECT_EQ(r.counter("system.host0.nic.tlb.misses"), misses0);  // the sender's structure page hits too
+  EXPECT_GE(r.counter("system.host1.nic.tlb.hits"), 2u);
   const uint64_t pme_second = r.sys->pme(1).busy_ps() - pme_before;
   EXPECT_GT(pme_before, pme_second);  // the first packet's handling included two refills
   EXPECT_EQ(r.byte(1, 0x10ff0 + 31), static_cast<uint8_t>(2 + 31 * 7));
@@ -142,11 +142,11 @@ void encrypted_write(Cipher c) {
   for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
   const std::vector<uint8_t> probe(w.data.begin() + 500, w.data.begin() + 532);
   EXPECT_EQ(sn.saw(probe), c == Cipher::None);  // authentication alone leaves the data readable
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.frames_sealed"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_opened"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.bytes_encrypted"), c == Cipher::None ? 0u : 1024u + 52 - 14);  // the packet after the Ethernet header
-  EXPECT_GT(r.counter("system.node1.mbp2.cau.busy_ps"), 0u);
-  EXPECT_GE(r.counter("system.node1.mbp2.em.crypto.bytes"), 2 * 1024u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.frames_sealed"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.frames_opened"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.bytes_encrypted"), c == Cipher::None ? 0u : 1024u + 52 - 14);  // the packet after the Ethernet header
+  EXPECT_GT(r.counter("system.host1.nic.cau.busy_ps"), 0u);
+  EXPECT_GE(r.counter("system.host1.nic.em.crypto.bytes"), 2 * 1024u);
   EXPECT_GE(r.sys->pme(1).interrupts(), 2u);  // the LDMA's and the CAU's completions
 }
 TEST(Mbp2Crypto, DesWritesLandDecryptedAndNeverCrossTheWireInTheClear) { encrypted_write(Cipher::Des); }
@@ -168,7 +168,7 @@ TEST(Mbp2Crypto, AFrameAlteredOnTheWireIsRejectedAndResent) {
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(100);  // the Go-back-N timeout resends it
   ASSERT_TRUE(altered);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_auth"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_auth"), 1u);
   EXPECT_GE(r.counter("system.mbcf.retransmissions"), 1u);
   for (uint32_t i = 0; i < 1024; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
   EXPECT_TRUE(r.sys->quiet());
@@ -189,12 +189,12 @@ TEST(Mbp2Crypto, TheCauSealsUnderTheKeyBlockInItsSlotInEm) {
   const Command w = write_bytes(0x10100, 256, 21);
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(5);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_auth"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_auth"), 1u);
   EXPECT_EQ(r.byte(1, 0x10100), 0u);
   r.sys->em(0).write(off, good.data(), static_cast<uint32_t>(good.size()));
   r.run(100);  // the Go-back-N timeout resends it, sealed under the right keys
   for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_auth"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_auth"), 1u);
   EXPECT_GE(r.counter("system.mbcf.retransmissions"), 1u);
   // A block that is no key at all: the CAU refuses to seal, and nothing goes out.
   std::vector<uint8_t> junk = good;
@@ -203,8 +203,8 @@ TEST(Mbp2Crypto, TheCauSealsUnderTheKeyBlockInItsSlotInEm) {
   const Command w2 = write_bytes(0x10400, 64, 22);
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w2, 0x10000), [] {}));
   r.run(5);
-  EXPECT_GE(r.counter("system.node0.mbp2.crypto.seal_failed"), 1u);
-  EXPECT_GE(r.counter("system.node0.mbp2.cau.failures"), 1u);
+  EXPECT_GE(r.counter("system.host0.nic.crypto.seal_failed"), 1u);
+  EXPECT_GE(r.counter("system.host0.nic.cau.failures"), 1u);
   EXPECT_EQ(r.byte(1, 0x10400), 0u);
   r.sys->em(0).write(off, good.data(), static_cast<uint32_t>(good.size()));
   r.run(100);
@@ -233,8 +233,8 @@ TEST(Mbp2Crypto, AnEncryptingNicTakesNothingInTheClearNorFromAPeerWithoutKeys) {
   forged[17] = 7;  // SPI: a Pnode that does not exist
   r.sys->ether().send(0, 1, forged, nullptr);
   r.run(5);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_plain"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_no_sa"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_plain"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_no_sa"), 1u);
   for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(r.byte(1, 0x10100 + i), 0u);
 }
 
@@ -269,18 +269,18 @@ TEST(Mbp2Crypto, TheFirstFrameStartsADiffieHellmanExchangeThatSurvivesALostMessa
   ASSERT_NE(r.sys->sa(0, 1), nullptr);
   ASSERT_NE(r.sys->sa(1, 0), nullptr);
   EXPECT_EQ(r.sys->sa(0, 1)->fingerprint(), r.sys->sa(1, 0)->fingerprint());
-  EXPECT_GE(r.counter("system.node0.mbp2.crypto.kx_retries"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_completed"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.kx_completed"), 1u);
+  EXPECT_GE(r.counter("system.host0.nic.crypto.kx_retries"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_completed"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.kx_completed"), 1u);
   // Each side: its public value and the shared secret, about 1.5 multiplications per bit each.
-  EXPECT_GT(r.counter("system.node0.mbp2.meac.modmuls"), 2 * 1000u);
-  EXPECT_LT(r.counter("system.node0.mbp2.meac.modmuls"), 2 * 2048u);
+  EXPECT_GT(r.counter("system.host0.nic.meac.modmuls"), 2 * 1000u);
+  EXPECT_LT(r.counter("system.host0.nic.meac.modmuls"), 2 * 2048u);
   for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rejected_no_sa"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_no_sa"), 0u);
   // The responder sent nothing under the new keys before the initiator showed it had them
   // (its CONFIRM, or the write itself): no frame reached node 0 it could not open.
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.keys_confirmed"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.rejected_no_sa") + r.counter("system.node0.mbp2.crypto.rejected_auth"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.keys_confirmed"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.rejected_no_sa") + r.counter("system.host0.nic.crypto.rejected_auth"), 0u);
 }
 
 // An MBCF write whose key exchange is given up (the peer deaf for longer than the INITs'
@@ -295,13 +295,13 @@ TEST(Mbp2Crypto, AWriteWhoseKeyExchangeWasGivenUpIsResentAndLandsOnceThePeerIsBa
   const Command w = write_bytes(0x10100, 256, 23);
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(35);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_given_up"), 1u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_dropped_frames"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_given_up"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_dropped_frames"), 1u);
   EXPECT_EQ(r.sys->unacked(0, 1), 1u);  // still the protocol's: it will be sent again
   r.sys->ether().set_deaf(1, false);
   r.run(1000);
   ASSERT_NE(r.sys->sa(0, 1), nullptr);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.kx_completed"), 1u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_completed"), 1u);
   for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
   EXPECT_EQ(r.sys->unacked(0, 1), 0u);
   EXPECT_EQ(r.counter("system.mbcf.duplicates"), 0u);
@@ -326,23 +326,23 @@ TEST(Mbp2Crypto, FramesWaitingForKeysWhenThePeerRestartsGoUnderItsNewKeys) {
   r.sys->space(1).write(r.task(1), 0x10000, w.data.data(), 64);
   ASSERT_TRUE(r.sys->syscall(1, 1, Request{0, {w}, 0x10000}, [] {}));
   r.run(1);
-  const uint64_t sealed = r.counter("system.node1.mbp2.crypto.frames_sealed");
+  const uint64_t sealed = r.counter("system.host1.nic.crypto.frames_sealed");
   r.sys->power_off(0);
   r.run(1);
   r.sys->power_on(0);
   r.sys->ether().set_deaf(0, false);
   r.run(300);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.rekeys"), 1u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.kx_carried_frames"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.rekeys"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.kx_carried_frames"), 1u);
   ASSERT_NE(r.sys->sa(0, 1), nullptr);
   EXPECT_NE(r.sys->sa(1, 0)->fingerprint(), old_keys);
   EXPECT_EQ(r.sys->sa(1, 0)->fingerprint(), r.sys->sa(0, 1)->fingerprint());
   // Node 1 sealed two frames, the write that waited and its HelloAck, both after the restart
   // and under the new keys: node 0 opened both and rejected nothing.
   EXPECT_EQ(sealed, 0u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.crypto.frames_sealed"), 2u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.frames_opened"), 2u);
-  EXPECT_EQ(r.counter("system.node0.mbp2.crypto.rejected_no_sa") + r.counter("system.node0.mbp2.crypto.rejected_auth"), 0u);
+  EXPECT_EQ(r.counter("system.host1.nic.crypto.frames_sealed"), 2u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.frames_opened"), 2u);
+  EXPECT_EQ(r.counter("system.host0.nic.crypto.rejected_no_sa") + r.counter("system.host0.nic.crypto.rejected_auth"), 0u);
   // The write was numbered in the window before node 0's restart: node 0 takes it as stale
   // and node 1 abandons it (MBCF/Ether's restart), so node 0's memory is untouched.
   EXPECT_EQ(r.counter("system.mbcf.stale_frames"), 1u);
@@ -410,8 +410,8 @@ TEST(Mbp2, TheOcuSparesTheReceiveRoutineItsOrderCheck) {
   EXPECT_GT(saved_us, 1.0);  // the SPARClite's CPI on uncached EM data
   const double rtt_on = on["summary"]["points"][0]["value"].get<double>(), rtt_off = off["summary"]["points"][0]["value"].get<double>();
   EXPECT_NEAR(rtt_off - rtt_on, 2 * saved_us, 0.01);
-  EXPECT_GT(on["stats"]["system"]["node1"]["mbp2"]["ocu"]["in_order"].get<uint64_t>(), 0u);
-  EXPECT_EQ(off["stats"]["system"]["node1"]["mbp2"].count("ocu"), 0u);
+  EXPECT_GT(on["stats"]["system"]["host1"]["nic"]["ocu"]["in_order"].get<uint64_t>(), 0u);
+  EXPECT_EQ(off["stats"]["system"]["host1"]["nic"].count("ocu"), 0u);
 }
 
 }  // namespace
@@ -450,17 +450,17 @@ TEST(Mbp2, SwappingAPageOutInvalidatesItsTranslationThroughTheIcu) {
   Rig r;
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 1)}}, [] {}));
   r.run(5);
-  const uint64_t misses = r.counter("system.node1.mbp2.tlb.misses");
+  const uint64_t misses = r.counter("system.host1.nic.tlb.misses");
   EXPECT_TRUE(r.sys->tlb(1).lookup(1, 0x10000 / r.ec.page_bytes));
   r.sys->swap_out(1, 1, 0x10000);
   r.run(1);
-  EXPECT_EQ(r.counter("system.node1.mbp2.icu.to_pme"), 1u);
+  EXPECT_EQ(r.counter("system.host1.nic.icu.to_pme"), 1u);
   EXPECT_FALSE(r.sys->tlb(1).lookup(1, 0x10000 / r.ec.page_bytes));
-  EXPECT_EQ(r.counter("system.mbp2.icu_bad_messages"), 0u);
+  EXPECT_EQ(r.cards("icu_bad_messages"), 0u);
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 2)}}, [] {}));
   r.run(50);  // the page fault, the page-in, then the saved command
   EXPECT_EQ(r.byte(1, 0x10100), 2u);
-  EXPECT_EQ(r.counter("system.node1.mbp2.tlb.misses"), misses + 2);  // this test's probe, and the refill
+  EXPECT_EQ(r.counter("system.host1.nic.tlb.misses"), misses + 2);  // this test's probe, and the refill
 }
 
 // The OS moves a page to another frame (page-out, then page-in elsewhere). The ADMA and the
@@ -521,27 +521,27 @@ TEST(Mbp2, ATaskThatLeavesANodeTakesItsTranslationsWithIt) {
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 1)}}, [] {}));
   r.run(5);
   ASSERT_EQ(r.byte(1, 0x10100), 1u);
-  const uint64_t icu = r.counter("system.node1.mbp2.icu.to_pme");
+  const uint64_t icu = r.counter("system.host1.nic.icu.to_pme");
   r.sys->migrate(1, 1, 0, 9);  // to node 0 as Ptask 9, and back: new frames each time
   r.run(1);
   r.sys->migrate(0, 9, 1, 1);
   r.run(1);
-  EXPECT_EQ(r.counter("system.node1.mbp2.icu.to_pme"), icu + 1);
+  EXPECT_EQ(r.counter("system.host1.nic.icu.to_pme"), icu + 1);
   ASSERT_EQ(r.byte(1, 0x10100), 1u);  // the pages came back with their bytes
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 2)}}, [] {}));
   r.run(5);
   EXPECT_EQ(r.byte(1, 0x10100), 2u);
-  EXPECT_EQ(r.counter("system.mbp2.icu_bad_messages"), 0u);
+  EXPECT_EQ(r.cards("icu_bad_messages"), 0u);
 }
 
 // MBCF_SIGNAL on the MBP2: the PME interrupts the host through the ICU with the 64-bit message
 // naming the task and the signal structure; the host pays that interrupt, then the handler.
 TEST(Mbp2, ASignalInterruptsTheHostThroughTheIcu) {
   const auto s = stats_json("mbp2p-ss20.json", "--set workload.kind=oneway --set 'workload.commands=[\"signal\"]' --set 'workload.sizes=[4]' --set workload.iterations=4");
-  const auto& n1 = s["stats"]["system"]["node1"]["mbp2"];
+  const auto& n1 = s["stats"]["system"]["host1"]["nic"];
   const uint64_t inv = s["stats"]["system"]["mbcf"]["invocations"].get<uint64_t>();
   EXPECT_GT(inv, 0u);
-  EXPECT_EQ(n1["icu"]["to_host"].get<uint64_t>() + s["stats"]["system"]["node0"]["mbp2"]["icu"]["to_host"].get<uint64_t>(), inv);
+  EXPECT_EQ(n1["icu"]["to_host"].get<uint64_t>() + s["stats"]["system"]["host0"]["nic"]["icu"]["to_host"].get<uint64_t>(), inv);
   EXPECT_GT(n1["pme"]["handler"]["icu_ps"].get<uint64_t>(), 0u);
 }
 

@@ -146,8 +146,12 @@ TEST(ModuleTree, TheMbp2IsTheHostsNicAndItsUnitsAreItsChildren) {
     EXPECT_NE(sc_core::sc_find_object((nic + ".biu.dma_socket").c_str()), nullptr);
     // The protocol runs on the card's PME: the host has no kernel stack.
     EXPECT_EQ(sc_core::sc_find_object(("system.host" + std::to_string(n) + ".stack").c_str()), nullptr);
+    // Each card's statistics are its own, its units' under theirs.
+    EXPECT_TRUE(k.stats.counter_value(nic + ".bad_requests").has_value()) << nic;
+    EXPECT_TRUE(k.stats.counter_value(nic + ".pge.descriptors").has_value()) << nic;
   }
   for (sc_core::sc_object* top : sc_core::sc_get_top_level_objects()) EXPECT_STREQ(top->name(), "system");
+  expect_every_stat_owned(k.stats);
 }
 
 }  // namespace

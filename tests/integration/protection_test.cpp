@@ -76,8 +76,8 @@ TEST(Protection, MbcfEtherRefusesAnswersAndCountsEveryAttack) {
 TEST(Protection, Mbp2RefusesAForeignOrUnassignedDoorbellAlias) {
   auto s = run_protection("protection-mbp2.json", "mbp2");
   expect_all_pass_but(s, 48, kReplaysNeedingAuth);
-  EXPECT_EQ(s["stats"]["system"]["mbp2"]["rejected_requests"], 2);
-  EXPECT_EQ(s["stats"]["system"]["node2"]["mbp2"]["uli"]["rejected"], 2);
+  EXPECT_EQ(s["stats"]["system"]["host2"]["nic"]["rejected_requests"], 2);  // the attacker's card
+  EXPECT_EQ(s["stats"]["system"]["host2"]["nic"]["uli"]["rejected"], 2);
 }
 
 // With authentication every replay is refused: within a connection and of a no-flow-control
@@ -85,13 +85,13 @@ TEST(Protection, Mbp2RefusesAForeignOrUnassignedDoorbellAlias) {
 TEST(Protection, AuthenticatedMbp2RefusesEveryReplayAlsoAcrossRestarts) {
   auto s = run_protection("protection-mbp2-secure.json", "secure");
   expect_all_pass_but(s, 48, {});
-  const auto& n1 = s["stats"]["system"]["node1"]["mbp2"]["crypto"];
+  const auto& n1 = s["stats"]["system"]["host1"]["nic"]["crypto"];
   EXPECT_EQ(n1["rejected_replay"], 2);
   EXPECT_EQ(n1["rejected_auth"], 2);
   EXPECT_EQ(n1["rejected_plain"], 9);  // every frame put on the wire in the clear but the giant,
-  EXPECT_EQ(s["stats"]["system"]["node1"]["mbp2"]["mac"]["rx_oversized"], 1);  // which the MAC drops
+  EXPECT_EQ(s["stats"]["system"]["host1"]["nic"]["mac"]["rx_oversized"], 1);  // which the MAC drops
   EXPECT_EQ(n1["rekeys"], 1);            // the client came back with a new public value
-  EXPECT_EQ(s["stats"]["system"]["node0"]["mbp2"]["crypto"]["rekeys"], 1);  // ... and so did the server
+  EXPECT_EQ(s["stats"]["system"]["host0"]["nic"]["crypto"]["rekeys"], 1);  // ... and so did the server
 }
 
 TEST(Protection, AnAttackCanBeRunAloneAndBadSelectionsExitOne) {

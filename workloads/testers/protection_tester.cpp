@@ -29,7 +29,7 @@ namespace {
 // The counters that name a rejection, by the end of their stats path (summed over nodes).
 const char* const kRejections[] = {
     "mbcf.violations",        "mbcf.malformed",         "mbcf.duplicates",           "mbcf.out_of_order",
-    "mbcf.stale_frames",      "mbcf.requests_refused",  "mbp2.rejected_requests",    "crypto.rejected_auth",
+    "mbcf.stale_frames",      "mbcf.requests_refused",  "nic.rejected_requests",    "crypto.rejected_auth",
     "crypto.rejected_format", "crypto.rejected_plain",  "crypto.rejected_no_sa",     "crypto.rejected_replay",
     "mac.rx_oversized",
 };
@@ -430,7 +430,7 @@ void ProtectionTester::build_catalogue() {
   for (const bool assigned : {true, false})
     add(assigned ? "neighbours_doorbell_alias" : "unassigned_doorbell_alias", "doorbell", [this, assigned](Expect& e, std::function<void()> done) {
       e.answer = A::NoAnswer;
-      e.counters = {{"mbp2.rejected_requests", 1}};
+      e.counters = {{"nic.rejected_requests", 1}};
       auto* m = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
       const uint32_t alias = assigned ? m->alias_of(kAttacker, kNeighbour) : 4000;
       refused_ = !m->ring(kAttacker, kPtask, alias, Request{kViaDummy, {write(W, fill(4, 32))}}, [] {});
