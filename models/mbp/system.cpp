@@ -47,107 +47,125 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   for (uint32_t n = 0; n < nodes_; ++n) {
     auto nd = std::make_unique<Node>(("node" + std::to_string(n)).c_str(), *this, n, nc_, mc_);
     const std::string pre = std::string(nd->name()) + ".";
-    nd->l1_hits = &stats.counter(pre + "l1.hits");
-    nd->l1_misses = &stats.counter(pre + "l1.misses");
-    nd->l2_hits = &stats.counter(pre + "l2.hits");
-    nd->l2_misses = &stats.counter(pre + "l2.misses");
-    nd->ptlb_hits = &stats.counter(pre + "ptlb.hits");
-    nd->ptlb_misses = &stats.counter(pre + "ptlb.misses");
-    nd->node_hits = &stats.counter(pre + "node.served");
-    nd->local_mem = &stats.counter(pre + "node.local_memory");
-    nd->l3_hits = &stats.counter(pre + "node.l3_hits");
-    nd->c2c = &stats.counter(pre + "node.cache_to_cache");
-    nd->remote = &stats.counter(pre + "node.via_mbp");
-    nd->bus_tx = &stats.counter(pre + "bus.transactions");
-    nd->bus_snoop_inv = &stats.counter(pre + "bus.mbp_snoops");
-    nd->ctlb_hits = &stats.counter(pre + "mbp.ctlb.hits");
-    nd->ctlb_misses = &stats.counter(pre + "mbp.ctlb.misses");
-    nd->ntlb_hits = &stats.counter(pre + "mbp.ntlb.hits");
-    nd->ntlb_misses = &stats.counter(pre + "mbp.ntlb.misses");
-    nd->wb_forwards = &stats.counter(pre + "write_buffer.forwards");
-    nd->wb_stores = &stats.counter(pre + "write_buffer.stores");
-    nd->l3_evictions = &stats.counter(pre + "l3.page_evictions");
-    nd->l3_writebacks = &stats.counter(pre + "l3.block_writebacks");
-    nd->l3_over = &stats.counter(pre + "l3.over_capacity");
-    nd->mbp_msgs_in = &stats.counter(pre + "mbp.messages_in");
-    nd->round_in = &stats.counter(pre + "mbp.round_deliveries");
-    nd->mbp_queue_ps = &stats.histogram(pre + "mbp.queue_wait_ps");
+    nd->l1_hits = &stats.counter(pre + "l1.hits", "processor accesses that hit in an L1 of the node (every processor's L1 together)");
+    nd->l1_misses = &stats.counter(pre + "l1.misses", "processor accesses that missed in an L1 of the node");
+    nd->l2_hits = &stats.counter(pre + "l2.hits", "L1 misses that hit in the processor's L2 (every L2 of the node together)");
+    nd->l2_misses = &stats.counter(pre + "l2.misses", "L1 misses that missed in the L2 too (went to the node bus)");
+    nd->ptlb_hits = &stats.counter(pre + "ptlb.hits", "translations found in a processor's TLB");
+    nd->ptlb_misses = &stats.counter(pre + "ptlb.misses", "translations a processor's TLB had to refill");
+    nd->node_hits = &stats.counter(pre + "node.served", "operations served inside the node (by its memory, its L3 copy or another cache), not by the MBP");
+    nd->local_mem = &stats.counter(pre + "node.local_memory", "misses served by the node's own memory (the node is the page's home)");
+    nd->l3_hits = &stats.counter(pre + "node.l3_hits", "misses served by the node's L3 copy of a remote page");
+    nd->c2c = &stats.counter(pre + "node.cache_to_cache", "misses served by another processor's cache on the node bus");
+    nd->remote = &stats.counter(pre + "node.via_mbp", "operations that needed the MBP: a message to another node");
+    nd->bus_tx = &stats.counter(pre + "bus.transactions", "node bus transactions (misses, write-backs, the MBP's accesses)");
+    nd->bus_snoop_inv = &stats.counter(pre + "bus.mbp_snoops", "invalidations or updates the MBP put on the node bus that found a copy in a cache");
+    nd->ctlb_hits = &stats.counter(pre + "mbp.ctlb.hits", "C-TLB lookups that hit (physical page to network page)");
+    nd->ctlb_misses = &stats.counter(pre + "mbp.ctlb.misses", "C-TLB lookups that missed (refilled from memory)");
+    nd->ntlb_hits = &stats.counter(pre + "mbp.ntlb.hits", "N-TLB lookups that hit (network page to frame, for arriving messages)");
+    nd->ntlb_misses = &stats.counter(pre + "mbp.ntlb.misses", "N-TLB lookups that missed (refilled from memory)");
+    nd->wb_forwards = &stats.counter(pre + "write_buffer.forwards", "loads answered from the processor's own write buffer");
+    nd->wb_stores = &stats.counter(pre + "write_buffer.stores", "stores to update or non-cacheable pages buffered for the MBP");
+    nd->l3_evictions = &stats.counter(pre + "l3.page_evictions", "L3 pages (copies of remote pages) evicted to make room");
+    nd->l3_writebacks = &stats.counter(pre + "l3.block_writebacks", "exclusive blocks written back to their home by an L3 eviction");
+    nd->l3_over = &stats.counter(pre + "l3.over_capacity", "remote pages mapped beyond node.l3_pages because no page could be evicted");
+    nd->mbp_msgs_in = &stats.counter(pre + "mbp.messages_in", "messages the node's MBP handled");
+    nd->round_in = &stats.counter(pre + "mbp.round_deliveries", "invalidations, updates and page invalidations of rounds delivered to this node");
+    nd->mbp_queue_ps = &stats.histogram(pre + "mbp.queue_wait_ps", "ps a message waited for the MBP's engine of its bank");
     auto* ndp = nd.get();
-    stats.formula(pre + "mbp.ctlb.hit_rate", [ndp] {
-      const double a = ndp->ctlb_hits->value + ndp->ctlb_misses->value;
-      return a ? ndp->ctlb_hits->value / a : 0.0;
-    });
-    stats.formula(pre + "mbp.ntlb.hit_rate", [ndp] {
-      const double a = ndp->ntlb_hits->value + ndp->ntlb_misses->value;
-      return a ? ndp->ntlb_hits->value / a : 0.0;
-    });
+    stats.formula(
+        pre + "mbp.ctlb.hit_rate",
+        [ndp] {
+          const double a = ndp->ctlb_hits->value + ndp->ctlb_misses->value;
+          return a ? ndp->ctlb_hits->value / a : 0.0;
+        },
+        "fraction of C-TLB lookups that hit (0 without lookups)");
+    stats.formula(
+        pre + "mbp.ntlb.hit_rate",
+        [ndp] {
+          const double a = ndp->ntlb_hits->value + ndp->ntlb_misses->value;
+          return a ? ndp->ntlb_hits->value / a : 0.0;
+        },
+        "fraction of N-TLB lookups that hit (0 without lookups)");
     node_.push_back(std::move(nd));
   }
   beside.reset();
   const std::string g = std::string(this->name()) + ".";
-  st_.loads = &stats.counter(g + "ops.loads");
-  st_.stores = &stats.counter(g + "ops.stores");
-  st_.atomics = &stats.counter(g + "ops.atomics");
-  st_.fences = &stats.counter(g + "ops.fences");
-  st_.switches_requested = &stats.counter(g + "ops.protocol_switch_requests");
+  st_.loads = &stats.counter(g + "ops.loads", "loads the processors completed");
+  st_.stores = &stats.counter(g + "ops.stores", "stores the processors completed");
+  st_.atomics = &stats.counter(g + "ops.atomics", "atomic operations the processors completed");
+  st_.fences = &stats.counter(g + "ops.fences", "fences the processors completed");
+  st_.switches_requested = &stats.counter(g + "ops.protocol_switch_requests", "protocol switches processors asked of a page's home");
   for (int i = 0; i < kNumMsgTypes; ++i)
-    st_.msgs[i] = &stats.counter(g + "messages." + to_string(static_cast<MsgType>(i)));
+    st_.msgs[i] = &stats.counter(g + "messages." + to_string(static_cast<MsgType>(i)),
+                                 std::string("MBP messages of type ") + to_string(static_cast<MsgType>(i)) + " sent");
   static const char* pn[3] = {"invalidate", "update", "noncacheable"};
   static const char* fn[3] = {"hbitmap", "pointers", "fullmap"};
   for (int i = 0; i < 3; ++i) {
     // Messages the MBPs inject (a multicast counts once, each acknowledgement once) per request
     // the home serves, by the protocol they were sent under.
-    st_.proto_msgs[i] = &stats.counter(g + "per_protocol." + pn[i] + ".messages");
-    st_.proto_actions[i] = &stats.counter(g + "per_protocol." + pn[i] + ".actions");
+    st_.proto_msgs[i] = &stats.counter(g + "per_protocol." + pn[i] + ".messages",
+                                       std::string("messages the MBPs injected under the ") + pn[i] + " protocol (a multicast once, each acknowledgement once)");
+    st_.proto_actions[i] = &stats.counter(g + "per_protocol." + pn[i] + ".actions",
+                                          std::string("requests the homes served under the ") + pn[i] + " protocol");
     Counter* m = st_.proto_msgs[i];
     Counter* a = st_.proto_actions[i];
     stats.formula(g + "per_protocol." + pn[i] + ".messages_per_action",
-                  [m, a] { return a->value ? static_cast<double>(m->value) / a->value : 0.0; });
-    st_.dir_lookups[i] = &stats.counter(g + "directory.lookups." + fn[i]);
+                  [m, a] { return a->value ? static_cast<double>(m->value) / a->value : 0.0; },
+                  "messages per request served (0 without requests)");
+    st_.dir_lookups[i] = &stats.counter(g + "directory.lookups." + fn[i],
+                                        std::string("directory lookups at homes of pages in the ") + fn[i] + " format");
   }
   for (int s = 0; s < kNumHStates; ++s)
     for (int e = 0; e < kNumHEvents; ++e)
       st_.home_trans[s][e] = home_action(static_cast<HState>(s), static_cast<HEvent>(e)) == HAction::Undefined
                                  ? nullptr
                                  : &stats.counter(g + "transitions.home." + to_string(static_cast<HState>(s)) +
-                                                  "." + to_string(static_cast<HEvent>(e)));
+                                                      "." + to_string(static_cast<HEvent>(e)),
+                                                  "times the home table's row for this state and event ran (protocol.cpp)");
   for (int s = 0; s < kNumRStates; ++s)
     for (int e = 0; e < kNumREvents; ++e)
       st_.remote_trans[s][e] = remote_row(static_cast<RState>(s), static_cast<REvent>(e)) == nullptr
                                    ? nullptr
                                    : &stats.counter(g + "transitions.remote." + to_string(static_cast<RState>(s)) +
-                                                    "." + to_string(static_cast<REvent>(e)));
-  st_.rounds_mc = &stats.counter(g + "rounds.multicast");
-  st_.rounds_uc = &stats.counter(g + "rounds.unicast");
-  st_.deliveries = &stats.counter(g + "rounds.deliveries");
-  st_.deliveries_no_copy = &stats.counter(g + "rounds.deliveries_without_copy");
-  st_.acks_held = &stats.counter(g + "rounds.acks_from_holders");
-  st_.combined_acks = &stats.counter(g + "rounds.acks_at_home");
-  st_.unicast_acks = &stats.counter(g + "rounds.unicast_acks");
-  st_.protocol_switches = &stats.counter(g + "protocol_switches");
-  st_.pointer_overflows = &stats.counter(g + "directory.pointer_overflows");
-  st_.coarsen_deferred = &stats.counter(g + "directory.coarsening_deferred");
-  st_.nacks = &stats.counter(g + "nacks");
-  st_.use_once_fills = &stats.counter(g + "use_once_fills");
-  st_.page_invalidations = &stats.counter(g + "page_invalidations");
-  st_.recalls = &stats.counter(g + "recalls");
-  st_.stale_writebacks = &stats.counter(g + "stale_writebacks");
-  st_.checks_swmr = &stats.counter(g + "checkers.swmr_checks");
-  st_.checks_value = &stats.counter(g + "checkers.value_checks");
-  st_.checks_update = &stats.counter(g + "checkers.update_copy_checks");
-  st_.checks_round_acks = &stats.counter(g + "checkers.round_ack_checks");
-  st_.fanout = &stats.histogram(g + "rounds.fanout");
-  st_.op_latency_remote = &stats.histogram(g + "ops.latency_via_mbp_ps");
-  st_.round_latency = &stats.histogram(g + "rounds.latency_ps");
-  stats.formula(g + "transitions.defined", [] { return static_cast<double>(kNumHomeRows + kNumRemoteRows); });
-  stats.formula(g + "transitions.exercised", [this] {
-    double n = 0;
-    for (auto& row : st_.home_trans)
-      for (Counter* c : row) n += c && c->value;
-    for (auto& row : st_.remote_trans)
-      for (Counter* c : row) n += c && c->value;
-    return n;
-  });
+                                                        "." + to_string(static_cast<REvent>(e)),
+                                                    "times the remote table's row for this state and event ran (protocol.cpp)");
+  st_.rounds_mc = &stats.counter(g + "rounds.multicast", "invalidation or update rounds the homes sent as one multicast");
+  st_.rounds_uc = &stats.counter(g + "rounds.unicast", "rounds the homes sent as unicasts (pointer or full-map directory entries)");
+  st_.deliveries = &stats.counter(g + "rounds.deliveries", "round messages delivered to nodes (a multicast counts once per receiver)");
+  st_.deliveries_no_copy = &stats.counter(g + "rounds.deliveries_without_copy", "round deliveries to nodes that held no copy (the directory's imprecision)");
+  st_.acks_held = &stats.counter(g + "rounds.acks_from_holders", "round deliveries to nodes that held a copy");
+  st_.combined_acks = &stats.counter(g + "rounds.acks_at_home", "combined acknowledgements of multicast rounds that reached the home");
+  st_.unicast_acks = &stats.counter(g + "rounds.unicast_acks", "acknowledgements of unicast rounds that reached the home");
+  st_.protocol_switches = &stats.counter(g + "protocol_switches", "protocol switches of a page completed");
+  st_.pointer_overflows = &stats.counter(g + "directory.pointer_overflows", "pointer directory entries that overflowed into the coarse bitmap");
+  st_.coarsen_deferred = &stats.counter(g + "directory.coarsening_deferred", "requests deferred because adding them would coarsen the sharer set during a round");
+  st_.nacks = &stats.counter(g + "nacks", "exclusive requests refused (Nack) because the page is not under the invalidate protocol");
+  st_.use_once_fills = &stats.counter(g + "use_once_fills", "blocks read once without being cached (the block was in a round)");
+  st_.page_invalidations = &stats.counter(g + "page_invalidations", "page-invalidation rounds (protocol switches)");
+  st_.recalls = &stats.counter(g + "recalls", "recalls of an owned block sent by its home");
+  st_.stale_writebacks = &stats.counter(g + "stale_writebacks", "write-backs that reached the home after a recall had brought the data");
+  st_.checks_swmr = &stats.counter(g + "checkers.swmr_checks", "single-writer/multiple-reader checks made (mbp.check_invariants)");
+  st_.checks_value = &stats.counter(g + "checkers.value_checks", "loaded values checked against the last store (mbp.check_invariants)");
+  st_.checks_update = &stats.counter(g + "checkers.update_copy_checks", "update-protocol copies checked equal to the home's (mbp.check_invariants)");
+  st_.checks_round_acks = &stats.counter(g + "checkers.round_ack_checks", "completed rounds whose combined acknowledgements were checked against the deliveries (mbp.check_invariants)");
+  st_.fanout = &stats.histogram(g + "rounds.fanout", "nodes a round was sent to");
+  st_.op_latency_remote = &stats.histogram(g + "ops.latency_via_mbp_ps", "ps from issue to completion of operations that needed the MBP");
+  st_.round_latency = &stats.histogram(g + "rounds.latency_ps", "ps from a round's start at the home to its last acknowledgement");
+  stats.formula(
+      g + "transitions.defined", [] { return static_cast<double>(kNumHomeRows + kNumRemoteRows); },
+      "rows of the home and remote tables (defined state x event pairs)");
+  stats.formula(
+      g + "transitions.exercised",
+      [this] {
+        double n = 0;
+        for (auto& row : st_.home_trans)
+          for (Counter* c : row) n += c && c->value;
+        for (auto& row : st_.remote_trans)
+          for (Counter* c : row) n += c && c->value;
+        return n;
+      },
+      "rows of the tables the run exercised at least once");
 
   SC_METHOD(process);
   sensitive << wake_;

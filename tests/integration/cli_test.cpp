@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 
@@ -105,6 +106,22 @@ TEST(Cli, SimulatedFailureExitsTwoWithDump) {
   EXPECT_NE(r.output.find("seed 7"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("multicast txn 1 from node 4"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("5 receivers not yet acknowledged"), std::string::npos) << r.output;
+}
+
+// Every statistic of every shipped config says what it counts: stats-doc prints "-" for a
+// statistic registered without a description.
+TEST(Cli, EveryStatisticOfEveryShippedConfigHasADescription) {
+  int configs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(MBPSIM_SOURCE_DIR) + "/configs")) {
+    if (e.path().extension() != ".json") continue;
+    ++configs;
+    const auto doc = run_cmd(test::mbpsim_bin() + " stats-doc " + e.path().string());
+    ASSERT_EQ(doc.status, 0) << e.path() << "\n" << doc.output;
+    std::istringstream lines(doc.output);
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_FALSE(line.size() >= 2 && line.compare(line.size() - 2, 2, " -") == 0) << e.path().filename() << ": " << line;
+  }
+  EXPECT_GE(configs, 20);
 }
 
 // `mbpsim stats-doc` lists the statistics a config's system registers, each with its kind and
