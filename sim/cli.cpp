@@ -52,7 +52,8 @@ int cmd_stats_doc(const Stats& st, const std::string& prefix) {
   int shown = 0;
   for (const auto& s : st.describe()) {
     if (s.path.compare(0, prefix.size(), prefix) != 0) continue;
-    std::printf("%-56s %-9s %s\n", s.path.c_str(), s.kind, s.desc.empty() ? "-" : s.desc.c_str());
+    std::printf("%-56s %-9s %-16s %s\n", s.path.c_str(), s.kind, s.unit.empty() ? "-" : s.unit.c_str(),
+                s.desc.empty() ? "-" : s.desc.c_str());
     ++shown;
   }
   if (!shown) throw UserError("command line: no statistic starts with '" + prefix + "'");

@@ -49,24 +49,43 @@ void Histogram::reset() {
   sum_ = 0;
 }
 
-void Stats::add(const std::string& path, Kind k, size_t idx, const std::string& desc) {
+uint32_t Stats::intern(const std::string& text) {
+  auto [it, fresh] = desc_ids_.emplace(text, static_cast<uint32_t>(descs_.size()));
+  if (fresh) descs_.push_back(text);
+  return it->second;
+}
+
+std::string Stats::conventional_unit(const std::string& path, bool counter) {
+  const std::string leaf = path.substr(path.rfind('.') + 1);
+  std::vector<std::string> words;
+  for (size_t a = 0; a <= leaf.size();) {
+    const size_t b = std::min(leaf.find('_', a), leaf.size());
+    words.push_back(leaf.substr(a, b - a));
+    a = b + 1;
+  }
+  for (const char* t : {"ps", "ns", "us", "cycles"})
+    if (words.size() > 1 && words.back() == t) return t;
+  for (const char* q : {"bytes", "flits"})
+    if (std::find(words.begin(), words.end(), q) != words.end()) return q;
+  return counter ? "count" : "";
+}
+
+void Stats::add(const std::string& path, Kind k, size_t idx, const std::string& desc, const std::string& unit) {
   if (!paths_.insert(path).second) internal_error("stat registered twice: " + path);
-  auto [it, fresh] = desc_ids_.emplace(desc, static_cast<uint32_t>(descs_.size()));
-  if (fresh) descs_.push_back(desc);
-  entries_.push_back({path, k, idx, it->second});
+  entries_.push_back({path, k, idx, intern(desc), intern(unit.empty() ? conventional_unit(path, k == Kind::Counter) : unit)});
 }
 
 std::vector<Stats::Info> Stats::describe() const {
   static const char* const kinds[] = {"counter", "average", "histogram", "formula"};
   std::vector<Info> v;
   v.reserve(entries_.size());
-  for (const Entry& e : entries_) v.push_back({e.path, kinds[static_cast<int>(e.kind)], descs_[e.desc]});
+  for (const Entry& e : entries_) v.push_back({e.path, kinds[static_cast<int>(e.kind)], descs_[e.desc], descs_[e.unit]});
   return v;
 }
 
-Counter& Stats::counter(const std::string& path, const std::string& desc) {
+Counter& Stats::counter(const std::string& path, const std::string& desc, const std::string& unit) {
   counters_.emplace_back();
-  add(path, Kind::Counter, counters_.size() - 1, desc);
+  add(path, Kind::Counter, counters_.size() - 1, desc, unit);
   return counters_.back();
 }
 std::optional<uint64_t> Stats::counter_value(const std::string& path) const {
@@ -74,19 +93,19 @@ std::optional<uint64_t> Stats::counter_value(const std::string& path) const {
     if (e.kind == Kind::Counter && e.path == path) return counters_[e.idx].value;
   return std::nullopt;
 }
-Average& Stats::average(const std::string& path, const std::string& desc) {
+Average& Stats::average(const std::string& path, const std::string& desc, const std::string& unit) {
   averages_.emplace_back();
-  add(path, Kind::Average, averages_.size() - 1, desc);
+  add(path, Kind::Average, averages_.size() - 1, desc, unit);
   return averages_.back();
 }
-Histogram& Stats::histogram(const std::string& path, const std::string& desc) {
+Histogram& Stats::histogram(const std::string& path, const std::string& desc, const std::string& unit) {
   histograms_.emplace_back();
-  add(path, Kind::Histogram, histograms_.size() - 1, desc);
+  add(path, Kind::Histogram, histograms_.size() - 1, desc, unit);
   return histograms_.back();
 }
-void Stats::formula(const std::string& path, std::function<double()> f, const std::string& desc) {
+void Stats::formula(const std::string& path, std::function<double()> f, const std::string& desc, const std::string& unit) {
   formulas_.push_back(std::move(f));
-  add(path, Kind::Formula, formulas_.size() - 1, desc);
+  add(path, Kind::Formula, formulas_.size() - 1, desc, unit);
 }
 
 void Stats::reset() {

@@ -63,23 +63,30 @@ class Histogram {
 // latency.
 double six_significant(double v);
 
+// Each statistic has a description and a unit. The unit is declared by the name's convention
+// (`conventional_unit`: a last word `ps`, `ns`, `us` or `cycles`, a word `bytes` or `flits`,
+// and a count for any other counter) or, where the name says none, given at registration.
 class Stats {
  public:
-  Counter& counter(const std::string& path, const std::string& desc = "");
-  Average& average(const std::string& path, const std::string& desc = "");
-  Histogram& histogram(const std::string& path, const std::string& desc = "");
-  void formula(const std::string& path, std::function<double()> f, const std::string& desc = "");
+  Counter& counter(const std::string& path, const std::string& desc = "", const std::string& unit = "");
+  Average& average(const std::string& path, const std::string& desc = "", const std::string& unit = "");
+  Histogram& histogram(const std::string& path, const std::string& desc = "", const std::string& unit = "");
+  void formula(const std::string& path, std::function<double()> f, const std::string& desc = "", const std::string& unit = "");
+  // The unit a statistic's name declares ("" when it declares none).
+  static std::string conventional_unit(const std::string& path, bool counter);
   // A registered counter's value, for testers and oracles; nullopt when no counter has the path.
   std::optional<uint64_t> counter_value(const std::string& path) const;
   void reset();
   // Nested JSON of every stat (descriptions are not in it, so the stats file stays compact:
   // `describe` and `mbpsim stats-doc` list them).
   nlohmann::ordered_json dump() const;
-  // Every registered stat in registration order: its path, kind and description.
+  // Every registered stat in registration order: its path, kind, description and unit ("" when
+  // neither its name nor its registration gave one).
   struct Info {
     std::string path;
     const char* kind;  // "counter", "average", "histogram", "formula"
     std::string desc;
+    std::string unit;
   };
   std::vector<Info> describe() const;
 
@@ -90,8 +97,10 @@ class Stats {
     Kind kind;
     size_t idx;
     uint32_t desc;  // in descs_: one copy of each distinct description (a router's are shared)
+    uint32_t unit;  // in descs_ too
   };
-  void add(const std::string& path, Kind k, size_t idx, const std::string& desc);
+  void add(const std::string& path, Kind k, size_t idx, const std::string& desc, const std::string& unit);
+  uint32_t intern(const std::string& text);
   std::vector<std::string> descs_{std::string()};
   std::unordered_map<std::string, uint32_t> desc_ids_{{std::string(), 0}};
   std::vector<Entry> entries_;

@@ -54,7 +54,7 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
                           "requests refused before anything was sent: an Ltask not in the task's table, a command users may not send, a 4.4 rule the sender can see, or a packet or reply that would not fit a frame")),
       save_full_(st.counter(stat_name(*this, "save_area_full"),
                             "packets for a task waiting for a page-in that found the save area full (mbcf.save_area): not accepted, so Go-back-N brings them again; a local request waits")),
-      isr_batch_(st.histogram(stat_name(*this, "isr_batch"), "packets handled per receive interrupt")) {
+      isr_batch_(st.histogram(stat_name(*this, "isr_batch"), "packets handled per receive interrupt", "packets")) {
   gbn::Params gp;
   gp.nodes = c.nodes;
   gp.th1 = c.th1;

@@ -79,14 +79,14 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
           const double a = ndp->ctlb_hits->value + ndp->ctlb_misses->value;
           return a ? ndp->ctlb_hits->value / a : 0.0;
         },
-        "fraction of C-TLB lookups that hit (0 without lookups)");
+        "fraction of C-TLB lookups that hit (0 without lookups)", "fraction");
     stats.formula(
         pre + "mbp.ntlb.hit_rate",
         [ndp] {
           const double a = ndp->ntlb_hits->value + ndp->ntlb_misses->value;
           return a ? ndp->ntlb_hits->value / a : 0.0;
         },
-        "fraction of N-TLB lookups that hit (0 without lookups)");
+        "fraction of N-TLB lookups that hit (0 without lookups)", "fraction");
     node_.push_back(std::move(nd));
   }
   beside.reset();
@@ -112,7 +112,7 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
     Counter* a = st_.proto_actions[i];
     stats.formula(g + "per_protocol." + pn[i] + ".messages_per_action",
                   [m, a] { return a->value ? static_cast<double>(m->value) / a->value : 0.0; },
-                  "messages per request served (0 without requests)");
+                  "messages per request served (0 without requests)", "messages/request");
     st_.dir_lookups[i] = &stats.counter(g + "directory.lookups." + fn[i],
                                         std::string("directory lookups at homes of pages in the ") + fn[i] + " format");
   }
@@ -149,12 +149,12 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   st_.checks_value = &stats.counter(g + "checkers.value_checks", "loaded values checked against the last store (mbp.check_invariants)");
   st_.checks_update = &stats.counter(g + "checkers.update_copy_checks", "update-protocol copies checked equal to the home's (mbp.check_invariants)");
   st_.checks_round_acks = &stats.counter(g + "checkers.round_ack_checks", "completed rounds whose combined acknowledgements were checked against the deliveries (mbp.check_invariants)");
-  st_.fanout = &stats.histogram(g + "rounds.fanout", "nodes a round was sent to");
+  st_.fanout = &stats.histogram(g + "rounds.fanout", "nodes a round was sent to", "nodes");
   st_.op_latency_remote = &stats.histogram(g + "ops.latency_via_mbp_ps", "ps from issue to completion of operations that needed the MBP");
   st_.round_latency = &stats.histogram(g + "rounds.latency_ps", "ps from a round's start at the home to its last acknowledgement");
   stats.formula(
       g + "transitions.defined", [] { return static_cast<double>(kNumHomeRows + kNumRemoteRows); },
-      "rows of the home and remote tables (defined state x event pairs)");
+      "rows of the home and remote tables (defined state x event pairs)", "rows");
   stats.formula(
       g + "transitions.exercised",
       [this] {
@@ -165,7 +165,7 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
           for (Counter* c : row) n += c && c->value;
         return n;
       },
-      "rows of the tables the run exercised at least once");
+      "rows of the tables the run exercised at least once", "rows");
 
   SC_METHOD(process);
   sensitive << wake_;

@@ -41,7 +41,7 @@ EtherSegment::EtherSegment(sc_core::sc_module_name name, Calendar& cal, const Et
       duplicated_(stats.counter(prefix_ + ".injected_duplicates", "frames delivered twice (injected)")),
       reordered_(stats.counter(prefix_ + ".injected_reorders", "frames held back so that later ones overtake them (injected)")),
       blackholed_(stats.counter(prefix_ + ".injected_blackhole_losses", "frames lost because their station was in a blackhole period (injected)")),
-      attempts_(stats.histogram(prefix_ + ".attempts", "transmission attempts per frame (hub)")) {
+      attempts_(stats.histogram(prefix_ + ".attempts", "transmission attempts per frame (hub)", "attempts")) {
   // Each schedule starts with an empty period at time 0, so the first real one is drawn the
   // first time the station receives.
   if (c.blackhole_every_us > 0)

@@ -30,11 +30,11 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
     ni.returning.init(static_cast<size_t>(cfg.vcs_per_class) * kNumClasses * cfg.buffer_depth);
   }
 
-  lat_unicast = &stats.histogram(sp + ".latency.unicast", "cycles, creation to tail delivery");
+  lat_unicast = &stats.histogram(sp + ".latency.unicast", "cycles, creation to tail delivery", "cycles");
   lat_multicast = &stats.histogram(sp + ".latency.multicast_completion",
-                                   "cycles, creation to the last receiver's delivery");
+                                   "cycles, creation to the last receiver's delivery", "cycles");
   lat_ack = &stats.histogram(sp + ".latency.ack",
-                             "cycles, multicast creation to the acknowledgement at the source");
+                             "cycles, multicast creation to the acknowledgement at the source", "cycles");
   pkts_injected = &stats.counter(sp + ".packets_injected", "packets created by sources");
   flits_injected = &stats.counter(sp + ".flits_injected", "flits created by sources");
   pkts_delivered = &stats.counter(sp + ".packets_delivered",
@@ -65,7 +65,7 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
           const double cyc = static_cast<double>(now_ - epoch_);
           return cyc > 0 ? sum / (cyc * cs.size()) : 0.0;
         },
-        "flits per output link per cycle");
+        "flits per output link per cycle", "flits/link/cycle");
   }
   for (int h = 0; h < topo_.levels(); ++h) {
     for (int up = 0; up < 2; ++up) {
@@ -87,7 +87,7 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
             return cyc > 0 ? sum / (cyc * cs.size()) : 0.0;
           },
           "flits per link per cycle on the links leaving height-" + std::to_string(h) +
-              (up ? " routers towards the root" : " routers towards the leaves"));
+              (up ? " routers towards the root" : " routers towards the leaves"), "flits/link/cycle");
     }
   }
 

@@ -57,7 +57,7 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
   acks_in_ = &stats.counter(stat_name(*this, "combining.acks_in"), "acknowledgements absorbed");
   acks_combined_ = &stats.counter(stat_name(*this, "combining.acks_out"), "combined acknowledgements sent");
   comb_occupancy_ = &stats.average(stat_name(*this, "combining.occupancy"),
-                                   "table entries in use, sampled at each allocation");
+                                   "table entries in use, sampled at each allocation", "entries");
 }
 
 void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {

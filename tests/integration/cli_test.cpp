@@ -108,9 +108,10 @@ TEST(Cli, SimulatedFailureExitsTwoWithDump) {
   EXPECT_NE(r.output.find("5 receivers not yet acknowledged"), std::string::npos) << r.output;
 }
 
-// Every statistic of every shipped config says what it counts: stats-doc prints "-" for a
-// statistic registered without a description.
-TEST(Cli, EveryStatisticOfEveryShippedConfigHasADescription) {
+// Every statistic of every shipped config says what it counts and in which unit: stats-doc
+// prints "-" for a statistic registered without a description, or whose unit neither its name
+// nor its registration gives.
+TEST(Cli, EveryStatisticOfEveryShippedConfigHasADescriptionAndAUnit) {
   int configs = 0;
   for (const auto& e : std::filesystem::directory_iterator(std::string(MBPSIM_SOURCE_DIR) + "/configs")) {
     if (e.path().extension() != ".json") continue;
@@ -118,8 +119,13 @@ TEST(Cli, EveryStatisticOfEveryShippedConfigHasADescription) {
     const auto doc = run_cmd(test::mbpsim_bin() + " stats-doc " + e.path().string());
     ASSERT_EQ(doc.status, 0) << e.path() << "\n" << doc.output;
     std::istringstream lines(doc.output);
-    for (std::string line; std::getline(lines, line);)
+    for (std::string line; std::getline(lines, line);) {
       EXPECT_FALSE(line.size() >= 2 && line.compare(line.size() - 2, 2, " -") == 0) << e.path().filename() << ": " << line;
+      std::istringstream cols(line);
+      std::string path, kind, unit;
+      cols >> path >> kind >> unit;
+      EXPECT_NE(unit, "-") << e.path().filename() << ": " << line;
+    }
   }
   EXPECT_GE(configs, 20);
 }
@@ -149,8 +155,17 @@ TEST(Cli, StatsDocListsWhatARunWritesWithDescriptions) {
   const auto mbcf = run_cmd(test::mbpsim_bin() + " stats-doc " + test::config_path("mbcf-ss20-100tx.json") +
                             " --prefix system.mbcf.packets_sent");
   EXPECT_EQ(mbcf.status, 0) << mbcf.output;
-  EXPECT_NE(mbcf.output.find("counter   MBCF/Ether packets handed to a NIC (acks and retransmissions included)"), std::string::npos)
+  EXPECT_NE(mbcf.output.find("counter   count            MBCF/Ether packets handed to a NIC (acks and retransmissions included)"),
+            std::string::npos)
       << mbcf.output;
+  // Units: by the name's convention, or given where the name says none.
+  const auto net = run_cmd(test::mbpsim_bin() + " stats-doc " + test::config_path("default.json") + " --prefix system.net");
+  EXPECT_NE(net.output.find("system.net.latency.unicast                               histogram cycles "), std::string::npos) << net.output;
+  EXPECT_NE(net.output.find("system.net.flits_injected                                counter   flits "), std::string::npos) << net.output;
+  EXPECT_NE(net.output.find("system.net.router_0_0.utilisation                        formula   flits/link/cycle "), std::string::npos)
+      << net.output;
+  const auto pme = run_cmd(test::mbpsim_bin() + " stats-doc " + test::config_path("mbp2p-ss20.json") + " --prefix system.host1.nic.pme.busy_ps");
+  EXPECT_NE(pme.output.find("counter   ps "), std::string::npos) << pme.output;
   const auto none = run_cmd(test::mbpsim_bin() + " stats-doc " + test::config_path("default.json") + " --prefix no.such");
   EXPECT_EQ(none.status, 1);
   EXPECT_EQ(count_lines(none.output), 1) << none.output;

@@ -49,5 +49,33 @@ TEST(Stats, DuplicateNamesAreRejected) {
   EXPECT_DEATH(s.counter("x.y"), "registered twice");
 }
 
+// A statistic's unit: the one given at registration, else the one its name declares (a last
+// word ps, ns, us or cycles; a word bytes or flits; a count for any other counter), else none.
+TEST(Stats, UnitsComeFromTheRegistrationOrTheNamesConvention) {
+  EXPECT_EQ(Stats::conventional_unit("system.host1.nic.pme.busy_ps", true), "ps");
+  EXPECT_EQ(Stats::conventional_unit("system.mbp.rounds.latency_ps", false), "ps");
+  EXPECT_EQ(Stats::conventional_unit("a.kx_time_ns", true), "ns");
+  EXPECT_EQ(Stats::conventional_unit("a.stuck_us", true), "us");
+  EXPECT_EQ(Stats::conventional_unit("a.idle_cycles", false), "cycles");
+  EXPECT_EQ(Stats::conventional_unit("a.tx_bytes", true), "bytes");
+  EXPECT_EQ(Stats::conventional_unit("a.bytes_encrypted", true), "bytes");
+  EXPECT_EQ(Stats::conventional_unit("system.net.flits_injected", true), "flits");
+  EXPECT_EQ(Stats::conventional_unit("a.port0.flits", true), "flits");
+  EXPECT_EQ(Stats::conventional_unit("a.ps", true), "count");  // a whole word alone is not a suffix
+  EXPECT_EQ(Stats::conventional_unit("a.hops", true), "count");
+  EXPECT_EQ(Stats::conventional_unit("a.fanout", false), "");
+  Stats s;
+  s.counter("x.sent");
+  s.histogram("x.latency", "creation to delivery", "cycles");
+  s.formula("x.rate", [] { return 0.5; }, "a share");
+  s.counter("x.copied_bytes", "", "words");  // the registration wins
+  const auto d = s.describe();
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0].unit, "count");
+  EXPECT_EQ(d[1].unit, "cycles");
+  EXPECT_EQ(d[2].unit, "");
+  EXPECT_EQ(d[3].unit, "words");
+}
+
 }  // namespace
 }  // namespace mbpsim
