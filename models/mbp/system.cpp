@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "models/core/error.h"
 #include "models/core/mutant.h"
@@ -72,21 +73,16 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
     nd->mbp_msgs_in = &stats.counter(pre + "mbp.messages_in", "messages the node's MBP handled");
     nd->round_in = &stats.counter(pre + "mbp.round_deliveries", "invalidations, updates and page invalidations of rounds delivered to this node");
     nd->mbp_queue_ps = &stats.histogram(pre + "mbp.queue_wait_ps", "ps a message waited for the MBP's engine of its bank");
-    auto* ndp = nd.get();
-    stats.formula(
-        pre + "mbp.ctlb.hit_rate",
-        [ndp] {
-          const double a = ndp->ctlb_hits->value + ndp->ctlb_misses->value;
-          return a ? ndp->ctlb_hits->value / a : 0.0;
-        },
-        "fraction of C-TLB lookups that hit (0 without lookups)", "fraction");
-    stats.formula(
-        pre + "mbp.ntlb.hit_rate",
-        [ndp] {
-          const double a = ndp->ntlb_hits->value + ndp->ntlb_misses->value;
-          return a ? ndp->ntlb_hits->value / a : 0.0;
-        },
-        "fraction of N-TLB lookups that hit (0 without lookups)", "fraction");
+    // The TLBs' hit rates (0 without lookups).
+    for (const auto& [tlb, what, hits, misses] :
+         {std::tuple{"ctlb", "C-TLB", nd->ctlb_hits, nd->ctlb_misses}, std::tuple{"ntlb", "N-TLB", nd->ntlb_hits, nd->ntlb_misses}})
+      stats.formula(
+          pre + "mbp." + tlb + ".hit_rate",
+          [h = hits, m = misses] {
+            const double a = static_cast<double>(h->value + m->value);
+            return a ? h->value / a : 0.0;
+          },
+          std::string("fraction of ") + what + " lookups that hit (0 without lookups)", "fraction");
     node_.push_back(std::move(nd));
   }
   beside.reset();
