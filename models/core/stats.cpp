@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string_view>
 
 #include "models/core/error.h"
 
@@ -56,17 +57,19 @@ uint32_t Stats::intern(const std::string& text) {
 }
 
 std::string Stats::conventional_unit(const std::string& path, bool counter) {
-  const std::string leaf = path.substr(path.rfind('.') + 1);
-  std::vector<std::string> words;
-  for (size_t a = 0; a <= leaf.size();) {
-    const size_t b = std::min(leaf.find('_', a), leaf.size());
-    words.push_back(leaf.substr(a, b - a));
-    a = b + 1;
-  }
+  const std::string_view leaf = std::string_view(path).substr(path.rfind('.') + 1);  // (npos + 1 = 0)
+  const auto last_word = [&](std::string_view w) {
+    return leaf.size() > w.size() && leaf.substr(leaf.size() - w.size()) == w && leaf[leaf.size() - w.size() - 1] == '_';
+  };
+  const auto has_word = [&](std::string_view w) {
+    for (size_t at = leaf.find(w); at != std::string_view::npos; at = leaf.find(w, at + 1))
+      if ((at == 0 || leaf[at - 1] == '_') && (at + w.size() == leaf.size() || leaf[at + w.size()] == '_')) return true;
+    return false;
+  };
   for (const char* t : {"ps", "ns", "us", "cycles"})
-    if (words.size() > 1 && words.back() == t) return t;
+    if (last_word(t)) return t;
   for (const char* q : {"bytes", "flits"})
-    if (std::find(words.begin(), words.end(), q) != words.end()) return q;
+    if (has_word(q)) return q;
   return counter ? "count" : "";
 }
 
