@@ -260,9 +260,9 @@ uint32_t EtherSystem::reply_node(const Packet& p) const { return p.ctrl_p & kFor
 
 void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
   Node& N = *n_[node];
-  Task* t = N.ts.find(p.dst_ptask);
+  Task* t = N.ts->find(p.dst_ptask);
   if (!t) {
-    if (const Moved* m = N.ts.moved(p.dst_ptask)) {  // migrated: forward to the new home
+    if (const Moved* m = N.ts->moved(p.dst_ptask)) {  // migrated: forward to the new home
       Packet q = p;
       q.dst_ptask = m->ptask;
       if (!(q.ctrl_p & kForwarded)) q.reserved = static_cast<uint8_t>(p.src_pnode);
@@ -290,8 +290,8 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
   }
   ExecResult r;
   {
-    TaskSpace::Via via(N.ts, ex(node).frames(), ex(node).writes());
-    r = execute(N.ts, p, kMaxPacketBytes - N.nic->frame_overhead());
+    TaskSpace::Via via(*N.ts, ex(node).frames(), ex(node).writes());
+    r = execute(*N.ts, p, kMaxPacketBytes - N.nic->frame_overhead());
   }
   if (r.outcome == ExecResult::Outcome::PageFault) {
     faults_.inc();
@@ -304,7 +304,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
     step_cost_ += ex(node).proto_ps(c_.int_packet_cycles);
     const uint32_t ptask = t->ptask, page = r.fault_page;
     cal_.after(static_cast<uint64_t>(c_.page_in_us * 1e6), [this, node, ptask, page] {
-      Task* t = n_[node]->ts.find(ptask);
+      Task* t = n_[node]->ts->find(ptask);
       if (!t) return;
       auto it = t->pages.find(page);
       if (it != t->pages.end()) it->second.present = true;
@@ -317,7 +317,7 @@ void EtherSystem::deliver_to_task(uint32_t node, const Packet& p) {
 }
 
 void EtherSystem::page_in_done(uint32_t node, uint32_t ptask) {
-  Task* t = n_[node]->ts.find(ptask);
+  Task* t = n_[node]->ts->find(ptask);
   if (!t) return;
   t->waiting_page = false;
   // Everything saved runs now, in order; a new fault stops the replay and waits again.
@@ -335,7 +335,7 @@ void EtherSystem::page_in_done(uint32_t node, uint32_t ptask) {
       for (const auto& f : out) f();
       run_pollers(node, cal_.now_ps());
     });
-    t = n_[node]->ts.find(ptask);
+    t = n_[node]->ts->find(ptask);
     if (t && t->waiting_page) {
       for (auto& b : saved) t->saved.push_back(std::move(b));
       break;
@@ -346,14 +346,14 @@ void EtherSystem::page_in_done(uint32_t node, uint32_t ptask) {
 
 uint32_t EtherSystem::saved_packets(uint32_t node) const {
   uint32_t n = 0;
-  for (const auto& [id, t] : n_[node]->ts.tasks()) n += static_cast<uint32_t>(t->saved.size());
+  for (const auto& [id, t] : n_[node]->ts->tasks()) n += static_cast<uint32_t>(t->saved.size());
   return n;
 }
 
 bool EtherSystem::save_area_full(uint32_t node, const Packet& p) const {
   if (mutant::on(mutant::Id::SaveAreaUnbounded)) return false;
   if (is_kernel_ack(p)) return false;  // never saved
-  const Task* t = n_[node]->ts.find(p.dst_ptask);
+  const Task* t = n_[node]->ts->find(p.dst_ptask);
   return t && t->waiting_page && saved_packets(node) >= c_.save_area;
 }
 
@@ -361,7 +361,7 @@ bool EtherSystem::save_area_full(uint32_t node, const Packet& p) const {
 // one that faulted for each waiting task. A breach stops the run (exit 2) with a dump.
 void EtherSystem::check_save_area(uint32_t node) {
   uint32_t waiting = 0;
-  for (const auto& [id, t] : n_[node]->ts.tasks()) waiting += t->waiting_page;
+  for (const auto& [id, t] : n_[node]->ts->tasks()) waiting += t->waiting_page;
   const uint32_t held = saved_packets(node);
   if (held > c_.save_area + waiting)
     fail("buffer bound: node " + std::to_string(node) + "'s save area holds " + std::to_string(held) + " packets, beyond mbcf.save_area " +
@@ -497,8 +497,8 @@ void EtherSystem::run_invocation(uint32_t node, const Invocation& iv) {
     Node& N = *n_[node];
     auto it = N.programs.find({iv.ptask, pc});
     auto finish = [this, node, iv] {
-      Task* t = n_[node]->ts.find(iv.ptask);
-      if (t) signal_returned(n_[node]->ts, *t, iv.signal_laddr);
+      Task* t = n_[node]->ts->find(iv.ptask);
+      if (t) signal_returned(*n_[node]->ts, *t, iv.signal_laddr);
       run_pollers(node, cal_.now_ps());
     };
     if (it == N.programs.end()) {

@@ -68,12 +68,13 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
   const gbn::Counters counts{dup_,      gap_,        resends_,     resend_reqs_,        acks_sent_, timeouts_, ack_polls_,
                              th1_cuts_, peer_resets_, peers_unresponsive_, abandoned_, hellos_,   stale_};
   for (uint32_t i = 0; i < c.nodes; ++i) {
-    n_.push_back(std::make_unique<Node>(i, c.page_bytes));
+    n_.push_back(std::make_unique<Node>());
     Node& N = *n_.back();
     N.peers.resize(c.nodes);
-    // The host (host<n>) holds its memory, CPU, protocol stack and NIC.
+    // The host (host<n>) holds its OS, memory, CPU, protocol stack and NIC.
     N.host = std::make_unique<Group>(("host" + std::to_string(i)).c_str());
     Within in(*N.host);
+    N.ts = std::make_unique<TaskSpace>("os", i, c.page_bytes);
     N.memory = std::make_unique<mem::Memory>("memory", c.page_bytes);
     N.cpu = std::make_unique<host::Cpu>("cpu", cal, c.cpu_mhz, c.poll_cycles);
     use_host_memory(i, N.memory->socket);
@@ -107,7 +108,7 @@ uint64_t EtherSystem::copy_ps(uint32_t bytes) const { return static_cast<uint64_
 
 void EtherSystem::use_host_memory(uint32_t node, mem::TargetSocket& mem) {
   Node& N = *n_[node];
-  N.ts.set_frame_source([this, node, &mem](uint32_t f) {
+  N.ts->set_frame_source([this, node, &mem](uint32_t f) {
     return mem::frame_by_dmi(*mem.get_base_export().operator->(), f, c_.page_bytes, "node " + std::to_string(node));
   });
   N.memory_target = &mem;
@@ -123,21 +124,21 @@ void EtherSystem::add_protocol(uint16_t ether_type, FrameHandler h) {
 }
 
 Task& EtherSystem::create_task(uint32_t node, uint32_t ptask, uint32_t key) {
-  Task& t = n_[node]->ts.create_task(ptask, key);
+  Task& t = n_[node]->ts->create_task(ptask, key);
   n_[node]->nic->task_created(ptask);
   return t;
 }
 
 void EtherSystem::set_ltask(uint32_t node, uint32_t ptask, uint32_t ltask, uint32_t to_node, uint32_t to_ptask) {
-  Task* t = n_[node]->ts.find(ptask);
-  Task* d = n_[to_node]->ts.find(to_ptask);
+  Task* t = n_[node]->ts->find(ptask);
+  Task* d = n_[to_node]->ts->find(to_ptask);
   if (!t || !d) internal_error("set_ltask: no such task");
   t->ltt[ltask] = LtaskEntry{to_node, to_ptask, d->key};
 }
 
 void EtherSystem::migrate(uint32_t node, uint32_t ptask, uint32_t to_node, uint32_t new_ptask) {
-  TaskSpace& from = n_[node]->ts;
-  TaskSpace& to = n_[to_node]->ts;
+  TaskSpace& from = *n_[node]->ts;
+  TaskSpace& to = *n_[to_node]->ts;
   std::unique_ptr<Task> t = from.remove(ptask);
   if (!t) internal_error("migrate: no such task");
   n_[node]->nic->task_left(ptask);
@@ -151,7 +152,7 @@ void EtherSystem::migrate(uint32_t node, uint32_t ptask, uint32_t to_node, uint3
   to.adopt(std::move(t));
   from.set_moved(ptask, Moved{to_node, new_ptask});
   for (auto& nd : n_)
-    for (auto& kv : nd->ts.tasks())
+    for (auto& kv : nd->ts->tasks())
       for (auto& e : kv.second->ltt)
         if (e.second.pnode == node && e.second.ptask == ptask) e.second = LtaskEntry{to_node, new_ptask, e.second.key};
 }
@@ -203,7 +204,7 @@ nlohmann::ordered_json EtherSystem::nic_summary() const {
 // ------------------------------------------------------------------ system call
 
 bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const {
-  const Task* t = n_[node]->ts.find(ptask);
+  const Task* t = n_[node]->ts->find(ptask);
   if (!t || r.cmds.empty()) return false;
   auto it = t->ltt.find(r.ltask);
   if (it == t->ltt.end()) return false;
@@ -226,9 +227,9 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
     std::vector<uint8_t>& d = p.cmds[0].data;
     bool present = false;
     if (!d.empty()) {
-      if (n_[node]->ts.check(*t, r.src_laddr, static_cast<uint32_t>(d.size()), kPermRead, &present) != ViolationCode::None || !present)
+      if (n_[node]->ts->check(*t, r.src_laddr, static_cast<uint32_t>(d.size()), kPermRead, &present) != ViolationCode::None || !present)
         return false;
-      n_[node]->ts.read(*t, r.src_laddr, d.data(), static_cast<uint32_t>(d.size()));
+      n_[node]->ts->read(*t, r.src_laddr, d.data(), static_cast<uint32_t>(d.size()));
     }
   }
   if (!encodable(p)) return false;
@@ -276,7 +277,7 @@ void EtherSystem::send_request(uint32_t node, uint32_t dst, Packet p) {
 }
 
 void EtherSystem::count_emb_requests(uint32_t node, const Packet& p) {
-  Task* t = n_[node]->ts.find(p.src_ptask);
+  Task* t = n_[node]->ts->find(p.src_ptask);
   for (const Command& c : p.cmds)
     if (c.opt.emb && t) ++t->emb_requests[c.opt.emb_colour & 15];
 }
@@ -378,9 +379,9 @@ void EtherSystem::power_on(uint32_t node) {
 }
 
 void EtherSystem::swap_out(uint32_t node, uint32_t ptask, uint32_t laddr) {
-  Task* t = n_[node]->ts.find(ptask);
+  Task* t = n_[node]->ts->find(ptask);
   if (!t) return;
-  n_[node]->ts.set_present(*t, laddr, false);
+  n_[node]->ts->set_present(*t, laddr, false);
   n_[node]->nic->page_unmapped(ptask, laddr);
 }
 

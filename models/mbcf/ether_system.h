@@ -100,7 +100,7 @@ class EtherSystem : public sc_core::sc_module {
   EtherSystem& operator=(const EtherSystem&) = delete;
   const EtherSysConfig& config() const { return c_; }
   uint32_t nodes() const { return static_cast<uint32_t>(n_.size()); }
-  TaskSpace& space(uint32_t node) { return n_[node]->ts; }
+  TaskSpace& space(uint32_t node) { return *n_[node]->ts; }
   Calendar& cal() { return cal_; }
   net::EtherSegment& ether() { return *ether_; }
   Nic& nic(uint32_t node) { return *n_[node]->nic; }
@@ -282,9 +282,8 @@ class EtherSystem : public sc_core::sc_module {
     Command deferred;
   };
   struct Node {
-    explicit Node(uint32_t id, uint32_t page) : ts(id, page) {}
     std::unique_ptr<Group> host;  // the host's module, parent of the modules below (first: last to go)
-    TaskSpace ts;
+    std::unique_ptr<TaskSpace> ts;  // the OS's tasks and page tables (host<n>.os)
     std::unique_ptr<mem::Memory> memory;       // the host's own physical memory
     mem::TargetSocket* memory_target = nullptr;  // it, or a user's in its place
     std::unique_ptr<host::Cpu> cpu;  // shared by the user program, system calls and interrupts

@@ -12,7 +12,8 @@
 
 namespace mbpsim::mbcf {
 
-TaskSpace::TaskSpace(uint32_t pnode, uint32_t page_bytes) : pnode_(pnode), page_bytes_(page_bytes) {
+TaskSpace::TaskSpace(sc_core::sc_module_name name, uint32_t pnode, uint32_t page_bytes)
+    : sc_core::sc_module(name), pnode_(pnode), page_bytes_(page_bytes) {
   if (page_bytes == 0 || (page_bytes & (page_bytes - 1))) throw std::invalid_argument("page size must be a power of two");
 }
 

@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <systemc>
+
 #include "models/mbcf/command.h"
 
 namespace mbpsim::mbcf {
@@ -118,9 +120,10 @@ class WriteBuffer {
   size_t taken_ = 0, join_from_ = 0;
 };
 
-class TaskSpace {
+class TaskSpace final : public sc_core::sc_module {
  public:
-  TaskSpace(uint32_t pnode, uint32_t page_bytes);
+  // The OS of a host (host<n>.os in a cluster).
+  TaskSpace(sc_core::sc_module_name name, uint32_t pnode, uint32_t page_bytes);
   uint32_t pnode() const { return pnode_; }
   uint32_t page_bytes() const { return page_bytes_; }
   uint32_t page_of(uint32_t laddr) const { return laddr / page_bytes_; }

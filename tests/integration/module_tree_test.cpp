@@ -117,17 +117,18 @@ struct Cluster {
   }
 };
 
-TEST(ModuleTree, AClusterHostHoldsItsMemoryCpuStackAndNic) {
+TEST(ModuleTree, AClusterHostHoldsItsOsMemoryCpuStackAndNic) {
   Cluster k("mbcf-ss20-100tx.json");
   ASSERT_GE(k.sys->nodes(), 2u);
   for (const char* m : {"system.mbcf", "system.ether", "system.calendar"}) EXPECT_TRUE(is_module(m)) << m;
   for (uint32_t n = 0; n < k.sys->nodes(); ++n) {
     const std::string host = "system.host" + std::to_string(n);
     EXPECT_EQ(&k.sys->host(n), sc_core::sc_find_object(host.c_str()));
-    for (const char* part : {".memory", ".cpu", ".stack", ".nic"}) EXPECT_TRUE(is_module(host + part)) << host << part;
+    for (const char* part : {".os", ".memory", ".cpu", ".stack", ".nic"}) EXPECT_TRUE(is_module(host + part)) << host << part;
+    EXPECT_EQ(&k.sys->space(n), sc_core::sc_find_object((host + ".os").c_str()));
     EXPECT_NE(sc_core::sc_find_object((host + ".memory.socket").c_str()), nullptr);
     EXPECT_EQ(dynamic_cast<sc_core::sc_object*>(&k.sys->nic(n)), sc_core::sc_find_object((host + ".nic").c_str()));
-    EXPECT_EQ(sc_core::sc_find_object(host.c_str())->get_child_objects().size(), 4u) << host;
+    EXPECT_EQ(sc_core::sc_find_object(host.c_str())->get_child_objects().size(), 5u) << host;
   }
   for (sc_core::sc_object* top : sc_core::sc_get_top_level_objects()) EXPECT_STREQ(top->name(), "system");
   // The protocol's statistics (over every node) are the system.mbcf module's, the wire's the
@@ -141,6 +142,7 @@ TEST(ModuleTree, TheMbp2IsTheHostsNicAndItsUnitsAreItsChildren) {
   Cluster k("mbp2p-ss20.json");
   for (uint32_t n = 0; n < k.sys->nodes(); ++n) {
     const std::string nic = "system.host" + std::to_string(n) + ".nic";
+    EXPECT_TRUE(is_module("system.host" + std::to_string(n) + ".os"));
     for (const char* u : {"", ".biu", ".em", ".tlb", ".pme", ".kli", ".icu", ".uli", ".pge", ".adma", ".ldma_tx", ".ldma_rx"})
       EXPECT_TRUE(is_module(nic + u)) << nic << u;
     EXPECT_NE(sc_core::sc_find_object((nic + ".biu.dma_socket").c_str()), nullptr);

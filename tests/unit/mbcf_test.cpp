@@ -14,7 +14,7 @@ namespace {
 constexpr uint32_t kPage = 4096;
 
 struct Fixture : ::testing::Test {
-  TaskSpace ts{1, kPage};
+  TaskSpace ts{"os", 1, kPage};
   Task* t = nullptr;
   void SetUp() override {
     t = &ts.create_task(5, 0xC0FFEE);
