@@ -23,7 +23,7 @@ class MbcfWorkload : public Workload {
   bool done() const override { return done_; }
   void on_packet(uint32_t, net::Packet&, uint64_t) override {}
   std::string stalled() const override;
-  std::string failure_dump() const override { return sys_->dump(); }
+  std::string failure_dump() const override { return sys_->state_dump(); }
   nlohmann::ordered_json host_figures(double wall_s) const override;
   uint64_t calendar_events() const override;
   mbcf::EtherSystem& system() { return *sys_; }

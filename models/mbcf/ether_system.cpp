@@ -401,7 +401,7 @@ bool EtherSystem::quiet() const {
   return true;
 }
 
-std::string EtherSystem::dump() const {
+std::string EtherSystem::state_dump() const {
   std::string s;
   char buf[160];
   for (uint32_t i = 0; i < n_.size(); ++i)

@@ -206,7 +206,9 @@ class EtherSystem : public sc_core::sc_module {
   // Why the simulated system cannot go on (empty while it can): a model that finds it so says
   // so here, and the run stops with exit status 2.
   const std::string& failure() const { return failure_; }
-  std::string dump() const;
+  // What is unacknowledged or waiting, per node and peer, for a failure's report. (Not
+  // sc_object::dump, which it would hide.)
+  std::string state_dump() const;
   // What the NICs did, for a workload's summary: each node's Nic::summary, in node order (null
   // when no NIC says anything, as MBCF/Ether's conventional NIC).
   nlohmann::ordered_json nic_summary() const;

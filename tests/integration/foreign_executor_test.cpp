@@ -102,7 +102,7 @@ TEST(ForeignExecutor, AUsersEngineRunsTheProtocolAndTheReceivingHostCpuDoesNothi
     EXPECT_EQ(c.word(1, 0x10000 + 4 * i), 900 + i) << "word " << i;
     EXPECT_EQ(c.word(3, 0x10000 + 4 * i), 5000 + i) << "word " << i;
   }
-  EXPECT_TRUE(c.sys->quiet()) << c.sys->dump();
+  EXPECT_TRUE(c.sys->quiet()) << c.sys->state_dump();
   EXPECT_EQ(c.sys->delivered(0, 1), n);
   EXPECT_EQ(c.sys->delivered(2, 3), n);
   // Every request went through the sender's engine; the receiver's ran every routine and

@@ -115,7 +115,7 @@ TEST(ForeignNic, GoBackNDeliversEveryWriteOnceAndInOrderOverAUsersNicThatDropsFr
   c.stream(0, 1, n, 500);
   sc_core::sc_start(sc_core::sc_time(3, sc_core::SC_SEC));  // a loss the receiver cannot see costs a 20 ms timeout
   ASSERT_TRUE(c.sys->failure().empty()) << c.sys->failure();
-  ASSERT_EQ(order.size(), n) << c.sys->dump();
+  ASSERT_EQ(order.size(), n) << c.sys->state_dump();
   for (uint32_t i = 0; i < n; ++i) {
     EXPECT_EQ(order[i], 0x10000 + 4 * i) << "write " << i;
     EXPECT_EQ(c.word(1, 0x10000 + 4 * i), 500 + i) << "word " << i;

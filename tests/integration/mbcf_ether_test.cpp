@@ -131,7 +131,7 @@ TEST(MbcfEther, ARequestToItsOwnNodeIsAnsweredAndItsMulticastCompletes) {
   for (uint32_t n = 0; n < 3; ++n) EXPECT_EQ(r.word(n, 0x13008), 0x55u) << n;
   EXPECT_EQ(r.word(2, 0x10000), static_cast<uint32_t>(Status::Succeeded));
   r.run(100);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 // Found by the MBCF random tester: a program invoked by MBCF_SIGNAL while the node's user code
@@ -212,12 +212,12 @@ TEST(MbcfEther, AFullSaveAreaRefusesPacketsWhichComeAgainInOrder) {
   };
   next();
   for (int i = 0; i < 100 && !(sent == kWrites && r.sys->quiet()); ++i) r.run(5);
-  EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
+  EXPECT_EQ(r.sys->failure(), "") << r.sys->state_dump();
   expect_writes_in_order(r, order, 0x11000, 1, kWrites);
   EXPECT_GT(mbcf_stat(r, "save_area_full"), 0u) << "the area never filled: the test tests nothing";
   EXPECT_GT(mbcf_stat(r, "retransmissions"), 0u);
   EXPECT_EQ(mbcf_stat(r, "page_faults"), 1u);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 // A task's requests to a task of its own node whose save area is full: the system call waits
@@ -243,7 +243,7 @@ TEST(MbcfEther, ALocalRequestToAFullSaveAreaWaitsForThePageIn) {
   r.run(1);
   EXPECT_LT(sent, 10u) << "the user went on while the save area was full";
   r.run(20);
-  EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
+  EXPECT_EQ(r.sys->failure(), "") << r.sys->state_dump();
   EXPECT_EQ(sent, kWrites);
   EXPECT_GT(tenth_done_ps, 2'000'000'000u) << "a call returned before the page-in made room";
   for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.word(1, 0x11000 + 4 * i), i + 1) << "write " << i;
@@ -401,7 +401,7 @@ void fetch_add_permutation(EtherSysConfig c, uint64_t seed) {
   for (uint32_t n = 1; n < c.nodes; ++n) next[n]();
   const uint32_t total = (c.nodes - 1) * kPerNode;
   for (int i = 0; i < 2000 && !(seen.size() == total && r.sys->quiet()); ++i) r.run(5);
-  ASSERT_EQ(seen.size(), total) << "seed " << seed << "\n" << r.sys->dump();
+  ASSERT_EQ(seen.size(), total) << "seed " << seed << "\n" << r.sys->state_dump();
   std::sort(seen.begin(), seen.end());
   for (uint32_t i = 0; i < total; ++i) ASSERT_EQ(seen[i], i) << "seed " << seed;
   EXPECT_EQ(r.word(0, kCounter), total) << "seed " << seed;
@@ -498,7 +498,7 @@ TEST_P(MbcfTester, CompareAndSwapLockProtectsACounter) {
   for (uint32_t n = 1; n < c.nodes; ++n) round[n]();
   auto done = [&] { return std::all_of(left.begin() + 1, left.end(), [](uint32_t x) { return x == 0; }); };
   for (int i = 0; i < 4000 && !(done() && r.sys->quiet()); ++i) r.run(5);
-  ASSERT_TRUE(done()) << "seed " << seed << "\n" << r.sys->dump();
+  ASSERT_TRUE(done()) << "seed " << seed << "\n" << r.sys->state_dump();
   EXPECT_EQ(r.word(0, kCounter), (c.nodes - 1) * kEach) << "seed " << seed;
   EXPECT_EQ(r.word(0, kLock), 0u);
   EXPECT_GT(failed_cas, 0u);  // the lock really was contended

@@ -160,7 +160,7 @@ TEST(GoBackN, TimerRunsFromTheWireNotFromTheRequest) {
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   blast(r, 200, 1024);
   for (int i = 0; i < 100 && (i < 1 || !r.sys->quiet()); ++i) r.run(10);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
   EXPECT_EQ(mbcf_stat(r, "timeouts"), 0u);
   EXPECT_EQ(mbcf_stat(r, "retransmissions"), 0u);
   EXPECT_LE(mbcf_stat(r, "ack_polls"), 1u);  // the last status reply's buffer, at most
@@ -180,7 +180,7 @@ TEST(GoBackN, HandshakedResendCoversOnlyTheLostPackets) {
   r.run(0.1);  // a few frames lost
   r.sys->ether().set_deaf(1, false);
   for (int i = 0; i < 100 && !r.sys->quiet(); ++i) r.run(5);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
   EXPECT_GE(mbcf_stat(r, "resend_requests"), 1u);
   EXPECT_GE(mbcf_stat(r, "retransmissions"), 1u);
   // Resent: the frames lost plus what followed them before the request came back, at most
@@ -210,7 +210,7 @@ TEST(GoBackN, AReplyAnswersTheAckRequest) {
   };
   next();
   for (int i = 0; i < 20 && (i < 1 || !r.sys->quiet()); ++i) r.run(5);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
   EXPECT_GE(ack_requests, 1u);
   EXPECT_EQ(acks_from_target, 0u);
   EXPECT_EQ(r.word(1, 0x10100), 40u);
@@ -281,7 +281,7 @@ TEST(GoBackN, CallsReleasedTogetherNeverOverfillTheWindow) {
   r.run(200);
   EXPECT_LE(most, c.th2) << "more packets outstanding than TH2";
   expect_writes_in_order(r, order, 0x10200, 10, 4);  // the two sent to the dead node are abandoned
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 TEST(GoBackN, APeerThatNeverComesBackIsReportedAsStuck) {
@@ -303,7 +303,7 @@ TEST(GoBackN, APeerThatNeverComesBackIsReportedAsStuck) {
   const uint64_t probes = mbcf_stat(r, "timeouts") + mbcf_stat(r, "ack_polls");
   r.run(50);
   EXPECT_GT(mbcf_stat(r, "timeouts") + mbcf_stat(r, "ack_polls"), probes) << "the check must not stop the protocol";
-  EXPECT_NE(r.sys->dump().find("END_P 1: task 1 -> task 1, MBCF_WRITE, no progress for"), std::string::npos) << r.sys->dump();
+  EXPECT_NE(r.sys->state_dump().find("END_P 1: task 1 -> task 1, MBCF_WRITE, no progress for"), std::string::npos) << r.sys->state_dump();
   // It comes back: the pair recovers (the report stays: the run would have stopped).
   r.sys->power_on(1);
   r.run(20);
@@ -340,8 +340,8 @@ TEST_P(RestartSeeded, HelloIsRepeatedUntilAnsweredOnALossyLink) {
   send(1, 0, 0);
   send(0, 1, 0);
   for (int i = 0; i < 2000 && !(done == 2 && r.sys->quiet()); ++i) r.run(5);
-  ASSERT_EQ(done, 2) << "seed " << seed << "\n" << r.sys->dump();
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  ASSERT_EQ(done, 2) << "seed " << seed << "\n" << r.sys->state_dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
   for (uint32_t n : {0u, 1u})
     for (int w = 0; w < 4; ++w) {
       const int last = 28 + w < 30 ? 28 + w : 24 + w;  // the last write to word w
@@ -410,8 +410,8 @@ struct CrashStream {
   // what arrives strictly increasing (nothing twice, order kept, no frame of an old incarnation
   // taken by a new one), one range lost at most, the start and the end of the stream arrived.
   void expect_at_most_once() {
-    ASSERT_EQ(sent, n) << "seed " << seed << "\n" << r.sys->dump();
-    EXPECT_TRUE(r.sys->quiet()) << "seed " << seed << "\n" << r.sys->dump();
+    ASSERT_EQ(sent, n) << "seed " << seed << "\n" << r.sys->state_dump();
+    EXPECT_TRUE(r.sys->quiet()) << "seed " << seed << "\n" << r.sys->state_dump();
     EXPECT_EQ(r.sys->unacked(0, 1), 0u);
     EXPECT_GT(sent_at_crash, 0u);
     EXPECT_LT(sent_at_crash, n) << "the crash must fall in the middle of the stream";

@@ -78,7 +78,7 @@ inline void record_writes(Rig& r, std::vector<uint32_t>& order) {
 // The `n` word writes to `base`, `base` + 4, ... with values `v0`, `v0` + 1, ... were each
 // accepted once, in order, and are in node 1's memory.
 inline void expect_writes_in_order(Rig& r, const std::vector<uint32_t>& order, uint32_t base, uint32_t v0, uint32_t n) {
-  ASSERT_EQ(order.size(), n) << "each write accepted once\n" << r.sys->dump();
+  ASSERT_EQ(order.size(), n) << "each write accepted once\n" << r.sys->state_dump();
   for (uint32_t i = 0; i < n; ++i) {
     EXPECT_EQ(order[i], base + 4 * i) << "accepted out of order at " << i;
     EXPECT_EQ(r.word(1, base + 4 * i), v0 + i) << "write " << i;
@@ -121,12 +121,12 @@ inline size_t exactly_once_in_order(EtherSysConfig c, uint64_t seed, uint32_t n,
   };
   drain();
   for (int i = 0; i < limit_ms / 5 && !(sent == n && r.sys->quiet()); ++i) r.run(5);
-  EXPECT_EQ(got.size(), n) << "seed " << seed << "\n" << r.sys->dump();
+  EXPECT_EQ(got.size(), n) << "seed " << seed << "\n" << r.sys->state_dump();
   for (uint32_t i = 0; i < std::min<size_t>(n, got.size()); ++i) {
     EXPECT_EQ(got[i], i) << "seed " << seed;
     if (got[i] != i) break;
   }
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
   EXPECT_EQ(r.sys->unacked(0, 1), 0u);
   EXPECT_LE(most, c.th2) << "seed " << seed;
   if (check) check(r);

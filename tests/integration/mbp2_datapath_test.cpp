@@ -86,7 +86,7 @@ TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   EXPECT_TRUE(synced);
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), i == 10 ? static_cast<uint8_t>(a.data[i] ^ 0xff) : a.data[i]) << i;
   EXPECT_EQ(r.counter("system.host1.nic.adma.errors"), 0u);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 // A READ's reply carries what the ADMA read from host memory into EM, read in its place among
@@ -137,7 +137,7 @@ TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
   }
   EXPECT_EQ(r.byte(1, 0x11004), 0xb0);  // (and the write after it landed)
   EXPECT_EQ(r.counter("system.host1.nic.adma.errors"), 0u);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 // An atomic takes two steps on the MBP2 (8.3.3: the PME realises MBCF by controlling the ADMA):
@@ -183,7 +183,7 @@ TEST(Mbp2, AFetchAddComputesFromWhatTheAdmaReadAndWritesOnlyAfterIt) {
   r.sys->space(0).read(r.task(0), 0x10810, got, 4);
   EXPECT_EQ(load_le(got, 4), static_cast<uint32_t>(Status::Succeeded));
   EXPECT_EQ(r.cards("atomic_operands_changed"), 1u);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 // COMP_SWAP compares the reference word the ADMA read, not the one the PME saw when it checked
@@ -222,7 +222,7 @@ void comp_swap_under_a_host_store(bool to_fail) {
     r.sys->space(0).read(r.task(0), 0x10810, got, 4);
     EXPECT_EQ(load_le(got, 4), static_cast<uint32_t>(to_fail ? Status::CompareFailed : Status::Succeeded));
     EXPECT_EQ(r.cards("atomic_operands_changed"), 1u);
-    EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+    EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
   }
 }
 
@@ -406,7 +406,7 @@ TEST(Mbp2, ThePgeWalksTheStructureItsDescriptorNamesAndFailsOneRewrittenUnderIt)
   EXPECT_EQ(r.counter("system.host0.nic.pge.errors"), 2u);
   EXPECT_EQ(r.sys->fetched(0, 1), 3u);
   EXPECT_EQ(r.sys->request_images(0).in_use(), 0u);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 // The PME builds the header from the requester the ULI named and its translation table, and
@@ -482,7 +482,7 @@ TEST(Mbp2, TheNicTrustsNothingInASendStructureButItsCommands) {
   }
   EXPECT_TRUE(seen);
   r.run(100);  // its acknowledgement
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();  // no request slot kept by a refused structure
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();  // no request slot kept by a refused structure
 }
 
 // A task whose send structures are all still unfetched waits for the PGE (its CPU held), and

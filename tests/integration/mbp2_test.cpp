@@ -85,10 +85,10 @@ TEST(Mbp2, DoorbellsWaitForAFreeRequestSlotAndEveryWriteLandsInOrder) {
   EXPECT_LE(r.rung, 1 + 4 + 4 + 2u) << "the CPU went on ringing with every request slot taken";
   EXPECT_GT(r.cards("doorbell_slot_waits"), 0u);
   r.run(200);
-  EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
+  EXPECT_EQ(r.sys->failure(), "") << r.sys->state_dump();
   EXPECT_EQ(r.rung, kWrites);
   for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.sys->space(1).load32(r.task(1), 0x11000 + 4 * i), i + 1) << "write " << i;
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 // The OCU-R checks each MBCF packet's END_P against its peer's register and the receive
@@ -105,12 +105,12 @@ TEST(Mbp2, TheOcuChecksTheOrderOfMbcfPacketsUnderLossDuplicationAndReordering) {
   constexpr uint32_t kWrites = 200;
   r.numbered_writes(kWrites);
   r.run(2000);
-  EXPECT_EQ(r.sys->failure(), "") << r.sys->dump();
+  EXPECT_EQ(r.sys->failure(), "") << r.sys->state_dump();
   for (uint32_t i = 0; i < kWrites; ++i) EXPECT_EQ(r.sys->space(1).load32(r.task(1), 0x11000 + 4 * i), i + 1) << "write " << i;
   EXPECT_GE(r.counter("system.host1.nic.ocu.in_order"), kWrites);
   EXPECT_GT(r.counter("system.host1.nic.ocu.gaps"), 0u);
   EXPECT_GT(r.counter("system.host1.nic.ocu.duplicates"), 0u);
-  EXPECT_TRUE(r.sys->quiet()) << r.sys->dump();
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
 TEST(Mbp2, ATlbMissInterruptsThePmeOncePerPage) {

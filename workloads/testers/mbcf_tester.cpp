@@ -131,7 +131,7 @@ void MbcfTester::next_check() {
     if (serial != check_serial_) return;
     char us[32];
     std::snprintf(us, sizeof us, "%g", check_us_);
-    const std::string dump = sys_->dump();
+    const std::string dump = sys_->state_dump();
     fail(std::string("stuck: not finished after ") + us + " us of simulated time (" + std::to_string(running_clients_) + " client(s) still running; " +
          (sys_->quiet() ? "nothing in flight: an answer was never sent)" : "packets still in flight)") + (dump.empty() ? "" : "\n" + dump));
     ++check_serial_;
