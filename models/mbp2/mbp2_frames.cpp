@@ -80,10 +80,10 @@ void Mbp2System::install_keys(uint32_t node, uint32_t peer, bool boot) {
 void Mbp2System::Port::transmit(uint32_t dst, Frame&& frame, Sent sent) {
   Mbp2System& s = s_;
   const uint32_t node = node_, inc = s.incarnation(node);
-  s.nic_transmit(node, dst, std::move(frame), [&s, node, dst, inc, k = std::move(sent)](std::vector<uint8_t>&& b) mutable {
+  s.nic_transmit(node, dst, std::move(frame), [&s, &w = wire_, node, dst, inc, k = std::move(sent)](std::vector<uint8_t>&& b) mutable {
     if (!s.up(node) || s.incarnation(node) != inc) return;
     if (b.empty()) return k(false);  // the NIC could not send it
-    s.ether().send(node, dst, std::move(b), [&s, node, inc, k = std::move(k)](bool) {
+    w.send(node, dst, std::move(b), [&s, node, inc, k = std::move(k)](bool) {
       if (!s.up(node) || s.incarnation(node) != inc) return;
       s.tx_done(node);
       k(true);

@@ -621,7 +621,7 @@ void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
 
 void Mbp2System::to_wire(uint32_t node, uint32_t dst, std::vector<uint8_t>&& b) {
   if (b.empty()) return;  // the NIC could not send it
-  ether().send(node, dst, std::move(b), [this, node, inc = incarnation(node)](bool) {
+  wire(node).send(node, dst, std::move(b), [this, node, inc = incarnation(node)](bool) {
     if (incarnation(node) == inc) tx_done(node);
   });
 }

@@ -148,7 +148,7 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::
 
 Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed)
     : EtherSystem(
-          cal, ec, st, seed, [this](uint32_t node, net::EtherSegment&) { return std::make_unique<Port>(*this, node); },
+          cal, ec, st, seed, [this](uint32_t node, net::EtherSegment& wire) { return std::make_unique<Port>(*this, node, wire); },
           [this](uint32_t node, EtherSystem&) { return std::make_unique<Firmware>(*this, node); }),
       cal_(cal),
       c_(config()),

@@ -206,7 +206,9 @@ class Mbp2System : public mbcf::EtherSystem {
   // them. Key exchanges and IP frames are the PME's own and never reach the routine.
   class Port final : public mbcf::Nic {
    public:
-    Port(Mbp2System& s, uint32_t node) : s_(s), node_(node) {}
+    // `wire`: the node's port on it is where the MAC sends (the factory's, EtherSystem::MakeNic).
+    Port(Mbp2System& s, uint32_t node, net::EtherSegment& wire) : s_(s), node_(node), wire_(wire) {}
+    net::EtherSegment& wire() const { return wire_; }
     void transmit(uint32_t dst, Frame&& frame, Sent sent) override;
     void receive(Frame&& frame, RxReady ready) override { s_.nic_receive(node_, std::move(frame), std::move(ready)); }
     Frame take(Rx& r) override { return s_.rx_take(node_, r); }
@@ -222,7 +224,10 @@ class Mbp2System : public mbcf::EtherSystem {
    private:
     Mbp2System& s_;
     const uint32_t node_;
+    net::EtherSegment& wire_;
   };
+  // The wire the node's MAC sends on (its Port's).
+  net::EtherSegment& wire(uint32_t node) { return static_cast<Port&>(nic(node)).wire(); }
   // The MBCF firmware on the card's PME (mbcf::Executor): the protocol work EtherSystem decides
   // runs here instead of in the host kernel (8.3.3). Requests come by doorbell (issue), the
   // receive routine runs on the PME, the ADMA moves the commands' data through the TLB, the
