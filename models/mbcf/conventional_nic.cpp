@@ -1,17 +1,33 @@
 // The conventional NICs of MBCF/Ether (conventional_nic.h): descriptor fetch and bus DMA on
-// transmit, DMA and descriptor write-back on receive, the LANCE's streaming transmit.
+// transmit, DMA and descriptor write-back on receive, the LANCE's streaming transmit; the
+// frames' bytes in the kernel's buffers in host memory, moved by the NIC's DMA socket.
 #include "models/mbcf/conventional_nic.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
+#include "models/core/error.h"
 #include "models/mbcf/ether_system.h"
 
 namespace mbpsim::mbcf {
 
 ConventionalNic::ConventionalNic(sc_core::sc_module_name name, Calendar& cal, const EtherSysConfig& c, net::EtherSegment& wire,
-                                 uint32_t station, std::function<void()> tx_interrupt)
-    : sc_core::sc_module(name), cal_(cal), c_(c), wire_(wire), station_(station), tx_interrupt_(std::move(tx_interrupt)) {}
+                                 uint32_t station, TaskSpace& os, std::function<mem::TargetSocket&()> memory,
+                                 std::function<void()> tx_interrupt, std::function<void(const std::string&)> fail)
+    : sc_core::sc_module(name),
+      dma("dma"),
+      cal_(cal),
+      c_(c),
+      wire_(wire),
+      station_(station),
+      os_(os),
+      memory_(std::move(memory)),
+      tx_interrupt_(std::move(tx_interrupt)),
+      fail_(std::move(fail)) {}
+
+void ConventionalNic::before_end_of_elaboration() { dma.bind(memory_()); }
 
 uint64_t ConventionalNic::dma_ps(uint32_t bytes) const {
   const double burst = c_.bus.max_burst, width = c_.bus.width_bytes;
@@ -20,15 +36,96 @@ uint64_t ConventionalNic::dma_ps(uint32_t bytes) const {
   return static_cast<uint64_t>(std::llround(cyc * 1e6 / c_.bus.clock_mhz));
 }
 
+// ------------------------------------------------------------------ the kernel's buffers
+
+uint32_t ConventionalNic::take_buffer() {
+  if (!free_.empty()) {
+    const uint32_t b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+  // One more cluster: from what is left of the OS's last page, or from fresh pages (a cluster
+  // larger than a page takes consecutive frames, which the OS gives in order).
+  const uint32_t pb = c_.page_bytes;
+  if (carve_left_ < kBufBytes) {
+    const uint32_t pages = std::max<uint32_t>(1, kBufBytes / pb);
+    uint32_t first = os_.alloc_frame();
+    for (uint32_t i = 1; i < pages; ++i)
+      if (os_.alloc_frame() != first + i) internal_error("the OS gave a NIC cluster non-consecutive frames");
+    carve_pa_ = static_cast<uint64_t>(first) * pb;
+    carve_left_ = pages * pb;
+  }
+  bufs_.push_back(Buf{carve_pa_, 0});
+  carve_pa_ += kBufBytes;
+  carve_left_ -= kBufBytes;
+  return static_cast<uint32_t>(bufs_.size() - 1);
+}
+
+void ConventionalNic::kernel_copy(bool to_memory, uint64_t pa, uint8_t* data, uint32_t n) {
+  const uint32_t pb = c_.page_bytes;
+  while (n) {
+    const uint32_t k = std::min<uint32_t>(n, pb - static_cast<uint32_t>(pa % pb));
+    uint8_t* m = os_.phys_bytes(pa, k);
+    if (!m) internal_error("a NIC buffer outside the host's frames");
+    if (to_memory) std::memcpy(m, data, k);
+    else std::memcpy(data, m, k);
+    pa += k, data += k, n -= k;
+  }
+}
+
+bool ConventionalNic::dma_transfer(bool write, uint64_t pa, uint8_t* data, uint32_t n, uint64_t* ps) {
+  gp_.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  gp_.set_address(pa);
+  gp_.set_data_ptr(data);
+  gp_.set_data_length(n);
+  gp_.set_streaming_width(n);
+  gp_.set_byte_enable_ptr(nullptr);
+  gp_.set_dmi_allowed(false);
+  gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  ++transports_;
+  dma->b_transport(gp_, delay);
+  *ps += static_cast<uint64_t>(delay.value());  // the kernel's resolution is 1 ps (core/sim_time.h)
+  if (gp_.is_response_ok()) return true;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "node %u: host memory refused the NIC's DMA %s of [0x%llx, 0x%llx) (%s)", station_,
+                write ? "write" : "read", static_cast<unsigned long long>(pa), static_cast<unsigned long long>(pa + n),
+                gp_.get_response_string().c_str());
+  fail_(buf);
+  return false;
+}
+
+ConventionalNic::Frame ConventionalNic::dma_read_frame(uint32_t b, uint32_t len, uint64_t* ps) {
+  Frame f(len);
+  if (!dma_transfer(false, bufs_[b].pa, f.data(), len, ps)) f.clear();
+  return f;
+}
+
+// ------------------------------------------------------------------ transmit
+
 void ConventionalNic::transmit(uint32_t dst, Frame&& frame, Sent sent) {
+  if (frame.size() > kBufBytes) return sent(false);  // no buffer holds it (nor Ethernet carries it)
+  // The stack's copy of the frame is in a kernel buffer (its time is the stack's).
+  const uint32_t b = take_buffer();
+  const uint32_t len = static_cast<uint32_t>(frame.size());
+  bufs_[b].len = len;
+  kernel_copy(true, bufs_[b].pa, frame.data(), len);
   if (c_.nic_tx_streams) {
-    tx_stream_.emplace_back(std::make_pair(dst, std::move(frame)), std::move(sent));
+    tx_stream_.push_back(Queued{dst, b, std::move(sent)});
     if (!tx_streaming_) stream_next();
     return;
   }
-  const uint64_t end = tx_ready_ps(static_cast<uint32_t>(frame.size()));
-  cal_.at(end, [this, epoch = epoch_, dst, f = std::move(frame), k = std::move(sent)]() mutable {
+  uint64_t end = tx_ready_ps(len);
+  // The DMA reads the frame from the buffer (the transfer issued ahead, at its booked time);
+  // the memory's delay lengthens it.
+  uint64_t extra = 0;
+  Frame f = dma_read_frame(b, len, &extra);
+  end += extra;
+  bus_free_ = tx_free_ = end;
+  cal_.at(end, [this, epoch = epoch_, dst, b, f = std::move(f), k = std::move(sent)]() mutable {
     if (epoch_ != epoch) return;  // the power went: the NIC forgot it
+    free_buffer(b);
+    if (f.empty()) return;  // the memory refused the DMA: the run has failed
     to_wire(dst, std::move(f), std::move(k));
   });
 }
@@ -47,11 +144,15 @@ void ConventionalNic::to_wire(uint32_t dst, Frame&& frame, Sent sent) {
 void ConventionalNic::stream_next() {
   tx_streaming_ = !tx_stream_.empty();
   if (!tx_streaming_) return;
-  auto next = std::move(tx_stream_.front());
+  Queued q = std::move(tx_stream_.front());
   tx_stream_.pop_front();
-  cal_.after(static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000), [this, epoch = epoch_, f = std::move(next)]() mutable {
+  uint64_t lat = static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000);
+  Frame f = dma_read_frame(q.buf, bufs_[q.buf].len, &lat);
+  cal_.after(lat, [this, epoch = epoch_, q = std::move(q), f = std::move(f)]() mutable {
     if (epoch_ != epoch) return;  // the power went: the NIC forgot it
-    to_wire(f.first.first, std::move(f.first.second), std::move(f.second));
+    free_buffer(q.buf);
+    if (f.empty()) return;  // the memory refused the DMA: the run has failed
+    to_wire(q.dst, std::move(f), std::move(q.sent));
   });
 }
 
@@ -68,12 +169,38 @@ uint64_t ConventionalNic::tx_ready_ps(uint32_t bytes) {
   return end;
 }
 
+// ------------------------------------------------------------------ receive
+
 void ConventionalNic::receive(Frame&& frame, RxReady ready) {
-  const uint64_t t = rx_ready_ps(static_cast<uint32_t>(frame.size()));
-  cal_.at(t, [k = std::move(ready), f = std::move(frame)]() mutable {
-    Rx r{std::move(f), 0};
+  if (frame.size() > kBufBytes) return ready(nullptr);  // longer than any receive buffer: dropped
+  const uint32_t len = static_cast<uint32_t>(frame.size());
+  uint64_t t = rx_ready_ps(len);
+  // The DMA writes the frame into a buffer of the stack's ring (issued ahead, at its booked
+  // time); the memory's delay lengthens it.
+  const uint32_t b = take_buffer();
+  bufs_[b].len = len;
+  uint64_t extra = 0;
+  const bool ok = dma_transfer(true, bufs_[b].pa, frame.data(), len, &extra);
+  bus_free_ += extra;
+  t += extra;
+  cal_.at(t, [this, epoch = epoch_, b, ok, k = std::move(ready)]() mutable {
+    if (epoch_ != epoch) return;  // the power went: the NIC forgot it (and the stack its ring)
+    if (!ok) {                    // the memory refused the DMA: the run has failed
+      free_buffer(b);
+      return k(nullptr);
+    }
+    Rx r{{}, b + 1ull};
     k(&r);
   });
+}
+
+ConventionalNic::Frame ConventionalNic::take(Rx& r) {
+  if (r.tag == 0) return std::move(r.bytes);
+  const uint32_t b = static_cast<uint32_t>(r.tag - 1);
+  Frame f(bufs_[b].len);
+  kernel_copy(false, bufs_[b].pa, f.data(), bufs_[b].len);
+  free_buffer(b);
+  return f;
 }
 
 uint64_t ConventionalNic::rx_ready_ps(uint32_t len) {
@@ -93,6 +220,9 @@ void ConventionalNic::power_off() {
   tx_stream_.clear();
   tx_streaming_ = false;
   ++epoch_;
+  // The driver starts again with every buffer free (the stack's ring is empty too).
+  free_.clear();
+  for (uint32_t b = static_cast<uint32_t>(bufs_.size()); b-- > 0;) free_.push_back(b);
 }
 
 }  // namespace mbpsim::mbcf

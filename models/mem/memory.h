@@ -39,8 +39,9 @@ uint8_t* frame_by_dmi(tlm::tlm_fw_transport_if<>& mem, uint64_t frame, uint32_t 
 
 class Memory : public sc_core::sc_module {
  public:
-  // Optional: a host whose NIC does no DMA into memory (the conventional NICs' data goes
-  // through the kernel) leaves it unbound.
+  // Optional: the DMA master of a host's NIC binds it (the conventional NIC's `dma`, the MBP2's
+  // BIU); a host whose NIC does no DMA into memory (a user's NIC behind the Nic seam) leaves it
+  // unbound.
   tlm_utils::simple_target_socket_optional<Memory> socket;
 
   // Addresses are frame * frame_bytes + offset; a frame exists once a processor has asked for

@@ -1,7 +1,8 @@
 // TLM-2.0 at the host boundary: a memory written by a user in plain TLM-2.0 (no mbpsim header
-// in it) is bound as the physical memory of MBP2 hosts. The host's CPU takes its frames through
-// DMI, the NIC's ADMA reaches it through the BIU's initiator socket with b_transport, and the
-// delay the memory annotates is paid.
+// in it) is bound as the physical memory of MBP2 hosts and of conventional hosts. The host's CPU
+// takes its frames through DMI; the NIC's DMA (the MBP2's ADMA through the BIU's initiator
+// socket, the conventional NIC's own socket) reaches it with b_transport, and the delay the
+// memory annotates is paid.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <tlm>
 
 #include "models/core/module_tree.h"
+#include "models/mbcf/conventional_nic.h"
 #include "models/mbp2/mbp2_system.h"
 #include "tests/integration/cluster_tasks.h"
 #include "tests/user_tlm_memory.h"
@@ -126,6 +128,168 @@ TEST(ForeignTlm, AMemoryWithoutDmiIsRefusedNamingTheNodeAndFrame) {
   Task& t0 = c.sys->create_task(0, 1, 8);
   c.sys->space(0).map(t0, 0x10000, 1, kPermRW);
   EXPECT_THROW(c.sys->use_host_memory(0, m.socket), std::logic_error);
+}
+
+// ---------------------------------------------------------------- the conventional NIC
+
+// A conventional cluster (the MBCF kernel behind the conventional NIC), on full-duplex links
+// that no two pairs share, as the runner builds it.
+struct Conventional {
+  Stats stats;
+  Root root;
+  Calendar cal{"cal"};
+  EtherSysConfig ec;
+  std::unique_ptr<EtherSystem> sys;
+  explicit Conventional(uint32_t nodes) {
+    Within in(root);
+    ec.nodes = nodes;
+    ec.ether.medium = net::EtherConfig::Medium::Direct;
+    sys = std::make_unique<EtherSystem>(cal, ec, stats, 1);
+  }
+  ConventionalNic& nic(uint32_t n) {
+    auto* p = dynamic_cast<ConventionalNic*>(sc_core::sc_find_object(("system.host" + std::to_string(n) + ".nic").c_str()));
+    if (!p) throw std::logic_error("no conventional NIC on host " + std::to_string(n));
+    return *p;
+  }
+  uint64_t counter(const std::string& path) const { return stats.counter_value(path).value(); }
+};
+
+// A user's memory that tampers with what a DMA master moves (zeroes the bytes read or written)
+// or refuses it: to show that what the NIC sends and what the stack receives are the bytes in
+// memory, not a copy carried beside it.
+struct TamperingMemory : sc_core::sc_module {
+  tlm_utils::simple_target_socket<TamperingMemory> socket{"socket"};
+  std::vector<unsigned char> bytes;
+  bool zero_reads = false, zero_writes = false, refuse_writes = false;
+  unsigned long long reads = 0, writes = 0;
+  TamperingMemory(sc_core::sc_module_name n, size_t size) : sc_core::sc_module(n), bytes(size) {
+    socket.register_b_transport(this, &TamperingMemory::b_transport);
+    socket.register_get_direct_mem_ptr(this, &TamperingMemory::get_dmi);
+  }
+  void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time&) {
+    const unsigned long long a = t.get_address();
+    const unsigned n = t.get_data_length();
+    if (a + n > bytes.size() || (t.is_write() && refuse_writes)) return t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    if (t.is_read()) std::memcpy(t.get_data_ptr(), &bytes[a], n), ++reads;
+    if (t.is_write()) std::memcpy(&bytes[a], t.get_data_ptr(), n), ++writes;
+    if ((t.is_read() && zero_reads) || (t.is_write() && zero_writes)) {
+      std::memset(&bytes[a], 0, n);
+      std::memset(t.get_data_ptr(), 0, n);
+    }
+    t.set_response_status(tlm::TLM_OK_RESPONSE);
+  }
+  bool get_dmi(tlm::tlm_generic_payload&, tlm::tlm_dmi& d) {
+    d.set_dmi_ptr(bytes.data());
+    d.set_start_address(0);
+    d.set_end_address(bytes.size() - 1);
+    d.allow_read_write();
+    return true;
+  }
+};
+
+TEST(ForeignTlm, AConventionalNicMovesEveryFrameThroughTheHostsMemory) {
+  Conventional c(2);
+  UserMemory m0("user_mem0", 1 << 20, sc_core::SC_ZERO_TIME), m1("user_mem1", 1 << 20, sc_core::SC_ZERO_TIME);
+  c.sys->use_host_memory(0, m0.socket);
+  c.sys->use_host_memory(1, m1.socket);
+  test::one_task_per_node(*c.sys, 4);
+  EXPECT_NE(sc_core::sc_find_object("system.host0.nic.dma"), nullptr);  // the NIC's DMA master
+  test::stream_writes(*c.sys, 0, 1, 50, 700);
+  sc_core::sc_start(sc_core::sc_time(50, sc_core::SC_MS));
+  ASSERT_TRUE(c.sys->failure().empty()) << c.sys->failure();
+  for (uint32_t i = 0; i < 50; ++i) ASSERT_EQ(test::task_word(*c.sys, 1, 0x10000 + 4 * i), 700 + i) << i;
+  // Every frame a NIC sent it read from its host's memory, and every frame it received it
+  // wrote there: 50 requests one way, their acknowledgements the other, each a DMA transfer of
+  // the NIC, and nothing else reached the memories by b_transport.
+  const uint64_t sent = c.counter("system.mbcf.packets_sent"), received = c.counter("system.mbcf.packets_received");
+  EXPECT_GE(sent, 50u);
+  EXPECT_EQ(m0.reads + m1.reads, sent);
+  EXPECT_EQ(m0.writes + m1.writes, received);
+  EXPECT_EQ(c.nic(0).dma_transports() + c.nic(1).dma_transports(), sent + received);
+  // The driver's buffers are in the host's memory (frames the OS gave it), all free again.
+  ASSERT_GT(c.nic(1).buffers(), 0u);
+  EXPECT_EQ(c.nic(1).buffers_free(), c.nic(1).buffers());
+  EXPECT_LT(c.nic(1).buffer_pa(0) + ConventionalNic::kBufBytes, m1.bytes.size());
+}
+
+TEST(ForeignTlm, WhatAConventionalStackReceivesIsWhatTheNicsDmaWroteIntoMemory) {
+  Conventional c(2);
+  TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
+  m1.zero_writes = true;  // every frame the receiver's NIC writes into memory arrives as zeroes
+  c.sys->use_host_memory(0, m0.socket);
+  c.sys->use_host_memory(1, m1.socket);
+  test::one_task_per_node(*c.sys, 4);
+  test::stream_writes(*c.sys, 0, 1, 3, 900);
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_GT(m1.writes, 0u);
+  EXPECT_EQ(c.counter("system.mbcf.malformed"), m1.writes);  // the stack read the zeroes
+  EXPECT_EQ(test::task_word(*c.sys, 1, 0x10000), 0u);        // so nothing landed
+}
+
+TEST(ForeignTlm, WhatAConventionalNicSendsIsWhatItsDmaReadFromMemory) {
+  Conventional c(2);
+  TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
+  m0.zero_reads = true;  // the sender's NIC reads zeroes where the stack put the frame
+  c.sys->use_host_memory(0, m0.socket);
+  c.sys->use_host_memory(1, m1.socket);
+  test::one_task_per_node(*c.sys, 4);
+  test::stream_writes(*c.sys, 0, 1, 3, 900);
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_GT(m0.reads, 0u);
+  EXPECT_EQ(c.counter("system.mbcf.malformed"), m0.reads);
+  EXPECT_EQ(test::task_word(*c.sys, 1, 0x10000), 0u);
+}
+
+TEST(ForeignTlm, AMemoryThatRefusesAConventionalNicsDmaFailsTheRunNamingNodeAndAddress) {
+  Conventional c(2);
+  TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
+  m1.refuse_writes = true;
+  c.sys->use_host_memory(0, m0.socket);
+  c.sys->use_host_memory(1, m1.socket);
+  test::one_task_per_node(*c.sys, 4);
+  test::stream_writes(*c.sys, 0, 1, 1, 900);
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_NE(c.sys->failure().find("node 1: host memory refused the NIC's DMA write of [0x"), std::string::npos) << c.sys->failure();
+  EXPECT_EQ(test::task_word(*c.sys, 1, 0x10000), 0u);
+}
+
+// A frame longer than the driver's buffers is neither sent nor received; Ethernet's longest is.
+TEST(ForeignTlm, AConventionalNicRefusesAFrameLongerThanItsBuffers) {
+  Conventional c(2);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaborated: the NIC's DMA socket is bound
+  int sent_long = -1, sent_max = -1, rx_long = -1;
+  c.sys->nic(0).transmit(1, Nic::Frame(ConventionalNic::kBufBytes + 1, 0x5a), [&](bool s) { sent_long = s; });
+  EXPECT_EQ(sent_long, 0);  // at once: nothing went on the wire
+  Nic::Frame max(1514, 0);
+  max[12] = 0x88, max[13] = 0xb6;  // a type no stack takes
+  c.sys->nic(0).transmit(1, std::move(max), [&](bool s) { sent_max = s; });
+  c.sys->nic(1).receive(Nic::Frame(ConventionalNic::kBufBytes + 1, 0), [&](Nic::Rx* r) { rx_long = r != nullptr; });
+  EXPECT_EQ(rx_long, 0);
+  sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+  EXPECT_EQ(sent_max, 1);
+  EXPECT_EQ(c.counter("system.mbcf.malformed"), 1u);  // it arrived, whole, at node 1's routine
+}
+
+// Three pairs on links no two share, each sending one write at the same time: the second pair's
+// receiver has a memory that annotates 40 us per access, the third pair's sender. Each lands
+// exactly 40 us after the first pair's: the one DMA transfer of the frame on that side pays it.
+TEST(ForeignTlm, TheDelayAMemoryAnnotatesIsPaidByTheConventionalNicsDma) {
+  Conventional c(6);
+  const sc_core::sc_time slow(40, sc_core::SC_US);
+  std::vector<std::unique_ptr<UserMemory>> m;
+  for (uint32_t n = 0; n < 6; ++n) {
+    m.push_back(std::make_unique<UserMemory>(("mem" + std::to_string(n)).c_str(), 1 << 20, n == 3 || n == 4 ? slow : sc_core::SC_ZERO_TIME));
+    c.sys->use_host_memory(n, m.back()->socket);
+  }
+  test::one_task_per_node(*c.sys, 4);
+  uint64_t seen[6] = {};
+  for (uint32_t n : {1u, 3u, 5u})
+    c.sys->poll(n, [&c, n] { return test::task_word(*c.sys, n, 0x10000) == 77; }, [&seen, n] { seen[n] = sc_core::sc_time_stamp().value(); });
+  for (uint32_t n : {0u, 2u, 4u}) ASSERT_TRUE(c.sys->syscall(n, 1, test::word_write(n + 1, 0x10000, 77), [] {}));
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_MS));
+  ASSERT_GT(seen[1], 0u);
+  EXPECT_EQ(seen[3], seen[1] + 40'000'000u);  // ps: the receiver's DMA write
+  EXPECT_EQ(seen[5], seen[1] + 40'000'000u);  // the sender's DMA read
 }
 
 }  // namespace
