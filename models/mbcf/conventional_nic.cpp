@@ -95,10 +95,9 @@ bool ConventionalNic::dma_transfer(bool write, uint64_t pa, uint8_t* data, uint3
   return false;
 }
 
-ConventionalNic::Frame ConventionalNic::dma_read_frame(uint32_t b, uint32_t len, uint64_t* ps) {
-  Frame f(len);
-  if (!dma_transfer(false, bufs_[b].pa, f.data(), len, ps)) f.clear();
-  return f;
+void ConventionalNic::dma_read_frame(uint32_t b, Frame& f, uint64_t* ps) {
+  f.resize(bufs_[b].len);
+  if (!dma_transfer(false, bufs_[b].pa, f.data(), bufs_[b].len, ps)) f.clear();
 }
 
 // ------------------------------------------------------------------ transmit
@@ -111,7 +110,7 @@ void ConventionalNic::transmit(uint32_t dst, Frame&& frame, Sent sent) {
   bufs_[b].len = len;
   kernel_copy(true, bufs_[b].pa, frame.data(), len);
   if (c_.nic_tx_streams) {
-    tx_stream_.push_back(Queued{dst, b, std::move(sent)});
+    tx_stream_.push_back(Queued{dst, b, std::move(frame), std::move(sent)});
     if (!tx_streaming_) stream_next();
     return;
   }
@@ -119,10 +118,10 @@ void ConventionalNic::transmit(uint32_t dst, Frame&& frame, Sent sent) {
   // The DMA reads the frame from the buffer (the transfer issued ahead, at its booked time);
   // the memory's delay lengthens it.
   uint64_t extra = 0;
-  Frame f = dma_read_frame(b, len, &extra);
+  dma_read_frame(b, frame, &extra);  // (into the handed-over vector: the MAC's copy)
   end += extra;
   bus_free_ = tx_free_ = end;
-  cal_.at(end, [this, epoch = epoch_, dst, b, f = std::move(f), k = std::move(sent)]() mutable {
+  cal_.at(end, [this, epoch = epoch_, dst, b, f = std::move(frame), k = std::move(sent)]() mutable {
     if (epoch_ != epoch) return;  // the power went: the NIC forgot it
     free_buffer(b);
     if (f.empty()) return;  // the memory refused the DMA: the run has failed
@@ -147,12 +146,12 @@ void ConventionalNic::stream_next() {
   Queued q = std::move(tx_stream_.front());
   tx_stream_.pop_front();
   uint64_t lat = static_cast<uint64_t>(c_.nic_tx_latency_ns * 1000);
-  Frame f = dma_read_frame(q.buf, bufs_[q.buf].len, &lat);
-  cal_.after(lat, [this, epoch = epoch_, q = std::move(q), f = std::move(f)]() mutable {
+  dma_read_frame(q.buf, q.frame, &lat);
+  cal_.after(lat, [this, epoch = epoch_, q = std::move(q)]() mutable {
     if (epoch_ != epoch) return;  // the power went: the NIC forgot it
     free_buffer(q.buf);
-    if (f.empty()) return;  // the memory refused the DMA: the run has failed
-    to_wire(q.dst, std::move(f), std::move(q.sent));
+    if (q.frame.empty()) return;  // the memory refused the DMA: the run has failed
+    to_wire(q.dst, std::move(q.frame), std::move(q.sent));
   });
 }
 
@@ -197,8 +196,14 @@ void ConventionalNic::receive(Frame&& frame, RxReady ready) {
 ConventionalNic::Frame ConventionalNic::take(Rx& r) {
   if (r.tag == 0) return std::move(r.bytes);
   const uint32_t b = static_cast<uint32_t>(r.tag - 1);
-  Frame f(bufs_[b].len);
-  kernel_copy(false, bufs_[b].pa, f.data(), bufs_[b].len);
+  const Buf& x = bufs_[b];
+  Frame f;
+  if (const uint8_t* m = os_.phys_bytes(x.pa, x.len)) {  // the buffer lies in one page
+    f.assign(m, m + x.len);
+  } else {
+    f.resize(x.len);
+    kernel_copy(false, x.pa, f.data(), x.len);
+  }
   free_buffer(b);
   return f;
 }

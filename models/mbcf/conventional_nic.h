@@ -91,9 +91,9 @@ class ConventionalNic final : public sc_core::sc_module, public Nic {
   // The frame (what the DMA read) is in the MAC: onto the wire; then the completion interrupt
   // and `sent`.
   void to_wire(uint32_t dst, Frame&& frame, Sent sent);
-  // The transmit DMA reads the frame of buffer `b` (len bytes) for the MAC: the bytes, and the
-  // memory's delay added to *ps.
-  Frame dma_read_frame(uint32_t b, uint32_t len, uint64_t* ps);
+  // The transmit DMA reads the frame of buffer `b` for the MAC into `f` (empty when the memory
+  // refused it), the memory's delay added to *ps.
+  void dma_read_frame(uint32_t b, Frame& f, uint64_t* ps);
   // A streaming NIC takes its next frame (the one before has left the MAC, or it was idle).
   void stream_next();
 
@@ -117,9 +117,11 @@ class ConventionalNic final : public sc_core::sc_module, public Nic {
   uint32_t carve_left_ = 0;  // bytes of the last page given by the OS not yet made into buffers
   tlm::tlm_generic_payload gp_;
   uint64_t transports_ = 0;
-  // A streaming NIC: frames waiting for it (station, buffer) and whether one is in the MAC.
+  // A streaming NIC: frames waiting for it (station, buffer; `frame`: the vector the MAC's copy
+  // will be read into) and whether one is in the MAC.
   struct Queued {
     uint32_t dst, buf;
+    Frame frame;
     Sent sent;
   };
   std::deque<Queued> tx_stream_;

@@ -541,6 +541,12 @@ class Mbp2System : public mbcf::EtherSystem {
   SendRing& send_ring(uint32_t node, uint32_t ptask);
   // `nic`: the PGE's access, at the frames its TLB gives (the task's own: the pinned frames).
   void area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, bool nic = false);
+  // The PGE's DMA reads through the BIU's socket (b_transport into host memory): of the send
+  // area at the frames its TLB gives, and of task memory at `laddr` of `t` (its TLB, or the
+  // page table). False when the memory refused a transfer. The delay the memory annotates
+  // waits in the BIU for the engine (PgeWalker::take_delay_ps).
+  bool pge_area_read(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* out, uint32_t n);
+  bool pge_task_read(uint32_t node, const mbcf::Task& t, uint32_t laddr, uint8_t* out, uint32_t n);
   // The host kernel posts a message to the PME through the ICU (two programmed words and an
   // interrupt); the PME's handler takes every waiting one.
   void os_to_pme(uint32_t node, uint64_t msg);
@@ -660,7 +666,7 @@ class Mbp2System : public mbcf::EtherSystem {
                  uint32_t data, uint32_t image, DmaEngine::Done done);
   // The PGE's source port: it reads a send structure in a task's send area (through its TLB),
   // and gives the request image it describes: an MBCF request's commands and payload, a
-  // datagram's payload. A structure that does not decode, an image length other than the
+  // datagram's payload. Every byte it moves is read through the BIU's DMA socket. A structure that does not decode, an image length other than the
   // descriptor's, or a payload the task cannot read fails the descriptor.
   bool pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n);
   struct PgeWalker : public DmaPort {
@@ -668,6 +674,7 @@ class Mbp2System : public mbcf::EtherSystem {
     uint32_t node = 0;
     bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override { return sys->pge_walk(node, addr, ctx, out, n); }
     bool write(uint64_t, uint32_t, const uint8_t*, uint32_t) override { return false; }  // host memory: the ADMA's
+    uint64_t take_delay_ps() override { return sys->u_[node]->bus->take_delay_ps(); }  // its reads went through the BIU
   };
   std::vector<PgeWalker> walkers_;
   // An ADMA descriptor that wrote a buffered write completed: it leaves the buffer.

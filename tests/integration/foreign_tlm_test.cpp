@@ -71,8 +71,9 @@ TEST(ForeignTlm, AUsersMemoryIsTheHostsMemoryForTheCpuAndForTheNicsDma) {
   ASSERT_TRUE(c.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [&] { returned = true; }));
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
   ASSERT_TRUE(returned);
-  // The payload came from the sender's memory (its PGE gathers through the frames' DMI view);
-  // the receiver's ADMA wrote it through the socket.
+  // The payload came from the sender's memory, read by its PGE through the BIU's socket (the
+  // send structure and the payload); the receiver's ADMA wrote it through the socket.
+  EXPECT_GE(m0.reads, 2u);
   EXPECT_GT(m1.writes, 0u);
   const uint64_t pa = c.phys(1, 0x10100);
   for (uint32_t i = 0; i < 512; ++i) {
@@ -251,6 +252,49 @@ TEST(ForeignTlm, AMemoryThatRefusesAConventionalNicsDmaFailsTheRunNamingNodeAndA
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
   EXPECT_NE(c.sys->failure().find("node 1: host memory refused the NIC's DMA write of [0x"), std::string::npos) << c.sys->failure();
   EXPECT_EQ(test::task_word(*c.sys, 1, 0x10000), 0u);
+}
+
+// The MBP2's PGE gathers a request (its send structure and payload) through the BIU's socket:
+// a sender's memory that zeroes what a DMA master reads leaves the PGE an image of zeroes,
+// which the PME refuses, and nothing lands.
+TEST(ForeignTlm, WhatTheMbp2PgeGathersIsWhatItReadThroughTheSocket) {
+  Cluster c(2);
+  TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
+  m0.zero_reads = true;
+  c.sys->use_host_memory(0, m0.socket);
+  c.sys->use_host_memory(1, m1.socket);
+  c.tasks();
+  const Command w = c.write(0x10100, 64, 5);
+  c.sys->space(0).write(c.task(0), 0x10000, w.data.data(), 64);
+  ASSERT_TRUE(c.sys->syscall(0, 1, Request{1, {w}, 0x10000}, [] {}));
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_GT(m0.reads, 0u);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.bad_requests").value(), 1u);
+  uint8_t b = 0xff;
+  c.sys->space(1).read(c.task(1), 0x10100 + 1, &b, 1);
+  EXPECT_EQ(b, 0u);  // not 8: the write never came
+}
+
+// Two MBP2 pairs, 0 -> 1 and 2 -> 3, each sending one write at the same instant; node 2's
+// memory annotates 40 us per access. Its PGE pays that on each of its reads (the engine hands
+// the descriptor back that much later), so the write lands exactly 40 us x those reads later.
+TEST(ForeignTlm, TheDelayAMemoryAnnotatesIsPaidByTheMbp2PgesReads) {
+  Cluster c(4);
+  std::vector<std::unique_ptr<UserMemory>> m;
+  for (uint32_t n = 0; n < 4; ++n) {
+    m.push_back(std::make_unique<UserMemory>(("mem" + std::to_string(n)).c_str(), 1 << 20,
+                                             n == 2 ? sc_core::sc_time(40, sc_core::SC_US) : sc_core::SC_ZERO_TIME));
+    c.sys->use_host_memory(n, m.back()->socket);
+  }
+  c.tasks();
+  uint64_t seen[4] = {};
+  for (uint32_t n : {1u, 3u})
+    c.sys->poll(n, [&c, n] { return test::task_word(*c.sys, n, 0x10000) == 77; }, [&seen, n] { seen[n] = sc_core::sc_time_stamp().value(); });
+  for (uint32_t n : {0u, 2u}) ASSERT_TRUE(c.sys->syscall(n, 1, test::word_write(n + 1, 0x10000, 77), [] {}));
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_MS));
+  ASSERT_GT(seen[1], 0u);
+  EXPECT_GE(m[2]->reads, 2u);  // the send structure's header and its commands
+  EXPECT_EQ(seen[3], seen[1] + 40'000'000u * m[2]->reads) << m[2]->reads;
 }
 
 // A frame longer than the driver's buffers is neither sent nor received; Ethernet's longest is.
