@@ -74,14 +74,7 @@ void ConventionalNic::kernel_copy(bool to_memory, uint64_t pa, uint8_t* data, ui
 }
 
 bool ConventionalNic::dma_transfer(bool write, uint64_t pa, uint8_t* data, uint32_t n, uint64_t* ps) {
-  gp_.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-  gp_.set_address(pa);
-  gp_.set_data_ptr(data);
-  gp_.set_data_length(n);
-  gp_.set_streaming_width(n);
-  gp_.set_byte_enable_ptr(nullptr);
-  gp_.set_dmi_allowed(false);
-  gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  mem::dma_payload(gp_, write, pa, data, n);
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   ++transports_;
   dma->b_transport(gp_, delay);

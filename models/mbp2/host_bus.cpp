@@ -27,14 +27,7 @@ void HostBus::before_end_of_elaboration() {
 }
 
 bool HostBus::transport(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint32_t n) {
-  gp_.set_command(cmd);
-  gp_.set_address(addr);
-  gp_.set_data_ptr(data);
-  gp_.set_data_length(n);
-  gp_.set_streaming_width(n);
-  gp_.set_byte_enable_ptr(nullptr);
-  gp_.set_dmi_allowed(false);
-  gp_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  mem::dma_payload(gp_, cmd == tlm::TLM_WRITE_COMMAND, addr, data, n);
   dma_socket->b_transport(gp_, delay_);
   return gp_.is_response_ok();
 }

@@ -33,6 +33,19 @@ uint8_t* dmi_span(tlm::tlm_fw_transport_if<>& mem, uint64_t start, uint64_t byte
 uint8_t* try_dmi_span(tlm::tlm_fw_transport_if<>& mem, uint64_t start, uint64_t bytes, sc_core::sc_time* latency = nullptr);
 std::string no_dmi(const std::string& who, const std::string& what, uint64_t start, uint64_t bytes);
 
+// Makes `gp` one plain DMA transfer of a master on a bus: read or write of [addr, addr + n)
+// from or into `data`, no byte enables, streaming width n, no DMI hint, response incomplete.
+inline void dma_payload(tlm::tlm_generic_payload& gp, bool write, uint64_t addr, uint8_t* data, uint32_t n) {
+  gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  gp.set_address(addr);
+  gp.set_data_ptr(data);
+  gp.set_data_length(n);
+  gp.set_streaming_width(n);
+  gp.set_byte_enable_ptr(nullptr);
+  gp.set_dmi_allowed(false);
+  gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+}
+
 // The bytes of host physical frame `frame` (page_bytes of them): dmi_span over the frame, and
 // the error names the frame.
 uint8_t* frame_by_dmi(tlm::tlm_fw_transport_if<>& mem, uint64_t frame, uint32_t page_bytes, const std::string& who);
