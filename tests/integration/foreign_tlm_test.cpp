@@ -54,11 +54,17 @@ struct Cluster {
   }
 };
 
+// Binds the memories, in order, as the physical memories of hosts 0, 1, ...
+template <class... M>
+void use_memories(EtherSystem& sys, M&... m) {
+  uint32_t n = 0;
+  (sys.use_host_memory(n++, m.socket), ...);
+}
+
 TEST(ForeignTlm, AUsersMemoryIsTheHostsMemoryForTheCpuAndForTheNicsDma) {
   Cluster c(2);
   UserMemory m0("user_mem0", 1 << 20, sc_core::SC_ZERO_TIME), m1("user_mem1", 1 << 20, sc_core::SC_ZERO_TIME);
-  c.sys->use_host_memory(0, m0.socket);
-  c.sys->use_host_memory(1, m1.socket);
+  use_memories(*c.sys, m0, m1);
   c.tasks();
   // The sockets sit in the module tree: the BIU's DMA master in its NIC, the host's own memory.
   EXPECT_NE(sc_core::sc_find_object("system.host1.nic.biu.dma_socket"), nullptr);
@@ -191,8 +197,7 @@ struct TamperingMemory : sc_core::sc_module {
 TEST(ForeignTlm, AConventionalNicMovesEveryFrameThroughTheHostsMemory) {
   Conventional c(2);
   UserMemory m0("user_mem0", 1 << 20, sc_core::SC_ZERO_TIME), m1("user_mem1", 1 << 20, sc_core::SC_ZERO_TIME);
-  c.sys->use_host_memory(0, m0.socket);
-  c.sys->use_host_memory(1, m1.socket);
+  use_memories(*c.sys, m0, m1);
   test::one_task_per_node(*c.sys, 4);
   EXPECT_NE(sc_core::sc_find_object("system.host0.nic.dma"), nullptr);  // the NIC's DMA master
   test::stream_writes(*c.sys, 0, 1, 50, 700);
@@ -217,8 +222,7 @@ TEST(ForeignTlm, WhatAConventionalStackReceivesIsWhatTheNicsDmaWroteIntoMemory) 
   Conventional c(2);
   TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
   m1.zero_writes = true;  // every frame the receiver's NIC writes into memory arrives as zeroes
-  c.sys->use_host_memory(0, m0.socket);
-  c.sys->use_host_memory(1, m1.socket);
+  use_memories(*c.sys, m0, m1);
   test::one_task_per_node(*c.sys, 4);
   test::stream_writes(*c.sys, 0, 1, 3, 900);
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
@@ -231,8 +235,7 @@ TEST(ForeignTlm, WhatAConventionalNicSendsIsWhatItsDmaReadFromMemory) {
   Conventional c(2);
   TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
   m0.zero_reads = true;  // the sender's NIC reads zeroes where the stack put the frame
-  c.sys->use_host_memory(0, m0.socket);
-  c.sys->use_host_memory(1, m1.socket);
+  use_memories(*c.sys, m0, m1);
   test::one_task_per_node(*c.sys, 4);
   test::stream_writes(*c.sys, 0, 1, 3, 900);
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
@@ -245,8 +248,7 @@ TEST(ForeignTlm, AMemoryThatRefusesAConventionalNicsDmaFailsTheRunNamingNodeAndA
   Conventional c(2);
   TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
   m1.refuse_writes = true;
-  c.sys->use_host_memory(0, m0.socket);
-  c.sys->use_host_memory(1, m1.socket);
+  use_memories(*c.sys, m0, m1);
   test::one_task_per_node(*c.sys, 4);
   test::stream_writes(*c.sys, 0, 1, 1, 900);
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
@@ -261,8 +263,7 @@ TEST(ForeignTlm, WhatTheMbp2PgeGathersIsWhatItReadThroughTheSocket) {
   Cluster c(2);
   TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
   m0.zero_reads = true;
-  c.sys->use_host_memory(0, m0.socket);
-  c.sys->use_host_memory(1, m1.socket);
+  use_memories(*c.sys, m0, m1);
   c.tasks();
   const Command w = c.write(0x10100, 64, 5);
   c.sys->space(0).write(c.task(0), 0x10000, w.data.data(), 64);
