@@ -193,16 +193,13 @@ void System::before_end_of_elaboration() {
 void System::schedule(uint64_t t, EvKind kind, uint32_t node, uint32_t arg, Msg* msg) {
   const uint64_t now = now_ps();
   if (t < now) t = now;
-  const bool earliest = cal_.empty() || t < cal_.top().t;
-  cal_.push(Ev{t, seq_++, kind, node, arg, msg});
-  if (earliest) wake_.notify(sc_core::sc_time::from_value(t - now));
+  if (cal_.push(t, Ev{kind, node, arg, msg})) wake_.notify(sc_core::sc_time::from_value(t - now));
 }
 
 void System::process() {
   const uint64_t now = now_ps();
-  while (!cal_.empty() && cal_.top().t <= now && failure_.empty()) {
-    const Ev e = cal_.top();
-    cal_.pop();
+  Ev e{};
+  while (failure_.empty() && cal_.pop_due(now, e)) {
     ++events_;
     switch (e.kind) {
       case kProcResume:
@@ -237,7 +234,7 @@ void System::process() {
       }
     }
   }
-  if (!cal_.empty() && failure_.empty()) wake_.notify(sc_core::sc_time::from_value(cal_.top().t - now));
+  if (!cal_.empty() && failure_.empty()) wake_.notify(sc_core::sc_time::from_value(cal_.next_ps() - now));
 }
 
 void System::start() {

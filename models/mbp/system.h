@@ -28,6 +28,7 @@
 
 #include <systemc>
 
+#include "models/core/event_queue.h"
 #include "models/core/sim_time.h"
 #include "models/core/rng.h"
 #include "models/core/stats.h"
@@ -116,13 +117,11 @@ class System : public sc_core::sc_module, public net::NetClient {
   enum EvKind : uint8_t { kProcResume, kHandle, kHandleMc, kSend, kWake, kWatchdog };
   // One calendar entry, typed by its kind: `arg` is the processor (ProcResume, Wake) or the
   // multicast delivery's packet slot (HandleMc, in mc_pkts_); `msg` the message (Handle,
-  // HandleMc, Send).
+  // HandleMc, Send). Its time and order are the queue's (models/core/event_queue.h).
   struct Ev {
-    uint64_t t, seq;
     EvKind kind;
     uint32_t node, arg;
     Msg* msg;
-    bool operator>(const Ev& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
   enum class Outcome { Done, Sync, Wait };
 
@@ -249,8 +248,7 @@ class System : public sc_core::sc_module, public net::NetClient {
   std::vector<std::unique_ptr<net::Packet>> mc_pkts_;
   std::vector<uint32_t> mc_free_;
   std::vector<std::unique_ptr<Msg>> msg_all_;
-  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> cal_;
-  uint64_t seq_ = 0;
+  EventQueue<Ev> cal_;
   sc_core::sc_event wake_;
   bool watchdog_armed_ = false;
   uint64_t waiting_procs_ = 0;
