@@ -409,8 +409,7 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
         break;
       }
     f->owner.assign(blocks_per_page_, 0);
-    f->dir = std::make_unique<DirPage>();
-    dirfmt_.init(f->dir->sharers, f->fmt);
+    f->dir = nd.mbp.dir.add(dirfmt_, f->fmt);
     if (mc_.check_invariants && f->proto == Protocol::Invalidate)
       for (uint32_t b = 0; b < blocks_per_page_; ++b)
         golden_[page * blocks_per_page_ + b].assign(nc_.block_bytes, 0);
@@ -483,6 +482,7 @@ bool System::evict_page(uint32_t n) {
 }
 
 uint64_t System::round_deliveries(uint32_t node) const { return node_[node]->round_in->value; }
+uint64_t System::directory_entries(uint32_t node) const { return node_[node]->mbp.dir.entries.size(); }
 
 uint64_t System::node_physical(uint32_t node, uint64_t addr) const {
   const Frame* f = node_[node]->pt.get(addr / nc_.page_bytes);

@@ -86,6 +86,10 @@ class System : public sc_core::sc_module, public net::NetClient {
   uint64_t now_ps() const { return sim_now_ps(); }
   // Home node of a network page (decided on first touch by the placement policy).
   uint32_t home_of(uint64_t page);
+  // Pages touched so far (each has its home), and the entries of node `node`'s directory
+  // (system.node<n>.mbp.dir): one per page the node is the home of.
+  uint64_t pages_placed() const { return home_.size(); }
+  uint64_t directory_entries(uint32_t node) const;
   // Protocol and directory format of a page (authoritative: the home's directory entry).
   Protocol protocol_of(uint64_t page);
   DirFormat format_of(uint64_t page);
@@ -111,6 +115,8 @@ class System : public sc_core::sc_module, public net::NetClient {
  private:
   struct Frame;
   struct DirPage;
+  struct Directory;
+  struct NodeMbp;
   struct Proc;
   struct Round;
   struct Node;

@@ -53,7 +53,7 @@ struct System::Frame {
   std::vector<uint8_t> st;     // per block: HState (home) or RState (elsewhere)
   std::vector<uint32_t> owner; // home: the owner of an Owned block
   uint64_t last_use = 0;       // remote: last bus access (L3 replacement picks the oldest)
-  std::unique_ptr<DirPage> dir;
+  DirPage* dir = nullptr;  // home: the page's entry in the node's directory (mbp.dir)
 };
 
 struct System::Round {
@@ -173,12 +173,29 @@ struct NodeBus : sc_core::sc_module {
   uint64_t addr_free = 0, data_free = 0;
 };
 
-// A node's MBP (system.node<n>.mbp) with its C-TLB and N-TLB (`ctlb`, `ntlb`). The directory
-// is the home frames' state (Frame::dir), the protocol engine mbp::System's.
-struct NodeMbp : sc_core::sc_module {
+// The MBP's directory (system.node<n>.mbp.dir): one entry for each page the node is the home
+// of, made with the home frame and kept for the run: the page's sharer set in its format
+// (directory.h) and the home's bookkeeping of the page's rounds, protocol switch and queued
+// requests. The home frame points at its entry (Frame::dir); the protocol engine's home side
+// (mbp_home.cpp, the table of protocol.cpp) reads and changes it.
+struct System::Directory : sc_core::sc_module {
+  explicit Directory(sc_core::sc_module_name name) : sc_core::sc_module(name) {}
+  // A new entry, its sharer set empty in format `f`.
+  DirPage* add(const DirectoryFormats& formats, DirFormat f) {
+    entries.push_back(std::make_unique<DirPage>());
+    formats.init(entries.back()->sharers, f);
+    return entries.back().get();
+  }
+  std::vector<std::unique_ptr<DirPage>> entries;  // in the order the home pages were made
+};
+
+// A node's MBP (system.node<n>.mbp): its C-TLB and N-TLB (`ctlb`, `ntlb`) and its directory
+// (`dir`). What it does is the protocol engine's, mbp::System's (mbp.cpp, mbp_home.cpp).
+struct System::NodeMbp : sc_core::sc_module {
   NodeMbp(sc_core::sc_module_name name, const MbpConfig& mc)
-      : sc_core::sc_module(name), ctlb("ctlb", mc.ctlb_entries, mc.ctlb_assoc), ntlb("ntlb", mc.ntlb_entries, mc.ntlb_assoc) {}
+      : sc_core::sc_module(name), ctlb("ctlb", mc.ctlb_entries, mc.ctlb_assoc), ntlb("ntlb", mc.ntlb_entries, mc.ntlb_assoc), dir("dir") {}
   Part<node::Tlb> ctlb, ntlb;
+  Directory dir;
 };
 
 // A node of the machine, as a module (system.node<n>, a child of the root beside the network):

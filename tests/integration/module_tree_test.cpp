@@ -60,7 +60,7 @@ TEST(ModuleTree, TheMbpMachineIsAModuleTreeUnderTheRoot) {
       for (const char* part : {"", ".l1", ".l2", ".ptlb"})
         EXPECT_TRUE(is_module(node + ".proc" + std::to_string(p) + part)) << node << " proc" << p << part;
     EXPECT_EQ(sc_core::sc_find_object((node + ".proc4").c_str()), nullptr);
-    for (const char* part : {".bus", ".mbp", ".mbp.ctlb", ".mbp.ntlb"}) EXPECT_TRUE(is_module(node + part)) << node << part;
+    for (const char* part : {".bus", ".mbp", ".mbp.ctlb", ".mbp.ntlb", ".mbp.dir"}) EXPECT_TRUE(is_module(node + part)) << node << part;
     for (int b = 0; b < 4; ++b) {
       EXPECT_TRUE(is_module(node + ".bank" + std::to_string(b))) << node;
       EXPECT_NE(sc_core::sc_find_object((node + ".bus.to_bank" + std::to_string(b)).c_str()), nullptr) << node;
@@ -70,6 +70,25 @@ TEST(ModuleTree, TheMbpMachineIsAModuleTreeUnderTheRoot) {
   }
   // Nothing of the machine hangs outside the root.
   for (sc_core::sc_object* top : sc_core::sc_get_top_level_objects()) EXPECT_STREQ(top->name(), "system");
+}
+
+// The MBP's directory is its own module and holds the entries: one per page the node is the
+// home of, made with the home frame, for every page the run touched.
+TEST(ModuleTree, EachNodesDirectoryHoldsAnEntryForEveryPageItIsTheHomeOf) {
+  test::MbpHarness h(load_config(test::config_path("mbp16.json"), {}));
+  EXPECT_EQ(h.sys().pages_placed(), 0u);
+  for (uint32_t n = 0; n < 16; ++n) EXPECT_EQ(h.sys().directory_entries(n), 0u) << n;
+  h.run();
+  ASSERT_TRUE(h.workload().done());
+  uint64_t entries = 0;
+  uint32_t homes = 0;
+  for (uint32_t n = 0; n < 16; ++n) {
+    entries += h.sys().directory_entries(n);
+    homes += h.sys().directory_entries(n) > 0;
+  }
+  EXPECT_GT(h.sys().pages_placed(), 16u);
+  EXPECT_EQ(entries, h.sys().pages_placed());
+  EXPECT_GT(homes, 1u);  // the pages' homes are spread over the machine
 }
 
 TEST(ModuleTree, EveryStatisticOfTheMbpMachineLivesUnderItsModule) {
