@@ -153,7 +153,7 @@ void System::run_proc(Proc& p, uint64_t now) {
   const uint64_t limit = now + quantum_ps_;
   while (true) {
     if (!p.have_op) {
-      if (!driver_->next(p.node, p.id, p.op)) {
+      if (!p.driver->next(p.node, p.id, p.op)) {
         p.sleeping = true;
         p.t = t;
         return;
@@ -217,7 +217,7 @@ void System::finish_op(Proc& p, uint64_t t) {
   }
   if (p.lvl == 4) st_.op_latency_remote->sample(t - p.op_start);
   p.op.level = p.lvl >= 1 && p.lvl <= 4 ? static_cast<uint8_t>(p.lvl) : 0;
-  driver_->complete(p.node, p.id, p.op, t);
+  p.driver->complete(p.node, p.id, p.op, t);
 }
 
 System::Outcome System::execute(Proc& p, uint64_t& t, uint64_t now) {

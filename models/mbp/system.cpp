@@ -183,6 +183,27 @@ void System::use_bank(uint32_t node, uint32_t bank, mem::TargetSocket& m) {
 
 mem::TargetSocket& System::bank(uint32_t node, uint32_t bank) { return *node_[node]->bank_target.at(bank); }
 
+void System::set_driver(node::ProcDriver* d) {
+  for (auto& nd : node_)
+    for (auto& p : nd->procs)
+      if (!p->port) p->driver = d;
+}
+
+ProcPort& System::processor_port(uint32_t node, uint32_t proc) {
+  if (node >= nodes_ || proc >= static_cast<uint32_t>(nc_.procs))
+    throw std::out_of_range("processor_port: no processor " + std::to_string(proc) + " at node " + std::to_string(node));
+  Proc& p = *node_[node]->procs[proc];
+  if (!p.port) {
+    if (sc_core::sc_get_status() != sc_core::SC_ELABORATION)
+      throw std::logic_error("processor_port: node " + std::to_string(node) + " processor " + std::to_string(proc) +
+                             ": a port is made before elaboration ends");
+    Within in(p);
+    p.port = std::make_unique<ProcPort>("port", *this, node, proc, nc_.block_bytes);
+    p.driver = p.port.get();
+  }
+  return *p.port;
+}
+
 void System::before_end_of_elaboration() {
   for (auto& nd : node_)
     for (size_t b = 0; b < nd->to_bank.size(); ++b) nd->to_bank[b]->bind(*nd->bank_target[b]);

@@ -35,6 +35,7 @@
 #include "models/mem/memory.h"
 #include "models/mbp/directory.h"
 #include "models/mbp/mbp_config.h"
+#include "models/mbp/proc_port.h"
 #include "models/mbp/protocol.h"
 #include "models/net/network.h"
 #include "models/node/cache.h"
@@ -60,7 +61,8 @@ class System : public sc_core::sc_module, public net::NetClient {
   System(sc_core::sc_module_name name, const node::NodeConfig& nc, const MbpConfig& mc,
          net::Network& net, Stats& stats, uint64_t seed);
   ~System() override;
-  void set_driver(node::ProcDriver* d) { driver_ = d; }
+  // The workload's driver gives every processor its operations, but those with a port.
+  void set_driver(node::ProcDriver* d);
   // A user's TLM-2.0 memory in place of bank `bank` of node `node` (before elaboration ends).
   // The bus addresses a bank with its own offsets: bank-local address = (p / (u * banks)) * u +
   // p % u for node-physical address p, u = max(node.bank_interleave_bytes, node.block_bytes)
@@ -70,6 +72,12 @@ class System : public sc_core::sc_module, public net::NetClient {
   void use_bank(uint32_t node, uint32_t bank, mem::TargetSocket& m);
   // The bank as the node bus sees it: the node's own, or the user's in its place.
   mem::TargetSocket& bank(uint32_t node, uint32_t bank);
+  // Processor `proc` of node `node` takes its operations from a TLM-2.0 target socket instead of
+  // the workload (proc_port.h: a user's core model binds its initiator to it), before
+  // elaboration ends. The port is the module system.node<n>.proc<i>.port. Throws
+  // std::logic_error when asked for a new port after elaboration, std::out_of_range for a
+  // processor the machine lacks; afterwards it returns the port made.
+  ProcPort& processor_port(uint32_t node, uint32_t proc);
   // Starts every processor (call after elaboration, before sc_start runs the workload).
   void start();
   // The driver has work for a sleeping processor.
@@ -232,7 +240,6 @@ class System : public sc_core::sc_module, public net::NetClient {
   net::Network& net_;
   Stats& stats_;
   uint64_t seed_;
-  node::ProcDriver* driver_ = nullptr;
   DirectoryFormats dirfmt_;
   uint32_t nodes_;
   uint32_t blocks_per_page_;

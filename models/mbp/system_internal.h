@@ -101,6 +101,10 @@ struct System::Proc : sc_core::sc_module {
   bool forwarded = false;
   MemOp op;
   std::vector<WbEntry> wb;
+  // Where the operations come from: the workload's driver (System::set_driver), or, once a
+  // user bound a core model to it, the processor's TLM-2.0 port (`port`, System::processor_port).
+  std::unique_ptr<ProcPort> port;
+  node::ProcDriver* driver = nullptr;
 };
 
 // A node's page table: network page -> frame, open addressing with linear probing (the lookup

@@ -33,8 +33,9 @@ struct MemOp {
   uint8_t data[256];  // store data in, load / atomic result out
 };
 
-// Implemented by workloads. `next` fills `op` and returns true, or returns false when the
-// processor has nothing to do now (it sleeps until the driver calls System::wake).
+// Implemented by workloads, and by a processor's TLM-2.0 port (models/mbp/proc_port.h). `next`
+// fills `op` and returns true, or returns false when the processor has nothing to do now (it
+// sleeps until the driver calls System::wake).
 class ProcDriver {
  public:
   virtual ~ProcDriver() = default;
