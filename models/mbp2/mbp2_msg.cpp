@@ -184,7 +184,7 @@ bool Mbp2System::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t
   if (!t) return false;
   const uint32_t at = static_cast<uint32_t>(laddr - kSendArea);
   uint8_t h[kDatagramStructBytes];
-  if (!pge_area_read(node, ptask, at, h, kDatagramStructBytes)) return false;
+  if (!area_copy(node, ptask, at, h, kDatagramStructBytes, false, Via::Biu)) return false;
   const uint32_t kind = load_be32(&h[0]) >> 24;
   uint32_t cbytes = 0, src = 0, len = 0;
   if (kind == kSendMbcf) {
@@ -199,23 +199,8 @@ bool Mbp2System::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t
     return false;
   }
   if (static_cast<uint64_t>(cbytes) + len != n || (len && !usable(ts, *t, src, len, kPermRead))) return false;
-  if (cbytes && !pge_area_read(node, ptask, at + kMbcfStructHeader, out, cbytes)) return false;
+  if (cbytes && !area_copy(node, ptask, at + kMbcfStructHeader, out, cbytes, false, Via::Biu)) return false;
   return !len || pge_task_read(node, *t, src, out + cbytes, len);
-}
-
-bool Mbp2System::pge_area_read(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* out, uint32_t n) {
-  SendRing& R = send_ring(node, ptask);
-  const uint32_t pb = c_.page_bytes;
-  if (static_cast<uint64_t>(off) + n > static_cast<uint64_t>(R.frames.size()) * pb)
-    internal_error("a PGE read beyond task " + std::to_string(ptask) + "'s send area on node " + std::to_string(node));
-  while (n) {
-    const uint32_t in = off % pb, k = std::min(n, pb - in);
-    uint64_t frame = R.frames[off / pb];
-    u_[node]->tlb->probe(ptask, kSendArea / pb + off / pb, &frame);
-    if (!u_[node]->bus->read(frame * pb + in, ptask, out, k)) return false;
-    out += k, off += k, n -= k;
-  }
-  return true;
 }
 
 bool Mbp2System::pge_task_read(uint32_t node, const mbcf::Task& t, uint32_t laddr, uint8_t* out, uint32_t n) {
@@ -237,7 +222,7 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   // the payload must be readable in the task's space (the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
   uint8_t h[kDatagramStructBytes];
-  area_copy(node, ptask, at, h, kDatagramStructBytes, false, true);
+  area_copy(node, ptask, at, h, kDatagramStructBytes, false, Via::NicPeek);
   DatagramRequest r;
   const uint32_t pb = load_be32(&h[0]);
   r.proto = static_cast<uint8_t>(pb >> 8);

@@ -65,7 +65,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   // at its address (readable and present in the task: the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
   uint8_t h[kMbcfStructHeader];
-  area_copy(node, ptask, at, h, kMbcfStructHeader, false, true);
+  area_copy(node, ptask, at, h, kMbcfStructHeader, false, Via::NicPeek);
   const uint32_t kind = load_be32(&h[0]) >> 24, cbytes = load_be32(&h[0]) & 0xffffff;
   const uint32_t ltask = load_be32(&h[4]), src = load_be32(&h[8]), payload = load_be32(&h[12]);
   const mbcf::Task* t = space(node).find(ptask);

@@ -222,7 +222,7 @@ Mbp2System::SendRing& Mbp2System::send_ring(uint32_t node, uint32_t ptask) {
   return R;
 }
 
-void Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, bool nic) {
+bool Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, Via via) {
   SendRing& R = send_ring(node, ptask);
   const uint32_t pb = c_.page_bytes;
   if (static_cast<uint64_t>(off) + n > static_cast<uint64_t>(R.frames.size()) * pb)
@@ -230,14 +230,20 @@ void Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t*
   while (n) {
     const uint32_t in = off % pb, k = std::min(n, pb - in);
     uint64_t frame = R.frames[off / pb];
-    if (nic) u_[node]->tlb->probe(ptask, kSendArea / pb + off / pb, &frame);
-    uint8_t* f = space(node).frame(static_cast<uint32_t>(frame)) + in;
-    if (write) std::copy(buf, buf + k, f);
-    else std::copy(f, f + k, buf);
+    if (via != Via::Host) u_[node]->tlb->probe(ptask, kSendArea / pb + off / pb, &frame);
+    if (via == Via::Biu) {
+      const bool ok = write ? u_[node]->bus->write(frame * pb + in, ptask, buf, k) : u_[node]->bus->read(frame * pb + in, ptask, buf, k);
+      if (!ok) return false;
+    } else {
+      uint8_t* f = space(node).frame(static_cast<uint32_t>(frame)) + in;
+      if (write) std::copy(buf, buf + k, f);
+      else std::copy(f, f + k, buf);
+    }
     buf += k;
     off += k;
     n -= k;
   }
+  return true;
 }
 
 uint32_t Mbp2System::fetched(uint32_t node, uint32_t ptask) {

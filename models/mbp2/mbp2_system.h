@@ -539,13 +539,16 @@ class Mbp2System : public mbcf::EtherSystem {
     std::deque<std::function<void()>> waiters;  // programs waiting for a free entry
   };
   SendRing& send_ring(uint32_t node, uint32_t ptask);
-  // `nic`: the PGE's access, at the frames its TLB gives (the task's own: the pinned frames).
-  void area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, bool nic = false);
-  // The PGE's DMA reads through the BIU's socket (b_transport into host memory): of the send
-  // area at the frames its TLB gives, and of task memory at `laddr` of `t` (its TLB, or the
-  // page table). False when the memory refused a transfer. The delay the memory annotates
-  // waits in the BIU for the engine (PgeWalker::take_delay_ps).
-  bool pge_area_read(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* out, uint32_t n);
+  // Who reaches the send area: the host, at the pinned frames through the OS's DMI view; the
+  // NIC's peek at a structure's header, the same view at the frames the NIC's TLB gives; or the
+  // PGE's DMA read through the BIU's socket (b_transport into host memory) at those frames.
+  enum class Via { Host, NicPeek, Biu };
+  // [off, off + n) of the area, read into or written from `buf`. False only when the memory
+  // refused a transfer through the BIU (the delay it annotates waits in the BIU for the engine,
+  // PgeWalker::take_delay_ps).
+  bool area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, Via via = Via::Host);
+  // The PGE's DMA read of task memory at `laddr` of `t` through the BIU's socket (its TLB, or
+  // the page table). False when the memory refused a transfer.
   bool pge_task_read(uint32_t node, const mbcf::Task& t, uint32_t laddr, uint8_t* out, uint32_t n);
   // The host kernel posts a message to the PME through the ICU (two programmed words and an
   // interrupt); the PME's handler takes every waiting one.
