@@ -15,7 +15,7 @@
 #include "models/core/sim_time.h"
 #include "models/core/error.h"
 #include "models/core/module_tree.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 #include "models/core/stats.h"
 #include "models/net/network.h"
 #include "models/mbp/mbp_config.h"

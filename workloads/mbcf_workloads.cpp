@@ -9,7 +9,7 @@
 
 #include "models/core/error.h"
 #include "models/mbcf/atomic.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 #include "models/systems/assembly.h"
 #include "workloads/testers/mbcf_tester.h"
 #include "workloads/testers/protection_tester.h"
@@ -44,7 +44,8 @@ void declare_mbcf_workload_params(ParamSchema& s) {
 MbcfWorkload::MbcfWorkload(const Config& c, Stats& stats, uint64_t seed) {
   max_cycles_ = static_cast<uint64_t>(c.get_int("workload.max_cycles"));
   cal_ = std::make_unique<Calendar>("mbcf_calendar");
-  sys_ = systems::make_cluster(*cal_, c, stats, seed);
+  cluster_ = systems::make_cluster(*cal_, c, stats, seed);
+  sys_ = cluster_.sys.get();
   cfg_ = sys_->config();
   Rng keys(seed, "mbcf.keys");
   for (uint32_t n = 0; n < cfg_.nodes; ++n) {

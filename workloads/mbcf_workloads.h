@@ -9,6 +9,7 @@
 
 #include "models/core/calendar.h"
 #include "models/mbcf/ether_system.h"
+#include "models/systems/assembly.h"
 #include "workloads/workload.h"
 
 namespace mbpsim {
@@ -53,7 +54,10 @@ class MbcfWorkload : public Workload {
 
   std::unique_ptr<Calendar> cal_;
   mbcf::EtherSysConfig cfg_;
-  std::unique_ptr<mbcf::EtherSystem> sys_;
+  systems::Cluster cluster_;          // what the assembly built from the config
+  mbcf::EtherSystem* sys_ = nullptr;  // its cluster (cluster_.sys)
+  // Its MBP2 cards (nullptr with conventional NICs).
+  mbp2::Mbp2Cards* mbp2() const { return cluster_.mbp2.get(); }
   uint64_t max_cycles_;
   bool done_ = false;
   uint64_t cpu_mark_ = 0;

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "models/core/error.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 #include "workloads/mbcf_points.h"
 #include "workloads/mbcf_workloads.h"
 
@@ -29,7 +29,7 @@ namespace {
 class DatagramWorkload : public MbcfWorkload {
  public:
   DatagramWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
-    mbp2_ = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
+    mbp2_ = mbp2();
     if (!mbp2_) c.fail("workload.kind", "datagram: UDP/TCP steering is the MBP2's; needs mbcf.nic = mbp2");
     if (cfg_.nodes < 2) c.fail("mbcf.nodes", "datagram: needs two nodes");
     commands(c, {}, {});  // message passing: no MBCF command
@@ -55,12 +55,12 @@ class DatagramWorkload : public MbcfWorkload {
     // mapped apart beyond.
     if (largest + kSlotHeader > kSlotBytes) {
       buffer_bytes_ = (largest + 63) & ~63u;
-      slot_bytes_ = (mbp2::Mbp2System::kSlotHeader + largest + 63) & ~63u;
+      slot_bytes_ = (mbp2::Mbp2Cards::kSlotHeader + largest + 63) & ~63u;
       src_ = kLargeArea;
       ring_ = kLargeArea + ((kBuffers * buffer_bytes_ + 0xffff) & ~0xffffu);
       for (uint32_t n = 0; n < 2; ++n) {
         TaskSpace& ts = sys_->space(n);
-        const uint64_t bytes = ring_ - src_ + mbp2::Mbp2System::kRingHeader + static_cast<uint64_t>(kSlots) * slot_bytes_;
+        const uint64_t bytes = ring_ - src_ + mbp2::Mbp2Cards::kRingHeader + static_cast<uint64_t>(kSlots) * slot_bytes_;
         ts.map(*ts.find(kPtask), src_, static_cast<uint32_t>((bytes + ts.page_bytes() - 1) / ts.page_bytes()), kPermRW);
       }
     }
@@ -89,7 +89,7 @@ class DatagramWorkload : public MbcfWorkload {
   }
 
  private:
-  static constexpr uint32_t kSlots = 32, kSlotBytes = 1536, kSlotHeader = mbp2::Mbp2System::kSlotHeader;
+  static constexpr uint32_t kSlots = 32, kSlotBytes = 1536, kSlotHeader = mbp2::Mbp2Cards::kSlotHeader;
   static constexpr uint32_t kLargeArea = 0x1000000;  // buffers and ring for datagrams beyond a frame
   static constexpr uint16_t kPort = 7;
   const char* name() const { return proto_ == mbp2::kIpProtoTcp ? "TCP" : "UDP"; }
@@ -98,8 +98,8 @@ class DatagramWorkload : public MbcfWorkload {
   // kBuffers of them.
   static constexpr uint32_t kBuffers = 32, kBufferBytes = 2048;
   uint32_t buffer(uint32_t k) const { return src_ + (k % kBuffers) * buffer_bytes_; }
-  mbp2::Mbp2System::DatagramRequest req(uint32_t from, uint32_t n, uint32_t k) const {
-    mbp2::Mbp2System::DatagramRequest d;
+  mbp2::Mbp2Cards::DatagramRequest req(uint32_t from, uint32_t n, uint32_t k) const {
+    mbp2::Mbp2Cards::DatagramRequest d;
     d.proto = proto_;
     d.dst_node = 1 - from;
     d.src_port = d.dst_port = kPort;
@@ -290,7 +290,7 @@ class DatagramWorkload : public MbcfWorkload {
     });
   }
 
-  mbp2::Mbp2System* mbp2_ = nullptr;
+  mbp2::Mbp2Cards* mbp2_ = nullptr;
   uint32_t src_ = kSrc, ring_ = kDst, buffer_bytes_ = kBufferBytes, slot_bytes_ = kSlotBytes;
   bool fragmented_ = false;  // this size's datagrams go in IP fragments
   uint8_t proto_ = mbp2::kIpProtoUdp;

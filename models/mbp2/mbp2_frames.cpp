@@ -1,6 +1,6 @@
 // The MBP2's frame path (8.3.3, 8.3.6): CAU sealing and opening with the peers' security
 // associations, EM frame buffers, the LDMA engines and the MAC FIFOs, in both directions.
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 
 #include "models/core/mutant.h"
 
@@ -21,7 +21,7 @@ using mbcf::Packet;
 // ------------------------------------------------------------------ crypto (8.3.3, 8.3.6)
 
 
-void Mbp2System::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePool& pool, Buf b, uint32_t sealed, uint32_t peer, uint64_t id,
+void Mbp2Cards::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePool& pool, Buf b, uint32_t sealed, uint32_t peer, uint64_t id,
                             uint32_t cb, uint32_t hb, CryptDone k) {
   Units& u = *u_[node];
   const CryptoConfig& cc = m_.crypto;
@@ -63,7 +63,7 @@ void Mbp2System::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePo
   });
 }
 
-void Mbp2System::install_keys(uint32_t node, uint32_t peer, bool boot) {
+void Mbp2Cards::install_keys(uint32_t node, uint32_t peer, bool boot) {
   Units& u = *u_[node];
   PeerSec& s = u.sec[peer];
   s.sa_id = ++sa_serial_;
@@ -77,26 +77,26 @@ void Mbp2System::install_keys(uint32_t node, uint32_t peer, bool boot) {
   }
 }
 
-void Mbp2System::Port::transmit(uint32_t dst, Frame&& frame, Sent sent) {
-  Mbp2System& s = s_;
-  const uint32_t node = node_, inc = s.incarnation(node);
+void Mbp2Cards::Port::transmit(uint32_t dst, Frame&& frame, Sent sent) {
+  Mbp2Cards& s = s_;
+  const uint32_t node = node_, inc = s.sys_->incarnation(node);
   s.nic_transmit(node, dst, std::move(frame), [&s, &w = wire_, node, dst, inc, k = std::move(sent)](std::vector<uint8_t>&& b) mutable {
-    if (!s.up(node) || s.incarnation(node) != inc) return;
+    if (!s.sys_->up(node) || s.sys_->incarnation(node) != inc) return;
     if (b.empty()) return k(false);  // the NIC could not send it
     w.send(node, dst, std::move(b), [&s, node, inc, k = std::move(k)](bool) {
-      if (!s.up(node) || s.incarnation(node) != inc) return;
+      if (!s.sys_->up(node) || s.sys_->incarnation(node) != inc) return;
       s.tx_done(node);
       k(true);
     });
   });
 }
 
-void Mbp2System::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
+void Mbp2Cards::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
   if (!m_.crypto.enabled()) return to_buffer(node, dst, std::move(frame), std::move(in_mac), false);
   seal_and_send(node, dst, std::move(frame), std::move(in_mac));
 }
 
-SecurityAssociation* Mbp2System::out_sa(PeerSec& s, uint32_t** seq) const {
+SecurityAssociation* Mbp2Cards::out_sa(PeerSec& s, uint32_t** seq) const {
   if (s.sa && s.peer_has) {
     *seq = &s.tx_seq;
     return s.sa.get();
@@ -108,7 +108,7 @@ SecurityAssociation* Mbp2System::out_sa(PeerSec& s, uint32_t** seq) const {
   return nullptr;
 }
 
-void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
+void Mbp2Cards::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
   Units& u = *u_[node];
   PeerSec& s = u.sec[dst];
   uint32_t* seq = nullptr;
@@ -123,7 +123,7 @@ void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>
   if (*seq >= m_.crypto.rekey_frames) {
     if (m_.crypto.keys == CryptoConfig::Keys::Static) {  // manual keys cannot be renewed
       u.cs.seq_exhausted->inc();
-      fail("node " + std::to_string(node) + " has sealed crypto.rekey_frames = " + std::to_string(m_.crypto.rekey_frames) + " frames for node " +
+      sys_->fail("node " + std::to_string(node) + " has sealed crypto.rekey_frames = " + std::to_string(m_.crypto.rekey_frames) + " frames for node " +
            std::to_string(dst) + " under static keys, which cannot be renewed (RFC 4303 3.3.3): it sends that peer nothing more (crypto.keys = dh renews them)");
       return;
     }
@@ -141,7 +141,7 @@ void Mbp2System::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>
 
 // The image the PGE fetched and the header the PME wrote make the frame in a transmit buffer.
 // A frame that finds none free waits, behind any frame already waiting, for the LDMA to free one.
-void Mbp2System::to_buffer(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac, bool seal) {
+void Mbp2Cards::to_buffer(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac, bool seal) {
   Units& u = *u_[node];
   Buf b;
   if (!u.tx_wait.empty() || !u.txb->alloc(&b)) {
@@ -152,7 +152,7 @@ void Mbp2System::to_buffer(uint32_t node, uint32_t dst, std::vector<uint8_t>&& f
   from_buffer(node, dst, b, std::move(in_mac), seal);
 }
 
-void Mbp2System::tx_buffers_freed(uint32_t node) {
+void Mbp2Cards::tx_buffers_freed(uint32_t node) {
   Units& u = *u_[node];
   while (!u.tx_wait.empty() && u.txb->in_use() < u.txb->count()) {
     TxWait w = std::move(u.tx_wait.front());
@@ -164,7 +164,7 @@ void Mbp2System::tx_buffers_freed(uint32_t node) {
   }
 }
 
-void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bool seal) {
+void Mbp2Cards::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bool seal) {
   if (!seal) return ldma_send(node, b, std::move(in_mac));
   Units& u = *u_[node];
   PeerSec& s = u.sec[dst];
@@ -209,7 +209,7 @@ void Mbp2System::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, b
 // routine finds the descriptor done, frees the buffer, and the MAC sends what the FIFO holds
 // under the descriptor's destination. The frame holds its room until its last bit has left the
 // wire (`tx_done`).
-void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
+void Mbp2Cards::ldma_send(uint32_t node, Buf b, InMac in_mac) {
   Units& u = *u_[node];
   if (!u.mac_wait.empty() || !mac_room(u, b.len)) {
     u.mac_wait.emplace_back(b, std::move(in_mac));
@@ -218,9 +218,9 @@ void Mbp2System::ldma_send(uint32_t node, Buf b, InMac in_mac) {
   ldma_start(node, b, std::move(in_mac));
 }
 
-bool Mbp2System::mac_room(const Units& u, uint32_t len) const { return u.mac_tx_lens.empty() || u.mac_tx_bytes + len <= m_.mac_tx_fifo_bytes; }
+bool Mbp2Cards::mac_room(const Units& u, uint32_t len) const { return u.mac_tx_lens.empty() || u.mac_tx_bytes + len <= m_.mac_tx_fifo_bytes; }
 
-void Mbp2System::mac_freed(uint32_t node, uint32_t unsent) {
+void Mbp2Cards::mac_freed(uint32_t node, uint32_t unsent) {
   Units& u = *u_[node];
   if (unsent) {  // its room was kept from the LDMA's start: any entry of its length is its
     auto it = std::find(u.mac_tx_lens.rbegin(), u.mac_tx_lens.rend(), unsent);
@@ -239,7 +239,7 @@ void Mbp2System::mac_freed(uint32_t node, uint32_t unsent) {
   }
 }
 
-void Mbp2System::ldma_start(uint32_t node, Buf b, InMac in_mac) {
+void Mbp2Cards::ldma_start(uint32_t node, Buf b, InMac in_mac) {
   Units& u = *u_[node];
   const uint32_t len = b.len;
   u.mac_tx_bytes += len;
@@ -259,7 +259,7 @@ void Mbp2System::ldma_start(uint32_t node, Buf b, InMac in_mac) {
 
 // The MAC holds a received frame in its FIFO; the LDMA writes it into a receive buffer, and the
 // frame's length there is the one its descriptor gives back.
-bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(Buf)> k) {
+bool Mbp2Cards::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(Buf)> k) {
   Units& u = *u_[node];
   Buf b;
   if (!u.rxb->alloc(&b)) return false;  // every receive buffer is full: the frame is lost
@@ -278,7 +278,7 @@ bool Mbp2System::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::
   return true;
 }
 
-void Mbp2System::to_routine(uint32_t node, Buf b, const RxReady& ready) {
+void Mbp2Cards::to_routine(uint32_t node, Buf b, const RxReady& ready) {
   Units& u = *u_[node];
   if (!u.rxb->live(b)) return;
   u.rx_queued[b.serial] = b;
@@ -286,7 +286,7 @@ void Mbp2System::to_routine(uint32_t node, Buf b, const RxReady& ready) {
   ready(&r);
 }
 
-std::vector<uint8_t> Mbp2System::rx_take(uint32_t node, Rx& r) {
+std::vector<uint8_t> Mbp2Cards::rx_take(uint32_t node, Rx& r) {
   if (r.tag == 0) return std::move(r.bytes);
   Units& u = *u_[node];
   auto it = u.rx_queued.find(r.tag);
@@ -300,13 +300,13 @@ std::vector<uint8_t> Mbp2System::rx_take(uint32_t node, Rx& r) {
   return u.rxb->get(b);
 }
 
-void Mbp2System::rx_idle(uint32_t node) {
+void Mbp2Cards::rx_idle(uint32_t node) {
   Units& u = *u_[node];
   if (u.rx_current.valid()) u.rxb->release(u.rx_current);
   u.rx_current = Buf{};
 }
 
-void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) {
+void Mbp2Cards::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) {
   if (frame.size() > mbcf::kMaxPacketBytes) {  // an Ethernet giant: the MAC takes no buffer for it
     u_[node]->rx_oversized->inc();
     ready(nullptr);
@@ -352,12 +352,12 @@ void Mbp2System::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxRead
   }
 }
 
-void Mbp2System::open_received(uint32_t node, Buf b, RxReady ready) {
+void Mbp2Cards::open_received(uint32_t node, Buf b, RxReady ready) {
   Units& u = *u_[node];
   if (!u.rxb->live(b)) return;
   const std::vector<uint8_t> f = u.rxb->get(b);
   const uint32_t spi = f.size() >= 18 ? load_be32(f.data() + 14) : ~0u;
-  if (spi >= nodes() || spi == node || !(u.sec[spi].sa || u.sec[spi].old_sa)) {
+  if (spi >= sys_->nodes() || spi == node || !(u.sec[spi].sa || u.sec[spi].old_sa)) {
     u.cs.rej_no_sa->inc();
     u.rxb->release(b);
     ready(nullptr);
@@ -377,7 +377,7 @@ void Mbp2System::open_received(uint32_t node, Buf b, RxReady ready) {
   try_open(node, spi, b, s.sa ? s.sa_id : s.old_id, seq, cb, hb, body, std::move(ready));
 }
 
-void Mbp2System::try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t cb, uint32_t hb, uint32_t body, RxReady ready) {
+void Mbp2Cards::try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t cb, uint32_t hb, uint32_t body, RxReady ready) {
   Units& u = *u_[node];
   crypt_work(node, "decrypt", Cau::Op::Open, *u.rxb, b, b.len, spi, id, cb, hb, [this, node, spi, id, seq, cb, hb, body, k = std::move(ready)](Cau::Error e, Buf b) mutable {
     Units& u = *u_[node];

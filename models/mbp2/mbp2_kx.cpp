@@ -1,6 +1,6 @@
 // The MBP2's key exchange (8.3.6): Diffie-Hellman over the 1024-bit MODP group, exponentiations
 // on the MEAC1024 or in PME firmware, retries, renewal and dropping of keys.
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 
 #include "models/core/mutant.h"
 
@@ -29,7 +29,7 @@ constexpr uint32_t kKxBytes = 18 + Dh::kBytes;  // header, type, 3 reserved, pub
 // A message not answered within crypto.kx_timeout_us is sent again; an INIT from a peer whose
 // keys are installed is answered again (our RESP was lost).
 
-void Mbp2System::modexp_work(uint32_t node, uint32_t modmuls, std::function<void()> k) {
+void Mbp2Cards::modexp_work(uint32_t node, uint32_t modmuls, std::function<void()> k) {
   Units& u = *u_[node];
   if (u.meac) {
     // The PME feeds the MEAC1024 one operation at a time; the two overlap.
@@ -42,7 +42,7 @@ void Mbp2System::modexp_work(uint32_t node, uint32_t modmuls, std::function<void
   u.pme->run("modexp", Pme::kLow, false, u.pme->kernel_ps(modmuls * m_.crypto.fw_modmul_instr, 0), std::move(k));
 }
 
-void Mbp2System::with_public(uint32_t node, uint32_t peer, std::function<void()> k) {
+void Mbp2Cards::with_public(uint32_t node, uint32_t peer, std::function<void()> k) {
   PeerSec& s = u_[node]->sec[peer];
   if (!s.pub.empty()) return k();
   s.pub_waiters.push_back(std::move(k));
@@ -64,7 +64,7 @@ void Mbp2System::with_public(uint32_t node, uint32_t peer, std::function<void()>
   });
 }
 
-void Mbp2System::start_key_exchange(uint32_t node, uint32_t peer) {
+void Mbp2Cards::start_key_exchange(uint32_t node, uint32_t peer) {
   if (m_.crypto.keys != CryptoConfig::Keys::Dh || !m_.crypto.enabled())
     internal_error("a key exchange needs crypto.keys = dh and a cipher or hash");
   PeerSec& s = u_[node]->sec[peer];
@@ -79,7 +79,7 @@ void Mbp2System::start_key_exchange(uint32_t node, uint32_t peer) {
   });
 }
 
-void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
+void Mbp2Cards::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
   Units& u = *u_[node];
   const PeerSec& s = u.sec[peer];
   std::vector<uint8_t> f(kKxBytes, 0);
@@ -105,7 +105,7 @@ void Mbp2System::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
 // The n-th INIT waits crypto.kx_timeout_us x 2^(n-1) for its answer: retransmissions back off
 // exponentially (RFC 7296 2.1), so a peer still computing its keys in firmware (hundreds of ms
 // on the MBP2P) is not given up on.
-void Mbp2System::arm_kx_timer(uint32_t node, uint32_t peer) {
+void Mbp2Cards::arm_kx_timer(uint32_t node, uint32_t peer) {
   const PeerSec& s0 = u_[node]->sec[peer];
   const double wait_us = m_.crypto.kx_timeout_us * std::ldexp(1.0, static_cast<int>(std::min<uint32_t>(std::max<uint32_t>(s0.kx_sent, 1) - 1, 30)));
   cal_.after(static_cast<uint64_t>(wait_us * 1e6), [this, node, peer, gen = s0.gen] {
@@ -124,7 +124,7 @@ void Mbp2System::arm_kx_timer(uint32_t node, uint32_t peer) {
 // would hold their buffers (a datagram's image) for as long, and starve what goes to other
 // peers; they are dropped as not sent (MBCF's Go-back-N and TCP send theirs again later,
 // which starts a new exchange; a UDP datagram is lost, as with no route).
-void Mbp2System::give_up_exchange(uint32_t node, uint32_t peer) {
+void Mbp2Cards::give_up_exchange(uint32_t node, uint32_t peer) {
   Units& u = *u_[node];
   PeerSec& s = u.sec[peer];
   u.cs.kx_given_up->inc();
@@ -137,17 +137,17 @@ void Mbp2System::give_up_exchange(uint32_t node, uint32_t peer) {
   fw_run_pollers(node, cal_.now_ps());
 }
 
-void Mbp2System::on_kx(uint32_t node, Buf b) {
+void Mbp2Cards::on_kx(uint32_t node, Buf b) {
   Units& u = *u_[node];
   // The LDMA's completion interrupts the PME, which reads the message from its buffer.
   u.pme->run("key_exchange", Pme::kLow, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, b] {
     Units& u = *u_[node];
-    if (!up(node) || !u.rxb->live(b)) return;
+    if (!sys_->up(node) || !u.rxb->live(b)) return;
     const std::vector<uint8_t> f = u.rxb->get(b);
     u.rxb->release(b);
     const uint32_t peer = f.size() >= 12 ? (static_cast<uint32_t>(f[10]) << 8 | f[11]) : ~0u;
     const bool ours = f.size() >= 12 && f[6] == 0x02 && f[7] == 0x4d && f[8] == 0x42 && f[9] == 0x00;  // mac_of()
-    if (f.size() < kKxBytes || !ours || peer >= nodes() || peer == node || (f[14] != kKxInit && f[14] != kKxResp && f[14] != kKxConfirm)) {
+    if (f.size() < kKxBytes || !ours || peer >= sys_->nodes() || peer == node || (f[14] != kKxInit && f[14] != kKxResp && f[14] != kKxConfirm)) {
       u.cs.kx_bad->inc();
       return;
     }
@@ -197,7 +197,7 @@ void Mbp2System::on_kx(uint32_t node, Buf b) {
   });
 }
 
-void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then) {
+void Mbp2Cards::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then) {
   PeerSec& s = u_[node]->sec[peer];
   if (s.sa || s.deriving) return;
   s.deriving = true;
@@ -230,7 +230,7 @@ void Mbp2System::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_
   });
 }
 
-void Mbp2System::new_keys_confirmed(uint32_t node, uint32_t peer) {
+void Mbp2Cards::new_keys_confirmed(uint32_t node, uint32_t peer) {
   PeerSec& s = u_[node]->sec[peer];
   s.peer_has = true;
   if (u_[node]->cs.confirmed) u_[node]->cs.confirmed->inc();
@@ -239,7 +239,7 @@ void Mbp2System::new_keys_confirmed(uint32_t node, uint32_t peer) {
   for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
 }
 
-void Mbp2System::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
+void Mbp2Cards::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
   Units& u = *u_[node];
   PeerSec& s = u.sec[peer];
   // Frames held for the keys being dropped will never open: their buffers are free again.

@@ -18,7 +18,7 @@
 
 #include "models/core/bytes.h"
 #include "models/core/error.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 
 namespace mbpsim::mbp2 {
 
@@ -32,7 +32,7 @@ namespace {
 constexpr uint64_t kIcuKernelRx = 2ull << 56;  // | frame length: a frame in the kernel's receive structure
 }  // namespace
 
-bool Mbp2System::usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint64_t n, uint8_t perm) {
+bool Mbp2Cards::usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint64_t n, uint8_t perm) {
   if (laddr + n > 0x100000000ull) return false;
   bool present = true;
   return ts.check(t, static_cast<uint32_t>(laddr), static_cast<uint32_t>(n), perm, &present) == ViolationCode::None && present;
@@ -40,8 +40,8 @@ bool Mbp2System::usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint
 
 // ------------------------------------------------------------------ the OS and the user library
 
-void Mbp2System::init_ring(uint32_t node, uint32_t ptask, uint32_t ring, uint32_t slots, uint32_t slot_bytes) {
-  TaskSpace& ts = space(node);
+void Mbp2Cards::init_ring(uint32_t node, uint32_t ptask, uint32_t ring, uint32_t slots, uint32_t slot_bytes) {
+  TaskSpace& ts = sys_->space(node);
   Task* t = ts.find(ptask);
   const uint64_t bytes = kRingHeader + static_cast<uint64_t>(slots) * slot_bytes;
   if (!t || slots == 0 || slot_bytes < kSlotHeader || !usable(ts, *t, ring, bytes, kPermRW))
@@ -53,7 +53,7 @@ void Mbp2System::init_ring(uint32_t node, uint32_t ptask, uint32_t ring, uint32_
   ts.store32(*t, ring + 12, 0);
 }
 
-int64_t Mbp2System::find_conn(uint32_t node, uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
+int64_t Mbp2Cards::find_conn(uint32_t node, uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
   const Kli& k = *u_[node]->kli;
   const uint32_t key = static_cast<uint32_t>(proto) << 24 | local_port;
   const uint32_t remote = (remote_node & 0xffff) << 16 | remote_port;
@@ -66,7 +66,7 @@ int64_t Mbp2System::find_conn(uint32_t node, uint8_t proto, uint16_t local_port,
   return -1;
 }
 
-int64_t Mbp2System::add_conn(uint32_t node, const std::vector<uint32_t>& words) {
+int64_t Mbp2Cards::add_conn(uint32_t node, const std::vector<uint32_t>& words) {
   Kli& k = *u_[node]->kli;
   for (uint32_t i = 0; i < kConns; ++i) {
     const uint32_t off = kConnTable + i * kConnBytes;
@@ -80,19 +80,19 @@ int64_t Mbp2System::add_conn(uint32_t node, const std::vector<uint32_t>& words) 
   return -1;
 }
 
-bool Mbp2System::bind_udp(uint32_t node, uint32_t ptask, uint16_t port, uint32_t ring) {
-  TaskSpace& ts = space(node);
+bool Mbp2Cards::bind_udp(uint32_t node, uint32_t ptask, uint16_t port, uint32_t ring) {
+  TaskSpace& ts = sys_->space(node);
   const Task* t = ts.find(ptask);
   if (!t || port == 0 || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
   if (find_conn(node, kIpProtoUdp, port, 0, 0) >= 0) return false;
   return add_conn(node, {static_cast<uint32_t>(kIpProtoUdp) << 24 | port, 0, ptask + 1, ring, 0, 0, 0, 0}) >= 0;
 }
 
-bool Mbp2System::connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port, uint32_t remote_node, uint16_t remote_port,
+bool Mbp2Cards::connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port, uint32_t remote_node, uint16_t remote_port,
                              uint32_t ring, uint32_t send_iss, uint32_t recv_irs) {
-  TaskSpace& ts = space(node);
+  TaskSpace& ts = sys_->space(node);
   const Task* t = ts.find(ptask);
-  if (!t || local_port == 0 || remote_node >= nodes() || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
+  if (!t || local_port == 0 || remote_node >= sys_->nodes() || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
   if (find_conn(node, kIpProtoTcp, local_port, remote_node, remote_port) >= 0) return false;
   Units& u = *u_[node];
   uint32_t reg = 0;  // an OCU register while there are some; beyond, the firmware checks order
@@ -117,8 +117,8 @@ bool Mbp2System::connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port,
   return true;
 }
 
-bool Mbp2System::take(uint32_t node, uint32_t ptask, uint32_t ring, std::vector<uint8_t>* payload, RxInfo* info) {
-  TaskSpace& ts = space(node);
+bool Mbp2Cards::take(uint32_t node, uint32_t ptask, uint32_t ring, std::vector<uint8_t>* payload, RxInfo* info) {
+  TaskSpace& ts = sys_->space(node);
   Task* t = ts.find(ptask);
   if (!t || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
   const uint32_t slots = ts.load32(*t, ring), sb = ts.load32(*t, ring + 4);
@@ -145,10 +145,10 @@ bool Mbp2System::take(uint32_t node, uint32_t ptask, uint32_t ring, std::vector<
 
 // ------------------------------------------------------------------ send
 
-bool Mbp2System::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::function<void()> k) {
-  if (node >= nodes() || !space(node).find(ptask)) return false;
+bool Mbp2Cards::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::function<void()> k) {
+  if (node >= sys_->nodes() || !sys_->space(node).find(ptask)) return false;
   if (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) return false;
-  if (r.dst_node >= nodes() || r.dst_node == node) return false;
+  if (r.dst_node >= sys_->nodes() || r.dst_node == node) return false;
   if (!sendable(r.proto, r.len)) return false;
   if (r.proto == kIpProtoTcp) {
     const int64_t c = find_conn(node, kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
@@ -160,12 +160,12 @@ bool Mbp2System::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequ
   append_be32(s, static_cast<uint32_t>(r.src_port) << 16 | r.dst_port);
   append_be32(s, r.laddr);
   append_be32(s, r.len);
-  host_request(node, ptask, alias_of(node, ptask), cycles_ps(m_.host_request_cycles), std::move(s),
+  host_request(node, ptask, alias_of(node, ptask), sys_->cycles_ps(m_.host_request_cycles), std::move(s),
                [this, node, ptask](uint32_t e) { datagram_fetch(node, ptask, e); }, std::move(k));
   return true;
 }
 
-void Mbp2System::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes,
+void Mbp2Cards::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes,
                            uint64_t pa_data, uint32_t data, uint32_t image, DmaEngine::Done done) {
   Units& u = *u_[node];
   const uint32_t total = sbytes + data;
@@ -175,11 +175,11 @@ void Mbp2System::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32
   }, std::move(done), ptask, total, DmaEngine::Move::Forward);
 }
 
-bool Mbp2System::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n) {
+bool Mbp2Cards::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n) {
   const uint64_t first = send_entry_laddr(0);
   if (laddr < first || (laddr - first) % kSendEntryBytes || (laddr - first) / kSendEntryBytes >= m_.send_ring_entries) return false;
   if (!rings_[node].count(ptask)) return false;
-  TaskSpace& ts = space(node);
+  TaskSpace& ts = sys_->space(node);
   const Task* t = ts.find(ptask);
   if (!t) return false;
   const uint32_t at = static_cast<uint32_t>(laddr - kSendArea);
@@ -203,7 +203,7 @@ bool Mbp2System::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t
   return !len || pge_task_read(node, *t, src, out + cbytes, len);
 }
 
-bool Mbp2System::pge_task_read(uint32_t node, const mbcf::Task& t, uint32_t laddr, uint8_t* out, uint32_t n) {
+bool Mbp2Cards::pge_task_read(uint32_t node, const mbcf::Task& t, uint32_t laddr, uint8_t* out, uint32_t n) {
   const uint32_t pb = c_.page_bytes;
   while (n) {
     const uint32_t vp = laddr / pb, in = laddr % pb, k = std::min(n, pb - in);
@@ -214,9 +214,9 @@ bool Mbp2System::pge_task_read(uint32_t node, const mbcf::Task& t, uint32_t ladd
   return true;
 }
 
-void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
+void Mbp2Cards::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   Units& u = *u_[node];
-  TaskSpace& ts = space(node);
+  TaskSpace& ts = sys_->space(node);
   const Task* t = ts.find(ptask);
   // The PGE reads the structure: untranslated (bypass) addresses are for the kernel only, and
   // the payload must be readable in the task's space (the NIC cannot fault a page in).
@@ -237,22 +237,22 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
     free_entry(node, ptask, e, true);
   };
   if (r.bypass) u.ip.tx_bypass_rejected->inc();
-  if (pb >> 24 != kSendDatagram || (pb & 0xff00fe) != 0 || (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) || r.dst_node >= nodes() ||
+  if (pb >> 24 != kSendDatagram || (pb & 0xff00fe) != 0 || (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) || r.dst_node >= sys_->nodes() ||
       r.dst_node == node || !sendable(r.proto, r.len) || r.bypass || !t ||
       !usable(ts, *t, r.laddr, r.len, kPermRead))
     return refuse();
   uint64_t pa_struct = 0, pa_data = 0;
   uint64_t refill = translate(node, ptask, send_entry_laddr(e), kDatagramStructBytes, &pa_struct);
   if (r.len) refill += translate(node, ptask, r.laddr, r.len, &pa_data);
-  const uint32_t inc = incarnation(node);
+  const uint32_t inc = sys_->incarnation(node);
   auto pge = [this, node, ptask, e, r, pa_struct, pa_data, inc]() mutable {
-    if (incarnation(node) != inc) return true;  // taken before a power loss: it died with it
+    if (sys_->incarnation(node) != inc) return true;  // taken before a power loss: it died with it
     // The payload goes to a free image: a frame's, or a large one when it is longer.
     const int32_t img = take_image(node, r.len > FramePool::kBufBytes);
     if (img < 0) return false;
     pge_fetch(node, ptask, e, image_offset(node, img), pa_struct, kDatagramStructBytes, pa_data, r.len, r.len,
               [this, node, ptask, e, r, inc, img](const DmaEngine::Desc& d) mutable {
-                if (!up(node) || incarnation(node) != inc) return;
+                if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
                 if (d.error()) {  // the task can no longer read the payload, or it went
                   u_[node]->ip.tx_rejected->inc();
                   image_done(node, img, inc);
@@ -268,7 +268,7 @@ void Mbp2System::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   pge_submit(node, refill, std::move(pge));
 }
 
-void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img) {
+void Mbp2Cards::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img) {
   Units& u = *u_[node];
   // The PGE's completion interrupts the PME, which writes the headers in front of the image
   // (the CSU-T's sum plus the pseudo-header; without a CSU the firmware sums the words).
@@ -278,9 +278,9 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
   const uint32_t frames = r.proto == kIpProtoUdp ? udp_frames(r.len, mtu()) : 0;
   uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * frames);
   if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
-  const uint32_t inc = incarnation(node);
+  const uint32_t inc = sys_->incarnation(node);
   u.pme->run_from(Pme::kPgeRing, "ip_header", Pme::kNormal, dur, [this, node, ptask, r, img, inc, payload = std::move(payload)]() mutable {
-    if (!up(node) || incarnation(node) != inc) return;
+    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
     Units& u = *u_[node];
     Datagram d;
     d.proto = r.proto;
@@ -320,7 +320,7 @@ void Mbp2System::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequ
 
 // ------------------------------------------------------------------ receive
 
-void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
+void Mbp2Cards::ip_steer(uint32_t node, Buf b, bool interrupt) {
   Units& u = *u_[node];
   // What the PME will find in the receive buffer: the parse is functional, its cost is the
   // handler's.
@@ -332,7 +332,7 @@ void Mbp2System::ip_steer(uint32_t node, Buf b, bool interrupt) {
   steer(node, {b}, std::move(runs), std::move(f), p, e, interrupt, false);
 }
 
-void Mbp2System::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> runs, std::vector<uint8_t> f, const Parsed& p, InetError e,
+void Mbp2Cards::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> runs, std::vector<uint8_t> f, const Parsed& p, InetError e,
                        bool interrupt, bool joined) {
   Units& u = *u_[node];
   int64_t conn = -1;
@@ -401,7 +401,7 @@ void Mbp2System::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> ru
   });
 }
 
-void Mbp2System::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<uint8_t> f) {
+void Mbp2Cards::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<uint8_t> f) {
   Units& u = *u_[node];
   const uint32_t words = static_cast<uint32_t>((f.size() - 14 + 3) / 4);
   uint64_t dur = u.pme->instr_ps(m_.ip_reasm_instr + (interrupt ? m_.rx_desc_instr : 0));
@@ -429,11 +429,11 @@ void Mbp2System::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<u
     if (it == u.reasm.end()) {
       it = u.reasm.emplace(key, Units::Reasm{}).first;
       const uint64_t serial = it->second.serial = ++u.reasm_serial;
-      const uint32_t inc = incarnation(node);
+      const uint32_t inc = sys_->incarnation(node);
       cal_.after(window, [this, node, key, serial, inc] {
         Units& u = *u_[node];
         auto it = u.reasm.find(key);
-        if (incarnation(node) != inc || it == u.reasm.end() || it->second.serial != serial) return;
+        if (sys_->incarnation(node) != inc || it == u.reasm.end() || it->second.serial != serial) return;
         if (it->second.doomed) {
           u.reasm.erase(it);  // (counted when it was given up)
           return;
@@ -495,7 +495,7 @@ void Mbp2System::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<u
   });
 }
 
-void Mbp2System::reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool doom) {
+void Mbp2Cards::reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool doom) {
   Units& u = *u_[node];
   auto it = u.reasm.find(key);
   if (it == u.reasm.end()) return;
@@ -512,9 +512,9 @@ void Mbp2System::reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool d
   fw_run_pollers(node, cal_.now_ps());
 }
 
-bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>& bufs, const std::vector<Run>& runs, const Parsed& p) {
+bool Mbp2Cards::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>& bufs, const std::vector<Run>& runs, const Parsed& p) {
   Units& u = *u_[node];
-  TaskSpace& ts = space(node);
+  TaskSpace& ts = sys_->space(node);
   const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
   const uint32_t ptask = u.kli->load32(off + 8) - 1, ring = u.kli->load32(off + 12);
   const Task* t = ts.find(ptask);
@@ -578,7 +578,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>
       }
       for (const Buf& b : bufs) u.rxb->release(b);
       if (payload.size() != len) internal_error("node " + std::to_string(node) + ": a datagram's runs do not make its payload");
-      TaskSpace& ts = space(node);
+      TaskSpace& ts = sys_->space(node);
       Task* t = ts.find(ptask);
       if (!t || !usable(ts, *t, slot, kSlotHeader + len, kPermRW)) {  // unmapped meanwhile
         u.ip.rx_bad_ring->inc();
@@ -604,7 +604,7 @@ bool Mbp2System::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>
   return true;
 }
 
-void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
+void Mbp2Cards::kernel_deliver(uint32_t node, Buf b) {
   Units& u = *u_[node];
   if (u.kernel_rx.size() >= m_.kernel_ring_slots) {
     u.ip.rx_kernel_dropped->inc();
@@ -626,13 +626,13 @@ void Mbp2System::kernel_deliver(uint32_t node, Buf b) {
   });
 }
 
-void Mbp2System::to_wire(uint32_t node, uint32_t dst, std::vector<uint8_t>&& b) {
+void Mbp2Cards::to_wire(uint32_t node, uint32_t dst, std::vector<uint8_t>&& b) {
   if (b.empty()) return;  // the NIC could not send it
-  wire(node).send(node, dst, std::move(b), [this, node, inc = incarnation(node)](bool) {
-    if (incarnation(node) == inc) tx_done(node);
+  wire(node).send(node, dst, std::move(b), [this, node, inc = sys_->incarnation(node)](bool) {
+    if (sys_->incarnation(node) == inc) tx_done(node);
   });
 }
 
-bool Mbp2System::is_ip(const std::vector<uint8_t>& f) { return ether_type(f) == kEtherTypeIpv4; }
+bool Mbp2Cards::is_ip(const std::vector<uint8_t>& f) { return ether_type(f) == kEtherTypeIpv4; }
 
 }  // namespace mbpsim::mbp2

@@ -1,7 +1,7 @@
 // The MBP2 NIC side of the MBCF firmware on the PME: translation through the NIC's TLB, fetching
 // requests from the send rings, the PGE building packets from images, the ADMA's reads and
 // writes into host memory, remote atomics, replies, and the NIC's summary.
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 
 #include "models/core/mutant.h"
 
@@ -21,10 +21,10 @@ using mbcf::Packet;
 
 // ------------------------------------------------------------------ NIC side
 
-uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64_t* pa) {
+uint64_t Mbp2Cards::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64_t* pa) {
   Units& u = *u_[node];
   const uint32_t pb = c_.page_bytes;
-  const mbcf::Task* t = space(node).find(ctx);
+  const mbcf::Task* t = sys_->space(node).find(ctx);
   uint64_t refill = 0;
   const uint64_t first = laddr / pb, last = (static_cast<uint64_t>(laddr) + std::max<uint32_t>(bytes, 1) - 1) / pb;
   for (uint64_t vp = first; vp <= last; ++vp) {
@@ -54,13 +54,13 @@ uint64_t Mbp2System::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint
   return refill;
 }
 
-void Mbp2System::bad_request(uint32_t node, uint32_t ptask, uint32_t e, bool slot) {
+void Mbp2Cards::bad_request(uint32_t node, uint32_t ptask, uint32_t e, bool slot) {
   u_[node]->bad_requests->inc();
   if (e != ~0u) free_entry(node, ptask, e, true);
-  if (slot) request_given_up(node);
+  if (slot) sys_->request_given_up(node);
 }
 
-void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
+void Mbp2Cards::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   // The PGE reads the structure's header to learn what to fetch: the commands, and the payload
   // at its address (readable and present in the task: the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
@@ -68,9 +68,9 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   area_copy(node, ptask, at, h, kMbcfStructHeader, false, Via::NicPeek);
   const uint32_t kind = load_be32(&h[0]) >> 24, cbytes = load_be32(&h[0]) & 0xffffff;
   const uint32_t ltask = load_be32(&h[4]), src = load_be32(&h[8]), payload = load_be32(&h[12]);
-  const mbcf::Task* t = space(node).find(ptask);
+  const mbcf::Task* t = sys_->space(node).find(ptask);
   if (kind != kSendMbcf || cbytes > kSendEntryBytes - kMbcfStructHeader || payload > mbcf::kMaxPacketBytes ||
-      (src == kNoAddr) != (payload == 0) || !t || (payload && !usable(space(node), *t, src, payload, mbcf::kPermRead)))
+      (src == kNoAddr) != (payload == 0) || !t || (payload && !usable(sys_->space(node), *t, src, payload, mbcf::kPermRead)))
     return bad_request(node, ptask, e, true);
   const uint32_t sbytes = kMbcfStructHeader + cbytes;
   uint64_t pa_struct = 0, pa_data = 0;
@@ -78,7 +78,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   if (payload) refill += translate(node, ptask, src, payload, &pa_data);
   // A request dies with the NIC's power: one taken before a power loss is never sent by the
   // NIC's next incarnation (EM, the PGE and the PME's queues are volatile).
-  const uint32_t inc = incarnation(node);
+  const uint32_t inc = sys_->incarnation(node);
   auto pge = [this, node, ptask, e, ltask, cbytes, payload, sbytes, pa_struct, pa_data, inc]() mutable {
     Units& u = *u_[node];
     // Longer than any packet's commands: the PGE refuses it before fetching (the image would
@@ -90,7 +90,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
     }
     FramePool::Buf b;
     if (!u.reqb->alloc(&b)) {
-      fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
+      sys_->fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
            std::to_string(m_.request_slots) + ")");
       return true;
     }
@@ -98,7 +98,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
     // address, as they are in host memory when it reads them, at the frames its TLB gives.
     pge_fetch(node, ptask, e, u.reqb->offset(b), pa_struct, sbytes, pa_data, payload, cbytes + payload,
               [this, node, ptask, e, ltask, inc, b](const DmaEngine::Desc& d) mutable {
-                if (!up(node) || incarnation(node) != inc) return;
+                if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
                 Units& u = *u_[node];
                 if (!u.reqb->live(b)) return;
                 if (d.error()) {  // the task can no longer read what it named, or it went
@@ -117,7 +117,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
                 const size_t ncmd = dec.ok ? dec.packet.cmds.size() : 1;
                 const uint64_t hdr = u.pme->host_cycles_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
                 u.pme->run_from(Pme::kPgeRing, "header_build", Pme::kNormal, hdr, [this, node, ptask, ltask, b, inc] {
-                  if (!up(node) || incarnation(node) != inc) return;
+                  if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
                   build_from_image(node, ptask, ltask, b);
                 });
               });
@@ -126,7 +126,7 @@ void Mbp2System::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
   pge_submit(node, refill, std::move(pge));
 }
 
-bool Mbp2System::decode_image(const std::vector<uint8_t>& img, Packet* p) {
+bool Mbp2Cards::decode_image(const std::vector<uint8_t>& img, Packet* p) {
   // The header the PME puts in front of the commands; only the type and the length matter to
   // the decoder, the rest is filled in from the requester below.
   std::vector<uint8_t> f(mbcf::kHeaderBytes, 0);
@@ -140,7 +140,7 @@ bool Mbp2System::decode_image(const std::vector<uint8_t>& img, Packet* p) {
   return mbcf::decode(f.data(), f.size(), *p) == mbcf::DecodeError::None;
 }
 
-void Mbp2System::build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask, FramePool::Buf b) {
+void Mbp2Cards::build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask, FramePool::Buf b) {
   Units& u = *u_[node];
   if (!u.reqb->live(b)) return;  // EM lost its contents with the power
   const std::vector<uint8_t> img = u.reqb->get(b);
@@ -163,20 +163,20 @@ void Mbp2System::build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask,
   r.ltask = ltask;
   if (!ok) return bad_request(node, ptask, ~0u, true);
   r.cmds = std::move(q.cmds);
-  if (!build_request(node, ptask, r, built)) return bad_request(node, ptask, ~0u, true);
+  if (!sys_->build_request(node, ptask, r, built)) return bad_request(node, ptask, ~0u, true);
   const uint32_t dst = built.dst;
   Packet p = std::move(built.packet);
-  if (mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
-  send_request(node, dst, std::move(p));  // TH2: the request waits in EM for the window to open
+  if (mutant::on(mutant::Id::EmbCountedLate)) sys_->count_emb_requests(node, p);
+  sys_->send_request(node, dst, std::move(p));  // TH2: the request waits in EM for the window to open
 }
 
-void Mbp2System::pge_submit(uint32_t node, uint64_t refill, std::function<bool()> post) {
+void Mbp2Cards::pge_submit(uint32_t node, uint64_t refill, std::function<bool()> post) {
   Units& u = *u_[node];
   u.pge_wait.emplace_back(refill, std::move(post));
   if (!u.pge_stalled && !u.pge_blocked) pge_next(node);
 }
 
-void Mbp2System::pge_next(uint32_t node) {
+void Mbp2Cards::pge_next(uint32_t node) {
   Units& u = *u_[node];
   while (!u.pge_wait.empty()) {
     auto [refill, post] = std::move(u.pge_wait.front());
@@ -196,7 +196,7 @@ void Mbp2System::pge_next(uint32_t node) {
   }
 }
 
-bool Mbp2System::pge_start(uint32_t node, std::function<bool()>& post) {
+bool Mbp2Cards::pge_start(uint32_t node, std::function<bool()>& post) {
   if (post()) return true;
   // No room in EM for what it would fetch: the PGE waits, and the requests behind it too.
   Units& u = *u_[node];
@@ -205,7 +205,7 @@ bool Mbp2System::pge_start(uint32_t node, std::function<bool()>& post) {
   return false;
 }
 
-int32_t Mbp2System::take_image(uint32_t node, bool large) {
+int32_t Mbp2Cards::take_image(uint32_t node, bool large) {
   Units& u = *u_[node];
   const size_t from = large ? m_.ring_entries : 0, to = large ? u.dg_held.size() : m_.ring_entries;
   for (size_t i = from; i < to; ++i)
@@ -217,14 +217,14 @@ int32_t Mbp2System::take_image(uint32_t node, bool large) {
   return -1;
 }
 
-uint32_t Mbp2System::image_offset(uint32_t node, int32_t img) const {
+uint32_t Mbp2Cards::image_offset(uint32_t node, int32_t img) const {
   const Units& u = *u_[node];
   const uint32_t i = static_cast<uint32_t>(img);
   return i < m_.ring_entries ? u.dg_images + i * FramePool::kBufBytes : u.dg_large + (i - m_.ring_entries) * kLargeImageBytes;
 }
 
-void Mbp2System::image_done(uint32_t node, int32_t img, uint32_t inc) {
-  if (!up(node) || incarnation(node) != inc) return;  // (EM was lost with the power, and its images)
+void Mbp2Cards::image_done(uint32_t node, int32_t img, uint32_t inc) {
+  if (!sys_->up(node) || sys_->incarnation(node) != inc) return;  // (EM was lost with the power, and its images)
   Units& u = *u_[node];
   uint32_t& h = u.dg_held[static_cast<uint32_t>(img)];
   if (h == 0) internal_error("node " + std::to_string(node) + ": a datagram image released twice");
@@ -234,7 +234,7 @@ void Mbp2System::image_done(uint32_t node, int32_t img, uint32_t inc) {
   }
 }
 
-void Mbp2System::host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) {
+void Mbp2Cards::host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) {
   // The PME posts the 64-bit message and interrupts the host through the ICU; the host's
   // interrupt routine reads it (two programmed words) and dispatches the invocation.
   Units& u = *u_[node];
@@ -243,7 +243,7 @@ void Mbp2System::host_upcall(uint32_t node, uint64_t msg, std::function<void()> 
     u.icu->to_host(msg);
     const uint64_t now = cal_.now_ps();
     const uint64_t read = u.bus->pio(u.bus->pio(now));
-    cpu(node).interrupt(cycles_ps(c_.int_entry_cycles) + (read - now), [this, node, msg, k = std::move(k)] {
+    sys_->cpu(node).interrupt(sys_->cycles_ps(c_.int_entry_cycles) + (read - now), [this, node, msg, k = std::move(k)] {
       uint64_t m = 0;
       if (!u_[node]->icu->take_for_host(&m) || m != msg) internal_error("an ICU message to the host out of order");
       k();
@@ -251,12 +251,12 @@ void Mbp2System::host_upcall(uint32_t node, uint64_t msg, std::function<void()> 
   });
 }
 
-void Mbp2System::page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) {
+void Mbp2Cards::page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) {
   // The PME drops the translation before the frame can be reused.
   os_to_pme(node, kIcuInvalidatePage | static_cast<uint64_t>(ptask & 0xffffff) << 32 | (laddr / c_.page_bytes));
 }
 
-void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
+void Mbp2Cards::task_left(uint32_t node, uint32_t ptask) {
   // The context ID may name another task later (a task created, or migrated back, with this
   // Ptask): the PME drops every entry tagged with it, or that task's data would go to the
   // frames this one had.
@@ -274,7 +274,7 @@ void Mbp2System::task_left(uint32_t node, uint32_t ptask) {
 // writes the frame; the receive routine takes the verdict instead of comparing END_P with the
 // count itself (mbp2.fw_order_instr of its time). The count the routine keeps for
 // acknowledgements must say the same: a disagreement is a model error.
-Mbp2System::Order Mbp2System::order_of(uint32_t node, uint32_t src, uint8_t end_p, Order fw, uint64_t* saved) {
+Mbp2Cards::Order Mbp2Cards::order_of(uint32_t node, uint32_t src, uint8_t end_p, Order fw, uint64_t* saved) {
   Units& u = *u_[node];
   *saved = 0;
   if (!u.ocu || u.mbcf_ocu.at(src) < 0) return fw;
@@ -288,18 +288,18 @@ Mbp2System::Order Mbp2System::order_of(uint32_t node, uint32_t src, uint8_t end_
   return r;
 }
 
-void Mbp2System::arrived_set(uint32_t node, uint32_t src, uint8_t arrived) {
+void Mbp2Cards::arrived_set(uint32_t node, uint32_t src, uint8_t arrived) {
   Units& u = *u_[node];
   if (u.ocu && src < u.mbcf_ocu.size() && u.mbcf_ocu[src] >= 0)
     u.ocu->advance(static_cast<uint32_t>(u.mbcf_ocu[src]), static_cast<uint8_t>(arrived + 1));
 }
 
-void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
+void Mbp2Cards::os_to_pme(uint32_t node, uint64_t msg) {
   Units& u = *u_[node];
   u.icu->to_pme(msg);
   const uint64_t now = cal_.now_ps();
   const uint64_t wrote = u.bus->pio(u.bus->pio(now));
-  cpu(node).charge(wrote - now);
+  sys_->cpu(node).charge(wrote - now);
   cal_.at(wrote, [this, node] {
     Units& u = *u_[node];
     u.pme->run("icu", Pme::kHigh, true, u.pme->instr_ps(m_.icu_instr), [this, node] {
@@ -315,7 +315,7 @@ void Mbp2System::os_to_pme(uint32_t node, uint64_t msg) {
   });
 }
 
-void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) {
+void Mbp2Cards::protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) {
   Units& u = *u_[node];
   const bool intr = u.interrupt_next;
   u.interrupt_next = false;
@@ -326,11 +326,11 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
   if (u.adma_posts.empty()) return u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn));
   // The routine posts its ADMA descriptors when its work is done, and answers only once the
   // ADMA has done them (a status reply must follow the data into the host's memory).
-  const uint32_t inc = incarnation(node);
+  const uint32_t inc = sys_->incarnation(node);
   u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn),
              [this, node, inc, posts = std::move(u.adma_posts), then = std::move(u.adma_then)](std::function<void()> resume) {
                Units& u = *u_[node];
-               auto lost = [this, node, inc] { return !up(node) || incarnation(node) != inc; };
+               auto lost = [this, node, inc] { return !sys_->up(node) || sys_->incarnation(node) != inc; };
                if (lost()) return resume();  // the power went: the staged data with it
                uint32_t last = 0;
                for (const auto& post : posts) last = post();
@@ -341,13 +341,13 @@ void Mbp2System::protocol_work(uint32_t node, uint64_t dur, std::function<void()
   u.adma_then = nullptr;
 }
 
-void Mbp2System::tx_done(uint32_t node) {
+void Mbp2Cards::tx_done(uint32_t node) {
   Units& u = *u_[node];
   mac_freed(node);
   u.pme->run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, u.pme->instr_ps(m_.tx_done_instr), [] {});
 }
 
-uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
+uint64_t Mbp2Cards::rx_entry_ps(uint32_t node) {
   Units& u = *u_[node];
   // The LDMA's completion interrupts the PME; when the frame was sealed, that interrupt (and
   // the CAU's) came before the decryption, and the receive routine follows it directly.
@@ -367,12 +367,12 @@ uint64_t Mbp2System::rx_entry_ps(uint32_t node) {
 // the ADMA writes the result (atomic_step). What the semantics computed when the PME checked
 // the command is not written: a host store in between is in what the ADMA read. The ADMA's
 // descriptors name host physical addresses.
-uint32_t Mbp2System::adma_stage(uint32_t node) const {
+uint32_t Mbp2Cards::adma_stage(uint32_t node) const {
   const Units& u = *u_[node];
   return u.adma_stage + u.adma->next_slot() * FramePool::kBufBytes;
 }
 
-uint64_t Mbp2System::adma_read(uint32_t node, uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* first_pa) {
+uint64_t Mbp2Cards::adma_read(uint32_t node, uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* first_pa) {
   Units& u = *u_[node];
   Units::AdmaRead& ar = u.adma_reads[h];
   const uint32_t pb = c_.page_bytes;
@@ -404,7 +404,7 @@ uint64_t Mbp2System::adma_read(uint32_t node, uint32_t ptask, uint32_t laddr, ui
   return refill;
 }
 
-uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResult& r) {
+uint64_t Mbp2Cards::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResult& r) {
   Units& u = *u_[node];
   mbcf::WriteBuffer& wb = u.adma_writes;
   const mbcf::Command *rd = nullptr, *atomic = nullptr;
@@ -459,7 +459,7 @@ uint64_t Mbp2System::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResu
   return refill;
 }
 
-void Mbp2System::atomic_step(uint32_t node, uint32_t h, std::function<void()> resume) {
+void Mbp2Cards::atomic_step(uint32_t node, uint32_t h, std::function<void()> resume) {
   Units& u = *u_[node];
   auto it = u.adma_reads.find(h);
   if (it == u.adma_reads.end()) return resume();  // (lost with the power)
@@ -495,7 +495,7 @@ void Mbp2System::atomic_step(uint32_t node, uint32_t h, std::function<void()> re
 
 // The reply leaves with what the ADMA read into EM (the routine waited for it), and an atomic's
 // with the status the PME computed from it.
-void Mbp2System::nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) {
+void Mbp2Cards::nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) {
   Units& u = *u_[node];
   auto it = u.adma_reads.find(handle);
   if (it == u.adma_reads.end()) return;  // (lost with the power; nothing is sent then)
@@ -513,7 +513,7 @@ void Mbp2System::nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf
   internal_error("node " + std::to_string(node) + ": a READ's reply carries no data");
 }
 
-void Mbp2System::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
+void Mbp2Cards::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
   Units& u = *u_[node];
   // Writes whose descriptors were lost (overwritten in the ring) never reached host memory.
   while (!u.adma_numbers.empty()) {
@@ -525,7 +525,7 @@ void Mbp2System::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
   adma_drained(node);
 }
 
-void Mbp2System::adma_drained(uint32_t node) {
+void Mbp2Cards::adma_drained(uint32_t node) {
   Units& u = *u_[node];
   if (u.adma_writes.size() || u.atomics) return;
   std::deque<std::function<void()>> w;
@@ -533,7 +533,7 @@ void Mbp2System::adma_drained(uint32_t node) {
   for (auto& f : w) f();
   if (u.poll_on_drain) {
     u.poll_on_drain = false;
-    cpu(node).run_pollers(cal_.now_ps());
+    sys_->cpu(node).run_pollers(cal_.now_ps());
   }
 }
 
@@ -543,19 +543,19 @@ void Mbp2System::adma_drained(uint32_t node) {
 // of writes still to make (a KLI word) and waits while there are any; otherwise a reset of the
 // running count could come between a command that found it set and the ADMA's write of the
 // entry it stored, and that entry would never invoke its program.
-void Mbp2System::nic_quiesce(uint32_t node, std::function<void()> fn) {
+void Mbp2Cards::nic_quiesce(uint32_t node, std::function<void()> fn) {
   Units& u = *u_[node];
   if (!u.adma_writes.size() && !u.atomics) return fn();
   u.quiesce_waiters.push_back(std::move(fn));
 }
 
-void Mbp2System::fw_run_pollers(uint32_t node, uint64_t at) {
+void Mbp2Cards::fw_run_pollers(uint32_t node, uint64_t at) {
   // A program polling for what the ADMA has still to write looks again once it is written.
   if (u_[node]->adma_writes.size() || u_[node]->atomics) u_[node]->poll_on_drain = true;
-  cpu(node).run_pollers(at);
+  sys_->cpu(node).run_pollers(at);
 }
 
-nlohmann::ordered_json Mbp2System::summary(uint32_t n) const {
+nlohmann::ordered_json Mbp2Cards::summary(uint32_t n) const {
   const double t = static_cast<double>(cal_.now_ps());
   auto frac = [t](uint64_t busy) { return t > 0 ? std::round(busy / t * 1e4) / 1e4 : 0.0; };
   const Units& u = *u_[n];

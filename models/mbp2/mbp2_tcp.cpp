@@ -29,7 +29,7 @@
 #include <algorithm>
 
 #include "models/core/error.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 
 namespace mbpsim::mbp2 {
 
@@ -40,11 +40,11 @@ bool seq_le(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) <= 0; }
 constexpr uint64_t kRtoMaxPs = 60'000'000'000'000ull;  // RFC 6298 2.5: at least 60 s
 }  // namespace
 
-uint32_t Mbp2System::tcp_rcv_nxt(uint32_t node, uint32_t conn) const {
+uint32_t Mbp2Cards::tcp_rcv_nxt(uint32_t node, uint32_t conn) const {
   return u_[node]->kli->load32(kConnTable + conn * kConnBytes + 24);
 }
 
-uint16_t Mbp2System::tcp_window(uint32_t node, uint32_t conn) const {
+uint16_t Mbp2Cards::tcp_window(uint32_t node, uint32_t conn) const {
   const Units& u = *u_[node];
   const Tcp& T = u.tcp.at(conn);
   if (T.rx_slots == 0 || T.rx_slot_bytes <= kSlotHeader) return 0xffff;  // (no ring known)
@@ -54,7 +54,7 @@ uint16_t Mbp2System::tcp_window(uint32_t node, uint32_t conn) const {
   return static_cast<uint16_t>(std::min<uint64_t>(room, 0xffff));
 }
 
-Datagram Mbp2System::tcp_datagram(uint32_t node, uint32_t conn, uint32_t seq, uint32_t ack, uint16_t window) {
+Datagram Mbp2Cards::tcp_datagram(uint32_t node, uint32_t conn, uint32_t seq, uint32_t ack, uint16_t window) {
   Units& u = *u_[node];
   const Tcp& T = u.tcp.at(conn);
   Datagram d;
@@ -70,7 +70,7 @@ Datagram Mbp2System::tcp_datagram(uint32_t node, uint32_t conn, uint32_t seq, ui
   return d;
 }
 
-uint32_t Mbp2System::tcp_unacked(uint32_t node, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
+uint32_t Mbp2Cards::tcp_unacked(uint32_t node, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
   const int64_t c = find_conn(node, kIpProtoTcp, local_port, remote_node, remote_port);
   if (c < 0) return 0;
   auto it = u_[node]->tcp.find(static_cast<uint32_t>(c));
@@ -79,7 +79,7 @@ uint32_t Mbp2System::tcp_unacked(uint32_t node, uint16_t local_port, uint32_t re
   return last.seq + last.len - it->second.una;
 }
 
-void Mbp2System::tcp_queue(uint32_t node, uint32_t conn, uint32_t seq, uint32_t len, int32_t img) {
+void Mbp2Cards::tcp_queue(uint32_t node, uint32_t conn, uint32_t seq, uint32_t len, int32_t img) {
   Tcp& T = u_[node]->tcp.at(conn);
   TcpSeg s;
   s.seq = seq;
@@ -89,7 +89,7 @@ void Mbp2System::tcp_queue(uint32_t node, uint32_t conn, uint32_t seq, uint32_t 
   tcp_output(node, conn);
 }
 
-void Mbp2System::tcp_output(uint32_t node, uint32_t conn) {
+void Mbp2Cards::tcp_output(uint32_t node, uint32_t conn) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   const uint32_t win = std::min(T.wnd, T.cwnd);
@@ -108,11 +108,11 @@ void Mbp2System::tcp_output(uint32_t node, uint32_t conn) {
   }
   // The PME builds each segment's headers (the CSU-T's sum of the payload taken once, at the
   // fetch; a segment sent again has its header words summed anew) and hands it to the LDMA.
-  const uint32_t inc = incarnation(node);
+  const uint32_t inc = sys_->incarnation(node);
   const uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * static_cast<double>(seqs.size()));  // (before seqs moves)
   u.pme->run("tcp_output", Pme::kNormal, false, dur,
              [this, node, conn, inc, pass = T.pass, seqs = std::move(seqs)] {
-               if (!up(node) || incarnation(node) != inc) return;
+               if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
                Units& u = *u_[node];
                Tcp& T = u.tcp.at(conn);
                for (uint32_t seq : seqs) {
@@ -142,13 +142,13 @@ void Mbp2System::tcp_output(uint32_t node, uint32_t conn) {
              });
 }
 
-void Mbp2System::tcp_arm(uint32_t node, uint32_t conn) {
+void Mbp2Cards::tcp_arm(uint32_t node, uint32_t conn) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   const uint64_t serial = T.timer = ++timer_serial_;
-  const uint32_t inc = incarnation(node);
+  const uint32_t inc = sys_->incarnation(node);
   cal_.after(T.rto, [this, node, conn, serial, inc] {
-    if (!up(node) || incarnation(node) != inc) return;
+    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
     auto it = u_[node]->tcp.find(conn);
     if (it == u_[node]->tcp.end() || it->second.timer != serial) return;
     it->second.timer = 0;
@@ -156,7 +156,7 @@ void Mbp2System::tcp_arm(uint32_t node, uint32_t conn) {
   });
 }
 
-void Mbp2System::tcp_timeout(uint32_t node, uint32_t conn) {
+void Mbp2Cards::tcp_timeout(uint32_t node, uint32_t conn) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   if (T.q.empty()) return;
@@ -182,11 +182,11 @@ void Mbp2System::tcp_timeout(uint32_t node, uint32_t conn) {
   tcp_output(node, conn);
 }
 
-void Mbp2System::tcp_abort(uint32_t node, uint32_t conn) {
+void Mbp2Cards::tcp_abort(uint32_t node, uint32_t conn) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   u.ip.tcp_aborts->inc();
-  const uint32_t inc = incarnation(node);
+  const uint32_t inc = sys_->incarnation(node);
   for (const TcpSeg& s : T.q) image_done(node, s.img, inc);
   // What the user queued after is numbered on; the peer, still expecting the lost bytes, drops
   // it (a connection given up is the OS's to set up again).
@@ -200,7 +200,7 @@ void Mbp2System::tcp_abort(uint32_t node, uint32_t conn) {
   fw_run_pollers(node, cal_.now_ps());
 }
 
-void Mbp2System::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint32_t len) {
+void Mbp2Cards::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint32_t len) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   if (!(d.flags & kTcpAck)) return;
@@ -212,7 +212,7 @@ void Mbp2System::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uin
     if (s.tx) highest = seq_lt(highest, s.seq + s.len) ? s.seq + s.len : highest;
   if (seq_lt(T.una, d.ack) && seq_le(d.ack, highest)) {
     // New data acknowledged: its images go back to the PGE.
-    const uint32_t inc = incarnation(node);
+    const uint32_t inc = sys_->incarnation(node);
     uint32_t acked = 0;
     uint64_t sample = 0;
     bool sampled = false;
@@ -272,32 +272,32 @@ void Mbp2System::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uin
   tcp_output(node, conn);
 }
 
-void Mbp2System::tcp_received(uint32_t node, uint32_t conn, bool delivered) {
+void Mbp2Cards::tcp_received(uint32_t node, uint32_t conn, bool delivered) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   if (!delivered || ++T.unacked >= m_.tcp_ack_every) return tcp_send_ack(node, conn);
   if (T.delack) return;
   const uint64_t serial = T.delack = ++timer_serial_;
-  const uint32_t inc = incarnation(node);
+  const uint32_t inc = sys_->incarnation(node);
   cal_.after(static_cast<uint64_t>(m_.tcp_delack_us * 1e6), [this, node, conn, serial, inc] {
-    if (!up(node) || incarnation(node) != inc) return;
+    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
     auto it = u_[node]->tcp.find(conn);
     if (it == u_[node]->tcp.end() || it->second.delack != serial) return;
     tcp_send_ack(node, conn);
   });
 }
 
-void Mbp2System::tcp_send_ack(uint32_t node, uint32_t conn) {
+void Mbp2Cards::tcp_send_ack(uint32_t node, uint32_t conn) {
   Units& u = *u_[node];
   Tcp& T = u.tcp.at(conn);
   T.unacked = 0;
   T.delack = 0;
   // The ACK says where the receive stood when the routine decided to send it (an ACK for each
   // segment out of order, not one for all of them once the handler runs).
-  const uint32_t inc = incarnation(node), ack = tcp_rcv_nxt(node, conn);
+  const uint32_t inc = sys_->incarnation(node), ack = tcp_rcv_nxt(node, conn);
   const uint16_t window = tcp_window(node, conn);
   u.pme->run("tcp_ack", Pme::kNormal, false, u.pme->instr_ps(m_.ip_header_instr), [this, node, conn, inc, ack, window] {
-    if (!up(node) || incarnation(node) != inc) return;
+    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
     Units& u = *u_[node];
     Tcp& T = u.tcp.at(conn);
     Datagram d = tcp_datagram(node, conn, T.sent_end(), ack, window);

@@ -2,7 +2,6 @@
 
 #include <string>
 
-#include "models/mbp2/mbp2_system.h"
 
 namespace mbpsim::systems {
 
@@ -19,14 +18,27 @@ std::unique_ptr<mbp::System> make_mbp_machine(const Config& c, net::Network& net
   return std::make_unique<mbp::System>("mbp", nc, mc, net, stats, seed);
 }
 
-std::unique_ptr<mbcf::EtherSystem> make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed) {
+Cluster build_cluster(Calendar& cal, const mbcf::EtherSysConfig& ec, const mbp2::Mbp2Config* mbp2, Stats& stats, uint64_t seed) {
+  Cluster k;
+  if (!mbp2) {
+    k.sys = std::make_unique<mbcf::EtherSystem>(cal, ec, stats, seed);
+    return k;
+  }
+  // The cards first: the cluster calls their factories for each host as it builds it.
+  k.mbp2 = std::make_unique<mbp2::Mbp2Cards>(cal, ec, *mbp2, stats, seed);
+  k.sys = std::make_unique<mbcf::EtherSystem>(cal, ec, stats, seed, k.mbp2->nics(), k.mbp2->firmware());
+  return k;
+}
+
+Cluster make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed) {
   const mbcf::EtherSysConfig ec = mbcf::EtherSysConfig::from(c);
   const bool mbp2 = c.get_string("mbcf.nic") == "mbp2";
   if (!mbp2 && (c.get_string("crypto.cipher") != "none" || c.get_string("crypto.auth") != "none"))
     c.fail(c.get_string("crypto.cipher") != "none" ? "crypto.cipher" : "crypto.auth",
            "encryption is done by the MBP2's CAU or firmware: needs mbcf.nic = mbp2");
-  if (mbp2) return std::make_unique<mbp2::Mbp2System>(cal, ec, mbp2::Mbp2Config::from(c), stats, seed);
-  return std::make_unique<mbcf::EtherSystem>(cal, ec, stats, seed);
+  if (!mbp2) return build_cluster(cal, ec, nullptr, stats, seed);
+  const mbp2::Mbp2Config mc = mbp2::Mbp2Config::from(c);
+  return build_cluster(cal, ec, &mc, stats, seed);
 }
 
 }  // namespace mbpsim::systems

@@ -10,6 +10,7 @@
 #include "models/core/stats.h"
 #include "models/mbcf/ether_system.h"
 #include "models/mbp/system.h"
+#include "models/mbp2/mbp2_cards.h"
 #include "models/net/network.h"
 
 namespace mbpsim::systems {
@@ -18,9 +19,22 @@ namespace mbpsim::systems {
 // multicast updates that do not fit network.buffer_depth.
 std::unique_ptr<mbp::System> make_mbp_machine(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
 
+// A cluster as built: the hosts, their NICs, the segment and the MBCF protocol that wires them
+// (mbcf::EtherSystem), and, when the NICs are MBP2 cards, the cards (which run the protocol's
+// firmware on their PMEs). Composed, not inherited: the cards are the cluster's NIC and
+// executor factories. Members go in reverse order, the cards before the hosts they sit in.
+struct Cluster {
+  std::unique_ptr<mbcf::EtherSystem> sys;
+  std::unique_ptr<mbp2::Mbp2Cards> mbp2;  // null with conventional NICs
+};
+
+// The cluster of `ec`: conventional NICs and the host kernel's MBCF, or, given `mbp2`, MBP2
+// cards of that configuration.
+Cluster build_cluster(Calendar& cal, const mbcf::EtherSysConfig& ec, const mbp2::Mbp2Config* mbp2, Stats& stats, uint64_t seed);
+
 // The cluster (mbcf.*, host.*, nic.*, bus.*, ether.*): hosts running the MBCF kernel behind a
 // conventional NIC, or, with mbcf.nic = mbp2, behind MBP2 NICs (mbp2.*, pme.*, em.*, crypto.*).
 // A config error names its key: encryption asked of a NIC that has none.
-std::unique_ptr<mbcf::EtherSystem> make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed);
+Cluster make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed);
 
 }  // namespace mbpsim::systems

@@ -15,7 +15,7 @@
 #include "models/core/error.h"
 #include "models/mbcf/ether_system.h"
 #include "models/mbp/mbp_config.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 #include "models/net/net_config.h"
 #include "models/node/node_config.h"
 #include "sim/runner.h"

@@ -13,7 +13,8 @@
 
 #include "models/core/module_tree.h"
 #include "models/mbcf/conventional_nic.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
+#include "models/systems/assembly.h"
 #include "tests/integration/cluster_tasks.h"
 #include "tests/user_tlm_memory.h"
 
@@ -27,13 +28,16 @@ struct Cluster {
   Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig ec;
-  std::unique_ptr<mbp2::Mbp2System> sys;
+  systems::Cluster k;
+  EtherSystem* sys = nullptr;
   explicit Cluster(uint32_t nodes) {
     Within in(root);
     ec.nodes = nodes;
     ec.ether.medium = net::EtherConfig::Medium::Direct;
     ec.ether.rate_mbps = 1000;
-    sys = std::make_unique<mbp2::Mbp2System>(cal, ec, mbp2::Mbp2Config{}, stats, 1);
+    const mbp2::Mbp2Config mc;
+    k = systems::build_cluster(cal, ec, &mc, stats, 1);
+    sys = k.sys.get();
   }
   void tasks() {
     test::one_task_per_node(*sys, 4);

@@ -17,7 +17,7 @@
 #include "models/core/rng.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/ether_system.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 #include "tests/test_util.h"
 #include "tests/integration/mbcf_rig.h"
 

@@ -19,7 +19,8 @@
 #include "models/core/rng.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/ether_system.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
+#include "models/systems/assembly.h"
 #include "tests/integration/cluster_tasks.h"
 #include "tests/test_util.h"
 
@@ -30,14 +31,14 @@ struct Rig {
   Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig cfg;
-  std::unique_ptr<EtherSystem> sys;
+  systems::Cluster k;          // as the assembly builds it
+  EtherSystem* sys = nullptr;  // k.sys
   // `mbp2`: the same protocol run by MBP2 NICs (the PME's firmware) instead of host kernels.
   explicit Rig(EtherSysConfig c, uint64_t seed = 1, bool mbp2 = false) : cfg(c) {
     Within in(root);
-    if (mbp2)
-      sys = std::make_unique<mbp2::Mbp2System>(cal, cfg, mbp2::Mbp2Config{}, stats, seed);
-    else
-      sys = std::make_unique<EtherSystem>(cal, cfg, stats, seed);
+    const mbp2::Mbp2Config mc;
+    k = systems::build_cluster(cal, cfg, mbp2 ? &mc : nullptr, stats, seed);
+    sys = k.sys.get();
     test::one_task_per_node(*sys, 16);
   }
   Task& task(uint32_t n) { return *sys->space(n).find(1); }

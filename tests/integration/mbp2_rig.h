@@ -13,7 +13,8 @@
 
 #include "models/core/module_tree.h"
 #include "models/core/bytes.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
+#include "models/systems/assembly.h"
 #include "tests/test_util.h"
 
 namespace mbpsim::mbp2 {
@@ -25,13 +26,17 @@ struct Rig {
   Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig ec;
-  std::unique_ptr<Mbp2System> sys;
+  systems::Cluster k;         // as the assembly builds it
+  EtherSystem* sys = nullptr;  // the cluster: hosts, protocol, wire
+  Mbp2Cards* mbp2 = nullptr;   // its NICs
   explicit Rig(const Mbp2Config& mc = Mbp2Config{}, const EtherSysConfig& base = EtherSysConfig{}) : ec(base) {
     Within in(root);
     ec.nodes = 2;
     ec.ether.medium = net::EtherConfig::Medium::Direct;
     ec.ether.rate_mbps = 1000;
-    sys = std::make_unique<Mbp2System>(cal, ec, mc, stats, 1);
+    k = systems::build_cluster(cal, ec, &mc, stats, 1);
+    sys = k.sys.get();
+    mbp2 = k.mbp2.get();
     for (uint32_t n = 0; n < 2; ++n) {
       Task& t = sys->create_task(n, 1, 1000 + n);
       sys->space(n).map(t, 0x10000, 16, kPermRW);
@@ -134,14 +139,14 @@ inline std::vector<uint8_t> put_payload(Rig& r, uint32_t off, uint32_t n, uint8_
 
 // Sends the requests one after another from node 0's task 1 (the user program continues when
 // each doorbell write returns); every one must be accepted.
-inline void send_all(Rig& r, std::vector<Mbp2System::DatagramRequest> q, size_t i = 0) {
+inline void send_all(Rig& r, std::vector<Mbp2Cards::DatagramRequest> q, size_t i = 0) {
   if (i == q.size()) return;
-  const Mbp2System::DatagramRequest d = q[i];
-  ASSERT_TRUE(r.sys->send_datagram(0, 1, d, [&r, q = std::move(q), i]() mutable { send_all(r, std::move(q), i + 1); }));
+  const Mbp2Cards::DatagramRequest d = q[i];
+  ASSERT_TRUE(r.mbp2->send_datagram(0, 1, d, [&r, q = std::move(q), i]() mutable { send_all(r, std::move(q), i + 1); }));
 }
 
-inline Mbp2System::DatagramRequest udp_to(uint32_t port, uint32_t off, uint32_t n) {
-  Mbp2System::DatagramRequest d;
+inline Mbp2Cards::DatagramRequest udp_to(uint32_t port, uint32_t off, uint32_t n) {
+  Mbp2Cards::DatagramRequest d;
   d.dst_node = 1;
   d.src_port = 4000;
   d.dst_port = static_cast<uint16_t>(port);

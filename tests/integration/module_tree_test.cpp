@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <type_traits>
 
 #include <systemc>
 
@@ -127,18 +128,21 @@ struct Cluster {
   Stats stats;
   Root root;
   std::unique_ptr<Calendar> cal;
-  std::unique_ptr<mbcf::EtherSystem> sys;
+  systems::Cluster k;
+  mbcf::EtherSystem* sys = nullptr;
   explicit Cluster(const std::string& config) {
     const Config c = load_config(test::config_path(config), {});
     Within in(root);
     cal = std::make_unique<Calendar>("calendar");
-    sys = systems::make_cluster(*cal, c, stats, 1);
+    k = systems::make_cluster(*cal, c, stats, 1);
+    sys = k.sys.get();
   }
 };
 
 TEST(ModuleTree, AClusterHostHoldsItsOsMemoryCpuStackAndNic) {
   Cluster k("mbcf-ss20-100tx.json");
   ASSERT_GE(k.sys->nodes(), 2u);
+  EXPECT_EQ(k.k.mbp2, nullptr);  // conventional NICs: no MBP2 cards
   for (const char* m : {"system.mbcf", "system.ether", "system.calendar"}) EXPECT_TRUE(is_module(m)) << m;
   for (uint32_t n = 0; n < k.sys->nodes(); ++n) {
     const std::string host = "system.host" + std::to_string(n);
@@ -157,8 +161,16 @@ TEST(ModuleTree, AClusterHostHoldsItsOsMemoryCpuStackAndNic) {
   EXPECT_TRUE(k.stats.counter_value("system.ether.frames").has_value());
 }
 
+// The MBP2 cards are composed with the cluster (the NICs and executors its factories make),
+// not a kind of cluster.
+static_assert(!std::is_base_of_v<mbcf::EtherSystem, mbp2::Mbp2Cards>);
+
 TEST(ModuleTree, TheMbp2IsTheHostsNicAndItsUnitsAreItsChildren) {
   Cluster k("mbp2p-ss20.json");
+  ASSERT_NE(k.k.mbp2, nullptr);
+  EXPECT_EQ(&k.k.mbp2->cluster(), k.sys);
+  // The cluster's NICs are the cards' ports, each sending on the cluster's segment.
+  for (uint32_t n = 0; n < k.sys->nodes(); ++n) EXPECT_EQ(&k.k.mbp2->wire(n), &k.sys->ether()) << n;
   for (uint32_t n = 0; n < k.sys->nodes(); ++n) {
     const std::string nic = "system.host" + std::to_string(n) + ".nic";
     EXPECT_TRUE(is_module("system.host" + std::to_string(n) + ".os"));

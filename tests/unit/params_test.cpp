@@ -10,7 +10,7 @@
 #include "models/host/io_bus.h"
 #include "models/mbcf/ether_system.h"
 #include "models/mbp/mbp_config.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 #include "models/net/ether.h"
 #include "models/net/net_config.h"
 #include "models/node/node_config.h"

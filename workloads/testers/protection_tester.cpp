@@ -7,7 +7,7 @@
 #include "models/core/error.h"
 #include "models/mbcf/atomic.h"
 #include "models/mbcf/packet.h"
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 #include "workloads/trace/trace.h"
 
 namespace mbpsim {
@@ -74,7 +74,7 @@ ProtectionTester::ProtectionTester(const Config& c, Stats& stats, uint64_t seed)
   if (cfg_.nodes < 3) c.fail("mbcf.nodes", "workload.kind protection needs 3 nodes (a client, a server and an attacker)");
   settle_us_ = c.get_double("protection.settle_us");
   answer_us_ = c.get_double("protection.answer_us");
-  auto* m = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
+  auto* m = mbp2();
   mbp2_ = m != nullptr;
   if (m) {
     authenticated_ = m->mbp2_config().crypto.auth != mbp2::Auth::None;
@@ -248,7 +248,7 @@ void ProtectionTester::power_cycle(uint32_t node, std::function<void()> k) {
 void ProtectionTester::replay(Expect& e, bool no_flow, std::function<void(std::function<void()>)> between, std::function<void()> done) {
   constexpr uint32_t word = kDst + 0x200;
   auto rec = std::make_shared<std::vector<uint8_t>>();
-  auto* m = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
+  auto* m = mbp2();
   // The recorder: the first frame on the wire from the client to the server carrying the write.
   tap_ = [this, rec, m](uint32_t dst, const std::vector<uint8_t>& f) {
     if (dst != kServer) return false;
@@ -431,7 +431,7 @@ void ProtectionTester::build_catalogue() {
     add(assigned ? "neighbours_doorbell_alias" : "unassigned_doorbell_alias", "doorbell", [this, assigned](Expect& e, std::function<void()> done) {
       e.answer = A::NoAnswer;
       e.counters = {{"nic.rejected_requests", 1}};
-      auto* m = dynamic_cast<mbp2::Mbp2System*>(sys_.get());
+      auto* m = mbp2();
       const uint32_t alias = assigned ? m->alias_of(kAttacker, kNeighbour) : 4000;
       refused_ = !m->ring(kAttacker, kPtask, alias, Request{kViaDummy, {write(W, fill(4, 32))}}, [] {});
       done();

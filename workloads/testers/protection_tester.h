@@ -36,7 +36,7 @@
 namespace mbpsim {
 
 namespace mbp2 {
-class Mbp2System;
+class Mbp2Cards;
 }
 
 class ProtectionTester : public MbcfWorkload {

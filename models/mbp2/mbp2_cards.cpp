@@ -2,7 +2,7 @@
 // (send rings, doorbells, the OS's requests to the NIC) and the NIC's power loss. The NIC side of
 // the MBCF firmware is in mbp2_nic.cpp, the frame path with its sealing in mbp2_frames.cpp, the
 // key exchange in mbp2_kx.cpp, messages in mbp2_msg.cpp and TCP in mbp2_tcp.cpp.
-#include "models/mbp2/mbp2_system.h"
+#include "models/mbp2/mbp2_cards.h"
 
 #include "models/core/mutant.h"
 
@@ -21,7 +21,7 @@ using mbcf::kNoAddr;
 using mbcf::Packet;
 
 // One node's NIC: a SystemC module whose units are its children (host3.nic.pme, ...).
-Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::BusConfig& bus_c, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
+Mbp2Cards::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::BusConfig& bus_c, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
                          Stats& st)
     : sc_core::sc_module(nm) {
   const std::string b = std::string(name()) + ".";
@@ -146,62 +146,70 @@ Mbp2System::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::
   }
 }
 
-Mbp2System::Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed)
-    : EtherSystem(
-          cal, ec, st, seed, [this](uint32_t node, net::EtherSegment& wire) { return std::make_unique<Port>(*this, node, wire); },
-          [this](uint32_t node, EtherSystem&) { return std::make_unique<Firmware>(*this, node); }),
-      cal_(cal),
-      c_(config()),
-      m_(c),
-      iv_rng_(seed, "mbp2.cau.iv") {
+Mbp2Cards::Mbp2Cards(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed)
+    : cal_(cal), stats_(st), c_(ec), m_(c), iv_rng_(seed, "mbp2.cau.iv") {
   walkers_.resize(ec.nodes);
-  for (uint32_t n = 0; n < ec.nodes; ++n) {
-    {
-      Within in(host(n));  // the card is the host's NIC: host<n>.nic, its units the children
-      u_.push_back(std::make_unique<Units>("nic", cal, ec.bus, c, ec.nodes, ec.rx_ring, st));
-    }
-    Units& u = *u_.back();
-    walkers_[n].sys = this;
-    walkers_[n].node = n;
-    u.pge->connect(&walkers_[n], u.em_port.get());
-    // The ADMA's host side is the BIU's DMA socket into the host's memory (host physical
-    // addresses: frame * page_bytes + offset).
-    u.bus->set_memory([this, n]() -> mem::TargetSocket& { return host_memory(n); });
-    u.adma->connect(u.em_port.get(), u.bus.get());
-    u.mbcf_ocu.assign(ec.nodes, -1);
-    for (uint32_t q = 0; q < ec.nodes && u.ocu; ++q)
-      if (q != n && u.ocu_used < u.ocu->registers()) {
-        u.mbcf_ocu[q] = static_cast<int32_t>(u.ocu_used++);
-        u.ocu->arm(static_cast<uint32_t>(u.mbcf_ocu[q]), 1);  // nothing arrived: END_P 1 is next
-      }
-  }
   rings_.resize(ec.nodes);
-  if (c.crypto.enabled()) {
-    frame_overhead_ = seal_overhead(c.crypto.cipher, c.crypto.auth);
-    if (c.crypto.keys == CryptoConfig::Keys::Static) {
-      // A pre-shared secret: every pair's keys come from it and the two Pnodes.
-      for (uint32_t a = 0; a < ec.nodes; ++a)
-        for (uint32_t b2 = 0; b2 < ec.nodes; ++b2) {
-          if (a == b2) continue;
-          std::vector<uint8_t> sec(c.crypto.secret.begin(), c.crypto.secret.end());
-          for (uint32_t v : {std::min(a, b2), std::max(a, b2)})
-            for (int i = 0; i < 4; ++i) sec.push_back(static_cast<uint8_t>(v >> (24 - 8 * i)));
-          u_[a]->sec[b2].sa = std::make_unique<SecurityAssociation>(c.crypto.cipher, c.crypto.auth, sec);
-          u_[a]->sec[b2].peer_has = true;  // both ends hold them from the start
-          install_keys(a, b2, true);
-        }
-    }
-  }
+  if (c.crypto.enabled()) frame_overhead_ = seal_overhead(c.crypto.cipher, c.crypto.auth);
 }
 
-uint64_t Mbp2System::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes) {
+mbcf::EtherSystem::MakeNic Mbp2Cards::nics() {
+  return [this](uint32_t node, net::EtherSegment& wire) { return make_card(node, wire); };
+}
+
+mbcf::EtherSystem::MakeExecutor Mbp2Cards::firmware() {
+  return [this](uint32_t node, mbcf::EtherSystem& sys) -> std::unique_ptr<mbcf::Executor> {
+    if (sys_ && sys_ != &sys) internal_error("MBP2 cards given to two clusters");
+    sys_ = &sys;
+    return std::make_unique<Firmware>(*this, node);
+  };
+}
+
+net::EtherSegment& Mbp2Cards::wire(uint32_t node) const { return static_cast<Port&>(sys_->nic(node)).wire(); }
+
+std::unique_ptr<mbcf::Nic> Mbp2Cards::make_card(uint32_t n, net::EtherSegment& wire) {
+  // The cluster builds its hosts' NICs in node order, each inside its host (host<n>.nic, the
+  // units its children), after the node's executor.
+  if (!sys_ || n != u_.size() || n >= c_.nodes) internal_error("MBP2 card " + std::to_string(n) + " built out of order");
+  const uint32_t nodes = c_.nodes;
+  u_.push_back(std::make_unique<Units>("nic", cal_, c_.bus, m_, nodes, c_.rx_ring, stats_));
+  Units& u = *u_.back();
+  walkers_[n].sys = this;
+  walkers_[n].node = n;
+  u.pge->connect(&walkers_[n], u.em_port.get());
+  // The ADMA's host side is the BIU's DMA socket into the host's memory (host physical
+  // addresses: frame * page_bytes + offset).
+  u.bus->set_memory([this, n]() -> mem::TargetSocket& { return sys_->host_memory(n); });
+  u.adma->connect(u.em_port.get(), u.bus.get());
+  u.mbcf_ocu.assign(nodes, -1);
+  for (uint32_t q = 0; q < nodes && u.ocu; ++q)
+    if (q != n && u.ocu_used < u.ocu->registers()) {
+      u.mbcf_ocu[q] = static_cast<int32_t>(u.ocu_used++);
+      u.ocu->arm(static_cast<uint32_t>(u.mbcf_ocu[q]), 1);  // nothing arrived: END_P 1 is next
+    }
+  if (m_.crypto.enabled() && m_.crypto.keys == CryptoConfig::Keys::Static) {
+    // A pre-shared secret: every pair's keys come from it and the two Pnodes.
+    for (uint32_t b2 = 0; b2 < nodes; ++b2) {
+      if (n == b2) continue;
+      std::vector<uint8_t> sec(m_.crypto.secret.begin(), m_.crypto.secret.end());
+      for (uint32_t v : {std::min(n, b2), std::max(n, b2)})
+        for (int i = 0; i < 4; ++i) sec.push_back(static_cast<uint8_t>(v >> (24 - 8 * i)));
+      u.sec[b2].sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, sec);
+      u.sec[b2].peer_has = true;  // both ends hold them from the start
+      install_keys(n, b2, true);
+    }
+  }
+  return std::make_unique<Port>(*this, n, wire);
+}
+
+uint64_t Mbp2Cards::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes) {
   const uint64_t rings = 4 * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
   const uint64_t cau = c.crypto.enabled() && c.crypto.cau ? Cau::em_bytes(c.ring_entries, 2 * nodes) : 0;
   return Kli::kBytes + rings + cau + kLargeImages * kLargeImageBytes +
          (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
 }
 
-uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
+uint32_t Mbp2Cards::alias_of(uint32_t node, uint32_t ptask) const {
   const int64_t a = u_[node]->uli->alias_of(ptask);
   if (a < 0) internal_error("task " + std::to_string(ptask) + " of node " + std::to_string(node) + " has no doorbell alias");
   return static_cast<uint32_t>(a);
@@ -209,7 +217,7 @@ uint32_t Mbp2System::alias_of(uint32_t node, uint32_t ptask) const {
 
 // ------------------------------------------------------------------ host side
 
-Mbp2System::SendRing& Mbp2System::send_ring(uint32_t node, uint32_t ptask) {
+Mbp2Cards::SendRing& Mbp2Cards::send_ring(uint32_t node, uint32_t ptask) {
   auto& rings = rings_[node];
   auto it = rings.find(ptask);
   if (it != rings.end()) return it->second;
@@ -217,12 +225,12 @@ Mbp2System::SendRing& Mbp2System::send_ring(uint32_t node, uint32_t ptask) {
   SendRing& R = rings[ptask];
   const uint32_t pb = c_.page_bytes;
   const uint64_t bytes = kSendAreaHeader + static_cast<uint64_t>(m_.send_ring_entries) * kSendEntryBytes;
-  for (uint64_t i = 0; i < (bytes + pb - 1) / pb; ++i) R.frames.push_back(space(node).alloc_frame());
+  for (uint64_t i = 0; i < (bytes + pb - 1) / pb; ++i) R.frames.push_back(sys_->space(node).alloc_frame());
   R.posted.assign(m_.send_ring_entries, false);
   return R;
 }
 
-bool Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, Via via) {
+bool Mbp2Cards::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, Via via) {
   SendRing& R = send_ring(node, ptask);
   const uint32_t pb = c_.page_bytes;
   if (static_cast<uint64_t>(off) + n > static_cast<uint64_t>(R.frames.size()) * pb)
@@ -235,7 +243,7 @@ bool Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t*
       const bool ok = write ? u_[node]->bus->write(frame * pb + in, ptask, buf, k) : u_[node]->bus->read(frame * pb + in, ptask, buf, k);
       if (!ok) return false;
     } else {
-      uint8_t* f = space(node).frame(static_cast<uint32_t>(frame)) + in;
+      uint8_t* f = sys_->space(node).frame(static_cast<uint32_t>(frame)) + in;
       if (write) std::copy(buf, buf + k, f);
       else std::copy(f, f + k, buf);
     }
@@ -246,24 +254,24 @@ bool Mbp2System::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t*
   return true;
 }
 
-uint32_t Mbp2System::fetched(uint32_t node, uint32_t ptask) {
+uint32_t Mbp2Cards::fetched(uint32_t node, uint32_t ptask) {
   uint8_t w[4];
   area_copy(node, ptask, 0, w, 4, false);
   return load_be32(w);
 }
 
-void Mbp2System::send_area_write(uint32_t node, uint32_t ptask, uint32_t off, const std::vector<uint8_t>& bytes) {
+void Mbp2Cards::send_area_write(uint32_t node, uint32_t ptask, uint32_t off, const std::vector<uint8_t>& bytes) {
   std::vector<uint8_t> b = bytes;
   area_copy(node, ptask, off, b.data(), static_cast<uint32_t>(b.size()), true);
 }
 
-std::vector<uint8_t> Mbp2System::send_area_read(uint32_t node, uint32_t ptask, uint32_t off, uint32_t n) {
+std::vector<uint8_t> Mbp2Cards::send_area_read(uint32_t node, uint32_t ptask, uint32_t off, uint32_t n) {
   std::vector<uint8_t> b(n);
   area_copy(node, ptask, off, b.data(), n, false);
   return b;
 }
 
-void Mbp2System::free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetched) {
+void Mbp2Cards::free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetched) {
   SendRing& R = send_ring(node, ptask);
   if (!R.posted.at(e)) internal_error("send ring entry " + std::to_string(e) + " of task " + std::to_string(ptask) + " freed twice");
   R.posted[e] = false;
@@ -282,7 +290,7 @@ void Mbp2System::free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetc
   }
 }
 
-std::vector<uint8_t> Mbp2System::mbcf_structure(uint32_t ltask, const Packet& p, uint32_t src_laddr) {
+std::vector<uint8_t> Mbp2Cards::mbcf_structure(uint32_t ltask, const Packet& p, uint32_t src_laddr) {
   // The packet as it travels, its header's first bytes then replaced by the structure's.
   std::vector<uint8_t> s;
   if (!encode(p, s)) internal_error("a built request does not encode");
@@ -303,33 +311,33 @@ std::vector<uint8_t> Mbp2System::mbcf_structure(uint32_t ltask, const Packet& p,
   return s;
 }
 
-bool Mbp2System::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
+bool Mbp2Cards::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
   Built b;
-  if (!take_request(node, ptask, r, b)) return false;
+  if (!sys_->take_request(node, ptask, r, b)) return false;
   send_packet(node, ptask, alias, r, std::move(b), std::move(k));
   return true;
 }
 
-bool Mbp2System::ring_structure(uint32_t node, uint32_t ptask, uint32_t alias, std::vector<uint8_t> structure, std::function<void()> k) {
-  if (!up(node) || !space(node).find(ptask)) return false;
+bool Mbp2Cards::ring_structure(uint32_t node, uint32_t ptask, uint32_t alias, std::vector<uint8_t> structure, std::function<void()> k) {
+  if (!sys_->up(node) || !sys_->space(node).find(ptask)) return false;
   if (structure.size() > kSendEntryBytes) structure.resize(kSendEntryBytes);  // the rest is the next entry's
-  host_request(node, ptask, alias, cycles_ps(m_.host_request_cycles), std::move(structure),
+  host_request(node, ptask, alias, sys_->cycles_ps(m_.host_request_cycles), std::move(structure),
                [this, node, ptask](uint32_t e) { fetch_request(node, ptask, e); }, std::move(k), true);
   return true;
 }
 
-void Mbp2System::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, Built b, std::function<void()> k) {
-  const uint64_t build = cycles_ps(m_.host_request_cycles + (b.packet.cmds.size() - 1) * c_.user_build_cycles);
+void Mbp2Cards::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, Built b, std::function<void()> k) {
+  const uint64_t build = sys_->cycles_ps(m_.host_request_cycles + (b.packet.cmds.size() - 1) * c_.user_build_cycles);
   std::vector<uint8_t> s = mbcf_structure(r.ltask, b.packet, r.src_laddr);
   host_request(node, ptask, alias, build, std::move(s), [this, node, ptask, p = std::move(b.packet)](uint32_t e) {
     // The NIC counts the request for its barrier colour when it takes the doorbell, before
     // the user can poll the counters (a barrier must not pass a request still in the queue).
-    if (!mutant::on(mutant::Id::EmbCountedLate)) count_emb_requests(node, p);
+    if (!mutant::on(mutant::Id::EmbCountedLate)) sys_->count_emb_requests(node, p);
     fetch_request(node, ptask, e);
   }, std::move(k), true);
 }
 
-void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure,
+void Mbp2Cards::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure,
                               std::function<void(uint32_t)> nic, std::function<void()> k, bool slot) {
   SendRing& R = send_ring(node, ptask);
   const uint32_t n = static_cast<uint32_t>(R.posted.size());
@@ -348,10 +356,10 @@ void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uin
   }
   R.posted[e] = true;
   // The user task writes its send structure (ordinary stores, user mode), then the doorbell.
-  const uint32_t inc = incarnation(node);
-  compute(node, build, [this, node, ptask, alias, e, inc, s = std::move(structure), nic = std::move(nic), k = std::move(k), build, slot]() mutable {
-    if (!up(node) || incarnation(node) != inc) return;
-    cpu(node).charge(build);
+  const uint32_t inc = sys_->incarnation(node);
+  sys_->compute(node, build, [this, node, ptask, alias, e, inc, s = std::move(structure), nic = std::move(nic), k = std::move(k), build, slot]() mutable {
+    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
+    sys_->cpu(node).charge(build);
     area_copy(node, ptask, kSendAreaHeader + e * kSendEntryBytes, s.data(), static_cast<uint32_t>(s.size()), true);
     doorbell(node, ptask, alias, e, build, [e, nic = std::move(nic)] { nic(e); }, std::move(k), slot);
   });
@@ -363,55 +371,55 @@ void Mbp2System::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uin
 // none, the NIC retries the store and the CPU waits until a request leaves. The slot is taken
 // as the store is accepted, so no more requests are ever held than there are slots (checked: a
 // breach stops the run).
-void Mbp2System::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
+void Mbp2Cards::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
                           std::function<void()> k, bool slot) {
-  if (!up(node)) return;
-  if (slot && requests_in_flight(node) >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
+  if (!sys_->up(node)) return;
+  if (slot && sys_->requests_in_flight(node) >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
     u_[node]->slot_retries->inc();
     u_[node]->slot_waiters.push_back([this, node, ptask, alias, entry, build, nic = std::move(nic), k = std::move(k)]() mutable {
       doorbell(node, ptask, alias, entry, build, std::move(nic), std::move(k), true);
     });
     return;
   }
-  if (slot) request_taken(node);
-  if (slot && requests_in_flight(node) > m_.request_slots)
-    fail("buffer bound: node " + std::to_string(node) + "'s NIC holds " + std::to_string(requests_in_flight(node)) +
+  if (slot) sys_->request_taken(node);
+  if (slot && sys_->requests_in_flight(node) > m_.request_slots)
+    sys_->fail("buffer bound: node " + std::to_string(node) + "'s NIC holds " + std::to_string(sys_->requests_in_flight(node)) +
          " requests, beyond mbp2.request_slots " + std::to_string(m_.request_slots));
   const uint64_t now = cal_.now_ps();
   const uint64_t done = u_[node]->bus->pio(now);
-  cpu(node).charge(done - now);
+  sys_->cpu(node).charge(done - now);
   u_[node]->host_requests->inc();
   // The NIC latches the doorbell as the store completes, before the CPU goes on (the
   // calendar runs events of one instant in the order they were scheduled).
-  cal_.at(done, [this, node, ptask, alias, entry, slot, nic = std::move(nic), inc = incarnation(node)]() mutable {
-    if (incarnation(node) != inc) return;
+  cal_.at(done, [this, node, ptask, alias, entry, slot, nic = std::move(nic), inc = sys_->incarnation(node)]() mutable {
+    if (sys_->incarnation(node) != inc) return;
     if (u_[node]->uli->ring(alias, ptask) < 0) {
       u_[node]->rejected_requests->inc();
-      if (slot) request_given_up(node);  // the slot it took is free again
+      if (slot) sys_->request_given_up(node);  // the slot it took is free again
       free_entry(node, ptask, entry, false);  // the task may write it again
       return;
     }
     nic();
   });
-  compute(node, done - now, std::move(k));
+  sys_->compute(node, done - now, std::move(k));
 }
 
-void Mbp2System::task_created(uint32_t node, uint32_t ptask) {
+void Mbp2Cards::task_created(uint32_t node, uint32_t ptask) {
   Units& u = *u_[node];
   // The OS gives the task its alias page and tells the NIC through the KLI (at set-up).
   u.uli->assign(u.next_alias++, ptask, cal_.now_ps());
 }
 
 // A request taken from a doorbell left EM's queue: the oldest retried doorbell goes in.
-void Mbp2System::request_numbered(uint32_t node) {
+void Mbp2Cards::request_numbered(uint32_t node) {
   auto& w = u_[node]->slot_waiters;
-  if (w.empty() || requests_in_flight(node) >= m_.request_slots) return;
+  if (w.empty() || sys_->requests_in_flight(node) >= m_.request_slots) return;
   auto f = std::move(w.front());
   w.pop_front();
   f();
 }
 
-void Mbp2System::nic_power_off(uint32_t node) {
+void Mbp2Cards::nic_power_off(uint32_t node) {
   Units& u = *u_[node];
   u.slot_waiters.clear();  // the programs whose doorbells waited are gone
   // EM's frame buffers are empty; work in flight finds its buffer gone and stops.
@@ -464,7 +472,7 @@ void Mbp2System::nic_power_off(uint32_t node) {
   u.rx_queued.clear();
   u.rx_current = Buf{};
   if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;
-  for (uint32_t q = 0; q < nodes(); ++q)
+  for (uint32_t q = 0; q < sys_->nodes(); ++q)
     if (q != node) drop_keys(node, q);
 }
 

@@ -1,6 +1,9 @@
 // The MBP2 (thesis chapter 8): MBCF run by a NIC on the host I/O bus instead of by the host
 // kernel. The command semantics, packet format and Go-back-N protocol are MBCF/Ether's
-// (EtherSystem, unchanged); this class replaces its executor (8.3.3):
+// (EtherSystem, unchanged). This class is the cluster's MBP2 cards, one per host: it is not a
+// cluster itself but gives one (mbcf::EtherSystem) its NICs and its executors through the
+// factories `nics()` and `firmware()`; models/systems/assembly.cpp builds the two together.
+// Each card replaces the host kernel's part (8.3.3):
 //   send:    the user task writes its send structure and rings its own doorbell alias (no
 //            system call); the ULI names the task; the PGE fetches the structure and payload
 //            through the TLB and the BIU into EM; the PME builds the header (the ported kernel
@@ -62,9 +65,21 @@ struct Mbp2Config {
 };
 void declare_mbp2_params(ParamSchema& s);
 
-class Mbp2System : public mbcf::EtherSystem {
+class Mbp2Cards {
  public:
-  Mbp2System(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed);
+  // The cards of a cluster of `ec.nodes` hosts. Nothing is built until the cluster is: give
+  // `nics()` and `firmware()` to its constructor (EtherSystem::MakeNic, MakeExecutor), which
+  // calls them for each host, the card's units then built inside the host (host<n>.nic).
+  // The cards must be destroyed before the cluster (their units are its hosts' children).
+  Mbp2Cards(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed);
+  Mbp2Cards(const Mbp2Cards&) = delete;
+  Mbp2Cards& operator=(const Mbp2Cards&) = delete;
+  mbcf::EtherSystem::MakeNic nics();
+  mbcf::EtherSystem::MakeExecutor firmware();
+  // The cluster the cards are in (once it is built).
+  mbcf::EtherSystem& cluster() const { return *sys_; }
+  // The wire node `node`'s MAC sends on (its port's: the one the cluster's NIC factory gave).
+  net::EtherSegment& wire(uint32_t node) const;
   // What a NIC carves in EM: the kernel area (KLI), the descriptor rings of the PGE, ADMA, the
   // two LDMA channels and the CAU, the frame buffers (one per LDMA transmit descriptor, one per
   // receive-ring entry) and the request images (one per request slot).
@@ -196,6 +211,7 @@ class Mbp2System : public mbcf::EtherSystem {
   const std::deque<std::vector<uint8_t>>& kernel_received(uint32_t node) const { return u_[node]->kernel_rx; }
 
  private:
+  using Built = mbcf::Executor::Built;
   using Order = mbcf::gbn::Order;
   using Rx = mbcf::Nic::Rx;
   using RxReady = mbcf::Nic::RxReady;
@@ -207,7 +223,7 @@ class Mbp2System : public mbcf::EtherSystem {
   class Port final : public mbcf::Nic {
    public:
     // `wire`: the node's port on it is where the MAC sends (the factory's, EtherSystem::MakeNic).
-    Port(Mbp2System& s, uint32_t node, net::EtherSegment& wire) : s_(s), node_(node), wire_(wire) {}
+    Port(Mbp2Cards& s, uint32_t node, net::EtherSegment& wire) : s_(s), node_(node), wire_(wire) {}
     net::EtherSegment& wire() const { return wire_; }
     void transmit(uint32_t dst, Frame&& frame, Sent sent) override;
     void receive(Frame&& frame, RxReady ready) override { s_.nic_receive(node_, std::move(frame), std::move(ready)); }
@@ -222,19 +238,19 @@ class Mbp2System : public mbcf::EtherSystem {
     nlohmann::ordered_json summary() const override { return s_.summary(node_); }
 
    private:
-    Mbp2System& s_;
+    Mbp2Cards& s_;
     const uint32_t node_;
     net::EtherSegment& wire_;
   };
-  // The wire the node's MAC sends on (its Port's).
-  net::EtherSegment& wire(uint32_t node) { return static_cast<Port&>(nic(node)).wire(); }
+  // Node `node`'s card, built inside its host while the cluster builds it (the NIC factory).
+  std::unique_ptr<mbcf::Nic> make_card(uint32_t node, net::EtherSegment& wire);
   // The MBCF firmware on the card's PME (mbcf::Executor): the protocol work EtherSystem decides
   // runs here instead of in the host kernel (8.3.3). Requests come by doorbell (issue), the
   // receive routine runs on the PME, the ADMA moves the commands' data through the TLB, the
   // OCU checks the order, and an invocation interrupts the host through the ICU.
   class Firmware final : public mbcf::Executor {
    public:
-    Firmware(Mbp2System& s, uint32_t node) : s_(s), node_(node) {}
+    Firmware(Mbp2Cards& s, uint32_t node) : s_(s), node_(node) {}
     uint64_t proto_ps(double kernel_cycles) const override { return s_.u_[node_]->pme->host_cycles_ps(kernel_cycles); }
     void work(uint64_t dur, std::function<void()> fn) override { s_.protocol_work(node_, dur, std::move(fn)); }
     void issue(uint32_t ptask, const mbcf::Request& r, Built b, std::function<void()> k) override {
@@ -255,10 +271,10 @@ class Mbp2System : public mbcf::EtherSystem {
     void run_pollers(uint64_t at) override { s_.fw_run_pollers(node_, at); }
 
    private:
-    Mbp2System& s_;
+    Mbp2Cards& s_;
     const uint32_t node_;
   };
-  // The executor's work, per node (mbp2_nic.cpp, mbp2_system.cpp).
+  // The executor's work, per node (mbp2_nic.cpp, mbp2_cards.cpp).
   void protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn);
   uint64_t rx_entry_ps(uint32_t node);
   uint64_t data_move_ps(uint32_t node, const mbcf::Packet& p, mbcf::ExecResult& r);
@@ -673,7 +689,7 @@ class Mbp2System : public mbcf::EtherSystem {
   // descriptor's, or a payload the task cannot read fails the descriptor.
   bool pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n);
   struct PgeWalker : public DmaPort {
-    Mbp2System* sys = nullptr;
+    Mbp2Cards* sys = nullptr;
     uint32_t node = 0;
     bool read(uint64_t addr, uint32_t ctx, uint8_t* out, uint32_t n) override { return sys->pge_walk(node, addr, ctx, out, n); }
     bool write(uint64_t, uint32_t, const uint8_t*, uint32_t) override { return false; }  // host memory: the ADMA's
@@ -747,7 +763,9 @@ class Mbp2System : public mbcf::EtherSystem {
 
 
   Calendar& cal_;
-  const mbcf::EtherSysConfig& c_;  // the cluster's (EtherSystem::config)
+  Stats& stats_;
+  mbcf::EtherSystem* sys_ = nullptr;  // the cluster (its executor factory's argument)
+  const mbcf::EtherSysConfig c_;  // the cluster's (EtherSystem::config: the same values)
   Mbp2Config m_;
   // Bytes sealing adds to every frame (0 without crypto): the Port's Nic::frame_overhead.
   uint32_t frame_overhead_ = 0;
