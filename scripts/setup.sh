@@ -26,7 +26,9 @@ fi
 
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build build -j"$jobs"
+# The default experiment needs the simulator alone; the rest (tests, fuzz replayers, mutants,
+# benchmarks, capture kernels) is built by the modes that use it.
+if [ "$mode" = run ]; then cmake --build build -j"$jobs" --target mbpsim; else cmake --build build -j"$jobs"; fi
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 
 case "$mode" in
