@@ -514,16 +514,19 @@ ExecResult execute(TaskSpace& ts, const Packet& p, uint32_t max_reply_bytes) {
     schedule |= p.cmds[i].opt.schedule;
     if (!run(L, p, p.cmds[i], r)) {
       L.rollback();
-      ExecResult bad;
+      // Nothing of the commands before holds: a fresh result. (One object returned on every
+      // path, so it is built in place; a second one made GCC 12 warn of a false
+      // maybe-uninitialized in the move of `deferred`.)
+      r = ExecResult{};
       if (L.fault) {
-        bad.outcome = ExecResult::Outcome::PageFault;
-        bad.fault_page = L.fault_page;
+        r.outcome = ExecResult::Outcome::PageFault;
+        r.fault_page = L.fault_page;
       } else {
-        bad.outcome = ExecResult::Outcome::Violation;
-        bad.violation = L.violation;
-        bad.violation_index = static_cast<uint32_t>(i);
+        r.outcome = ExecResult::Outcome::Violation;
+        r.violation = L.violation;
+        r.violation_index = static_cast<uint32_t>(i);
       }
-      return bad;
+      return r;
     }
   }
   L.commit();
