@@ -170,7 +170,10 @@ net::EtherSegment& Mbp2Cards::wire(uint32_t node) const { return static_cast<Por
 std::unique_ptr<mbcf::Nic> Mbp2Cards::make_card(uint32_t n, net::EtherSegment& wire) {
   // The cluster builds its hosts' NICs in node order, each inside its host (host<n>.nic, the
   // units its children), after the node's executor.
-  if (!sys_ || n != u_.size() || n >= c_.nodes) internal_error("MBP2 card " + std::to_string(n) + " built out of order");
+  // The executor factory (firmware()) names the cluster: a cluster given the cards' NICs
+  // without their firmware has none.
+  if (!sys_) internal_error("MBP2 card " + std::to_string(n) + ": the cluster was given nics() without firmware()");
+  if (n != u_.size() || n >= c_.nodes) internal_error("MBP2 card " + std::to_string(n) + " built out of order");
   const uint32_t nodes = c_.nodes;
   u_.push_back(std::make_unique<Units>("nic", cal_, c_.bus, m_, nodes, c_.rx_ring, stats_));
   Units& u = *u_.back();
