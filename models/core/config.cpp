@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <memory>
+#include <set>
 #include <sstream>
 
 #include "models/core/error.h"
@@ -77,6 +81,16 @@ Config::Config(const ParamSchema& schema) : schema_(&schema) {
   for (const auto& s : schema.all()) values_[s.key] = s.def;
 }
 
+// A range bound as written: integers exactly (9000000000000000000, not 9e+18).
+static std::string bound_text(double x) {
+  char b[40];
+  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.2e18)
+    std::snprintf(b, sizeof b, "%lld", static_cast<long long>(x));
+  else
+    std::snprintf(b, sizeof b, "%.15g", x);
+  return b;
+}
+
 static std::string describe(const json& v) {
   std::string s = v.dump();
   if (s.size() > 40) s = s.substr(0, 37) + "...";
@@ -110,8 +124,8 @@ void Config::set(const std::string& key, const json& v, const std::string& origi
   auto check_range = [&](double x) {
     if (x < s->min || x > s->max) {
       std::ostringstream os;
-      os << origin << ": " << key << ": value " << describe(v) << " out of range [" << s->min
-         << ", " << s->max << "]";
+      os << origin << ": " << key << ": value " << describe(v) << " out of range [" << bound_text(s->min)
+         << ", " << bound_text(s->max) << "]";
       throw UserError(os.str());
     }
   };
@@ -168,7 +182,69 @@ std::string json_error_text(const json::exception& e) {
 }
 }  // namespace
 
+namespace {
+
+// A parser callback that refuses a key an object names twice (the JSON library would keep the
+// last), naming the key's path: `network.radix`, `workload.script[2].src`.
+json::parser_callback_t duplicate_key_check(const std::string& path) {
+  struct Frame {
+    bool array = false;
+    long index = -1;
+    std::string where, key;
+    std::set<std::string> keys;
+  };
+  auto frames = std::make_shared<std::vector<Frame>>();
+  return [frames, path](int, json::parse_event_t ev, json& parsed) {
+    auto& fs = *frames;
+    auto child = [&]() -> std::string {
+      if (fs.empty()) return "";
+      const Frame& f = fs.back();
+      if (f.array) return f.where + "[" + std::to_string(f.index) + "]";
+      return f.where.empty() ? f.key : f.where + "." + f.key;
+    };
+    switch (ev) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start: {
+        if (!fs.empty() && fs.back().array) ++fs.back().index;
+        Frame f;
+        f.array = ev == json::parse_event_t::array_start;
+        f.where = child();
+        fs.push_back(std::move(f));
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!fs.empty()) fs.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = fs.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second)
+          throw UserError(path + ": " + child() + ": named twice (JSON objects may not repeat a key)");
+        break;
+      }
+      case json::parse_event_t::value:
+        if (!fs.empty() && fs.back().array) ++fs.back().index;
+        break;
+    }
+    return true;
+  };
+}
+
+}  // namespace
+
 Config Config::load_file(const ParamSchema& schema, const std::string& path) {
+  // A config is a regular file of at most kMaxConfigBytes: a folder, a device (/dev/zero,
+  // /dev/urandom) or a pipe is refused before a byte is read.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw UserError(path + ": cannot open file (" + (ec ? ec.message() : "no such file") + ")");
+  if (std::filesystem::is_directory(st)) throw UserError(path + ": is a folder, not a config file");
+  if (!std::filesystem::is_regular_file(st)) throw UserError(path + ": not a regular file (a config is a JSON file)");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw UserError(path + ": cannot read its size: " + ec.message());
+  if (size > kMaxConfigBytes)
+    throw UserError(path + ": " + std::to_string(size) + " bytes, more than a config may hold (" + std::to_string(kMaxConfigBytes) + ")");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open file");
   std::stringstream ss;
@@ -176,7 +252,7 @@ Config Config::load_file(const ParamSchema& schema, const std::string& path) {
   const std::string text = ss.str();
   json j;
   try {
-    j = json::parse(text);
+    j = json::parse(text, duplicate_key_check(path));
   } catch (const json::parse_error& e) {
     size_t byte = std::min<size_t>(e.byte ? e.byte - 1 : 0, text.size());
     size_t line = 1 + std::count(text.begin(), text.begin() + byte, '\n');

@@ -48,6 +48,9 @@ class Config {
  public:
   // Defaults only.
   explicit Config(const ParamSchema& schema);
+  // Reads a config file: a regular file of at most kMaxConfigBytes holding one JSON object
+  // whose objects never repeat a key; throws UserError naming the file and the place.
+  static constexpr uint64_t kMaxConfigBytes = 16u << 20;
   static Config load_file(const ParamSchema& schema, const std::string& path);
   static Config from_json(const ParamSchema& schema, const nlohmann::json& j,
                           const std::string& origin);
