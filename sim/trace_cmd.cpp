@@ -13,7 +13,7 @@ namespace {
 const char* kTraceUsage =
     "usage: mbpsim trace info TRACE_DIR\n"
     "       mbpsim trace validate TRACE_DIR\n"
-    "       mbpsim trace convert IN_DIR OUT_DIR --to text|binary|binary-gzip\n";
+    "       mbpsim trace convert IN_DIR OUT_DIR --to text|binary|binary-gzip [--force]\n";
 
 int info(const std::string& dir) {
   const trace::Meta m = trace::read_meta(dir);
@@ -60,8 +60,11 @@ int cmd_trace(const std::vector<std::string>& args) {
   if (sub == "convert") {
     std::vector<std::string> pos;
     std::string to;
+    bool force = false;
     for (size_t i = 1; i < args.size(); ++i) {
-      if (args[i] == "--to") {
+      if (args[i] == "--force") {
+        force = true;
+      } else if (args[i] == "--to") {
         if (i + 1 == args.size()) throw UserError("command line: --to needs text, binary or binary-gzip");
         to = args[++i];
       } else if (args[i].rfind("--to=", 0) == 0) {
@@ -76,7 +79,7 @@ int cmd_trace(const std::vector<std::string>& args) {
     else if (to == "binary") e = trace::Encoding::Binary;
     else if (to == "binary-gzip") e = trace::Encoding::BinaryGzip;
     else throw UserError("command line: --to must be text, binary or binary-gzip, not '" + to + "'");
-    trace::convert(pos[0], pos[1], e);
+    trace::convert(pos[0], pos[1], e, force);
     std::printf("%s -> %s (%s)\n", pos[0].c_str(), pos[1].c_str(), trace::name(e));
     return 0;
   }

@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     trace::validate(dir.string());
     for (trace::Encoding e : {trace::Encoding::Text, trace::Encoding::Binary}) {
       const fs::path out = root / trace::name(e);
-      trace::convert(dir.string(), out.string(), e);
+      trace::convert(dir.string(), out.string(), e, /*replace=*/true);
       if (!same(trace::summarize(out.string()), s)) {
         std::fprintf(stderr, "fuzz_trace: the %s copy summarises differently\n", trace::name(e));
         std::abort();

@@ -53,7 +53,9 @@ std::vector<Record> read_all(const std::string& dir, uint32_t t) {
 Record random_record(Rng& g, uint64_t& addr) {
   Record r;
   r.kind = static_cast<Kind>(1 + g.below(kKinds - 1));
-  r.gap = g.below(4) == 0 ? g.next() : g.below(100);
+  // Mostly small, sometimes up to the largest a trace may hold (varints of up to 6 bytes).
+  const uint64_t big = g.below(8) == 0 ? trace::kMaxGap : g.below(trace::kMaxGap + 1);
+  r.gap = g.below(4) == 0 ? big : g.below(100);
   const bool mem = is_memory(r.kind) || r.kind == Kind::Alloc;
   if (mem || r.kind == Kind::Barrier || r.kind == Kind::Acquire || r.kind == Kind::Release || r.kind == Kind::Post ||
       r.kind == Kind::Wait || r.kind == Kind::CondWait || r.kind == Kind::Signal || r.kind == Kind::Broadcast) {

@@ -174,6 +174,7 @@ class TextReader : public StreamReader {
     }
     r = Record{};
     r.gap = num(a, "gap");
+    if (r.gap > kMaxGap) fail("gap " + std::to_string(r.gap) + " is above the largest a trace may hold (2^40)");
     if (!(is >> b)) fail("missing record tag");
     int k = 0;
     for (int i = 1; i < kKinds; ++i)
@@ -285,6 +286,7 @@ class BinaryReader : public StreamReader {
     if (tag >= kKinds) fail("unknown record tag " + std::to_string(tag));
     r.kind = static_cast<Kind>(tag);
     r.gap = varint("gap");
+    if (r.gap > kMaxGap) fail("gap " + std::to_string(r.gap) + " is above the largest a trace may hold (2^40)");
     const Fields f = fields_of(r.kind);
     r.addr = r.size = r.seq = 0;
     r.thread = r.count = 0;
@@ -521,11 +523,13 @@ std::unique_ptr<StreamWriter> create_stream(const std::string& dir, const Meta& 
   return std::make_unique<BinaryWriter>(p, thread, m.encoding == Encoding::BinaryGzip);
 }
 
-void convert(const std::string& in_dir, const std::string& out_dir, Encoding to) {
+void convert(const std::string& in_dir, const std::string& out_dir, Encoding to, bool replace) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(out_dir, ec) && fs::equivalent(in_dir, out_dir, ec))
     throw UserError(out_dir + ": the output folder must differ from the input");
+  if (!replace && fs::exists(out_dir, ec) && !(fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec)))
+    throw UserError(out_dir + ": exists; trace convert replaces it only with --force");
   const Meta in = read_meta(in_dir);
   Meta out = in;
   out.encoding = to;

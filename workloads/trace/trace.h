@@ -61,12 +61,16 @@ const char* name(RmwOp o);
 //   Acquire: addr, seq (the lock's acquisition order, 0, 1, ...)     Release: addr
 //   Post/Signal/Broadcast: addr, seq (their order on the object)
 //   Wait: addr, seq (the post it consumes)        CondWait: addr, seq (the signal or broadcast that woke it)
+// The longest gap a record may carry: 2^40 gap units (about 18 minutes of a 1 GHz processor).
+// A reader refuses a larger one, which no capture makes and a replay could not add up.
+constexpr uint64_t kMaxGap = uint64_t{1} << 40;
+
 struct Record {
   Kind kind = Kind::Fence;
   RmwOp op = RmwOp::Add;
   uint32_t thread = 0;
   uint32_t count = 0;
-  uint64_t gap = 0;
+  uint64_t gap = 0;  // at most kMaxGap
   uint64_t addr = 0;
   uint64_t size = 0;
   uint64_t seq = 0;
@@ -130,7 +134,8 @@ std::unique_ptr<StreamReader> open_stream(const std::string& dir, const Meta& m,
 std::unique_ptr<StreamWriter> create_stream(const std::string& dir, const Meta& m, uint32_t thread);
 
 // Copies a trace into another encoding (lossless; the metadata travels with it).
-void convert(const std::string& in_dir, const std::string& out_dir, Encoding to);
+// An existing, non-empty `out_dir` is replaced only with `replace` (`trace convert --force`).
+void convert(const std::string& in_dir, const std::string& out_dir, Encoding to, bool replace = false);
 
 struct Summary {
   uint32_t threads = 0;
