@@ -17,7 +17,7 @@ namespace mbpsim {
 namespace {
 
 const char* kUsage =
-    "usage: mbpsim run CONFIG.json [--set key=value]... [--out DIR] [--seed N] [--quiet]\n"
+    "usage: mbpsim run CONFIG.json [--set key=value]... [--out DIR] [--keep] [--seed N] [--quiet]\n"
     "       mbpsim validate CONFIG.json [--set key=value]...\n"
     "       mbpsim params [PREFIX]\n"
     "       mbpsim stats-doc CONFIG.json [--set key=value]... [--prefix PREFIX]\n"
@@ -85,6 +85,7 @@ int cli_main(int argc, char** argv) {
   desc.add_options()("set", po::value<std::vector<std::string>>(&o.sets)->composing(),
                      "override a parameter: dotted.key=value")(
       "out", po::value<std::string>(&o.out_dir), "output folder (default: out)")(
+      "keep", po::bool_switch(&o.keep), "refuse to replace an existing output folder")(
       "seed", po::value<uint64_t>(), "run seed")("quiet", po::bool_switch(&o.quiet),
                                                  "no heartbeat on stderr")(
       "config", po::value<std::vector<std::string>>(&positional), "config file")(
@@ -104,14 +105,22 @@ int cli_main(int argc, char** argv) {
   if (vm.count("seed")) o.seed = vm["seed"].as<uint64_t>();
 
   if (vm.count("prefix") && cmd != "stats-doc") throw UserError("command line: --prefix is for stats-doc");
+  if (cmd != "run")
+    for (const char* opt : {"out", "keep", "quiet"}) {
+      const bool given = std::string(opt) == "out" ? vm.count(opt) > 0 : vm.count(opt) && vm[opt].as<bool>();
+      if (given)
+        throw UserError(std::string("command line: --") + opt + " is for run (" + cmd + " writes no results)");
+    }
   if (cmd == "stats-doc") {
     Config c = load_config(o.config_path, o.sets);
+    if (o.seed) c.set("experiment.seed", nlohmann::json(*o.seed), "--seed");
     Stats st;
     validate_config(c, &st);
     return cmd_stats_doc(st, vm.count("prefix") ? vm["prefix"].as<std::string>() : "");
   }
   if (cmd == "validate") {
     Config c = load_config(o.config_path, o.sets);
+    if (o.seed) c.set("experiment.seed", nlohmann::json(*o.seed), "--seed");
     validate_config(c);
     std::printf("%s: ok\n", o.config_path.c_str());
     return 0;

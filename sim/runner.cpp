@@ -1,10 +1,13 @@
 #include "sim/runner.h"
 
+#include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,7 @@
 #include "models/core/module_tree.h"
 #include "models/mbp2/mbp2_cards.h"
 #include "models/core/stats.h"
+#include "sim/results.h"
 #include "models/net/network.h"
 #include "models/mbp/mbp_config.h"
 #include "models/node/node_config.h"
@@ -65,13 +69,6 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
 }
 
 namespace {
-
-void write_file(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  if (!f) throw UserError(p.string() + ": cannot write");
-  f << text;
-  if (!f) throw UserError(p.string() + ": write failed");
-}
 
 uint64_t peak_rss_bytes() {
   struct rusage ru;
@@ -137,14 +134,63 @@ void validate_config(const Config& c, Stats* registered) {
   auto w = make_workload(c, n, st, 0);
 }
 
+namespace {
+
+// SIGINT and SIGTERM: the first asks the run to stop at the next slice boundary (it then
+// writes what it has, marked interrupted); a second exits at once.
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_signal) ::_exit(128 + sig);
+  g_signal = sig;
+}
+
+// Installs the handlers for a run and puts the previous ones back after it.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// Simulated time in the unit that reads best (the Ethernet systems run for seconds).
+std::string simulated_time_text() {
+  const double sim_s = sc_core::sc_time_stamp().to_seconds();
+  char when[48];
+  if (sim_s >= 1.0) std::snprintf(when, sizeof when, "%.3f s", sim_s);
+  else if (sim_s >= 1e-3) std::snprintf(when, sizeof when, "%.3f ms", sim_s * 1e3);
+  else std::snprintf(when, sizeof when, "%.3f us", sim_s * 1e6);
+  return when;
+}
+
+}  // namespace
+
 int run_experiment(const RunOptions& o) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   Config cfg = load_config(o.config_path, o.sets);
-  if (o.seed) cfg.set("experiment.seed", static_cast<int64_t>(*o.seed), "--seed");
+  if (o.seed) cfg.set("experiment.seed", nlohmann::json(*o.seed), "--seed");
   const uint64_t seed = cfg.get_int("experiment.seed");
   set_crash_context(seed, o.config_path.c_str());
   if (!time_resolution_is_ps()) internal_error("SystemC's time resolution is not 1 ps (set_time_resolution was not called first)");
+
+  // The results folder is claimed before anything is built: a refused --out costs nothing,
+  // and bad input found while building leaves it as it was (sim/results.h).
+  ResultsDir results(o.out_dir, o.keep);
+  set_phase("building the system");
 
   const net::NetConfig nc = net::NetConfig::from(cfg);
   Stats stats;
@@ -172,11 +218,8 @@ int run_experiment(const RunOptions& o) {
     return (network ? network->events_processed() : 0) + wl->calendar_events();
   };
 
-  std::filesystem::path out(o.out_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) throw UserError(o.out_dir + ": cannot create output folder: " + ec.message());
-
+  StopSignals signals;
+  set_phase("simulating");
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   if (network) network->start();
   wl->start();
@@ -186,10 +229,10 @@ int run_experiment(const RunOptions& o) {
   auto last_hb = t0;
   const uint64_t horizon = ph.warmup + ph.measure + ph.drain;
   // Advances simulated time to `cycle` in fixed slices (so results never depend on wall time),
-  // printing a heartbeat now and then; stops early when `stop` says so.
+  // printing a heartbeat now and then; stops early when `stop` says so or a signal asked.
   auto run_to = [&](uint64_t cycle, uint64_t slice, auto stop) {
     while ((network && network->now() < cycle) || sc_core::sc_time_stamp() < per * static_cast<double>(cycle)) {
-      if (!net_failure().empty() || stop()) return;
+      if (g_signal || !net_failure().empty() || stop()) return;
       const double cur = sc_core::sc_time_stamp() / per;
       const double step = std::min<double>(slice, static_cast<double>(cycle) - cur);
       if (step <= 0) break;
@@ -208,19 +251,22 @@ int run_experiment(const RunOptions& o) {
   };
   auto never = [] { return false; };
   run_to(ph.warmup, 10000, never);
-  stats.reset();
-  if (network) {
-    network->reset_epoch();
-    network->set_measuring(true);
+  if (!g_signal) {
+    stats.reset();
+    if (network) {
+      network->reset_epoch();
+      network->set_measuring(true);
+    }
+    run_to(ph.warmup + ph.measure, 10000, never);
   }
-  run_to(ph.warmup + ph.measure, 10000, never);
-  if (network) network->set_measuring(false);
-  wl->end_of_window();
-  run_to(horizon, wl->poll_cycles(), [&] { return wl->done() || !wl->stalled().empty() || !wl->input_error().empty(); });
-  if (!wl->input_error().empty()) {
-    if (std::filesystem::is_empty(out, ec)) std::filesystem::remove(out, ec);  // nothing partial left
-    throw UserError(wl->input_error());
+  if (!g_signal) {
+    if (network) network->set_measuring(false);
+    wl->end_of_window();
+    run_to(horizon, wl->poll_cycles(), [&] { return wl->done() || !wl->stalled().empty() || !wl->input_error().empty(); });
   }
+  const int signal = g_signal;
+  set_phase("writing the results");
+  if (!wl->input_error().empty()) throw UserError(wl->input_error());  // the results folder stays as it was
   const double wall = std::chrono::duration<double>(clock::now() - t0).count();
   // Simulated time, whether or not the network had work in its last cycles.
   const uint64_t sim_cycles =
@@ -234,24 +280,40 @@ int run_experiment(const RunOptions& o) {
     std::snprintf(at, sizeof at, " (at %.3f us simulated)", sc_core::sc_time_stamp().to_seconds() * 1e6);
     failure = stall + at;
   }
-  if (!failure.empty()) {
-    std::fprintf(stderr, "mbpsim: simulated-system failure: %s\nseed %llu, config %s\n%s",
-                 failure.c_str(), static_cast<unsigned long long>(seed),
-                 o.config_path.c_str(), network ? network->dump_in_flight(20).c_str() : "");
-    std::fprintf(stderr, "%s", wl->failure_dump().c_str());
-    return 2;
-  }
+  // How the run ended, in the order that decides the exit status (README, "Exit status").
+  const bool finished = wl->done();
+  const char* limit = !signal && failure.empty() && !finished ? wl->limit_param() : nullptr;
 
   ordered_json st;
   st["summary"] = wl->summary();
   st["run"] = {{"seed", seed},
                {"simulated_cycles", sim_cycles},
                {"simulated_seconds", sc_core::sc_time_stamp().to_seconds()}};
+  if (!failure.empty()) st["run"]["failure"] = failure;
+  else if (signal) st["run"]["interrupted"] = true;
+  else if (limit) st["run"]["stopped_by"] = limit;
   st["stats"] = stats.dump();
-  write_file(out / "stats.json", st.dump(2) + "\n");
+  results.write("stats.json", st.dump(2) + "\n");
   ordered_json rc = cfg.resolved();
   rc["experiment"]["seed"] = seed;
-  write_file(out / "config.resolved.json", rc.dump(2) + "\n");
+  results.write("config.resolved.json", rc.dump(2) + "\n");
+
+  if (!failure.empty()) {
+    const std::string dump = (network ? network->dump_in_flight(20) : std::string()) + wl->failure_dump();
+    ordered_json f;
+    f["status"] = 2;
+    f["failure"] = failure;
+    f["seed"] = seed;
+    f["config"] = o.config_path;
+    f["simulated_seconds"] = sc_core::sc_time_stamp().to_seconds();
+    f["in_flight"] = dump;
+    results.write("failure.json", f.dump(2) + "\n");
+    results.commit();
+    std::fprintf(stderr, "mbpsim: simulated-system failure: %s\nseed %llu, config %s\n%s",
+                 failure.c_str(), static_cast<unsigned long long>(seed), o.config_path.c_str(), dump.c_str());
+    return 2;
+  }
+
   ordered_json host;
   host["wall_seconds"] = wall;
   // Every calendar event of the run: the network's and the modelled system's own.
@@ -266,16 +328,18 @@ int run_experiment(const RunOptions& o) {
   host["peak_memory_bytes"] = peak_rss_bytes();
   const ordered_json extra = wl->host_figures(wall);
   for (auto it = extra.begin(); it != extra.end(); ++it) host[it.key()] = it.value();
-  write_file(out / "host.json", host.dump(2) + "\n");
+  results.write("host.json", host.dump(2) + "\n");
+  results.commit();
 
-  // Simulated time in the unit that reads best (the Ethernet systems run for seconds).
-  const double sim_s = sc_core::sc_time_stamp().to_seconds();
-  char when[48];
-  if (sim_s >= 1.0) std::snprintf(when, sizeof when, "%.3f s", sim_s);
-  else if (sim_s >= 1e-3) std::snprintf(when, sizeof when, "%.3f ms", sim_s * 1e3);
-  else std::snprintf(when, sizeof when, "%.3f us", sim_s * 1e6);
+  if (signal) {
+    std::fprintf(stderr, "mbpsim: interrupted by %s at %s simulated (cycle %llu); the statistics so far are in %s/stats.json, marked interrupted\n",
+                 signal == SIGINT ? "SIGINT" : "SIGTERM", simulated_time_text().c_str(),
+                 static_cast<unsigned long long>(sim_cycles), o.out_dir.c_str());
+    return 128 + signal;
+  }
+
   std::printf("mbpsim: %s: %llu cycles (%s) simulated in %.2f s (seed %llu)\n", o.config_path.c_str(),
-              static_cast<unsigned long long>(sim_cycles), when, wall,
+              static_cast<unsigned long long>(sim_cycles), simulated_time_text().c_str(), wall,
               static_cast<unsigned long long>(seed));
   for (auto it = st["summary"].begin(); it != st["summary"].end(); ++it) {
     const std::string v = it.value().dump();
@@ -288,6 +352,14 @@ int run_experiment(const RunOptions& o) {
     std::fprintf(stderr, "mbpsim: check failed: %s\nseed %llu, config %s\n", bad.c_str(),
                  static_cast<unsigned long long>(seed), o.config_path.c_str());
     return 2;
+  }
+  if (limit) {
+    std::fflush(stdout);
+    const std::string left = wl->unfinished();
+    std::fprintf(stderr, "mbpsim: the run reached its limit, %s (simulated to cycle %llu), before the workload finished%s%s; "
+                 "the results so far are in %s/stats.json\n",
+                 limit, static_cast<unsigned long long>(sim_cycles), left.empty() ? "" : ": ", left.c_str(), o.out_dir.c_str());
+    return 3;
   }
   return 0;
 }

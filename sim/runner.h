@@ -18,6 +18,7 @@ struct RunOptions {
   std::string out_dir = "out";
   std::optional<uint64_t> seed;
   bool quiet = false;
+  bool keep = false;  // refuse to replace an existing --out folder
 };
 
 // Every parameter of every component, declared once.
@@ -27,7 +28,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
 // Checks a config as a run would, without simulating: builds the typed structs and the system.
 // `registered`, when given, receives the statistics the system registers (mbpsim stats-doc).
 void validate_config(const Config& c, Stats* registered = nullptr);
-// Runs one experiment; returns the process exit status (0, or 2 on a simulated failure).
+// Runs one experiment; returns the process exit status (README, "Exit status"): 0 finished,
+// 2 a simulated failure or a failed check, 3 stopped by a limit before the workload finished,
+// 130 and 143 interrupted by SIGINT and SIGTERM. Bad input throws UserError (status 1).
 int run_experiment(const RunOptions& o);
 
 }  // namespace mbpsim

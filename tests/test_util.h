@@ -69,7 +69,8 @@ inline nlohmann::json run_in_process(const nlohmann::json& cfg, const std::strin
   const int rc = run_experiment(o);
   if (status) *status = rc;
   nlohmann::json st;
-  if (rc == 0) st = nlohmann::json::parse(read_text(d / "out" / "stats.json"));
+  // Finished (0) or stopped by its limit (3): the run wrote its stats.
+  if (rc == 0 || rc == 3) st = nlohmann::json::parse(read_text(d / "out" / "stats.json"));
   std::filesystem::remove_all(d);
   return st;
 }

@@ -43,6 +43,9 @@ class SharingWorkload : public MbpWorkload {
  public:
   SharingWorkload(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
   bool done() const override { return finished_ == nodes_ * procs_; }
+  std::string unfinished() const override {
+    return std::to_string(nodes_ * procs_ - finished_) + " of " + std::to_string(nodes_ * procs_) + " processors still running";
+  }
   nlohmann::ordered_json summary() const override;
   bool next(uint32_t node, uint32_t proc, node::MemOp& op) override;
   void complete(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps) override;
@@ -63,6 +66,9 @@ class MbpScript : public MbpWorkload {
  public:
   MbpScript(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
   bool done() const override { return completed_ == steps_.size(); }
+  std::string unfinished() const override {
+    return std::to_string(steps_.size() - completed_) + " of " + std::to_string(steps_.size()) + " scripted operations not completed";
+  }
   nlohmann::ordered_json summary() const override;
   bool next(uint32_t node, uint32_t proc, node::MemOp& op) override;
   void complete(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps) override;

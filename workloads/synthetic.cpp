@@ -46,6 +46,7 @@ SyntheticTraffic::SyntheticTraffic(const Config& c, net::Network& net, uint64_t 
   fanout_ = c.get_int("workload.multicast_fanout");
   mc_ack_ = c.get_bool("workload.multicast_ack");
   inject_during_drain_ = c.get_bool("workload.inject_during_drain");
+  source_queue_ = static_cast<size_t>(c.get_int("workload.source_queue"));
   for (int64_t h : c.get_int_list("workload.hotspot_nodes")) {
     if (h >= n) c.fail("workload.hotspot_nodes", "node " + std::to_string(h) + " does not exist (" + std::to_string(n) + " nodes)");
     hot_.push_back(static_cast<uint32_t>(h));
@@ -65,13 +66,29 @@ SyntheticTraffic::SyntheticTraffic(const Config& c, net::Network& net, uint64_t 
 
 void SyntheticTraffic::start() {
   if (pkt_prob_ <= 0) return;
-  for (uint32_t i = 0; i < rng_.size(); ++i)
-    net_.set_timer(i, rng_[i].geometric(pkt_prob_) - 1, 0);
+  // A first packet due after injection stops is never made (at a tiny rate the gap is
+  // Rng::kNever, a time the network's clock must never be asked to wait for).
+  const uint64_t stop = phases_.warmup + phases_.measure + (inject_during_drain_ ? phases_.drain : 0);
+  for (uint32_t i = 0; i < rng_.size(); ++i) {
+    const uint64_t first = rng_[i].geometric(pkt_prob_) - 1;
+    if (first < stop) net_.set_timer(i, first, 0);
+  }
 }
 
 void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
   const uint32_t n = net_.topology().nodes();
   Rng& r = rng_[node];
+  const uint64_t stop = phases_.warmup + phases_.measure + (inject_during_drain_ ? phases_.drain : 0);
+  if (net_.source_queued(node) >= source_queue_) {
+    // A full source queue refuses the packet: it is offered (counted) but never made.
+    if (net_.measuring()) {
+      ++refused_measured_;
+      window_offered_flits_ += flits_;
+    }
+    const uint64_t next = now + r.geometric(pkt_prob_);
+    if (next < stop) net_.set_timer(node, next, 0);
+    return;
+  }
   Packet* p = net_.new_packet();
   p->src = node;
   p->size_flits = static_cast<uint16_t>(flits_);
@@ -104,7 +121,6 @@ void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
   }
   // Keep offering load through the drain so measured packets see a steady network.
   const uint64_t next = now + r.geometric(pkt_prob_);
-  const uint64_t stop = phases_.warmup + phases_.measure + (inject_during_drain_ ? phases_.drain : 0);
   if (next < stop) net_.set_timer(node, next, 0);
 }
 
@@ -127,6 +143,11 @@ bool SyntheticTraffic::done() const {
          (inject_during_drain_ || net_.in_flight() == 0);
 }
 
+std::string SyntheticTraffic::unfinished() const {
+  return std::to_string(net_.measured_in_flight()) + " packets of the measurement window (" + std::to_string(net_.in_flight()) +
+         " in all) still in flight: the network is saturated (summary.saturated is true)";
+}
+
 nlohmann::ordered_json SyntheticTraffic::summary() const {
   const double n = net_.topology().nodes();
   const double cyc = static_cast<double>(window_cycles_);
@@ -140,7 +161,8 @@ nlohmann::ordered_json SyntheticTraffic::summary() const {
   s["p99_latency_cycles"] = lu.percentile(0.99);
   s["packets_delivered"] = lu.count() + lm.count();
   s["packets_measured"] = measured_created_;
-  s["saturated"] = !done();
+  s["packets_refused"] = refused_measured_;
+  s["saturated"] = !done() || refused_measured_ > 0;
   if (pattern_ == Pattern::Multicast) {
     s["avg_multicast_completion_cycles"] = lm.mean();
     s["avg_ack_latency_cycles"] = la.mean();
@@ -215,6 +237,10 @@ ScriptTraffic::ScriptTraffic(const Config& c, net::Network& net) : net_(net) {
   for (const auto& e : entries_)
     if (e.cycle >= phases_.measure)
       c.fail(key, "a packet starts at cycle " + std::to_string(e.cycle) + ", after the measurement window (workload.measure_cycles)");
+}
+
+std::string ScriptTraffic::unfinished() const {
+  return std::to_string(entries_.size() - started_) + " scripted packets not yet sent, " + std::to_string(net_.in_flight()) + " in flight";
 }
 
 void ScriptTraffic::start() {

@@ -33,6 +33,8 @@ class SyntheticTraffic : public Workload {
   void start() override;
   void end_of_window() override;
   bool done() const override;
+  const char* limit_param() const override { return "workload.drain_cycles"; }
+  std::string unfinished() const override;
   nlohmann::ordered_json summary() const override;
   void on_timer(uint32_t node, uint64_t tag, uint64_t now) override;
   void on_packet(uint32_t node, net::Packet& p, uint64_t now) override;
@@ -54,6 +56,8 @@ class SyntheticTraffic : public Workload {
   CopyHolders holders_;
   uint64_t window_end_flits_ = 0, window_cycles_ = 0, window_offered_flits_ = 0;
   uint64_t measured_created_ = 0;
+  size_t source_queue_;          // workload.source_queue
+  uint64_t refused_measured_ = 0;  // packets due in the window that a full source queue refused
   bool window_closed_ = false;
 };
 
@@ -63,6 +67,8 @@ class ScriptTraffic : public Workload {
   Phases phases() const override { return phases_; }
   void start() override;
   bool done() const override { return started_ == entries_.size() && net_.in_flight() == 0; }
+  const char* limit_param() const override { return "workload.drain_cycles"; }
+  std::string unfinished() const override;
   nlohmann::ordered_json summary() const override;
   void on_timer(uint32_t node, uint64_t tag, uint64_t now) override;
   void on_packet(uint32_t node, net::Packet& p, uint64_t now) override;

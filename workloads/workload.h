@@ -27,6 +27,10 @@ class Workload : public net::NetClient {
   virtual void end_of_window() {}
   // True when the run can end (everything it cares about delivered).
   virtual bool done() const = 0;
+  // The parameter whose limit ended a run before done(): mbpsim names it and exits 3.
+  virtual const char* limit_param() const { return "workload.max_cycles"; }
+  // What was left undone when the limit came (for that message), or "".
+  virtual std::string unfinished() const { return ""; }
   virtual nlohmann::ordered_json summary() const = 0;
   // Who receives the network's deliveries (a workload that drives a system hands it over).
   virtual net::NetClient* net_client() { return this; }

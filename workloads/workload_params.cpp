@@ -18,6 +18,7 @@ void declare_workload_params(ParamSchema& s) {
   s.add({"workload.measure_cycles", T::Int, 10000, "cycles", "measurement window: packets created in it are measured", 1, 1e12});
   s.add({"workload.drain_cycles", T::Int, 20000, "cycles", "longest wait after the window for measured packets; longer means saturated", 0, 1e12});
   s.add({"workload.inject_during_drain", T::Bool, true, "", "keep offering load after the window so measured packets see a steady network (false: let it empty)", 0, 1});
+  s.add({"workload.source_queue", T::Int, 4096, "packets", "synthetic traffic: packets one node's source queue holds waiting for the network; a packet due when it is full is refused (summary.packets_refused, and the run is saturated), so an overloaded run's memory stays bounded", 1, 1e7});
   s.add({"workload.script", T::Json, nlohmann::json::array(), "", "script workload: list of {cycle, src, dests, ack, holders, flits, silent}", -1e300, 1e300});
 }
 

@@ -91,6 +91,9 @@ class Network : public sc_core::sc_module {
   uint64_t in_flight() const { return in_flight_; }
   uint64_t measured_in_flight() const { return measured_in_flight_; }
   void set_measuring(bool m) { measuring_ = m; }
+  bool measuring() const { return measuring_; }
+  // Packets waiting in a node's source queues, not yet started into the network.
+  size_t source_queued(uint32_t node) const;
   // Oldest in-flight packets, for failure dumps.
   std::string dump_in_flight(size_t max) const;
 

@@ -291,6 +291,14 @@ TEST(Cli, TraceToolsInfoValidateConvert) {
   EXPECT_NE(r.output.find("ok (13 records"), std::string::npos) << r.output;
   r = run_cmd(test::mbpsim_bin() + " trace convert " + t.string() + " " + (d / "b").string() + " --to binary-gzip");
   EXPECT_EQ(r.status, 0) << r.output;
+  // An existing trace is replaced only when asked (it used to be replaced silently).
+  const std::string b_meta = test::read_text(d / "b" / "trace.meta");
+  r = run_cmd(test::mbpsim_bin() + " trace convert " + t.string() + " " + (d / "b").string() + " --to text");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("exists; trace convert replaces it only with --force"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_text(d / "b" / "trace.meta"), b_meta);
+  r = run_cmd(test::mbpsim_bin() + " trace convert " + t.string() + " " + (d / "b").string() + " --to binary-gzip --force");
+  EXPECT_EQ(r.status, 0) << r.output;
   r = run_cmd(test::mbpsim_bin() + " trace convert " + (d / "b").string() + " " + (d / "back").string() + " --to text");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(test::read_text(d / "back" / "thread-1.txt"), test::read_text(t / "thread-1.txt"));

@@ -208,9 +208,43 @@ TEST(TraceReplay, BadInputExitsOneNamingTheFile) {
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
     EXPECT_FALSE(std::filesystem::exists(d / "o"));
   }
+  // A gap no capture makes, and no replay could add up, is refused where it is read.
+  const auto huge = make_trace("huge_gap", {"0 begin\n18446744073709551615 load 0x40000000 8\n0 end\n"});
+  for (const char* validate : {"true", "false"}) {
+    r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") +
+                      " --quiet --out /tmp/mbpsim_never --set trace.validate=" + validate + " --set trace.path=" + huge);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("gap 18446744073709551615 is above the largest a trace may hold"), std::string::npos) << r.output;
+  }
   r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never --set trace.path=/nonexistent");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("/nonexistent/trace.meta"), std::string::npos) << r.output;
+}
+
+// With validation off, a trace that breaks a synchronisation rule is bad input found during
+// the replay: one line naming the file, thread and record, exit 1, never an abort (it used to
+// be an internal error, status 134).
+TEST(TraceReplay, AnUnvalidatedTraceThatBreaksARuleExitsOne) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> threads;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"release_not_held", {"0 begin\n0 release 0x40001000\n0 end\n"}, "thread 0, record 1 (release): release of a lock the thread does not hold"},
+           {"created_twice", {"0 begin\n0 create 1\n0 create 1\n0 join 1\n0 end\n", "0 begin\n0 end\n"}, "thread 0, record 2 (create): thread 1 was already created"},
+           {"release_other", {"0 begin\n0 acquire 0x40001000 0\n0 release 0x40001040\n0 release 0x40001000\n0 end\n"}, "thread 0, record 2 (release): release of a lock the thread does not hold"}}) {
+    const auto tr = make_trace("unvalidated_" + c.name, c.threads);
+    const auto d = test::temp_dir("unvalidated_out_" + c.name);
+    auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " + (d / "o").string() +
+                           " --set trace.validate=false --set trace.path=" + tr);
+    EXPECT_EQ(r.status, 1) << c.name << ": " << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.name << ": " << r.output;
+    EXPECT_NE(r.output.find("trace.validate is false"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(d / "o"));
+  }
 }
 
 }  // namespace

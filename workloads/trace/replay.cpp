@@ -37,7 +37,8 @@ TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint6
     if (!dir.empty()) path_ = dir + "/" + path_;
   }
   meta_ = trace::read_meta(path_);
-  if (c.get_bool("trace.validate")) trace::validate(path_);
+  validated_ = c.get_bool("trace.validate");
+  if (validated_) trace::validate(path_);
   const uint32_t slots = nodes_ * procs_;
   const std::string placement = c.get_string("trace.placement");
   if (meta_.threads > slots && !c.get_bool("trace.multiplex"))
@@ -75,8 +76,12 @@ TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint6
 
 void TraceReplay::replay_error(uint32_t t, const std::string& what) const {
   const Thread& T = th_[t];
-  internal_error("trace replay: " + T.in->file() + ": thread " + std::to_string(t) + ", record " + std::to_string(T.in->index() - 1) +
-                 " (" + trace::name(T.rec.kind) + "): " + what);
+  const std::string where = "trace replay: " + T.in->file() + ": thread " + std::to_string(t) + ", record " +
+                            std::to_string(T.in->index() - 1) + " (" + trace::name(T.rec.kind) + "): " + what;
+  // A validated trace is consistent, so this is the simulator's fault; an unvalidated one may
+  // simply be wrong: bad input (next() and complete() turn it into the run's input error).
+  if (validated_) internal_error(where);
+  throw UserError(where + " (the trace was not validated: trace.validate is false)");
 }
 
 void TraceReplay::read_record(uint32_t t) {
@@ -332,6 +337,15 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
 }
 
 void TraceReplay::complete(uint32_t node, uint32_t proc, const MemOp& op, uint64_t now) {
+  if (!input_error_.empty()) return;
+  try {
+    complete_op(node, proc, op, now);
+  } catch (const UserError& e) {  // an unvalidated trace broke a rule: the runner exits 1
+    input_error_ = e.what();
+  }
+}
+
+void TraceReplay::complete_op(uint32_t node, uint32_t proc, const MemOp& op, uint64_t now) {
   last_complete_ps_ = std::max(last_complete_ps_, now);
   const uint32_t t = static_cast<uint32_t>(current_[node * procs_ + proc]);
   Thread& T = th_[t];

@@ -28,6 +28,9 @@ class TraceReplay : public MbpWorkload {
  public:
   TraceReplay(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
   bool done() const override { return ended_ == th_.size(); }
+  std::string unfinished() const override {
+    return std::to_string(th_.size() - ended_) + " of " + std::to_string(th_.size()) + " threads not ended";
+  }
   nlohmann::ordered_json summary() const override;
   bool next(uint32_t node, uint32_t proc, node::MemOp& op) override;
   void complete(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps) override;
@@ -71,6 +74,7 @@ class TraceReplay : public MbpWorkload {
   };
 
   bool next_op(uint32_t node, uint32_t proc, node::MemOp& op);
+  void complete_op(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps);
   bool fill(uint32_t t, node::MemOp& op);  // the thread's next operation, or false (it sleeps)
   void read_record(uint32_t t);
   void sleep(uint32_t t, std::vector<uint32_t>& list);
@@ -85,6 +89,7 @@ class TraceReplay : public MbpWorkload {
 
   std::string path_;
   std::string input_error_;  // a stream turned out bad while replaying (trace.validate off)
+  bool validated_ = true;    // trace.validate: a broken rule is then the simulator's fault
   trace::Meta meta_;
   std::vector<Thread> th_;
   std::vector<std::vector<uint32_t>> on_proc_;  // per processor (node * procs + proc): its threads

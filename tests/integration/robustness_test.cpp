@@ -1,0 +1,311 @@
+// The edges where a researcher loses results (issue 40): a results folder that is one run's
+// whole, never two runs' mixture; runs stopped by a limit or a signal that say so; inputs that
+// are not config files; numbers out of range.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "tests/test_util.h"
+
+namespace mbpsim {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_cmd;
+
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+// What a folder holds, by name, sorted.
+std::vector<std::string> entries(const fs::path& d) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(d)) v.push_back(e.path().filename().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+const std::string kQuick = " --quiet --set workload.measure_cycles=2000 --set workload.warmup_cycles=0";
+
+std::string run_into(const fs::path& out, const std::string& extra = "") {
+  return test::mbpsim_bin() + " run " + test::config_path("default.json") + kQuick + " --out " + out.string() + extra;
+}
+
+// A second run into a folder replaces it whole: a file the first left (here a failure.json
+// from a failed run) does not survive beside the new results. Nothing but the folder is left
+// beside it: no lock, no staging folder.
+TEST(Robustness, AResultsFolderIsReplacedWholeNeverMerged) {
+  auto d = test::temp_dir("rob_replace");
+  auto r = run_cmd(run_into(d / "o"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(entries(d / "o"), (std::vector<std::string>{"config.resolved.json", "host.json", "stats.json"}));
+  test::write_text(d / "o" / "failure.json", "{\"from\": \"an older run\"}\n");
+  test::write_text(d / "o" / "stats.json", "truncated");
+  r = run_cmd(run_into(d / "o", " --seed 5"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(entries(d / "o"), (std::vector<std::string>{"config.resolved.json", "host.json", "stats.json"}));
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(d / "o" / "stats.json"))["run"]["seed"], 5);
+  EXPECT_EQ(entries(d), std::vector<std::string>{"o"}) << "no lock file or staging folder left beside the results";
+}
+
+// A folder holding anything a run does not write is never replaced (nor emptied); --keep
+// refuses to replace even a run's folder; a file in --out's place is refused too. Each says
+// so in one line, and leaves everything as it was.
+TEST(Robustness, AFolderThatIsNotARunsIsRefused) {
+  auto d = test::temp_dir("rob_refuse");
+  auto r = run_cmd(run_into(d / "o"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string before = test::read_text(d / "o" / "stats.json");
+  test::write_text(d / "o" / "notes.txt", "my own notes");
+  r = run_cmd(run_into(d / "o", " --seed 9"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find("holds 'notes.txt', which no mbpsim run writes"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_text(d / "o" / "notes.txt"), "my own notes");
+  EXPECT_EQ(test::read_text(d / "o" / "stats.json"), before);
+
+  fs::remove(d / "o" / "notes.txt");
+  r = run_cmd(run_into(d / "o", " --seed 9 --keep"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("exists, and --keep refuses to replace it"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_text(d / "o" / "stats.json"), before);
+  r = run_cmd(run_into(d / "fresh", " --keep"));
+  EXPECT_EQ(r.status, 0) << "--keep writes a folder that does not exist yet: " << r.output;
+
+  test::write_text(d / "afile", "x");
+  r = run_cmd(run_into(d / "afile"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("exists and is not a folder"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_text(d / "afile"), "x");
+}
+
+// While one run holds a results folder (its lock), a second run into it is refused at once
+// and writes nothing; once the first lets go, the second runs.
+TEST(Robustness, ASecondRunIntoTheSameFolderIsRefused) {
+  auto d = test::temp_dir("rob_lock");
+  const int fd = ::open((d / "o.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  auto r = run_cmd(run_into(d / "o"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("another mbpsim run is writing its results there"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "o"));
+  ::close(fd);
+  r = run_cmd(run_into(d / "o"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "o" / "stats.json"));
+}
+
+// Two real runs started together into one folder: each either writes the whole folder or is
+// refused, so the folder always holds one run's files, never a mixture.
+TEST(Robustness, TwoRunsStartedTogetherNeverMixTheirFiles) {
+  auto d = test::temp_dir("rob_race");
+  for (int trial = 0; trial < 5; ++trial) {
+    const std::string a = run_into(d / "o", " --seed " + std::to_string(100 + trial));
+    const std::string b = run_into(d / "o", " --seed " + std::to_string(200 + trial));
+    auto r = run_cmd("(" + a + " > " + (d / "a.log").string() + " 2>&1 & " + b + " > " + (d / "b.log").string() +
+                     " 2>&1; wait)");
+    const std::string la = test::read_text(d / "a.log"), lb = test::read_text(d / "b.log");
+    auto st = nlohmann::json::parse(test::read_text(d / "o" / "stats.json"));
+    auto rc = nlohmann::json::parse(test::read_text(d / "o" / "config.resolved.json"));
+    EXPECT_EQ(st["run"]["seed"], rc["experiment"]["seed"]) << la << lb;
+    for (const std::string* l : {&la, &lb})
+      EXPECT_TRUE(l->find("results in") != std::string::npos || l->find("another mbpsim run") != std::string::npos) << *l;
+  }
+}
+
+// A run that ends at its limit before its workload is done says which limit on stderr,
+// exits 3, and still writes its results, marked.
+TEST(Robustness, ARunStoppedByItsLimitExitsThreeAndNamesIt) {
+  struct Case {
+    std::string config, args, limit;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"mbp16.json", "--set workload.max_cycles=2000", "workload.max_cycles"},
+           {"mbcf-ss20-100tx.json", "--set workload.max_cycles=2000", "workload.max_cycles"},
+           {"net-qtree64-booksim.json", "--set workload.injection_rate=0.1", "workload.drain_cycles"}}) {
+    auto r = test::run_config(c.config, c.args);
+    EXPECT_EQ(r.status, 3) << r.command << "\n" << r.output;
+    EXPECT_NE(r.output.find("the run reached its limit, " + c.limit), std::string::npos) << r.output;
+    ASSERT_FALSE(r.stats.is_null()) << r.command;
+    EXPECT_EQ(r.stats["run"]["stopped_by"], c.limit);
+    if (r.summary().contains("finished")) {
+      EXPECT_FALSE(r.summary()["finished"].get<bool>());
+    }
+  }
+  auto r = test::run_config("mbp16.json", "--set workload.max_cycles=20000000");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(r.stats["run"].contains("stopped_by"));
+}
+
+// SIGINT and SIGTERM stop a run at the next slice: it writes what it has, marked interrupted
+// with the simulated time reached, says so in one line and exits 130 or 143.
+class Interrupt : public ::testing::TestWithParam<int> {};
+
+TEST_P(Interrupt, WritesTheStatisticsSoFarMarkedInterrupted) {
+  const int sig = GetParam();
+  auto d = test::temp_dir(std::string("rob_sig") + std::to_string(sig));
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const std::string cfg = test::config_path("net-qtree64-uniform.json"), dir = (d / "o").string();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::close(out[0]);
+    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+    ::execl(MBPSIM_BINARY, "mbpsim", "run", cfg.c_str(), "--out", dir.c_str(), "--set", "workload.measure_cycles=1000000000",
+            "--set", "experiment.heartbeat_s=0.01", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  // Wait for the first heartbeat: the run is simulating.
+  std::string text;
+  char buf[512];
+  while (text.find("[mbpsim] cycle") == std::string::npos) {
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ASSERT_NE(text.find("[mbpsim] cycle"), std::string::npos) << text;
+  ::kill(pid, sig);
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << text;
+  EXPECT_EQ(WEXITSTATUS(st), 128 + sig) << text;
+  EXPECT_NE(text.find(std::string("mbpsim: interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM")), std::string::npos) << text;
+  auto stats = nlohmann::json::parse(test::read_text(d / "o" / "stats.json"));
+  EXPECT_TRUE(stats["run"]["interrupted"].get<bool>());
+  EXPECT_GT(stats["run"]["simulated_cycles"].get<uint64_t>(), 0u);
+  EXPECT_LT(stats["run"]["simulated_cycles"].get<uint64_t>(), 1000000000u);
+  EXPECT_TRUE(fs::exists(d / "o" / "config.resolved.json"));
+  EXPECT_EQ(entries(d), std::vector<std::string>{"o"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Robustness, Interrupt, ::testing::Values(SIGINT, SIGTERM));
+
+// A simulated failure (exit 2) leaves a folder marked failed, with the message and the seed,
+// never an empty one; SystemC's own report of the stop does not reach stdout.
+TEST(Robustness, AFailedRunLeavesAFolderMarkedFailed) {
+  auto d = test::temp_dir("rob_failed");
+  test::write_text(d / "c.json", R"({"network": {"levels": 2, "watchdog_cycles": 200},
+    "workload": {"kind": "script", "measure_cycles": 10, "drain_cycles": 5000,
+                 "script": [{"src": 4, "dests": [5, 9], "silent": [9]}]}})");
+  auto r = run_cmd("(" + test::mbpsim_bin() + " run " + (d / "c.json").string() + " --seed 7 --out " + (d / "o").string() +
+                   " 2>/dev/null)");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output.find("Info"), std::string::npos) << "stdout: " << r.output;
+  EXPECT_EQ(r.output.find("stopped by user"), std::string::npos) << "stdout: " << r.output;
+  auto f = nlohmann::json::parse(test::read_text(d / "o" / "failure.json"));
+  EXPECT_EQ(f["status"], 2);
+  EXPECT_EQ(f["seed"], 7);
+  EXPECT_NE(f["failure"].get<std::string>().find("network watchdog"), std::string::npos);
+  EXPECT_NE(f["in_flight"].get<std::string>().find("multicast txn 1 from node 4"), std::string::npos);
+  auto st = nlohmann::json::parse(test::read_text(d / "o" / "stats.json"));
+  EXPECT_EQ(st["run"]["failure"], f["failure"]);
+}
+
+// Bad input found while building leaves the previous results as they were.
+TEST(Robustness, BadInputLeavesThePreviousResults) {
+  auto d = test::temp_dir("rob_badin");
+  auto r = run_cmd(run_into(d / "o"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string before = test::read_text(d / "o" / "stats.json");
+  r = run_cmd(run_into(d / "o", " --set workload.multicast_fanout=100 --set workload.pattern=multicast"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(test::read_text(d / "o" / "stats.json"), before);
+  EXPECT_EQ(entries(d), std::vector<std::string>{"o"});
+}
+
+// A rate so small that no packet comes in the run offers nothing (it used to offer the
+// maximum: a gap beyond 2^64 cast to an integer).
+TEST(Robustness, ATinyRateOffersNothing) {
+  for (const char* rate : {"1e-30", "1e-300"}) {
+    auto r = test::run_config("net-qtree64-uniform.json", std::string("--set workload.injection_rate=") + rate);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(r.summary()["offered_rate"], 0.0) << rate;
+    EXPECT_EQ(r.summary()["packets_delivered"], 0) << rate;
+  }
+}
+
+// An overloaded source queue is bounded (workload.source_queue): packets due while it is full
+// are refused and counted, the run is saturated, and memory stays small (it grew to 4 GB).
+TEST(Robustness, AnOverloadedSourceRefusesPacketsInsteadOfGrowing) {
+  auto r = test::run_config("net-qtree64-uniform.json", "--set workload.injection_rate=1 --set workload.measure_cycles=200000 "
+                                                        "--set workload.drain_cycles=100 --set workload.source_queue=64");
+  EXPECT_EQ(r.status, 3) << r.output;
+  ASSERT_FALSE(r.stats.is_null()) << r.output;
+  EXPECT_TRUE(r.summary()["saturated"].get<bool>());
+  EXPECT_GT(r.summary()["packets_refused"].get<uint64_t>(), 64u * 100000u) << "most packets due are refused";
+  EXPECT_NEAR(r.summary()["offered_rate"].get<double>(), 1.0, 0.01) << "refused packets are still offered";
+  const auto host = nlohmann::json::parse(test::read_text(r.out / "host.json"));
+  EXPECT_LT(host["peak_memory_bytes"].get<double>(), 200e6);
+  auto ok = test::run_config("net-qtree64-uniform.json", "");
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  EXPECT_EQ(ok.summary()["packets_refused"], 0);
+}
+
+// A config must be a regular file of bounded size holding JSON whose objects never repeat a
+// key: a folder, a device or a duplicate says so in one line (/dev/urandom used to hang).
+TEST(Robustness, AConfigIsARegularFileWithoutRepeatedKeys) {
+  auto d = test::temp_dir("rob_cfg");
+  test::write_text(d / "dup.json", R"({"network": {"radix": 4, "levels": 2, "radix": 4}})");
+  test::write_text(d / "dup2.json", R"({"workload": {"kind": "script", "script": [{"src": 1, "dests": [2]}, {"src": 1, "src": 2, "dests": [3]}]}})");
+  test::write_text(d / "big.json", "{" + std::string(Config::kMaxConfigBytes, ' ') + "}");
+  struct Case {
+    std::string path, says;
+  };
+  for (const Case& c : std::vector<Case>{{d.string(), ": is a folder, not a config file"},
+                                         {"/dev/zero", ": not a regular file"},
+                                         {"/dev/urandom", ": not a regular file"},
+                                         {(d / "dup.json").string(), "dup.json: network.radix: named twice"},
+                                         {(d / "dup2.json").string(), "dup2.json: workload.script[1].src: named twice"},
+                                         {(d / "big.json").string(), "more than a config may hold"}}) {
+    for (const std::string& cmd : {" run " + c.path + " --quiet --out " + (d / "o").string(), " validate " + c.path}) {
+      auto r = run_cmd("timeout 20 env " + test::mbpsim_bin() + cmd);
+      EXPECT_EQ(r.status, 1) << cmd << ": " << r.output;
+      EXPECT_EQ(count_lines(r.output), 1) << r.output;
+      EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+    }
+  }
+  EXPECT_FALSE(fs::exists(d / "o"));
+}
+
+// Numbers out of range are named with their exact bounds; the options only run takes are
+// refused by validate; bytes of a bad input reach the terminal escaped.
+TEST(Robustness, ExactRangesRunOnlyOptionsAndEscapedBytes) {
+  const std::string cfg = test::config_path("default.json");
+  auto r = run_cmd(test::mbpsim_bin() + " run " + cfg + " --seed 18446744073709551615 --out /tmp/mbpsim_never_written_seed");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("value 18446744073709551615 out of range [0, 9000000000000000000]"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists("/tmp/mbpsim_never_written_seed"));
+  for (const char* opt : {"--out x", "--keep", "--quiet"}) {
+    r = run_cmd(test::mbpsim_bin() + " validate " + cfg + " " + opt);
+    EXPECT_EQ(r.status, 1) << opt << ": " << r.output;
+    EXPECT_NE(r.output.find(" is for run"), std::string::npos) << r.output;
+  }
+  auto d = test::temp_dir("rob_bytes");
+  // (JSON escapes, so the parser accepts the key and the message quotes the raw bytes.)
+  test::write_text(d / "c.json", "{\"net\\u0007work\\u001b[31m\": {}}");
+  r = run_cmd(test::mbpsim_bin() + " validate " + (d / "c.json").string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.find('\x07'), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("net\\x07work\\x1b[31m: unknown parameter"), std::string::npos) << r.output;
+  test::write_text(d / "c.json", "{\"network\": {\"levels\": 2}, \"\xff\xfe\": 1}");
+  r = run_cmd(test::mbpsim_bin() + " validate " + (d / "c.json").string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output.find('\xff'), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace mbpsim
