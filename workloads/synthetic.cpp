@@ -76,19 +76,22 @@ void SyntheticTraffic::start() {
 }
 
 void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
-  const uint32_t n = net_.topology().nodes();
   Rng& r = rng_[node];
-  const uint64_t stop = phases_.warmup + phases_.measure + (inject_during_drain_ ? phases_.drain : 0);
-  if (net_.source_queued(node) >= source_queue_) {
+  if (net_.source_queued(node, net::kRequest) < source_queue_) {  // every synthetic packet is a request
+    make_packet(node, r);
+  } else if (net_.measuring()) {
     // A full source queue refuses the packet: it is offered (counted) but never made.
-    if (net_.measuring()) {
-      ++refused_measured_;
-      window_offered_flits_ += flits_;
-    }
-    const uint64_t next = now + r.geometric(pkt_prob_);
-    if (next < stop) net_.set_timer(node, next, 0);
-    return;
+    ++refused_measured_;
+    window_offered_flits_ += flits_;
   }
+  // Keep offering load through the drain so measured packets see a steady network.
+  const uint64_t next = now + r.geometric(pkt_prob_);
+  const uint64_t stop = phases_.warmup + phases_.measure + (inject_during_drain_ ? phases_.drain : 0);
+  if (next < stop) net_.set_timer(node, next, 0);
+}
+
+void SyntheticTraffic::make_packet(uint32_t node, Rng& r) {
+  const uint32_t n = net_.topology().nodes();
   Packet* p = net_.new_packet();
   p->src = node;
   p->size_flits = static_cast<uint16_t>(flits_);
@@ -119,9 +122,6 @@ void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
     ++measured_created_;
     window_offered_flits_ += p->size_flits;
   }
-  // Keep offering load through the drain so measured packets see a steady network.
-  const uint64_t next = now + r.geometric(pkt_prob_);
-  if (next < stop) net_.set_timer(node, next, 0);
 }
 
 void SyntheticTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {

@@ -40,6 +40,7 @@ class SyntheticTraffic : public Workload {
   void on_packet(uint32_t node, net::Packet& p, uint64_t now) override;
 
  private:
+  void make_packet(uint32_t node, Rng& r);  // one packet from `node`, into its source queue
   enum class Pattern { Uniform, Hotspot, Bitcomp, Multicast };
   net::Network& net_;
   Phases phases_;

@@ -168,12 +168,6 @@ void Network::inject(Packet* p) {
   activate_ni(p->src);
 }
 
-size_t Network::source_queued(uint32_t node) const {
-  size_t n = 0;
-  for (const auto& q : nis_[node].q) n += q.size();
-  return n;
-}
-
 uint32_t Network::covered_count(uint32_t src, const HierBitmap& bm) const {
   return net::covered_count(topo_, src, bm, 0, topo_.levels());
 }

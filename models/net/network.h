@@ -92,8 +92,8 @@ class Network : public sc_core::sc_module {
   uint64_t measured_in_flight() const { return measured_in_flight_; }
   void set_measuring(bool m) { measuring_ = m; }
   bool measuring() const { return measuring_; }
-  // Packets waiting in a node's source queues, not yet started into the network.
-  size_t source_queued(uint32_t node) const;
+  // Packets of class `cls` waiting in a node's source queue, not yet started into the network.
+  size_t source_queued(uint32_t node, int cls) const { return nis_[node].q[cls].size(); }
   // Oldest in-flight packets, for failure dumps.
   std::string dump_in_flight(size_t max) const;
 
