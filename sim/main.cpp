@@ -23,8 +23,8 @@ void report_to_stderr(const sc_core::sc_report& r, const sc_core::sc_actions& ac
 }
 
 int out_of_memory() {
-  std::fprintf(stderr, "mbpsim: out of memory while %s: the config asks for more memory than this host has "
-                       "(mbpsim validate prints what it builds)\n", mbpsim::phase());
+  std::fprintf(stderr, "mbpsim: out of memory while %s: the config asks for more memory than this host (or its "
+                       "ulimit -v) gives\n", mbpsim::phase());
   return 1;
 }
 
