@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "tests/test_util.h"
@@ -202,6 +203,51 @@ TEST_P(Interrupt, WritesTheStatisticsSoFarMarkedInterrupted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Robustness, Interrupt, ::testing::Values(SIGINT, SIGTERM));
+
+// The runner sizes its sc_start steps by the wall clock (so that the heartbeat and signals
+// come on time however slow a cycle is), but asks whether the workload is done only at fixed
+// cycles: one-cycle steps give byte-identical results.
+TEST(Robustness, TheWallClockNeverChangesTheResults) {
+  for (const auto& [config, args] : std::vector<std::pair<std::string, std::string>>{
+           {"default.json", "--set workload.measure_cycles=2000"},
+           {"fig2-7-multicast.json", ""},
+           {"mbp16.json", "--set sharing.refs_per_proc=300"},
+           {"splash-mbp16.json", ""},
+           {"mbcf-ss20-100tx.json", "--set workload.kind=rtt --set 'workload.sizes=[64]' --set workload.iterations=20"},
+           {"mbp2p-ss20.json", "--set workload.kind=rtt --set 'workload.sizes=[64]' --set workload.iterations=20"}}) {
+    const auto normal = test::run_config(config, args);
+    const auto stepped = test::run_config(config, args + " --set experiment.heartbeat_s=1e-9");
+    ASSERT_EQ(normal.status, 0) << normal.command << "\n" << normal.output;
+    ASSERT_EQ(stepped.status, 0) << stepped.command << "\n" << stepped.output;
+    EXPECT_EQ(test::read_text(normal.out / "stats.json"), test::read_text(stepped.out / "stats.json")) << config;
+  }
+}
+
+// The heartbeat comes at its period even where one 10,000-cycle slice takes long (a
+// 1,024-node network under load): the largest gap between two heartbeats stays small. (It was
+// the whole slice: 20 s and then 100 s at 65,536 nodes.)
+TEST(Robustness, TheHeartbeatComesAtItsPeriodWhateverACycleCosts) {
+#ifdef MBPSIM_TEST_ASAN
+  GTEST_SKIP() << "too slow under AddressSanitizer to mean anything";
+#endif
+  auto d = test::temp_dir("rob_heartbeat");
+  auto r = run_cmd(test::mbpsim_bin() + " run " + test::config_path("net-qtree64-uniform.json") + " --out " + (d / "o").string() +
+                   " --set network.levels=5 --set workload.injection_rate=0.05 --set workload.warmup_cycles=0"
+                   " --set workload.measure_cycles=10000 --set workload.drain_cycles=2000 --set experiment.heartbeat_s=0.1");
+  // (Saturated on purpose, status 3: a heavy, steady load. The window is one 10,000-cycle
+  // slice of about 0.7 s on this machine class, which used to be the gap between heartbeats.)
+  ASSERT_TRUE(r.status == 0 || r.status == 3) << r.output;
+  std::vector<double> walls;
+  std::istringstream is(r.output);
+  for (std::string l; std::getline(is, l);) {
+    const auto at = l.find("| wall ");
+    if (l.rfind("[mbpsim] cycle", 0) == 0 && at != std::string::npos) walls.push_back(std::stod(l.substr(at + 7)));
+  }
+  ASSERT_GE(walls.size(), 3u) << r.output;
+  double gap = 0;
+  for (size_t i = 1; i < walls.size(); ++i) gap = std::max(gap, walls[i] - walls[i - 1]);
+  EXPECT_LT(gap, 0.5) << r.output;
+}
 
 // A simulated failure (exit 2) leaves a folder marked failed, with the message and the seed,
 // never an empty one; SystemC's own report of the stop does not reach stdout.
