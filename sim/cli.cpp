@@ -106,22 +106,22 @@ int cli_main(int argc, char** argv) {
 
   if (vm.count("prefix") && cmd != "stats-doc") throw UserError("command line: --prefix is for stats-doc");
   if (cmd != "run")
-    for (const char* opt : {"out", "keep", "quiet"}) {
-      const bool given = std::string(opt) == "out" ? vm.count(opt) > 0 : vm.count(opt) && vm[opt].as<bool>();
-      if (given)
-        throw UserError(std::string("command line: --") + opt + " is for run (" + cmd + " writes no results)");
-    }
-  if (cmd == "stats-doc") {
+    for (const auto& [opt, given] : {std::pair<const char*, bool>{"out", vm.count("out") > 0}, {"keep", o.keep}, {"quiet", o.quiet}})
+      if (given) throw UserError(std::string("command line: --") + opt + " is for run (" + cmd + " writes no results)");
+  // validate and stats-doc check the seed as run would take it.
+  auto config = [&] {
     Config c = load_config(o.config_path, o.sets);
     if (o.seed) c.set("experiment.seed", nlohmann::json(*o.seed), "--seed");
+    return c;
+  };
+  if (cmd == "stats-doc") {
+    Config c = config();
     Stats st;
     validate_config(c, &st);
     return cmd_stats_doc(st, vm.count("prefix") ? vm["prefix"].as<std::string>() : "");
   }
   if (cmd == "validate") {
-    Config c = load_config(o.config_path, o.sets);
-    if (o.seed) c.set("experiment.seed", nlohmann::json(*o.seed), "--seed");
-    validate_config(c);
+    validate_config(config());
     std::printf("%s: ok\n", o.config_path.c_str());
     return 0;
   }

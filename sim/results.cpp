@@ -19,8 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quoted(const fs::path& p) { return p.string(); }
-
 // renameat2(RENAME_EXCHANGE): swaps two paths in one step. False where the kernel or the file
 // system does not offer it (the caller then renames twice).
 bool exchange(const fs::path& a, const fs::path& b) {
@@ -55,21 +53,21 @@ ResultsDir::ResultsDir(const std::string& dir, bool keep) {
   if (!fs::is_directory(parent, ec))
     fs::create_directories(parent, ec);
   if (ec || !fs::is_directory(parent))
-    throw UserError(dir + ": cannot create the folder it goes in (" + quoted(parent) + ")" + (ec ? ": " + ec.message() : ""));
+    throw UserError(dir + ": cannot create the folder it goes in (" + parent.string() + ")" + (ec ? ": " + ec.message() : ""));
 
   // The lock: a file beside DIR, flock'ed for the run. Who locks a lock file another run has
   // just removed holds nothing, so the path is checked to still name the locked file.
   lock_path_ = parent / (name + ".lock");
   for (int attempt = 0;; ++attempt) {
     lock_fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock_fd_ < 0) throw UserError(quoted(lock_path_) + ": cannot create the lock file: " + std::strerror(errno));
+    if (lock_fd_ < 0) throw UserError(lock_path_.string() + ": cannot create the lock file: " + std::strerror(errno));
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       const int e = errno;
       ::close(lock_fd_);
       lock_fd_ = -1;
       if (e == EWOULDBLOCK)
-        throw UserError(dir + ": another mbpsim run is writing its results there (it holds " + quoted(lock_path_) + ")");
-      throw UserError(quoted(lock_path_) + ": cannot lock: " + std::strerror(e));
+        throw UserError(dir + ": another mbpsim run is writing its results there (it holds " + lock_path_.string() + ")");
+      throw UserError(lock_path_.string() + ": cannot lock: " + std::strerror(e));
     }
     struct stat held, named;
     if (::fstat(lock_fd_, &held) == 0 && ::stat(lock_path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
@@ -77,7 +75,7 @@ ResultsDir::ResultsDir(const std::string& dir, bool keep) {
       break;
     ::close(lock_fd_);
     lock_fd_ = -1;
-    if (attempt > 100) throw UserError(quoted(lock_path_) + ": cannot hold the lock (the file keeps changing)");
+    if (attempt > 100) throw UserError(lock_path_.string() + ": cannot hold the lock (the file keeps changing)");
   }
 
   try {
@@ -100,7 +98,7 @@ ResultsDir::ResultsDir(const std::string& dir, bool keep) {
     staging_ = parent / (stale + std::to_string(::getpid()));
     fs::remove_all(staging_, ec);
     if (!fs::create_directory(staging_, ec) || ec)
-      throw UserError(quoted(staging_) + ": cannot create the staging folder: " + (ec ? ec.message() : "it exists"));
+      throw UserError(staging_.string() + ": cannot create the staging folder: " + (ec ? ec.message() : "it exists"));
   } catch (...) {
     ::unlink(lock_path_.c_str());
     ::close(lock_fd_);
@@ -121,10 +119,10 @@ ResultsDir::~ResultsDir() {
 void ResultsDir::write(const std::string& name, const std::string& text) const {
   const fs::path p = staging_ / name;
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
-  if (!f) throw UserError(quoted(p) + ": cannot write");
+  if (!f) throw UserError(p.string() + ": cannot write");
   f << text;
   f.flush();
-  if (!f) throw UserError(quoted(p) + ": write failed (disk full?)");
+  if (!f) throw UserError(p.string() + ": write failed (disk full?)");
 }
 
 void ResultsDir::commit() {
@@ -136,11 +134,11 @@ void ResultsDir::commit() {
       const fs::path old = dir_.parent_path() / ("." + dir_.filename().string() + ".old-" + std::to_string(::getpid()));
       fs::remove_all(old, ec);
       fs::rename(dir_, old, ec);
-      if (ec) throw UserError(quoted(dir_) + ": cannot move the previous results aside: " + ec.message());
+      if (ec) throw UserError(dir_.string() + ": cannot move the previous results aside: " + ec.message());
       fs::rename(staging_, dir_, ec);
       if (ec) {
         committed_ = true;  // keep what the run wrote where the message says it is
-        throw UserError(quoted(dir_) + ": cannot put the results in place: " + ec.message() + " (they are in " + quoted(staging_) + ")");
+        throw UserError(dir_.string() + ": cannot put the results in place: " + ec.message() + " (they are in " + staging_.string() + ")");
       }
       fs::remove_all(old, ec);
     }
@@ -148,7 +146,7 @@ void ResultsDir::commit() {
     fs::rename(staging_, dir_, ec);
     if (ec) {
       committed_ = true;
-      throw UserError(quoted(dir_) + ": cannot put the results in place: " + ec.message() + " (they are in " + quoted(staging_) + ")");
+      throw UserError(dir_.string() + ": cannot put the results in place: " + ec.message() + " (they are in " + staging_.string() + ")");
     }
   }
   committed_ = true;

@@ -64,11 +64,16 @@ SyntheticTraffic::SyntheticTraffic(const Config& c, net::Network& net, uint64_t 
   for (uint32_t i = 0; i < n; ++i) rng_.emplace_back(seed, "workload.node" + std::to_string(i));
 }
 
+// The cycle from which no packet is made: the window's end, or the drain's.
+static uint64_t injection_stop(const Workload::Phases& ph, bool inject_during_drain) {
+  return ph.warmup + ph.measure + (inject_during_drain ? ph.drain : 0);
+}
+
 void SyntheticTraffic::start() {
   if (pkt_prob_ <= 0) return;
   // A first packet due after injection stops is never made (at a tiny rate the gap is
   // Rng::kNever, a time the network's clock must never be asked to wait for).
-  const uint64_t stop = phases_.warmup + phases_.measure + (inject_during_drain_ ? phases_.drain : 0);
+  const uint64_t stop = injection_stop(phases_, inject_during_drain_);
   for (uint32_t i = 0; i < rng_.size(); ++i) {
     const uint64_t first = rng_[i].geometric(pkt_prob_) - 1;
     if (first < stop) net_.set_timer(i, first, 0);
@@ -86,7 +91,7 @@ void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
   }
   // Keep offering load through the drain so measured packets see a steady network.
   const uint64_t next = now + r.geometric(pkt_prob_);
-  const uint64_t stop = phases_.warmup + phases_.measure + (inject_during_drain_ ? phases_.drain : 0);
+  const uint64_t stop = injection_stop(phases_, inject_during_drain_);
   if (next < stop) net_.set_timer(node, next, 0);
 }
 

@@ -132,6 +132,11 @@ class Sink {
 
 // ------------------------------------------------------------------ text
 
+// What both readers say of a gap above kMaxGap.
+std::string gap_too_large(uint64_t gap) {
+  return "gap " + std::to_string(gap) + " is above the largest a trace may hold (2^40)";
+}
+
 class TextReader : public StreamReader {
  public:
   TextReader(const std::string& path, uint32_t thread) : src_(path) {
@@ -174,7 +179,7 @@ class TextReader : public StreamReader {
     }
     r = Record{};
     r.gap = num(a, "gap");
-    if (r.gap > kMaxGap) fail("gap " + std::to_string(r.gap) + " is above the largest a trace may hold (2^40)");
+    if (r.gap > kMaxGap) fail(gap_too_large(r.gap));
     if (!(is >> b)) fail("missing record tag");
     int k = 0;
     for (int i = 1; i < kKinds; ++i)
@@ -286,7 +291,7 @@ class BinaryReader : public StreamReader {
     if (tag >= kKinds) fail("unknown record tag " + std::to_string(tag));
     r.kind = static_cast<Kind>(tag);
     r.gap = varint("gap");
-    if (r.gap > kMaxGap) fail("gap " + std::to_string(r.gap) + " is above the largest a trace may hold (2^40)");
+    if (r.gap > kMaxGap) fail(gap_too_large(r.gap));
     const Fields f = fields_of(r.kind);
     r.addr = r.size = r.seq = 0;
     r.thread = r.count = 0;
