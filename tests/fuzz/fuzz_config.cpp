@@ -25,6 +25,14 @@ using namespace mbpsim;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path =
       (std::filesystem::temp_directory_path() / ("mbpsim_fuzz_config_" + std::to_string(::getpid()) + ".json")).string();
+  // The scratch file goes when the process ends (libFuzzer and the corpus replayer exit
+  // normally); it used to stay in the temporary folder, one per run.
+  static const struct RemoveAtExit {
+    ~RemoveAtExit() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } cleanup;
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

@@ -42,6 +42,13 @@ bool same(const trace::Summary& a, const trace::Summary& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fs::path root = fs::temp_directory_path() / ("mbpsim_fuzz_trace_" + std::to_string(::getpid()));
+  // The scratch folder goes when the process ends (it used to stay, one per run).
+  static const struct RemoveAtExit {
+    ~RemoveAtExit() {
+      std::error_code ec;
+      fs::remove_all(root, ec);
+    }
+  } cleanup;
   fs::remove_all(root);
   const fs::path dir = root / "in";
   fs::create_directories(dir);
