@@ -261,12 +261,20 @@ TEST(TraceFormat, CorruptGzipIsRejected) {
   }
   w->close();
   std::string s = test::read_text(stream_path(d, 0, Encoding::BinaryGzip));
+  const std::string good = s;
+  EXPECT_EQ(read_all(d, 0).size(), 5000u);
+  // Bytes after the gzip data that start no further member (zlib's gzread ignored them).
+  test::write_text(stream_path(d, 0, Encoding::BinaryGzip), good + "garbage");
+  expect_error([&] { read_all(d, 0); }, {"thread-0.bin.gz: thread 0, record 5000",
+                                         "7 bytes after the end of the gzip data (at byte " + std::to_string(good.size()) + " of the file)"});
+  test::write_text(stream_path(d, 0, Encoding::BinaryGzip), good + "\x1f");
+  expect_error([&] { read_all(d, 0); }, {"1 bytes after the end of the gzip data"});
   s[s.size() / 2] ^= 0x55;
   test::write_text(stream_path(d, 0, Encoding::BinaryGzip), s);
   expect_error([&] { read_all(d, 0); }, {"thread-0.bin.gz"});
-  s.resize(s.size() / 2);  // a truncated gzip file
+  s = good.substr(0, good.size() / 2);  // a truncated gzip file
   test::write_text(stream_path(d, 0, Encoding::BinaryGzip), s);
-  expect_error([&] { read_all(d, 0); }, {"thread-0.bin.gz"});
+  expect_error([&] { read_all(d, 0); }, {"thread-0.bin.gz: thread 0, record ", "truncated"});
 }
 
 TEST(TraceFormat, BadMetadataIsRejectedWithTheLine) {

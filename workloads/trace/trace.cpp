@@ -2,11 +2,14 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <unordered_set>
 
@@ -52,20 +55,38 @@ Fields fields_of(Kind k) {
   return {};
 }
 
-// Buffered reads through zlib, which reads plain files unchanged.
+// Buffered reads of a stream file. A gzip file (RFC 1952) is inflated with zlib, its members
+// one after another (`cat a.gz b.gz` is one stream); any other file is read as it is. Bytes
+// after the last member that do not start another, and a member cut short, are errors, given
+// to `fail` (the reader's: it names the thread and record), which must throw.
 class Source {
  public:
-  explicit Source(const std::string& path) : path_(path) {
-    f_ = gzopen(path.c_str(), "rb");
+  static constexpr size_t kInBuffer = 1 << 18;  // raw bytes read at a time
+  using Fail = std::function<void(const std::string&)>;
+  // The raw buffer for a file of `size` bytes: the file and a byte more (its end is seen in one
+  // read), at most kInBuffer.
+  static size_t buffer_for(uint64_t size) { return static_cast<size_t>(std::min<uint64_t>(size + 1, kInBuffer)); }
+  Source(const std::string& path, Fail fail) : path_(path), fail_(std::move(fail)) {
+    f_ = std::fopen(path.c_str(), "rb");
     if (!f_) throw UserError(path + ": cannot open (" + std::strerror(errno) + ")");
-    gzbuffer(f_, 1 << 18);
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    cap_ = buffer_for(ec ? kInBuffer : size);
+    in_.reset(new uint8_t[cap_]);  // not zeroed: only what the file fills becomes resident
+    read_more();
+    gz_ = have_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
+    if (gz_) {
+      if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) throw std::bad_alloc();
+      z_open_ = true;
+    }
   }
   ~Source() {
-    if (f_) gzclose(f_);
+    if (z_open_) inflateEnd(&z_);
+    if (f_) std::fclose(f_);
   }
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
-  // false at the end of the data; throws on corrupt compressed data
+  // false at the end of the data
   bool get(uint8_t& b) {
     if (pos_ == len_ && !fill()) return false;
     b = buf_[pos_++];
@@ -84,19 +105,64 @@ class Source {
   }
 
  private:
-  bool fill() {
-    const int n = gzread(f_, buf_, sizeof buf_);
-    if (n < 0) {
-      int err = 0;
-      const char* msg = gzerror(f_, &err);
-      throw UserError(path_ + ": corrupt compressed data (" + msg + ")");
-    }
-    pos_ = 0;
-    len_ = static_cast<size_t>(n);
+  // Appends raw bytes after those not yet used; false at the end of the file.
+  bool read_more() {
+    if (off_ && have_) std::memmove(in_.get(), in_.get() + off_, have_);
+    off_ = 0;
+    const size_t n = std::fread(in_.get() + have_, 1, cap_ - have_, f_);
+    if (std::ferror(f_)) throw UserError(path_ + ": read failed (" + std::strerror(errno) + ")");
+    have_ += n;
     return n > 0;
   }
+  void use(size_t n) {
+    off_ += n;
+    have_ -= n;
+    used_ += n;
+  }
+  bool fill() {
+    pos_ = len_ = 0;
+    if (!gz_) {
+      if (have_ == 0 && !read_more()) return false;
+      len_ = std::min(have_, sizeof buf_);
+      std::memcpy(buf_, in_.get() + off_, len_);
+      use(len_);
+      return true;
+    }
+    while (len_ == 0) {
+      if (member_ended_) {  // the end of the file, or the next member
+        if (have_ < 2) read_more();
+        if (have_ == 0) return false;
+        if (have_ < 2 || in_[off_] != 0x1f || in_[off_ + 1] != 0x8b) {
+          const uint64_t at = used_;
+          while (read_more()) {}
+          fail_(std::to_string(have_) + " bytes after the end of the gzip data (at byte " + std::to_string(at) + " of the file)");
+        }
+        inflateReset(&z_);
+        member_ended_ = false;
+      }
+      if (have_ == 0 && !read_more()) fail_("truncated: the gzip data ends before its end");
+      z_.next_in = in_.get() + off_;
+      z_.avail_in = static_cast<uInt>(have_);
+      z_.next_out = buf_;
+      z_.avail_out = sizeof buf_;
+      const int r = inflate(&z_, Z_NO_FLUSH);
+      const size_t took = have_ - z_.avail_in;
+      use(took);
+      len_ = sizeof buf_ - z_.avail_out;
+      if (r == Z_STREAM_END) member_ended_ = true;
+      else if (r != Z_OK && r != Z_BUF_ERROR) fail_(std::string("corrupt compressed data (") + (z_.msg ? z_.msg : "inflate error") + ")");
+      else if (took == 0 && len_ == 0 && !read_more()) fail_("truncated: the gzip data ends before its end");
+    }
+    return true;
+  }
   std::string path_;
-  gzFile f_ = nullptr;
+  Fail fail_;
+  std::FILE* f_ = nullptr;
+  std::unique_ptr<uint8_t[]> in_;
+  size_t cap_ = 0, off_ = 0, have_ = 0;  // in_[off_, off_ + have_) not yet used
+  uint64_t used_ = 0;          // raw bytes of the file used so far
+  bool gz_ = false, z_open_ = false, member_ended_ = false;
+  z_stream z_{};
   uint8_t buf_[1 << 16];
   size_t pos_ = 0, len_ = 0;
 };
@@ -139,7 +205,7 @@ std::string gap_too_large(uint64_t gap) {
 
 class TextReader : public StreamReader {
  public:
-  TextReader(const std::string& path, uint32_t thread) : src_(path) {
+  TextReader(const std::string& path, uint32_t thread) : src_(path, [this](const std::string& w) { fail(w); }) {
     file_ = path;
     thread_ = thread;
     std::string l;
@@ -265,7 +331,7 @@ int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cas
 
 class BinaryReader : public StreamReader {
  public:
-  BinaryReader(const std::string& path, uint32_t thread) : src_(path) {
+  BinaryReader(const std::string& path, uint32_t thread) : src_(path, [this](const std::string& w) { fail(w); }) {
     file_ = path;
     thread_ = thread;
     uint8_t b;
