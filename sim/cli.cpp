@@ -116,13 +116,24 @@ int cli_main(int argc, char** argv) {
   };
   if (cmd == "stats-doc") {
     Config c = config();
+    check_memory(c, forecast_run_memory(c));
     Stats st;
     validate_config(c, &st);
     return cmd_stats_doc(st, vm.count("prefix") ? vm["prefix"].as<std::string>() : "");
   }
   if (cmd == "validate") {
-    validate_config(config());
+    // The memory first: a config too large for this host is refused before anything is built.
+    const Config c = config();
+    const MemoryForecast f = forecast_run_memory(c);
+    check_memory(c, f);
+    validate_config(c);
     std::printf("%s: ok\n", o.config_path.c_str());
+    std::printf("  predicted memory %s (limit %s)", memory_text(f.total()).c_str(), memory_text(memory_limit_bytes(c)).c_str());
+    if (f.worst_total() > f.total()) std::printf(", %s if every cache line were used", memory_text(f.worst_total()).c_str());
+    std::printf("\n");
+    for (const auto& i : f.items())
+      std::printf("    %-20s %12s%s%s\n", i.what.c_str(), memory_text(i.bytes).c_str(), i.params.empty() ? "" : "   ",
+                  i.params.c_str());
     return 0;
   }
   return run_experiment(o);

@@ -43,6 +43,8 @@ const ParamSchema& schema() {
     ParamSchema s;
     s.add({"experiment.description", ParamType::String, "", "", "free text: what this experiment is for"});
     s.add({"experiment.seed", ParamType::Int, 1, "", "run seed; every component derives its own stream from it (--seed overrides)", 0, 9.0e18});
+    s.add({"experiment.max_memory_gb", ParamType::Double, 0.0, "GiB",
+           "largest predicted host memory a run may take; a run predicted to need more is refused before it builds anything (0: 80% of this host's physical memory)", 0, 1e6});
     s.add({"experiment.heartbeat_s", ParamType::Double, 2.0, "s", "wall-clock period of the progress line on stderr (0: never)", 0, 1e6});
     net::declare_net_params(s);
     node::declare_node_params(s);
@@ -121,6 +123,29 @@ bool print_table(const std::string& name, const ordered_json& v) {
 
 }  // namespace
 
+MemoryForecast forecast_run_memory(const Config& c) {
+  MemoryForecast f;
+  // This process as it stands (the program, its libraries, SystemC's kernel, the config), measured.
+  f.add("program and libraries", resident_bytes_now(), "");
+  forecast_memory(c, f);
+  return f;
+}
+
+uint64_t memory_limit_bytes(const Config& c) {
+  const double gb = c.get_double("experiment.max_memory_gb");
+  if (gb > 0) return static_cast<uint64_t>(gb * 1024 * 1024 * 1024);
+  return physical_memory_bytes() / 5 * 4;
+}
+
+void check_memory(const Config& c, const MemoryForecast& f) {
+  const uint64_t limit = memory_limit_bytes(c);
+  if (limit == 0 || f.total() <= limit) return;
+  const std::string why = c.get_double("experiment.max_memory_gb") > 0 ? "experiment.max_memory_gb"
+                                                                         : "experiment.max_memory_gb, by default 80% of this host's memory";
+  throw UserError(c.origin() + ": predicted memory " + memory_text(f.total()) + " exceeds the limit of " + memory_text(limit) + " (" +
+                  why + "): " + f.dominant(3));
+}
+
 void validate_config(const Config& c, Stats* registered) {
   // Builds what `run` builds, under the same statistics names, and starts nothing: the
   // MBCF/Ether and MBP2 systems alone, the others on a quad-tree network that never runs.
@@ -190,6 +215,11 @@ int run_experiment(const RunOptions& o) {
   // The results folder is claimed before anything is built: a refused --out costs nothing,
   // and bad input found while building leaves it as it was (sim/results.h).
   ResultsDir results(o.out_dir, o.keep);
+  // What the run will hold, from the config alone: a run the host cannot hold is refused here,
+  // naming what makes it large, before it allocates (docs/PERFORMANCE.md, "Predicted memory").
+  set_phase("predicting memory");
+  const MemoryForecast forecast = forecast_run_memory(cfg);
+  check_memory(cfg, forecast);
   set_phase("building the system");
 
   const net::NetConfig nc = net::NetConfig::from(cfg);
@@ -348,6 +378,7 @@ int run_experiment(const RunOptions& o) {
   }
   host["simulated_cycles_per_second"] = static_cast<double>(sim_cycles) / wall;
   host["peak_memory_bytes"] = peak_rss_bytes();
+  host["predicted_memory_bytes"] = forecast.total();
   const ordered_json extra = wl->host_figures(wall);
   for (auto it = extra.begin(); it != extra.end(); ++it) host[it.key()] = it.value();
   results.write("host.json", host.dump(2) + "\n");

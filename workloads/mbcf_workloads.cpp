@@ -480,15 +480,29 @@ class RaytraceWorkload : public MbcfWorkload {
 
 }  // namespace
 
+namespace {
+using MakeMbcf = std::unique_ptr<Workload> (*)(const Config&, Stats&, uint64_t);
+template <class W>
+std::unique_ptr<Workload> make(const Config& c, Stats& stats, uint64_t seed) {
+  return std::make_unique<W>(c, stats, seed);
+}
+// The workloads that run on a cluster.
+const std::pair<const char*, MakeMbcf> kClusterKinds[] = {
+    {"rtt", make<RttWorkload>},     {"oneway", make<OnewayWorkload>}, {"peak", make<PeakWorkload>},
+    {"secure", make<SecureWorkload>}, {"datagram", make_datagram_workload}, {"raytrace", make<RaytraceWorkload>},
+    {"protection", make<ProtectionTester>}, {"mbcf_tester", make<MbcfTester>},
+};
+}  // namespace
+
+bool is_mbcf_workload(const std::string& kind) {
+  for (const auto& [name, mk] : kClusterKinds)
+    if (kind == name) return true;
+  return false;
+}
+
 std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed) {
-  if (kind == "rtt") return std::make_unique<RttWorkload>(c, stats, seed);
-  if (kind == "oneway") return std::make_unique<OnewayWorkload>(c, stats, seed);
-  if (kind == "peak") return std::make_unique<PeakWorkload>(c, stats, seed);
-  if (kind == "secure") return std::make_unique<SecureWorkload>(c, stats, seed);
-  if (kind == "datagram") return make_datagram_workload(c, stats, seed);
-  if (kind == "raytrace") return std::make_unique<RaytraceWorkload>(c, stats, seed);
-  if (kind == "protection") return std::make_unique<ProtectionTester>(c, stats, seed);
-  if (kind == "mbcf_tester") return std::make_unique<MbcfTester>(c, stats, seed);
+  for (const auto& [name, mk] : kClusterKinds)
+    if (kind == name) return mk(c, stats, seed);
   return nullptr;
 }
 

@@ -75,6 +75,15 @@ ordered_json MbpWorkload::base_summary() const {
 
 // ---------------------------------------------------------------- synthetic sharing
 
+AddressUse SharingWorkload::address_use(const Config& c) {
+  const uint64_t page = static_cast<uint64_t>(c.get_int("node.page_bytes"));
+  AddressUse u;
+  u.known = true;
+  u.private_bytes = (static_cast<uint64_t>(c.get_int("sharing.private_bytes")) + page - 1) / page * page;
+  u.shared_bytes = static_cast<uint64_t>(c.get_int("sharing.shared_bytes"));
+  return u;
+}
+
 SharingWorkload::SharingWorkload(const Config& c, net::Network& net, Stats& stats, uint64_t seed)
     : MbpWorkload(c, net, stats, seed) {
   refs_per_proc_ = static_cast<uint64_t>(c.get_int("sharing.refs_per_proc"));

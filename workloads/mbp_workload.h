@@ -42,6 +42,8 @@ class MbpWorkload : public Workload, public node::ProcDriver {
 class SharingWorkload : public MbpWorkload {
  public:
   SharingWorkload(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
+  // Each processor's private pages and the shared region (the memory forecast's input).
+  static AddressUse address_use(const Config& c);
   bool done() const override { return finished_ == nodes_ * procs_; }
   std::string unfinished() const override {
     return std::to_string(nodes_ * procs_ - finished_) + " of " + std::to_string(nodes_ * procs_) + " processors still running";

@@ -3,6 +3,7 @@
 #include "workloads/mbcf_workloads.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "models/core/error.h"
@@ -304,6 +305,48 @@ nlohmann::ordered_json ScriptTraffic::summary() const {
   s["completed"] = done();
   s["last_cycle"] = net_.now();
   return s;
+}
+
+void SyntheticTraffic::footprint(const Config& c, const net::NetConfig& nc, MemoryForecast& f) {
+  const double n = nc.nodes(), k = nc.radix;
+  const double rate = c.get_double("workload.injection_rate");  // flits per node per cycle
+  const double link = std::ceil(static_cast<double>(nc.flit_bits) / nc.link_width_bits);  // cycles per flit
+  const std::string pat = c.get_string("workload.pattern");
+  // Flits per node per cycle the tree accepts: a subtree of s nodes sends what leaves it over
+  // one uplink; a hot node takes its share over one ejection link.
+  double accepted = rate;
+  for (double s = 1; s < n; s *= k) {
+    const double leaving = pat == "bitcomp" ? 1.0 : (n - s) / (n - 1);
+    if (leaving > 0) accepted = std::min(accepted, 1.0 / (link * s * leaving));
+  }
+  if (pat == "hotspot") {
+    const double hot = static_cast<double>(c.get_int_list("workload.hotspot_nodes").size());
+    const double share = c.get_double("workload.hotspot_fraction");
+    if (hot > 0 && share > 0) accepted = std::min(accepted, hot / (link * n * share));
+  }
+  const double cycles = static_cast<double>(c.get_int("workload.warmup_cycles") + c.get_int("workload.measure_cycles") +
+                                            (c.get_bool("workload.inject_during_drain") ? c.get_int("workload.drain_cycles") : 0));
+  const double growth = (rate - accepted) / static_cast<double>(c.get_int("workload.packet_flits"));  // packets per node per cycle
+  const double bound = static_cast<double>(c.get_int("workload.source_queue"));
+  const double queued = growth > 0 ? std::min(bound, growth * cycles) : 0.0;
+  const uint64_t per = net::PacketPool::bytes_per_packet() + sizeof(net::Packet*);  // the packet and its queue slot
+  f.add("queued packets", static_cast<uint64_t>(n * queued) * per, "workload.injection_rate beyond the tree's capacity, workload.source_queue",
+        static_cast<uint64_t>(n * bound) * per);
+}
+
+void forecast_memory(const Config& c, MemoryForecast& f) {
+  const std::string kind = c.get_string("workload.kind");
+  if (is_mbcf_workload(kind)) return systems::cluster_footprint(c, f);
+  const net::NetConfig nc = net::NetConfig::from(c);
+  net::Network::footprint(nc, f);
+  AddressUse use;  // mbp_script: not known before its script runs
+  if (kind == "mbp_tester") use = CoherenceTester::address_use(c);
+  else if (kind == "litmus") use = LitmusTester::address_use(c);
+  else if (kind == "mbp_sharing") use = SharingWorkload::address_use(c);
+  else if (kind == "trace") use = TraceReplay::footprint(c, f);
+  else if (kind == "synthetic") return SyntheticTraffic::footprint(c, nc, f);
+  else if (kind != "mbp_script") return;  // a packet script
+  systems::mbp_machine_footprint(c, nc.nodes(), use, f);
 }
 
 std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, Stats& stats, uint64_t seed) {

@@ -29,6 +29,10 @@ class CopyHolders {
 class SyntheticTraffic : public Workload {
  public:
   SyntheticTraffic(const Config& c, net::Network& net, uint64_t seed);
+  // Adds to `f` the packets waiting in the sources' queues: where the offered load exceeds
+  // what the tree's links carry (the channel-load bound of the pattern), the queues grow by the
+  // difference for the run's length, up to workload.source_queue.
+  static void footprint(const Config& c, const net::NetConfig& nc, MemoryForecast& f);
   Phases phases() const override { return phases_; }
   void start() override;
   void end_of_window() override;

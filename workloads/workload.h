@@ -58,5 +58,8 @@ class Workload : public net::NetClient {
 
 void declare_workload_params(ParamSchema& s);
 std::unique_ptr<Workload> make_workload(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
+// Adds to `f` the host memory the system and workload of `c` will hold (models/core/footprint.h),
+// from the config alone, before make_workload builds anything.
+void forecast_memory(const Config& c, MemoryForecast& f);
 
 }  // namespace mbpsim

@@ -3,17 +3,19 @@
 #include <cstddef>
 #include <vector>
 
+#include "models/core/footprint.h"
+
 namespace mbpsim {
 
 template <class T>
 class Ring {
  public:
   void init(size_t cap) {
-    size_t c = 1;
-    while (c < cap) c <<= 1;
-    buf_.assign(c, T{});
+    buf_.assign(capacity_for(cap), T{});
     head_ = n_ = 0;
   }
+  // Host memory of a ring initialised to hold `cap` elements.
+  static uint64_t bytes(size_t cap) { return vector_bytes<T>(capacity_for(cap)); }
   bool empty() const { return n_ == 0; }
   size_t size() const { return n_; }
   T& front() { return buf_[head_]; }
@@ -29,6 +31,11 @@ class Ring {
   }
 
  private:
+  static size_t capacity_for(size_t cap) {
+    size_t c = 1;
+    while (c < cap) c <<= 1;
+    return c;
+  }
   void grow() {
     std::vector<T> nb(buf_.empty() ? 1 : buf_.size() * 2);
     for (size_t i = 0; i < n_; ++i) nb[i] = buf_[(head_ + i) & (buf_.size() - 1)];

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "models/core/error.h"
+#include "models/core/footprint.h"
 
 namespace mbpsim {
 
@@ -76,6 +77,14 @@ std::string Stats::conventional_unit(const std::string& path, bool counter) {
 void Stats::add(const std::string& path, Kind k, size_t idx, const std::string& desc, const std::string& unit) {
   if (!paths_.insert(path).second) internal_error("stat registered twice: " + path);
   entries_.push_back({path, k, idx, intern(desc), intern(unit.empty() ? conventional_unit(path, k == Kind::Counter) : unit)});
+}
+
+uint64_t Stats::bytes_per_stat(size_t path_len) {
+  // The entries vector doubles: 1.5 entries of capacity per entry on average. A set node is
+  // its next pointer, the string and the cached hash, plus a bucket pointer. The value is a
+  // deque element (a histogram's bins grow with what it sees; counted as a counter).
+  return sizeof(Entry) * 3 / 2 + 2 * string_bytes(path_len) + heap_bytes(sizeof(void*) + sizeof(std::string) + sizeof(size_t)) +
+         sizeof(void*) + sizeof(Counter);
 }
 
 std::vector<Stats::Info> Stats::describe() const {

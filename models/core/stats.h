@@ -89,6 +89,9 @@ class Stats {
     std::string unit;
   };
   std::vector<Info> describe() const;
+  // Host memory one registered statistic holds, with a path of `path_len` characters: its
+  // entry, its path (in the entry and in the set of paths) and its value (models/core/footprint.h).
+  static uint64_t bytes_per_stat(size_t path_len);
 
  private:
   enum class Kind { Counter, Average, Histogram, Formula };

@@ -18,6 +18,20 @@
 
 namespace mbpsim::mbcf {
 
+void EtherSystem::footprint(const EtherSysConfig& c, MemoryForecast& f) {
+  const uint64_t n = c.nodes;
+  // A host: its modules (host, OS, memory with its socket, CPU, NIC, executor), its statistics
+  // and the pages of memory the protocol's buffers and the workload's regions use; the
+  // cluster's own part (segment, statistics, workload). Calibrated, not derived: peak RSS of
+  // mbcf_tester on 16 and 64 hosts with conventional NICs, less the process and the peers'
+  // state, is 190 KiB per host and 600 KiB besides (docs/PERFORMANCE.md, "Predicted memory").
+  constexpr uint64_t kHostBytes = 190 * 1024, kClusterBytes = 600 * 1024;
+  f.add("hosts", kClusterBytes + n * (heap_bytes(sizeof(Node)) + kHostBytes), "mbcf.nodes");
+  // Each host keeps a peer record, with Go-back-N's, for every host.
+  f.add("peer state", n * n * (sizeof(Peer) + deque_bytes<std::function<void()>>() + gbn::Endpoint::bytes_per_peer()),
+        "mbcf.nodes^2");
+}
+
 EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint64_t seed, const MakeNic& make_nic,
                          const MakeExecutor& make_executor)
     // (The name is a temporary: the hosts and the segment built below are the siblings of

@@ -96,6 +96,9 @@ class EtherSystem : public sc_core::sc_module {
   EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& stats, uint64_t seed, const MakeNic& make_nic = nullptr,
               const MakeExecutor& make_executor = nullptr);
   virtual ~EtherSystem() = default;
+  // Adds the host memory a cluster of `c` holds to `f` before one is built: its hosts (with a
+  // conventional NIC) and each host's protocol state for every other host.
+  static void footprint(const EtherSysConfig& c, MemoryForecast& f);
   EtherSystem(const EtherSystem&) = delete;
   EtherSystem& operator=(const EtherSystem&) = delete;
   const EtherSysConfig& config() const { return c_; }

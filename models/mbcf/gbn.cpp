@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/core/error.h"
+#include "models/core/footprint.h"
 #include "models/core/mutant.h"
 
 namespace mbpsim::mbcf::gbn {
@@ -145,6 +146,8 @@ const RxRow* rx_rows(int* n) {
 }
 
 // ------------------------------------------------------------------ the endpoint
+
+uint64_t Endpoint::bytes_per_peer() { return sizeof(Peer) + deque_bytes<Packet>(); }
 
 Endpoint::Endpoint(const Params& p, Counters c, Actions& out) : c_(p), n_(c), out_(out), p_(p.nodes) {
   for (Peer& P : p_) P.th1 = c_.th1;

@@ -146,6 +146,8 @@ class Endpoint {
   static constexpr size_t kMaxOutstanding = 127;
 
   Endpoint(const Params& p, Counters c, Actions& out);
+  // Host memory the endpoint holds per peer (its window's queue empty).
+  static uint64_t bytes_per_peer();
 
   // --- events
   // A sequenced packet for `peer` (not ourselves): numbered, kept until collected, and sent

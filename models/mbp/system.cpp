@@ -17,6 +17,57 @@
 namespace mbpsim::mbp {
 
 
+void System::footprint(const node::NodeConfig& nc, const MbpConfig& mc, uint64_t nodes, const AddressUse& use, MemoryForecast& f) {
+  const uint64_t procs = nodes * static_cast<uint64_t>(nc.procs);
+  const uint64_t busy = use.busy_procs ? std::min(use.busy_procs, procs) : procs;
+  // Nodes with a busy processor, and the busy processors on each (the most loaded node's).
+  const uint64_t busy_nodes = std::min(nodes, busy), per_node = (busy + nodes - 1) / nodes;
+  // The caches: an array's page becomes resident when a line in it is filled, or, on hosts
+  // whose kernel maps no shared zero page, as soon as one is looked up. Every cache of a node
+  // is looked up for each block its node bus carries (snoops): on such a host each holds
+  // pages for the blocks of every busy processor of its node; elsewhere for its own.
+  const uint64_t page = nc.page_bytes, bpp = page / nc.block_bytes;
+  const uint64_t priv_pages = (use.private_bytes + page - 1) / page, shared_pages = (use.shared_bytes + page - 1) / page;
+  const uint64_t looked_up = reads_make_pages_resident() ? per_node : 1;
+  const uint64_t node_blocks = use.known ? (looked_up * priv_pages + shared_pages) * bpp : ~0ull >> 8;
+  const uint64_t cached_procs = use.known ? busy_nodes * nc.procs : procs;
+  uint64_t worst = 0;
+  uint64_t b = node::Cache::footprint_bytes(nc.l1_bytes, nc.l1_assoc, nc.block_bytes, node_blocks, &worst);
+  f.add("L1 caches", cached_procs * b + (procs - cached_procs) * node::Cache::footprint_bytes(nc.l1_bytes, nc.l1_assoc, nc.block_bytes, 0),
+        "node.l1_bytes x node.procs x nodes", procs * worst);
+  b = node::Cache::footprint_bytes(nc.l2_bytes, nc.l2_assoc, nc.block_bytes, node_blocks, &worst);
+  f.add("L2 caches", cached_procs * b + (procs - cached_procs) * node::Cache::footprint_bytes(nc.l2_bytes, nc.l2_assoc, nc.block_bytes, 0),
+        "node.l2_bytes x node.procs x nodes", procs * worst);
+  // A processor: its module and its caches' and TLB's, the TLB's entries, the write buffer.
+  const uint64_t proc = module_bytes<Proc>(24) + 3 * module_overhead_bytes(28) + node::Tlb::footprint_bytes(nc.ptlb_entries) +
+                        vector_bytes<WbEntry>(mc.write_buffer) + vector_bytes<std::unique_ptr<Proc>>(nc.procs) / nc.procs;
+  f.add("processors", procs * proc, "node.procs x nodes, mbp.write_buffer");
+  // A node: its module with the bus, the MBP (C-TLB, N-TLB, directory) and the banks with
+  // their sockets; its statistics.
+  const uint64_t banks = static_cast<uint64_t>(nc.banks);
+  const uint64_t node_bytes = module_bytes<Node>(12) + 4 * module_overhead_bytes(20) + node::Tlb::footprint_bytes(mc.ctlb_entries) +
+                              node::Tlb::footprint_bytes(mc.ntlb_entries) +
+                              banks * (module_bytes<mem::Memory>(18) + kTargetSocketHeap + heap_bytes(sizeof(NodeBus::Socket<Node>)) +
+                                       kInitiatorSocketHeap + module_overhead_bytes(24) + 4 * sizeof(uint64_t)) +
+                              27 * Stats::bytes_per_stat(32);
+  f.add("nodes", nodes * node_bytes, "nodes, node.banks, mbp.ctlb_entries, mbp.ntlb_entries");
+  if (!use.known) return;
+  // Pages: a node holds a frame for each page its processors touch, as the page's home or as
+  // an L3 copy (at most node.l3_pages of those); each home page has a directory entry.
+  const uint64_t home_pages = busy * priv_pages + shared_pages;
+  uint64_t node_pages = per_node * priv_pages + shared_pages;
+  const uint64_t homes_per_node = (home_pages + busy_nodes - 1) / busy_nodes;
+  if (nc.l3_pages && node_pages > homes_per_node + nc.l3_pages) node_pages = homes_per_node + nc.l3_pages;
+  const uint64_t spans = std::min<uint64_t>(banks, page / std::max<uint64_t>(nc.bank_interleave_bytes, nc.block_bytes));
+  const uint64_t frame = heap_bytes(sizeof(Frame)) + vector_bytes<uint8_t*>(spans) + vector_bytes<uint8_t>(bpp) +
+                         spans * (heap_bytes(page / spans) + 2 * sizeof(void*)) + 4 * sizeof(uint64_t);
+  f.add("memory pages", busy_nodes * node_pages * frame, "node.page_bytes x pages touched per node x nodes, node.l3_pages");
+  // A directory entry; its queue of waiting requests (a std::deque) holds a map and a block.
+  const uint64_t entry = heap_bytes(sizeof(DirPage)) + deque_bytes<Msg*>() + sizeof(void*) * 3 / 2 + vector_bytes<uint32_t>(bpp) +
+                         (mc.check_invariants ? bpp * (heap_bytes(nc.block_bytes) + heap_bytes(48) + sizeof(void*)) : 0);
+  f.add("directory entries", home_pages * entry, "pages touched, mbp.check_invariants");
+}
+
 System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const MbpConfig& mc,
                net::Network& net, Stats& stats, uint64_t seed)
     : sc_core::sc_module(name), nc_(nc), mc_(mc), net_(net), stats_(stats), seed_(seed),

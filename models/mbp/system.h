@@ -29,6 +29,7 @@
 #include <systemc>
 
 #include "models/core/event_queue.h"
+#include "models/core/footprint.h"
 #include "models/core/sim_time.h"
 #include "models/core/rng.h"
 #include "models/core/stats.h"
@@ -61,6 +62,10 @@ class System : public sc_core::sc_module, public net::NetClient {
   System(sc_core::sc_module_name name, const node::NodeConfig& nc, const MbpConfig& mc,
          net::Network& net, Stats& stats, uint64_t seed);
   ~System() override;
+  // Adds the host memory a machine of `nodes` nodes holds to `f` before one is built: its
+  // processors with their caches, its nodes, and the pages and directory entries the addresses
+  // `use` make (models/core/footprint.h).
+  static void footprint(const node::NodeConfig& nc, const MbpConfig& mc, uint64_t nodes, const AddressUse& use, MemoryForecast& f);
   // The workload's driver gives every processor its operations, but those with a port.
   void set_driver(node::ProcDriver* d);
   // A user's TLM-2.0 memory in place of bank `bank` of node `node` (before elaboration ends).

@@ -212,6 +212,17 @@ uint64_t Mbp2Cards::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint3
          (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
 }
 
+void Mbp2Cards::footprint(const mbcf::EtherSysConfig& ec, const Mbp2Config& c, MemoryForecast& f) {
+  const uint64_t n = ec.nodes;
+  f.add("card memories", n * heap_bytes(em_bytes_needed(c, ec.rx_ring, ec.nodes)), "mbcf.nodes, mbp2.ring_entries, mbcf.rx_ring, mbp2.request_slots");
+  // A card's units (PME, DMA engines, TLB, ULI, KLI, CAU, MAC FIFOs) as modules, with their
+  // statistics and the frames in their FIFOs. Calibrated, not derived: peak RSS of mbcf_tester
+  // on 16 and 64 hosts with MBP2 cards, less the host's share and the card memory, is 360 KiB
+  // per card (docs/PERFORMANCE.md, "Predicted memory").
+  constexpr uint64_t kCardBytes = 360 * 1024;
+  f.add("cards", n * kCardBytes, "mbcf.nodes");
+}
+
 uint32_t Mbp2Cards::alias_of(uint32_t node, uint32_t ptask) const {
   const int64_t a = u_[node]->uli->alias_of(ptask);
   if (a < 0) internal_error("task " + std::to_string(ptask) + " of node " + std::to_string(node) + " has no doorbell alias");

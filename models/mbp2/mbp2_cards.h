@@ -84,6 +84,10 @@ class Mbp2Cards {
   // two LDMA channels and the CAU, the frame buffers (one per LDMA transmit descriptor, one per
   // receive-ring entry) and the request images (one per request slot).
   static uint64_t em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes);
+  // Adds the host memory the cards of a cluster of `ec` hold to `f` before they are built: the
+  // card memory the NIC carves (em_bytes_needed: EM holds bytes as far as they are written) and
+  // the units of each card.
+  static void footprint(const mbcf::EtherSysConfig& ec, const Mbp2Config& c, MemoryForecast& f);
   const Mbp2Config& mbp2_config() const { return m_; }
   // A request rung through an explicit doorbell alias (the normal path uses the task's own):
   // the host pays for the structure and the write; a foreign or unassigned alias is rejected

@@ -3,6 +3,7 @@
 #include "models/core/sim_time.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "models/core/error.h"
@@ -11,6 +12,28 @@
 namespace mbpsim::net {
 
 using sc_core::sc_time;
+
+void Network::footprint(const NetConfig& cfg, MemoryForecast& f) {
+  const uint64_t nodes = cfg.nodes();
+  uint64_t routers = 0, level = 1, bytes = 0;
+  for (int h = 0; h < cfg.levels; ++h, level *= cfg.radix) {
+    const size_t name_len = std::strlen("system.net.router_0_") + std::to_string(level).size();
+    bytes += level * Router::footprint_bytes(cfg, h > 0, name_len);
+    routers += level;
+  }
+  bytes += vector_bytes<std::unique_ptr<Router>>(routers);
+  f.add("routers", bytes, "network.radix^network.levels, network.vcs_per_class, network.buffer_depth");
+  // An interface: three source queues (an empty std::deque holds a map and one 512-byte block),
+  // its credits and credit line.
+  const uint64_t nvcs = static_cast<uint64_t>(cfg.vcs_per_class) * kNumClasses;
+  const uint64_t deque_bytes = heap_bytes(8 * sizeof(void*)) + heap_bytes(512);
+  f.add("network interfaces",
+        vector_bytes<NetIface>(nodes) + nodes * (kNumClasses * deque_bytes + vector_bytes<int>(nvcs) + CreditLine::bytes(nvcs * cfg.buffer_depth)),
+        "network.radix^network.levels");
+  // The calendar's wheel: a bucket per cycle of the near future, each as large as the most
+  // events one cycle has held (at least one flit or timer event per router and interface).
+  f.add("network calendar", vector_bytes<std::vector<Event>>(kWheel) + kWheel * vector_bytes<Event>(4), "");
+}
 
 Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats)
     : sc_module(name), cfg_(cfg), topo_(cfg.radix, cfg.levels) {

@@ -16,6 +16,7 @@
 
 #include <systemc>
 
+#include "models/core/footprint.h"
 #include "models/core/stats.h"
 #include "models/net/net_config.h"
 #include "models/net/packet.h"
@@ -68,6 +69,9 @@ class Network : public sc_core::sc_module {
   // Its statistics, and its routers' (router_<height>_<position>, child modules), are under
   // its own name: system.net when the runner builds it in the root.
   Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats);
+  // Adds the host memory a network of `cfg` holds to `f` (routers, network interfaces, the
+  // calendar), before one is built.
+  static void footprint(const NetConfig& cfg, MemoryForecast& f);
   void set_client(NetClient* c) { client_ = c; }
 
   const NetConfig& config() const { return cfg_; }

@@ -57,6 +57,8 @@ class PacketPool {
     --live_;
   }
   uint64_t live() const { return live_; }
+  // Host memory per packet the pool has made (the packet and its free-list slot).
+  static constexpr uint64_t bytes_per_packet() { return sizeof(Packet) + sizeof(Packet*); }
   template <class F>
   void for_each_live(F f) const {
     for (const auto& chunk : chunks_)

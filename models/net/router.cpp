@@ -60,6 +60,29 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
                                    "table entries in use, sampled at each allocation", "entries");
 }
 
+uint64_t CreditLine::bytes(size_t cap) { return Ring<Entry>::bytes(cap); }
+
+uint64_t Router::footprint_bytes(const NetConfig& c, bool has_parent, size_t name_len) {
+  const uint64_t nports = static_cast<uint64_t>(c.radix) + (has_parent ? 1 : 0), ninputs = nports + 1;
+  const uint64_t nvcs = static_cast<uint64_t>(c.vcs_per_class) * kNumClasses;
+  uint64_t b = module_bytes<Router>(name_len);
+  b += vector_bytes<std::vector<InputVC>>(ninputs) + ninputs * vector_bytes<InputVC>(nvcs);
+  b += nvcs * (nports * FlitQueue::bytes(c.buffer_depth) + FlitQueue::bytes(4));
+  b += 4 * vector_bytes<uint32_t>(ninputs) + vector_bytes<uint8_t>(ninputs);
+  b += vector_bytes<OutputPort>(nports);
+  b += nports * (vector_bytes<int>(nvcs) + CreditLine::bytes(nvcs * c.buffer_depth) + vector_bytes<uint8_t>(nvcs) +
+                 vector_bytes<int16_t>(nvcs));
+  size_t table = 1;
+  while (table < static_cast<size_t>(c.combining_entries)) table <<= 1;
+  b += vector_bytes<CombineEntry>(table);
+  // Statistics: a counter per output port, four more and an average; the network adds a
+  // utilisation formula whose closure holds the port counters.
+  const uint64_t stats = nports + 6;
+  b += stats * Stats::bytes_per_stat(name_len + 20) + heap_bytes(sizeof(std::vector<const Counter*>) + 8) +
+       vector_bytes<const Counter*>(nports) + sizeof(std::function<double()>) * 3 / 2;
+  return b;
+}
+
 void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
   if (p->hop_ack && consume_ack(p, now)) {
     // The ack is absorbed at the input stage: its buffer slot frees at once.

@@ -15,6 +15,7 @@
 
 #include "models/core/ring.h"
 #include "models/core/stats.h"
+#include "models/net/net_config.h"
 #include "models/net/packet.h"
 
 namespace mbpsim::net {
@@ -36,6 +37,7 @@ using FlitQueue = Ring<Flit>;
 class CreditLine {
  public:
   void init(size_t cap) { q_.init(cap); }
+  static uint64_t bytes(size_t cap);
   bool empty() const { return q_.empty(); }
   void push(uint64_t at, int vc) { q_.push(Entry{at, static_cast<uint8_t>(vc)}); }
   // Adds every credit that has arrived by `now` to `credits`; returns the VCs that got one.
@@ -96,6 +98,10 @@ struct CombineEntry {
 class Router final : public sc_core::sc_module {
  public:
   Router(sc_core::sc_module_name name, Network& net, int id, int height, uint32_t pos, Stats& stats);
+  // Host memory a router holds under `c`, its statistics included (a root has no parent
+  // port; `name_len`: its hierarchical name's length): what the constructor allocates, with a
+  // combining table grown to its bound.
+  static uint64_t footprint_bytes(const NetConfig& c, bool has_parent, size_t name_len);
   // A flit arrives at an input VC (called by the network at the arrival cycle).
   void accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
   // The downstream of output `port` freed a slot of `vc`; the credit arrives at cycle `at`.

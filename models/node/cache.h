@@ -2,12 +2,15 @@
 // bytes, and the translation buffers (P-TLB, C-TLB, N-TLB), which hold one value per entry.
 // A lookup is a few compares and no allocation: cache hits are the processor's hot path.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
+
+#include "models/core/footprint.h"
 
 namespace mbpsim::node {
 
@@ -32,6 +35,18 @@ class Cache {
     base_ = raw_ + (64 - reinterpret_cast<uintptr_t>(raw_) % 64) % 64;
   }
   ~Cache() { std::free(raw_); }
+  // Host memory of a cache of this geometry whose processor touches `blocks` distinct blocks
+  // (contiguous runs of addresses, so as many consecutive sets). A large array comes from
+  // calloc as untouched zero pages and becomes resident a page at a time, as lines are filled;
+  // one below glibc's mmap threshold (128 KiB) is carved from the heap and counted whole.
+  // `worst`: every line filled.
+  static uint64_t footprint_bytes(uint64_t bytes, uint64_t assoc, uint64_t block, uint64_t blocks, uint64_t* worst = nullptr) {
+    const uint64_t stride = (sizeof(Line) + block + 63) / 64 * 64, lines = bytes / block, sets = lines / assoc;
+    const uint64_t array = lines * stride + 64;
+    if (worst) *worst = heap_bytes(array);
+    if (array < 128 * 1024) return heap_bytes(array);
+    return std::min(round_to_pages(array), round_to_pages(std::min(blocks, sets) * assoc * stride));
+  }
   Cache(const Cache&) = delete;
   Cache& operator=(const Cache&) = delete;
   Line* find(uint64_t blk) {
@@ -74,6 +89,7 @@ class Cache {
 class Tlb {
  public:
   Tlb(uint32_t entries, uint32_t assoc) : assoc_(assoc), sets_(entries / assoc), e_(entries) {}
+  static uint64_t footprint_bytes(uint64_t entries) { return vector_bytes<Entry>(entries); }
   bool lookup(uint64_t page, uint64_t* value) {
     // The most recent hit first: references cluster in pages, and a fully associative TLB
     // would otherwise scan every entry. Same result, fewer compares.

@@ -18,6 +18,10 @@ std::unique_ptr<mbp::System> make_mbp_machine(const Config& c, net::Network& net
   return std::make_unique<mbp::System>("mbp", nc, mc, net, stats, seed);
 }
 
+void mbp_machine_footprint(const Config& c, uint64_t nodes, const AddressUse& use, MemoryForecast& f) {
+  mbp::System::footprint(node::NodeConfig::from(c), mbp::MbpConfig::from(c), nodes, use, f);
+}
+
 Cluster build_cluster(Calendar& cal, const mbcf::EtherSysConfig& ec, const mbp2::Mbp2Config* mbp2, Stats& stats, uint64_t seed) {
   Cluster k;
   if (!mbp2) {
@@ -39,6 +43,12 @@ Cluster make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed
   if (!mbp2) return build_cluster(cal, ec, nullptr, stats, seed);
   const mbp2::Mbp2Config mc = mbp2::Mbp2Config::from(c);
   return build_cluster(cal, ec, &mc, stats, seed);
+}
+
+void cluster_footprint(const Config& c, MemoryForecast& f) {
+  const mbcf::EtherSysConfig ec = mbcf::EtherSysConfig::from(c);
+  mbcf::EtherSystem::footprint(ec, f);
+  if (c.get_string("mbcf.nic") == "mbp2") mbp2::Mbp2Cards::footprint(ec, mbp2::Mbp2Config::from(c), f);
 }
 
 }  // namespace mbpsim::systems

@@ -19,6 +19,10 @@ namespace mbpsim::systems {
 // multicast updates that do not fit network.buffer_depth.
 std::unique_ptr<mbp::System> make_mbp_machine(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
 
+// Adds to `f` the host memory the MBP machine of `c` on a network of `nodes` nodes holds when
+// its processors touch `use` (mbp::System::footprint).
+void mbp_machine_footprint(const Config& c, uint64_t nodes, const AddressUse& use, MemoryForecast& f);
+
 // A cluster as built: the hosts, their NICs, the segment and the MBCF protocol that wires them
 // (mbcf::EtherSystem), and, when the NICs are MBP2 cards, the cards (which run the protocol's
 // firmware on their PMEs). Composed, not inherited: the cards are the cluster's NIC and
@@ -36,5 +40,7 @@ Cluster build_cluster(Calendar& cal, const mbcf::EtherSysConfig& ec, const mbp2:
 // conventional NIC, or, with mbcf.nic = mbp2, behind MBP2 NICs (mbp2.*, pme.*, em.*, crypto.*).
 // A config error names its key: encryption asked of a NIC that has none.
 Cluster make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed);
+// Adds to `f` the host memory the cluster of `c` holds (EtherSystem::footprint, and the cards').
+void cluster_footprint(const Config& c, MemoryForecast& f);
 
 }  // namespace mbpsim::systems

@@ -285,6 +285,67 @@ TEST(Robustness, RunningOutOfMemoryIsOneLineNamingThePhase) {
   EXPECT_TRUE(fs::is_empty(d));
 }
 
+// A run the host cannot hold is refused before it builds anything, in one line naming what
+// makes it large (it used to grow for gigabytes and end in SystemC's bad_alloc dump);
+// validate and stats-doc foresee it the same way. 65,536 nodes of four 1 MiB L2s each.
+TEST(Robustness, ARunTooLargeForTheHostIsRefusedBeforeItBuilds) {
+  auto d = test::temp_dir("rob_toolarge");
+  const std::string big = test::config_path("mbp64.json") + " --set network.levels=8";
+  for (const std::string& cmd : {"run " + big + " --quiet --out " + (d / "o").string(), "validate " + big, "stats-doc " + big}) {
+    SCOPED_TRACE(cmd);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = run_cmd(test::mbpsim_bin() + " " + cmd);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+    EXPECT_NE(r.output.find("mbp64.json: predicted memory "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("GiB (experiment.max_memory_gb, by default 80% of this host's memory): L2 caches "), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("(node.l2_bytes x node.procs x nodes)"), std::string::npos) << r.output;
+    EXPECT_LT(s, 10.0) << "refused only after building";
+  }
+  EXPECT_TRUE(fs::is_empty(d));
+}
+
+// experiment.max_memory_gb is the limit when given; validate prints the prediction, item by
+// item, with the parameters each grows with.
+TEST(Robustness, ExperimentMaxMemoryGbIsTheLimitAndValidatePrintsThePrediction) {
+  auto r = test::run_config("mbp16.json", "--set experiment.max_memory_gb=0.01");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("exceeds the limit of 10.2 MiB (experiment.max_memory_gb): L2 caches"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(r.out));
+  auto v = run_cmd(test::mbpsim_bin() + " validate " + test::config_path("mbp16.json"));
+  EXPECT_EQ(v.status, 0) << v.output;
+  for (const char* line : {"configs/mbp16.json: ok\n  predicted memory ", "\n    L2 caches ", "   node.l2_bytes x node.procs x nodes\n",
+                           "\n    routers ", "\n    program and libraries "})
+    EXPECT_NE(v.output.find(line), std::string::npos) << line << "\n" << v.output;
+}
+
+// The prediction against what runs really hold (peak RSS, host.json): within a quarter, for a
+// synthetic run, a saturated one (its source queues grow), a cluster of MBP2 cards, the MBP
+// machine under a sharing pattern and a trace replay. docs/PERFORMANCE.md has the full table
+// (scripts/memory-table.sh).
+TEST(Robustness, ThePredictedMemoryIsWithinAQuarterOfThePeak) {
+#ifdef MBPSIM_TEST_ASAN
+  GTEST_SKIP() << "AddressSanitizer's shadow memory is not the simulator's";
+#endif
+  const std::pair<const char*, const char*> cases[] = {
+      {"default.json", ""},
+      {"net-qtree64-uniform.json", "--set network.levels=5"},
+      {"mbcf-tester-mbp2.json", "--set mbcf.nodes=16"},
+      {"mbp16.json", "--set sharing.refs_per_proc=5000"},
+      {"splash-mbp16.json", ""},
+  };
+  for (const auto& [config, args] : cases) {
+    SCOPED_TRACE(std::string(config) + " " + args);
+    auto r = test::run_config(config, args);
+    ASSERT_TRUE(r.status == 0 || r.status == 3) << r.output;
+    const auto host = nlohmann::json::parse(test::read_text(r.out / "host.json"));
+    const double peak = host["peak_memory_bytes"].get<double>(), predicted = host["predicted_memory_bytes"].get<double>();
+    EXPECT_NEAR(predicted / peak, 1.0, 0.25) << "predicted " << predicted / 1048576 << " MiB, peak " << peak / 1048576 << " MiB";
+  }
+}
+
 // Bad input found while building leaves the previous results as they were.
 TEST(Robustness, BadInputLeavesThePreviousResults) {
   auto d = test::temp_dir("rob_badin");

@@ -1,6 +1,11 @@
 // Network behaviour measured through whole (small) runs: each TEST is its own process.
+#include <malloc.h>
+
 #include <gtest/gtest.h>
 
+#include <memory>
+
+#include "models/core/footprint.h"
 #include "models/core/stats.h"
 #include "models/net/network.h"
 #include "sim/runner.h"
@@ -321,6 +326,27 @@ TEST(Network, RequestsAreNotStarvedBehindReplies) {
   // cycles. With strict class priority it left only after all 2001 replies (12,000 cycles).
   EXPECT_LT(rec.request_at, 100);
   EXPECT_EQ(rec.replies, 2001u);
+}
+
+// The memory forecast's network part is what the constructor allocates (glibc's count of heap
+// bytes in use, before and after), for a tree large enough that the routers dominate: a
+// change to a router's state that the forecast does not follow fails here.
+TEST(Footprint, TheNetworksPredictionIsWhatItsConstructorAllocates) {
+  for (int levels : {4, 5}) {
+    SCOPED_TRACE("levels " + std::to_string(levels));
+    net::NetConfig nc;
+    nc.levels = levels;
+    MemoryForecast f;
+    net::Network::footprint(nc, f);
+    uint64_t predicted = 0;
+    for (const auto& i : f.items())
+      if (i.what == "routers" || i.what == "network interfaces") predicted += i.bytes;
+    Stats stats;
+    const size_t before = mallinfo2().uordblks;
+    auto n = std::make_unique<net::Network>(("net" + std::to_string(levels)).c_str(), nc, stats);
+    const double made = static_cast<double>(mallinfo2().uordblks - before);
+    EXPECT_NEAR(static_cast<double>(predicted) / made, 1.0, 0.10) << "predicted " << predicted << ", allocated " << made;
+  }
 }
 
 }  // namespace

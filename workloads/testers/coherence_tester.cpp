@@ -28,6 +28,13 @@ void declare_tester_params(ParamSchema& s) {
   s.add({"tester.max_gap", T::Int, 20, "instructions", "compute before each tester operation, uniform in 0..max_gap", 0, 1e9});
 }
 
+AddressUse CoherenceTester::address_use(const Config& c) {
+  AddressUse u;
+  u.known = true;
+  u.shared_bytes = static_cast<uint64_t>(c.get_int("tester.pages")) * static_cast<uint64_t>(c.get_int("node.page_bytes"));
+  return u;
+}
+
 CoherenceTester::CoherenceTester(const Config& c, net::Network& net, Stats& stats, uint64_t seed)
     : MbpWorkload(c, net, stats, seed), seed_(seed), rng_(seed, "tester") {
   checks_ = static_cast<uint64_t>(c.get_int("tester.checks"));

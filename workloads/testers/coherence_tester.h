@@ -19,6 +19,8 @@ namespace mbpsim {
 class CoherenceTester : public MbpWorkload {
  public:
   CoherenceTester(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
+  // The tested region, shared by every processor (the memory forecast's input).
+  static AddressUse address_use(const Config& c);
   void start() override;
   bool done() const override { return completed_ == checks_ && switches_in_flight_ == 0; }
   nlohmann::ordered_json summary() const override;

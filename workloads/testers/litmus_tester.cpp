@@ -44,6 +44,13 @@ void declare_litmus_params(ParamSchema& s) {
   s.add({"litmus.warm_fraction", T::Double, 0.5, "", "before a run, each thread's processor and two others pre-load each location with this probability (copies to invalidate or update)", 0, 1});
 }
 
+AddressUse LitmusTester::address_use(const Config& c) {
+  AddressUse u;
+  u.known = true;
+  u.shared_bytes = 4 * static_cast<uint64_t>(c.get_int("litmus.pages")) * static_cast<uint64_t>(c.get_int("node.page_bytes"));
+  return u;
+}
+
 LitmusTester::LitmusTester(const Config& c, net::Network& net, Stats& stats, uint64_t seed)
     : MbpWorkload(c, net, stats, seed), seed_(seed), rng_(seed, "litmus") {
   runs_per_cell_ = static_cast<uint64_t>(c.get_int("litmus.runs"));

@@ -23,6 +23,9 @@ namespace mbpsim {
 class LitmusTester : public MbpWorkload {
  public:
   LitmusTester(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
+  // The locations' pages of the three protocols and the noise region, shared (the memory
+  // forecast's input).
+  static AddressUse address_use(const Config& c);
   void start() override;
   bool done() const override { return finished_ == total_; }
   nlohmann::ordered_json summary() const override;

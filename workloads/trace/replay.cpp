@@ -26,16 +26,38 @@ void declare_trace_params(ParamSchema& s) {
   s.add({"trace.baseline_s", T::Double, 0.0, "s", "exec_time_s of the same trace on one processor (trace.placement single); when set, the summary gives the speedup", 0, 1e9});
 }
 
-TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint64_t seed) : MbpWorkload(c, net, stats, seed) {
-  path_ = c.get_string("trace.path");
-  if (path_.empty()) c.fail("trace.path", "workload.kind trace needs a trace folder");
+std::string TraceReplay::trace_dir(const Config& c) {
+  std::string path = c.get_string("trace.path");
+  if (path.empty()) c.fail("trace.path", "workload.kind trace needs a trace folder");
   // A relative path in a config file is relative to that file; on the command line, to the
   // working directory.
   const std::string& from = c.origin_of("trace.path");
-  if (path_[0] != '/' && from != "--set" && from != "<defaults>") {
+  if (path[0] != '/' && from != "--set" && from != "<defaults>") {
     const std::string dir = std::filesystem::path(from).parent_path().string();
-    if (!dir.empty()) path_ = dir + "/" + path_;
+    if (!dir.empty()) path = dir + "/" + path;
   }
+  return path;
+}
+
+AddressUse TraceReplay::footprint(const Config& c, MemoryForecast& f) {
+  const std::string dir = trace_dir(c);
+  const trace::Meta m = trace::read_meta(dir);
+  uint64_t streams = 0;
+  for (uint32_t t = 0; t < m.threads; ++t) streams += trace::reader_bytes(trace::stream_path(dir, t, m.encoding));
+  f.add("trace streams", streams + m.threads * heap_bytes(sizeof(Thread)), "the trace's threads (trace.path)");
+  // The trace records only shared data. A parallel program partitions it: each thread is
+  // counted with its share, as its own.
+  AddressUse u;
+  u.known = true;
+  uint64_t data = 0;
+  for (const auto& a : m.allocations) data += a.size;
+  u.busy_procs = c.get_string("trace.placement") == "single" ? 1 : m.threads;
+  u.private_bytes = data / std::max<uint32_t>(1, m.threads);
+  return u;
+}
+
+TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint64_t seed) : MbpWorkload(c, net, stats, seed) {
+  path_ = trace_dir(c);
   meta_ = trace::read_meta(path_);
   validated_ = c.get_bool("trace.validate");
   if (validated_) trace::validate(path_);

@@ -27,6 +27,10 @@ namespace mbpsim {
 class TraceReplay : public MbpWorkload {
  public:
   TraceReplay(const Config& c, net::Network& net, Stats& stats, uint64_t seed);
+  // The trace folder `trace.path` names (a relative path is relative to the config file).
+  static std::string trace_dir(const Config& c);
+  // Adds the host memory the replay's streams hold to `f`; the addresses the trace touches.
+  static AddressUse footprint(const Config& c, MemoryForecast& f);
   bool done() const override { return ended_ == th_.size(); }
   std::string unfinished() const override {
     return std::to_string(th_.size() - ended_) + " of " + std::to_string(th_.size()) + " threads not ended";

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "models/core/error.h"
+#include "models/core/footprint.h"
 
 namespace mbpsim::trace {
 
@@ -504,6 +505,19 @@ std::string meta_path(const std::string& dir) { return dir + "/trace.meta"; }
 std::string stream_path(const std::string& dir, uint32_t thread, Encoding e) {
   const char* ext = e == Encoding::Text ? ".txt" : e == Encoding::Binary ? ".bin" : ".bin.gz";
   return dir + "/thread-" + std::to_string(thread) + ext;
+}
+
+uint64_t reader_bytes(const std::string& path) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return 0;
+  // The raw buffer fills with the file; a gzip file is inflated into the reader's own buffer.
+  std::ifstream f(path, std::ios::binary);
+  unsigned char head[2] = {};
+  const bool gz = f.read(reinterpret_cast<char*>(head), 2) && head[0] == 0x1f && head[1] == 0x8b;
+  const uint64_t reader = std::max(sizeof(TextReader), sizeof(BinaryReader));
+  const uint64_t zlib_state = gz ? 7200 + 32768 : 0;  // inflate's state and its 32 KiB window
+  return heap_bytes(reader) + heap_bytes(Source::buffer_for(size)) + zlib_state;
 }
 
 Meta read_meta(const std::string& dir) {

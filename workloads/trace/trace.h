@@ -103,6 +103,10 @@ std::string meta_path(const std::string& dir);
 std::string stream_path(const std::string& dir, uint32_t thread, Encoding e);
 
 Meta read_meta(const std::string& dir);
+// Host memory a reader of stream file `path` holds at most: its record buffer, its buffer of
+// raw bytes as far as the file fills it, and zlib's inflate state for a gzip file (0 if the
+// file cannot be read: opening it reports that).
+uint64_t reader_bytes(const std::string& path);
 void write_meta(const std::string& dir, const Meta& m);
 
 class StreamReader {
