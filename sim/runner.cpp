@@ -215,6 +215,10 @@ int run_experiment(const RunOptions& o) {
   // The results folder is claimed before anything is built: a refused --out costs nothing,
   // and bad input found while building leaves it as it was (sim/results.h).
   ResultsDir results(o.out_dir, o.keep);
+  // From here a first SIGINT or SIGTERM is kept until the run's first step, where it stops the
+  // run with what it has (a long build, a large trace's validation, is not cut in the middle);
+  // a second one exits at once.
+  StopSignals signals;
   // What the run will hold, from the config alone: a run the host cannot hold is refused here,
   // naming what makes it large, before it allocates (docs/PERFORMANCE.md, "Predicted memory").
   set_phase("predicting memory");
@@ -248,7 +252,6 @@ int run_experiment(const RunOptions& o) {
     return (network ? network->events_processed() : 0) + wl->calendar_events();
   };
 
-  StopSignals signals;
   set_phase("simulating");
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   if (network) network->start();
