@@ -170,7 +170,9 @@ extern "C" void on_stop_signal(int sig) {
   g_signal = sig;
 }
 
-// Installs the handlers for a run and puts the previous ones back after it.
+// Installs the handlers for a run and puts the previous ones back after it. The two signals
+// are unblocked too: a run started with them blocked (some job runners do) could otherwise not
+// be stopped, and one already pending is taken at once.
 class StopSignals {
  public:
   StopSignals() {
@@ -181,14 +183,21 @@ class StopSignals {
     sa.sa_flags = SA_RESTART;
     ::sigaction(SIGINT, &sa, &old_int_);
     ::sigaction(SIGTERM, &sa, &old_term_);
+    sigset_t both;
+    sigemptyset(&both);
+    sigaddset(&both, SIGINT);
+    sigaddset(&both, SIGTERM);
+    ::sigprocmask(SIG_UNBLOCK, &both, &old_mask_);
   }
   ~StopSignals() {
+    ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
     ::sigaction(SIGINT, &old_int_, nullptr);
     ::sigaction(SIGTERM, &old_term_, nullptr);
   }
 
  private:
   struct sigaction old_int_ {}, old_term_ {};
+  sigset_t old_mask_{};
 };
 
 // Simulated time in the unit that reads best (the Ethernet systems run for seconds).

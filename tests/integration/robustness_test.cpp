@@ -204,6 +204,46 @@ TEST_P(Interrupt, WritesTheStatisticsSoFarMarkedInterrupted) {
 
 INSTANTIATE_TEST_SUITE_P(Robustness, Interrupt, ::testing::Values(SIGINT, SIGTERM));
 
+// A signal that comes while the system is being built is kept until the run's first step: the
+// run stops there, at cycle 0, with its statistics marked interrupted (it used to die at once,
+// leaving its staging folder and lock). Made deterministic by starting mbpsim with SIGINT
+// blocked and pending: the runner unblocks it as it claims the results folder.
+TEST(Robustness, ASignalWhileBuildingStopsTheRunAtItsFirstStep) {
+  auto d = test::temp_dir("rob_sigbuild");
+  const std::string cfg = test::config_path("mbp16.json"), dir = (d / "o").string();
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::close(out[0]);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    ::sigprocmask(SIG_BLOCK, &s, nullptr);
+    ::raise(SIGINT);  // pending across exec, blocked until the runner unblocks it
+    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+    ::execl(MBPSIM_BINARY, "mbpsim", "run", cfg.c_str(), "--quiet", "--out", dir.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << text;
+  EXPECT_EQ(WEXITSTATUS(st), 130) << text;
+  EXPECT_NE(text.find("mbpsim: interrupted by SIGINT"), std::string::npos) << text;
+  auto stats = nlohmann::json::parse(test::read_text(d / "o" / "stats.json"));
+  EXPECT_TRUE(stats["run"]["interrupted"].get<bool>());
+  EXPECT_EQ(stats["run"]["simulated_cycles"].get<uint64_t>(), 0u);
+  EXPECT_EQ(entries(d), std::vector<std::string>{"o"});
+}
+
 // The runner sizes its sc_start steps by the wall clock (so that the heartbeat and signals
 // come on time however slow a cycle is), but asks whether the workload is done only at fixed
 // cycles: one-cycle steps give byte-identical results.
