@@ -1,6 +1,8 @@
 #include "models/core/params.h"
 #include "models/node/node_config.h"
 
+#include <algorithm>
+
 namespace mbpsim::node {
 
 // The thesis gives no timing figures for the MBP machine's nodes, so the defaults describe a
@@ -51,6 +53,15 @@ NodeConfig NodeConfig::from(const Config& c) {
   pow2("node.block_bytes", n.block_bytes);
   pow2("node.bank_interleave_bytes", n.bank_interleave_bytes);
   if (n.block_bytes > n.page_bytes) c.fail("node.block_bytes", "a block cannot be larger than a page (" + std::to_string(n.page_bytes) + " bytes)");
+  // A page is striped over its banks a stripe at a time (a block at least): the banks it spans
+  // must be a power of two, and a stripe no larger than the page (mbp::System's addressing).
+  const uint64_t stripe = std::max<uint64_t>(n.bank_interleave_bytes, n.block_bytes);
+  if (stripe > n.page_bytes)
+    c.fail("node.bank_interleave_bytes", std::to_string(n.bank_interleave_bytes) + " bytes per bank is more than a page (" +
+                                             std::to_string(n.page_bytes) + " bytes): a page would span no bank");
+  const uint64_t spans = std::min<uint64_t>(static_cast<uint64_t>(n.banks), n.page_bytes / stripe);
+  if (spans & (spans - 1))
+    c.fail("node.banks", "a page spans " + std::to_string(spans) + " banks (node.banks, or node.page_bytes / the bank stripe if fewer): must be a power of two");
   auto cache = [&](const char* key, uint32_t bytes, uint32_t assoc) {
     const uint64_t lines = bytes / n.block_bytes;
     if (bytes % n.block_bytes || lines < assoc || lines % assoc)

@@ -9,7 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -385,6 +388,55 @@ TEST(Robustness, ThePredictedMemoryIsWithinAQuarterOfThePeak) {
     EXPECT_NEAR(predicted / peak, 1.0, 0.25) << "predicted " << predicted / 1048576 << " MiB, peak " << peak / 1048576 << " MiB";
   }
 }
+
+// Every number at each end of its declared range is either accepted and built, or refused in
+// one line: never a crash, and, in the sanitizer suite (UBSan with float-cast-overflow), never
+// a conversion the model cannot represent (a time in picoseconds from a duration at its
+// maximum, a count from a rate). Each parameter is tried in a config whose system reads it.
+struct RangeGroup {
+  const char* name;
+  std::vector<std::string> prefixes;
+  const char* config;
+};
+void PrintTo(const RangeGroup& g, std::ostream* os) { *os << g.name << " (" << g.config << ")"; }
+class RangeEnds : public ::testing::TestWithParam<RangeGroup> {};
+
+TEST_P(RangeEnds, EveryNumberAtItsBoundsBuildsOrIsRefusedInOneLine) {
+  const RangeGroup& g = GetParam();
+  int tried = 0;
+  for (const ParamSpec& p : schema().all()) {
+    if (p.type != mbpsim::ParamType::Int && p.type != mbpsim::ParamType::Double) continue;
+    const std::string prefix = p.key.substr(0, p.key.find('.'));
+    if (std::find(g.prefixes.begin(), g.prefixes.end(), prefix) == g.prefixes.end()) continue;
+    for (double v : {p.min, p.max}) {
+      if (!std::isfinite(v)) continue;
+      char text[64];
+      std::snprintf(text, sizeof text, p.type == mbpsim::ParamType::Int ? "%.0f" : "%.17g", v);
+      const std::string cmd = test::mbpsim_bin() + " validate " + test::config_path(g.config) + " --set " + p.key + "=" + text;
+      auto r = run_cmd("timeout 60 env " + cmd);
+      ++tried;
+      EXPECT_TRUE(r.status == 0 || r.status == 1) << cmd << " -> " << r.status << "\n" << r.output;
+      if (r.status == 1) {
+        EXPECT_EQ(count_lines(r.output), 1) << cmd << "\n" << r.output;
+      }
+      EXPECT_EQ(r.output.find("runtime error"), std::string::npos) << cmd << "\n" << r.output;
+    }
+  }
+  EXPECT_GT(tried, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Robustness, RangeEnds,
+    ::testing::Values(RangeGroup{"network", {"experiment", "network", "workload"}, "default.json"},
+                      RangeGroup{"machine", {"node", "mbp", "sharing"}, "mbp16.json"},
+                      RangeGroup{"testers", {"tester"}, "mbp16-random-tester.json"},
+                      RangeGroup{"litmus", {"litmus"}, "litmus-mbp16.json"},
+                      RangeGroup{"trace", {"trace"}, "splash-mbp16.json"},
+                      RangeGroup{"cluster", {"mbcf", "host", "nic", "bus", "ether", "mbcf_tester"}, "mbcf-tester-ether.json"},
+                      RangeGroup{"protection", {"protection"}, "protection-ether.json"},
+                      RangeGroup{"mbp2", {"mbp2", "pme", "em", "cau", "meac"}, "mbcf-tester-mbp2.json"},
+                      RangeGroup{"crypto", {"crypto"}, "mbp2c-secure.json"}),
+    [](const auto& i) { return std::string(i.param.name); });
 
 // Bad input found while building leaves the previous results as they were.
 TEST(Robustness, BadInputLeavesThePreviousResults) {
