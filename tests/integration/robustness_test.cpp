@@ -158,6 +158,35 @@ TEST(Robustness, ARunStoppedByItsLimitExitsThreeAndNamesIt) {
   EXPECT_FALSE(r.stats["run"].contains("stopped_by"));
 }
 
+// `mbpsim ARGS...` in a child whose stdout and stderr come back through `*fd`; `block_sigint`:
+// it starts with SIGINT blocked and pending (delivered once mbpsim unblocks it).
+pid_t spawn_mbpsim(const std::vector<std::string>& args, int* fd, bool block_sigint = false) {
+  int out[2];
+  if (::pipe(out) != 0) return -1;
+  std::vector<char*> argv{const_cast<char*>("mbpsim")};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::close(out[0]);
+    if (block_sigint) {
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, SIGINT);
+      ::sigprocmask(SIG_BLOCK, &s, nullptr);
+      ::raise(SIGINT);  // pending across exec
+    }
+    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+    ::execv(MBPSIM_BINARY, argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  *fd = out[0];
+  return pid;
+}
+
 // SIGINT and SIGTERM stop a run at the next slice: it writes what it has, marked interrupted
 // with the simulated time reached, says so in one line and exits 130 or 143.
 class Interrupt : public ::testing::TestWithParam<int> {};
@@ -165,21 +194,11 @@ class Interrupt : public ::testing::TestWithParam<int> {};
 TEST_P(Interrupt, WritesTheStatisticsSoFarMarkedInterrupted) {
   const int sig = GetParam();
   auto d = test::temp_dir(std::string("rob_sig") + std::to_string(sig));
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
-  const std::string cfg = test::config_path("net-qtree64-uniform.json"), dir = (d / "o").string();
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    ::close(out[0]);
-    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-    ::execl(MBPSIM_BINARY, "mbpsim", "run", cfg.c_str(), "--out", dir.c_str(), "--set", "workload.measure_cycles=1000000000",
-            "--set", "experiment.heartbeat_s=0.01", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
+  int out[1];
+  const pid_t pid = spawn_mbpsim({"run", test::config_path("net-qtree64-uniform.json"), "--out", (d / "o").string(), "--set",
+                                  "workload.measure_cycles=1000000000", "--set", "experiment.heartbeat_s=0.01"},
+                                 out);
+  ASSERT_GT(pid, 0);
   // Wait for the first heartbeat: the run is simulating.
   std::string text;
   char buf[512];
@@ -213,25 +232,9 @@ INSTANTIATE_TEST_SUITE_P(Robustness, Interrupt, ::testing::Values(SIGINT, SIGTER
 // blocked and pending: the runner unblocks it as it claims the results folder.
 TEST(Robustness, ASignalWhileBuildingStopsTheRunAtItsFirstStep) {
   auto d = test::temp_dir("rob_sigbuild");
-  const std::string cfg = test::config_path("mbp16.json"), dir = (d / "o").string();
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    ::close(out[0]);
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    ::sigprocmask(SIG_BLOCK, &s, nullptr);
-    ::raise(SIGINT);  // pending across exec, blocked until the runner unblocks it
-    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-    ::execl(MBPSIM_BINARY, "mbpsim", "run", cfg.c_str(), "--quiet", "--out", dir.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
+  int out[1];
+  const pid_t pid = spawn_mbpsim({"run", test::config_path("mbp16.json"), "--quiet", "--out", (d / "o").string()}, out, true);
+  ASSERT_GT(pid, 0);
   std::string text;
   char buf[512];
   for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
