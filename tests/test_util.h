@@ -17,6 +17,17 @@
 #include "sim/runner.h"
 #include "tests/temp_dirs.h"
 
+// Defined in a build under AddressSanitizer, which reserves terabytes of address space (a
+// memory limit cannot be set) and replaces glibc's allocator (whose statistics then read 0).
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MBPSIM_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define MBPSIM_TEST_ASAN 1
+#endif
+
 namespace mbpsim::test {
 
 // A fresh, empty folder for this process: $TMPDIR/mbpsim_test_NAME_PID.

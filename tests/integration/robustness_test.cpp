@@ -19,15 +19,6 @@
 
 #include "tests/test_util.h"
 
-// AddressSanitizer reserves terabytes of address space: a memory limit cannot be set under it.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MBPSIM_TEST_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define MBPSIM_TEST_ASAN 1
-#endif
 
 namespace mbpsim {
 namespace {
