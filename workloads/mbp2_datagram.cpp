@@ -37,7 +37,7 @@ class DatagramWorkload : public MbcfWorkload {
     sizes_ = sizes(c, 1, mbp2::kUdpMaxPayload, "UDP's largest datagram");
     // UDP datagrams longer than one frame go in IP fragments, which the receiving NIC holds in
     // half its receive buffers at most while it reassembles; TCP segments fit one frame.
-    const uint32_t mtu = mbp2_->mtu(), rx_share = std::max<uint32_t>(1, cfg_.rx_ring / 2);
+    const uint32_t mtu = mbp2_->nic(0).mtu(), rx_share = std::max<uint32_t>(1, cfg_.rx_ring / 2);
     uint32_t largest = 0;
     for (uint32_t n : sizes_) {
       largest = std::max(largest, n);
@@ -55,12 +55,12 @@ class DatagramWorkload : public MbcfWorkload {
     // mapped apart beyond.
     if (largest + kSlotHeader > kSlotBytes) {
       buffer_bytes_ = (largest + 63) & ~63u;
-      slot_bytes_ = (mbp2::Mbp2Cards::kSlotHeader + largest + 63) & ~63u;
+      slot_bytes_ = (mbp2::Mbp2Nic::kSlotHeader + largest + 63) & ~63u;
       src_ = kLargeArea;
       ring_ = kLargeArea + ((kBuffers * buffer_bytes_ + 0xffff) & ~0xffffu);
       for (uint32_t n = 0; n < 2; ++n) {
         TaskSpace& ts = sys_->space(n);
-        const uint64_t bytes = ring_ - src_ + mbp2::Mbp2Cards::kRingHeader + static_cast<uint64_t>(kSlots) * slot_bytes_;
+        const uint64_t bytes = ring_ - src_ + mbp2::Mbp2Nic::kRingHeader + static_cast<uint64_t>(kSlots) * slot_bytes_;
         ts.map(*ts.find(kPtask), src_, static_cast<uint32_t>((bytes + ts.page_bytes() - 1) / ts.page_bytes()), kPermRW);
       }
     }
@@ -68,10 +68,10 @@ class DatagramWorkload : public MbcfWorkload {
     count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
     timeout_ps_ = static_cast<uint64_t>(c.get_double("workload.timeout_us") * 1e6);
     for (uint32_t n = 0; n < 2; ++n) {
-      mbp2_->init_ring(n, kPtask, ring_, kSlots, slot_bytes_);
+      mbp2_->nic(n).init_ring(kPtask, ring_, kSlots, slot_bytes_);
       const bool ok = proto_ == mbp2::kIpProtoUdp
-                          ? mbp2_->bind_udp(n, kPtask, kPort, ring_)
-                          : mbp2_->connect_tcp(n, kPtask, kPort, 1 - n, kPort, ring_, 1000 * (n + 1), 1000 * (2 - n));
+                          ? mbp2_->nic(n).bind_udp(kPtask, kPort, ring_)
+                          : mbp2_->nic(n).connect_tcp(kPtask, kPort, 1 - n, kPort, ring_, 1000 * (n + 1), 1000 * (2 - n));
       if (!ok) internal_error("datagram: binding the port failed");
     }
   }
@@ -89,7 +89,7 @@ class DatagramWorkload : public MbcfWorkload {
   }
 
  private:
-  static constexpr uint32_t kSlots = 32, kSlotBytes = 1536, kSlotHeader = mbp2::Mbp2Cards::kSlotHeader;
+  static constexpr uint32_t kSlots = 32, kSlotBytes = 1536, kSlotHeader = mbp2::Mbp2Nic::kSlotHeader;
   static constexpr uint32_t kLargeArea = 0x1000000;  // buffers and ring for datagrams beyond a frame
   static constexpr uint16_t kPort = 7;
   const char* name() const { return proto_ == mbp2::kIpProtoTcp ? "TCP" : "UDP"; }
@@ -98,8 +98,8 @@ class DatagramWorkload : public MbcfWorkload {
   // kBuffers of them.
   static constexpr uint32_t kBuffers = 32, kBufferBytes = 2048;
   uint32_t buffer(uint32_t k) const { return src_ + (k % kBuffers) * buffer_bytes_; }
-  mbp2::Mbp2Cards::DatagramRequest req(uint32_t from, uint32_t n, uint32_t k) const {
-    mbp2::Mbp2Cards::DatagramRequest d;
+  mbp2::Mbp2Nic::DatagramRequest req(uint32_t from, uint32_t n, uint32_t k) const {
+    mbp2::Mbp2Nic::DatagramRequest d;
     d.proto = proto_;
     d.dst_node = 1 - from;
     d.src_port = d.dst_port = kPort;
@@ -134,7 +134,7 @@ class DatagramWorkload : public MbcfWorkload {
   // duplicated or late) is not the stream's.
   void take_stream(uint32_t n) {
     std::vector<uint8_t> got;
-    if (!mbp2_->take(1, kPtask, ring_, &got)) internal_error("datagram: the ring was ready but empty");
+    if (!mbp2_->nic(1).take(kPtask, ring_, &got)) internal_error("datagram: the ring was ready but empty");
     checked_ += got.size();
     int64_t k = -1;
     if (n >= 4) {
@@ -169,16 +169,16 @@ class DatagramWorkload : public MbcfWorkload {
     auto go = [this, from, p = std::move(p), buf, k = std::move(k)]() mutable {
       const uint32_t n = static_cast<uint32_t>(p.size());
       sys_->space(from).write(*sys_->space(from).find(kPtask), buffer(buf), p.data(), n);
-      if (!mbp2_->send_datagram(from, kPtask, req(from, n, buf), std::move(k))) internal_error("datagram: a send was refused");
+      if (!mbp2_->nic(from).send_datagram(kPtask, req(from, n, buf), std::move(k))) internal_error("datagram: a send was refused");
     };
-    auto fetched = [this, from, before] { return static_cast<int64_t>(mbp2_->fetched(from, kPtask)) > before; };
+    auto fetched = [this, from, before] { return static_cast<int64_t>(mbp2_->nic(from).fetched(kPtask)) > before; };
     if (fetched()) return go();
     ++buffer_waits_;
     sys_->poll(from, fetched, std::move(go));
   }
   void next_size() {
     if (si_ == sizes_.size()) return finish();
-    fragmented_ = proto_ == mbp2::kIpProtoUdp && mbp2::udp_frames(sizes_[si_], mbp2_->mtu()) > 1;
+    fragmented_ = proto_ == mbp2::kIpProtoUdp && mbp2::udp_frames(sizes_[si_], mbp2_->nic(0).mtu()) > 1;
     i_ = 0;
     sum_ = 0;
     mark_cpu();
@@ -206,7 +206,7 @@ class DatagramWorkload : public MbcfWorkload {
         return echo();
       }
       std::vector<uint8_t> p;
-      if (!mbp2_->take(0, kPtask, ring_, &p)) internal_error("datagram: the ring was ready but empty");
+      if (!mbp2_->nic(0).take(kPtask, ring_, &p)) internal_error("datagram: the ring was ready but empty");
       checked_ += p.size();
       if (p != dgram(n, salt)) {
         if (is_dgram(p)) ++stray_;
@@ -228,7 +228,7 @@ class DatagramWorkload : public MbcfWorkload {
     sys_->poll(1, [this, over] { return ready(1) || over(); }, [this, gen, over] {
       if (over()) return;  // the echo phase is over: what arrives now is the stream's
       std::vector<uint8_t> p;
-      if (!mbp2_->take(1, kPtask, ring_, &p)) internal_error("datagram: the ring was ready but empty");
+      if (!mbp2_->nic(1).take(kPtask, ring_, &p)) internal_error("datagram: the ring was ready but empty");
       checked_ += p.size();
       send(1, std::move(p), 0, [this, gen] { serve(gen); });
     });
@@ -249,7 +249,7 @@ class DatagramWorkload : public MbcfWorkload {
   // buffer for without knowing what they carried: here every sealed frame is a datagram,
   // unless datagrams go in fragments (a lost fragment's datagram is counted when its
   // reassembly gives up).
-  uint64_t drops() const { return mbp2_->datagrams_dropped(1) + (fragmented_ ? 0 : mbp2_->sealed_frames_lost(1)); }
+  uint64_t drops() const { return mbp2_->nic(1).datagrams_dropped() + (fragmented_ ? 0 : mbp2_->nic(1).sealed_frames_lost()); }
   void send_next(uint32_t n) {
     if (k_ == count_) return;
     const uint32_t salt = 1000 + k_;
@@ -267,7 +267,7 @@ class DatagramWorkload : public MbcfWorkload {
   // sender's NIC holds nothing unacknowledged and nothing came for workload.timeout_us (a
   // connection given up: mbp2.tcp_max_retries).
   bool tcp() const { return proto_ == mbp2::kIpProtoTcp; }
-  bool tcp_pending() const { return tcp() && mbp2_->tcp_unacked(0, kPort, 1, kPort) > 0; }
+  bool tcp_pending() const { return tcp() && mbp2_->nic(0).tcp_unacked(kPort, 1, kPort) > 0; }
   void receive_next(uint32_t n, uint64_t dropped_before) {
     auto accounted = [this, dropped_before] { return taken_ + (tcp() ? 0 : drops() - dropped_before) >= count_; };
     sys_->poll_until(1, [this, accounted] { return ready(1) || accounted(); }, now() + timeout_ps_, [this, n, dropped_before, accounted](bool got) {
@@ -299,7 +299,7 @@ class DatagramWorkload : public MbcfWorkload {
   double sum_ = 0;
   uint64_t t0_ = 0, checked_ = 0, mismatched_ = 0, buffer_waits_ = 0;
   uint64_t retransmits_before_ = 0;
-  uint64_t retransmits() const { return mbp2_->tcp_retransmits(0); }
+  uint64_t retransmits() const { return mbp2_->nic(0).tcp_retransmits(); }
   uint64_t timeout_ps_ = 0, last_take_ = 0, echo_timeouts_ = 0, stray_ = 0, duplicates_ = 0;
   // Echo tries have salts of their own, apart from the stream's (1000 + datagram number).
   static constexpr uint32_t kEchoSalt0 = 0x80000000u;

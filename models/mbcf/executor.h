@@ -5,7 +5,7 @@
 //   - the host kernel on the host CPU (chapter 6, MBCF/Ether: EtherSystem::Kernel, the default):
 //     a system call builds and sends a request, the receive interrupt routine runs the
 //     commands, the kernel copies the data;
-//   - the MBP2's firmware on its PME (chapter 8, Mbp2Cards::Firmware): a doorbell hands the
+//   - the MBP2's firmware on its PME (chapter 8, Mbp2Nic::Firmware): a doorbell hands the
 //     request to the card, the PME runs the routine, the ADMA moves the data through the
 //     card's TLB, the OCU checks the order.
 // The executor is given by the node's maker (EtherSystem::MakeExecutor), like its NIC (nic.h).
@@ -29,7 +29,7 @@ struct Request {
   // its payload is the `data.size()` bytes of the requester's memory at src_laddr, read when
   // the request is taken: by the kernel in the system call (MBCF/Ether), by the NIC's DMA when
   // it fetches the request (MBP2: the task must leave them alone until then, see
-  // Mbp2Cards::fetched).
+  // Mbp2Nic::fetched).
   uint32_t src_laddr = kNoAddr;
 };
 

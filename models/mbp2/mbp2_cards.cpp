@@ -1,493 +1,60 @@
-// The MBP2 cluster: construction of each node's NIC (its units as child modules), the host side
-// (send rings, doorbells, the OS's requests to the NIC) and the NIC's power loss. The NIC side of
-// the MBCF firmware is in mbp2_nic.cpp, the frame path with its sealing in mbp2_frames.cpp, the
-// key exchange in mbp2_kx.cpp, messages in mbp2_msg.cpp and TCP in mbp2_tcp.cpp.
+// The MBP2 cards of a cluster: one card per host, built as the cluster builds its hosts, and
+// what they share. A card's own behaviour is Mbp2Nic's (mbp2_nic.h).
 #include "models/mbp2/mbp2_cards.h"
 
-#include "models/core/mutant.h"
-
-#include <algorithm>
-#include <cmath>
-
-#include "models/core/bytes.h"
 #include "models/core/error.h"
-#include "models/mbcf/atomic.h"
-#include "models/mbcf/engine.h"
 
 namespace mbpsim::mbp2 {
 
-using mbcf::Cmd;
-using mbcf::kNoAddr;
-using mbcf::Packet;
-
-// One node's NIC: a SystemC module whose units are its children (host3.nic.pme, ...).
-Mbp2Cards::Units::Units(sc_core::sc_module_name nm, Calendar& cal, const host::BusConfig& bus_c, const Mbp2Config& c, uint32_t nodes, uint32_t rx_buffers,
-                         Stats& st)
-    : sc_core::sc_module(nm) {
-  const std::string b = std::string(name()) + ".";
-  host_requests = &st.counter(b + "host_requests", "requests written and rung by user tasks (no system call)");
-  rejected_requests = &st.counter(b + "rejected_requests", "requests dropped because their doorbell alias was not the task's own");
-  slot_retries = &st.counter(b + "doorbell_slot_waits",
-                             "MBCF doorbell stores that found every EM request slot taken (mbp2.request_slots) and were retried, holding the CPU, until a request left");
-  bad_requests = &st.counter(b + "bad_requests",
-                             "send structures the NIC refused: bad sizes, a payload not readable at its address, commands that do not decode or break a rule of 4.4, an unknown Ltask");
-  ring_waits = &st.counter(b + "send_ring_waits",
-                           "requests whose task found every entry of its send ring still unfetched (mbp2.send_ring_entries) and waited, holding the CPU, for the PGE");
-  icu_bad = &st.counter(b + "icu_bad_messages", "ICU messages of an unknown type (ignored)");
-  atomic_changed = &st.counter(b + "atomic_operands_changed",
-                               "atomics whose operands the host changed between the PME's check of the command and the ADMA's read of them (the result is computed from what the ADMA read)");
-  bus = std::make_unique<HostBus>(bus_c, st, b + "biu");
-  em = std::make_unique<Em>(c.em, st, b + "em");
-  tlb = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
-  frames.tlb = tlb.get();
-  pme = std::make_unique<Pme>(cal, c.pme, st, b + "pme");
-  pme->attach(em.get());
-  kli = std::make_unique<Kli>(*bus, st, b + "kli");
-  icu = std::make_unique<Icu>(st, b + "icu");
-  uli = std::make_unique<Uli>(*kli, st, b + "uli");
-  pge = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.pge_setup_ns, st, b + "pge");
-  adma = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.adma_setup_ns, st, b + "adma");
-  ldma_tx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
-  ldma_rx = std::make_unique<DmaEngine>(cal, *em, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
-  pge_ring = std::make_unique<FirmwareRing>(cal, *pge);
-  adma_ring = std::make_unique<FirmwareRing>(cal, *adma);
-  ldma_tx_ring = std::make_unique<FirmwareRing>(cal, *ldma_tx);
-  ldma_rx_ring = std::make_unique<FirmwareRing>(cal, *ldma_rx);
-  em_port = std::make_unique<EmPort>(*em);
-  dg_images = em->carve(c.ring_entries * FramePool::kBufBytes);
-  dg_large = em->carve(kLargeImages * kLargeImageBytes);
-  dg_held.assign(c.ring_entries + kLargeImages, 0);
-  adma_stage = em->carve(c.ring_entries * FramePool::kBufBytes);
-  ldma_tx->connect(em_port.get(), &mac_tx);
-  ldma_rx->connect(&mac_rx, em_port.get());
-  txb = std::make_unique<FramePool>(*em, c.ring_entries, st, b + "tx_buffers");
-  rxb = std::make_unique<FramePool>(*em, rx_buffers, st, b + "rx_buffers");
-  reqb = std::make_unique<FramePool>(*em, c.request_slots, st, b + "request_images");
-  rx_oversized = &st.counter(b + "mac.rx_oversized", "frames longer than Ethernet allows (1514 bytes without FCS) dropped by the MAC");
-  sec.resize(nodes);
-  if (c.csu) csu = std::make_unique<Csu>(st, b + "csu");
-  if (c.ocu) ocu = std::make_unique<Ocu>(c.ocu_registers, st, b + "ocu");
-  {
-    const std::string ib = b + "ip.";
-    IpStats& x = ip;
-    x.tx = &st.counter(ib + "tx_datagrams", "UDP/TCP datagrams sent by user tasks through their doorbells");
-    x.tx_bytes = &st.counter(ib + "tx_bytes", "payload bytes of those datagrams");
-    x.tx_rejected = &st.counter(ib + "tx_rejected", "send structures the PGE refused (payload not readable, bypass asked by a task, connection closed)");
-    x.tx_bypass_rejected = &st.counter(ib + "tx_bypass_rejected", "send structures of user tasks asking for untranslated (bypass) addresses");
-    x.rx = &st.counter(ib + "rx_delivered", "datagrams written by the PGE into a task's receive structure");
-    x.rx_bytes = &st.counter(ib + "rx_bytes", "payload bytes of those datagrams");
-    x.rx_kernel = &st.counter(ib + "rx_kernel", "frames for no bound port, written into the kernel's receive structure");
-    x.rx_kernel_dropped = &st.counter(ib + "rx_kernel_dropped", "frames for no bound port dropped: the kernel's receive structure was full");
-    x.rx_ring_full = &st.counter(ib + "rx_ring_full", "datagrams dropped because the task's receive ring was full");
-    x.rx_bad_ring = &st.counter(ib + "rx_bad_ring", "datagrams dropped because the receive ring was unmapped, malformed or its slots too small");
-    x.rx_malformed = &st.counter(ib + "rx_malformed", "IP datagrams rejected: truncated, bad header or header checksum, unknown protocol, bad length");
-    x.rx_bad_checksum = &st.counter(ib + "rx_bad_checksum", "UDP/TCP frames whose checksum failed (CSU-R or firmware)");
-    x.rx_not_ours = &st.counter(ib + "rx_not_ours", "IP frames addressed to another node");
-    x.rx_out_of_order = &st.counter(ib + "rx_out_of_order", "TCP segments dropped as duplicates or beyond a gap (OCU or firmware)");
-    x.rx_no_buffer = &st.counter(ib + "rx_no_buffer", "UDP/TCP frames lost at the LDMA: every receive buffer was taken (the PME fell behind the wire)");
-    x.tx_fragments = &st.counter(ib + "tx_fragments", "IP fragments sent: frames of UDP datagrams longer than one frame");
-    x.rx_fragments = &st.counter(ib + "rx_fragments", "IP fragments received by the PME");
-    x.rx_fragments_dropped = &st.counter(ib + "rx_fragments_dropped", "IP fragments dropped: malformed or for another node, no receive buffer at the LDMA (their datagram then times out), or of a datagram given up for want of room");
-    x.rx_fragment_duplicates = &st.counter(ib + "rx_fragment_duplicates", "IP fragments received again (the first copy kept)");
-    x.rx_reassembled = &st.counter(ib + "rx_reassembled", "datagrams reassembled from IP fragments (then steered like any)");
-    x.rx_reasm_timeout = &st.counter(ib + "rx_reasm_timeout", "datagrams given up incomplete after mbp2.reasm_timeout_us (their buffers freed)");
-    x.rx_reasm_bad = &st.counter(ib + "rx_reasm_bad", "datagrams given up because their fragments disagree (overlapping pieces, a piece past the end, two ends)");
-    x.tx_image_waits = &st.counter(ib + "tx_image_waits", "times the PGE found no free image in EM for the next datagram and waited (its frames not yet read by the LDMA)");
-    x.tcp_acks_tx = &st.counter(ib + "tcp_acks_sent", "pure TCP acknowledgements the PME sent (delayed, or at once for a segment out of order, a duplicate or one the ring had no room for)");
-    x.tcp_acks_rx = &st.counter(ib + "tcp_acks_received", "pure TCP acknowledgements received");
-    x.tcp_dup_acks = &st.counter(ib + "tcp_dup_acks", "duplicate TCP acknowledgements received (RFC 5681: no data, the same ACK and window, data outstanding)");
-    x.tcp_retransmits = &st.counter(ib + "tcp_retransmits", "TCP segments sent again (go-back after a timeout or three duplicate ACKs, or a window probe of a segment sent before)");
-    x.tcp_fast_retransmits = &st.counter(ib + "tcp_fast_retransmits", "go-backs on three duplicate ACKs");
-    x.tcp_timeouts = &st.counter(ib + "tcp_timeouts", "retransmission timeouts (RFC 6298)");
-    x.tcp_probes = &st.counter(ib + "tcp_window_probes", "segments sent into a shut window when the persist timer expired");
-    x.tcp_aborts = &st.counter(ib + "tcp_aborts", "connections given up after mbp2.tcp_max_retries timeouts in a row (their images freed)");
-    x.tcp_window_waits = &st.counter(ib + "tcp_window_waits", "times a queued TCP segment found nothing in flight and the peer's window too small for it");
-    x.rx_reasm_no_room = &st.counter(ib + "rx_reasm_no_room", "datagrams given up because a fragment found the reassemblies' share of the receive buffers (half) taken: their pieces freed at once, the rest dropped as they come");
-  }
-  if (c.crypto.enabled()) {
-    if (c.crypto.cau) {
-      cau = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, 2 * nodes, *em, st, b + "cau");
-      cau_ring = std::make_unique<FirmwareRing>(cal, cau->engine());
-    }
-    if (c.crypto.keys == CryptoConfig::Keys::Dh && c.crypto.meac) meac = std::make_unique<Meac>(c.crypto, st, b + "meac");
-    const std::string cb = b + "crypto.";
-    CryptoStats& x = cs;
-    x.sealed = &st.counter(cb + "frames_sealed", "frames encrypted and/or authenticated for the wire");
-    x.seal_failed = &st.counter(cb + "seal_failed", "frames the CAU or firmware could not seal (a key slot without a usable key block, a frame that would outgrow Ethernet): not sent, Go-back-N resends MBCF ones");
-    x.opened = &st.counter(cb + "frames_opened", "sealed frames authenticated and decrypted");
-    x.enc_bytes = &st.counter(cb + "bytes_encrypted", "bytes through the cipher, sending");
-    x.dec_bytes = &st.counter(cb + "bytes_decrypted", "bytes through the cipher, receiving");
-    x.auth_bytes = &st.counter(cb + "bytes_authenticated", "bytes through the keyed hash, both ways");
-    x.rej_auth = &st.counter(cb + "rejected_auth", "received frames whose ICV did not match (altered on the wire or forged)");
-    x.rej_format = &st.counter(cb + "rejected_format", "received sealed frames with a bad length or padding");
-    x.rej_plain = &st.counter(cb + "rejected_plain", "received MBCF frames sent in the clear to a NIC that encrypts");
-    x.rej_no_sa = &st.counter(cb + "rejected_no_sa", "received sealed frames from a peer without keys");
-    x.rx_no_buffer = &st.counter(cb + "rx_no_buffer", "sealed frames lost at the LDMA: every receive buffer was taken (what they carried is unknown; Go-back-N resends MBCF ones)");
-    x.rej_replay = &st.counter(cb + "rejected_replay",
-                               "authenticated frames whose sequence number was already accepted or is 64 or more behind the highest (RFC 4303 anti-replay)");
-    if (c.crypto.keys == CryptoConfig::Keys::Dh) {
-      x.kx_msgs = &st.counter(cb + "kx_messages", "key-exchange messages sent");
-      x.kx_retries = &st.counter(cb + "kx_retries", "key-exchange messages sent again after a timeout");
-      x.kx_given_up = &st.counter(cb + "kx_given_up", "key exchanges given up after crypto.kx_tries INITs without an answer (a dead or unreachable peer)");
-      x.kx_dropped = &st.counter(cb + "kx_dropped_frames", "frames dropped, their buffers freed, when the exchange they waited for was given up");
-      x.kx_carried = &st.counter(cb + "kx_carried_frames",
-                                 "frames that waited for keys the peer then dropped (it came back with a new public value), carried over to wait for the next ones");
-      x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
-      x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
-      x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
-      x.rekeys = &st.counter(cb + "rekeys", "key exchanges started by a peer that already had keys with us and a new public value (it restarted, or its sequence numbers ran out)");
-      x.rekeys_seq = &st.counter(cb + "rekeys_sequence", "key exchanges this NIC started because crypto.rekey_frames frames were sealed under the current keys");
-      x.opened_old = &st.counter(cb + "opened_under_old_keys", "received frames opened under the keys before a rekey (sealed before the peer changed over)");
-      x.held_rx = &st.counter(cb + "held_for_new_keys", "received frames sealed under new keys this NIC was still deriving: held in EM and opened once they were in");
-      x.confirmed = &st.counter(cb + "keys_confirmed",
-                                "key exchanges in which this NIC had its new keys before it knew its peer had them, and learnt it later (the peer's RESP after crossed INITs, a frame under them, a CONFIRM, or crypto.kx_timeout_us): until then its frames waited, or went under the old keys of a renewal");
-    }
-    x.seq_exhausted = &st.counter(cb + "sequence_exhausted", "frames not sent: crypto.rekey_frames frames were sealed under static keys, which cannot be renewed");
-  }
-}
-
 Mbp2Cards::Mbp2Cards(Calendar& cal, const mbcf::EtherSysConfig& ec, const Mbp2Config& c, Stats& st, uint64_t seed)
     : cal_(cal), stats_(st), c_(ec), m_(c), iv_rng_(seed, "mbp2.cau.iv") {
-  walkers_.resize(ec.nodes);
-  rings_.resize(ec.nodes);
   if (c.crypto.enabled()) frame_overhead_ = seal_overhead(c.crypto.cipher, c.crypto.auth);
 }
 
+Mbp2Cards::~Mbp2Cards() = default;
+
 mbcf::EtherSystem::MakeNic Mbp2Cards::nics() {
-  return [this](uint32_t node, net::EtherSegment& wire) { return make_card(node, wire); };
+  return [this](uint32_t n, net::EtherSegment& wire) -> std::unique_ptr<mbcf::Nic> {
+    // The cluster builds its hosts' NICs in node order, each inside its host (host<n>.nic, the
+    // units its children), after the node's executor.
+    // The executor factory (firmware()) names the cluster: a cluster given the cards' NICs
+    // without their firmware has none.
+    if (!sys_) internal_error("MBP2 card " + std::to_string(n) + ": the cluster was given nics() without firmware()");
+    if (n != nics_.size() || n >= c_.nodes) internal_error("MBP2 card " + std::to_string(n) + " built out of order");
+    nics_.push_back(std::make_unique<Mbp2Nic>("nic", *this, n, wire));
+    return nics_.back()->port();
+  };
 }
 
 mbcf::EtherSystem::MakeExecutor Mbp2Cards::firmware() {
   return [this](uint32_t node, mbcf::EtherSystem& sys) -> std::unique_ptr<mbcf::Executor> {
     if (sys_ && sys_ != &sys) internal_error("MBP2 cards given to two clusters");
     sys_ = &sys;
-    return std::make_unique<Firmware>(*this, node);
+    return std::make_unique<Mbp2Nic::Firmware>(*this, node);
   };
 }
 
-net::EtherSegment& Mbp2Cards::wire(uint32_t node) const { return static_cast<Port&>(sys_->nic(node)).wire(); }
-
-std::unique_ptr<mbcf::Nic> Mbp2Cards::make_card(uint32_t n, net::EtherSegment& wire) {
-  // The cluster builds its hosts' NICs in node order, each inside its host (host<n>.nic, the
-  // units its children), after the node's executor.
-  // The executor factory (firmware()) names the cluster: a cluster given the cards' NICs
-  // without their firmware has none.
-  if (!sys_) internal_error("MBP2 card " + std::to_string(n) + ": the cluster was given nics() without firmware()");
-  if (n != u_.size() || n >= c_.nodes) internal_error("MBP2 card " + std::to_string(n) + " built out of order");
-  const uint32_t nodes = c_.nodes;
-  u_.push_back(std::make_unique<Units>("nic", cal_, c_.bus, m_, nodes, c_.rx_ring, stats_));
-  Units& u = *u_.back();
-  walkers_[n].sys = this;
-  walkers_[n].node = n;
-  u.pge->connect(&walkers_[n], u.em_port.get());
-  // The ADMA's host side is the BIU's DMA socket into the host's memory (host physical
-  // addresses: frame * page_bytes + offset).
-  u.bus->set_memory([this, n]() -> mem::TargetSocket& { return sys_->host_memory(n); });
-  u.adma->connect(u.em_port.get(), u.bus.get());
-  u.mbcf_ocu.assign(nodes, -1);
-  for (uint32_t q = 0; q < nodes && u.ocu; ++q)
-    if (q != n && u.ocu_used < u.ocu->registers()) {
-      u.mbcf_ocu[q] = static_cast<int32_t>(u.ocu_used++);
-      u.ocu->arm(static_cast<uint32_t>(u.mbcf_ocu[q]), 1);  // nothing arrived: END_P 1 is next
-    }
-  if (m_.crypto.enabled() && m_.crypto.keys == CryptoConfig::Keys::Static) {
-    // A pre-shared secret: every pair's keys come from it and the two Pnodes.
-    for (uint32_t b2 = 0; b2 < nodes; ++b2) {
-      if (n == b2) continue;
-      std::vector<uint8_t> sec(m_.crypto.secret.begin(), m_.crypto.secret.end());
-      for (uint32_t v : {std::min(n, b2), std::max(n, b2)})
-        for (int i = 0; i < 4; ++i) sec.push_back(static_cast<uint8_t>(v >> (24 - 8 * i)));
-      u.sec[b2].sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, sec);
-      u.sec[b2].peer_has = true;  // both ends hold them from the start
-      install_keys(n, b2, true);
-    }
-  }
-  return std::make_unique<Port>(*this, n, wire);
+Mbp2Nic& Mbp2Cards::nic(uint32_t node) {
+  if (node >= nics_.size()) internal_error("no MBP2 card on node " + std::to_string(node));
+  return *nics_[node];
 }
 
-uint64_t Mbp2Cards::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes) {
-  const uint64_t rings = 4 * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
-  const uint64_t cau = c.crypto.enabled() && c.crypto.cau ? Cau::em_bytes(c.ring_entries, 2 * nodes) : 0;
-  return Kli::kBytes + rings + cau + kLargeImages * kLargeImageBytes +
-         (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
+const Mbp2Nic& Mbp2Cards::nic(uint32_t node) const {
+  if (node >= nics_.size()) internal_error("no MBP2 card on node " + std::to_string(node));
+  return *nics_[node];
 }
+
+Mbp2Nic& Mbp2Nic::Firmware::n() const { return cards_.nic(node_); }
 
 void Mbp2Cards::footprint(const mbcf::EtherSysConfig& ec, const Mbp2Config& c, MemoryForecast& f) {
   const uint64_t n = ec.nodes;
-  f.add("card memories", n * heap_bytes(em_bytes_needed(c, ec.rx_ring, ec.nodes)), "mbcf.nodes, mbp2.ring_entries, mbcf.rx_ring, mbp2.request_slots");
+  f.add("card memories", n * heap_bytes(Mbp2Nic::em_bytes_needed(c, ec.rx_ring, ec.nodes)), "mbcf.nodes, mbp2.ring_entries, mbcf.rx_ring, mbp2.request_slots");
   // A card's units (PME, DMA engines, TLB, ULI, KLI, CAU, MAC FIFOs) as modules, with their
   // statistics and the frames in their FIFOs. Calibrated, not derived: peak RSS of mbcf_tester
   // on 16 and 64 hosts with MBP2 cards, less the host's share and the card memory, is 360 KiB
   // per card (docs/PERFORMANCE.md, "Predicted memory").
   constexpr uint64_t kCardBytes = 360 * 1024;
   f.add("cards", n * kCardBytes, "mbcf.nodes");
-}
-
-uint32_t Mbp2Cards::alias_of(uint32_t node, uint32_t ptask) const {
-  const int64_t a = u_[node]->uli->alias_of(ptask);
-  if (a < 0) internal_error("task " + std::to_string(ptask) + " of node " + std::to_string(node) + " has no doorbell alias");
-  return static_cast<uint32_t>(a);
-}
-
-// ------------------------------------------------------------------ host side
-
-Mbp2Cards::SendRing& Mbp2Cards::send_ring(uint32_t node, uint32_t ptask) {
-  auto& rings = rings_[node];
-  auto it = rings.find(ptask);
-  if (it != rings.end()) return it->second;
-  // The OS pins the pages when the task first uses its alias: consecutive frames, zeroed.
-  SendRing& R = rings[ptask];
-  const uint32_t pb = c_.page_bytes;
-  const uint64_t bytes = kSendAreaHeader + static_cast<uint64_t>(m_.send_ring_entries) * kSendEntryBytes;
-  for (uint64_t i = 0; i < (bytes + pb - 1) / pb; ++i) R.frames.push_back(sys_->space(node).alloc_frame());
-  R.posted.assign(m_.send_ring_entries, false);
-  return R;
-}
-
-bool Mbp2Cards::area_copy(uint32_t node, uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, Via via) {
-  SendRing& R = send_ring(node, ptask);
-  const uint32_t pb = c_.page_bytes;
-  if (static_cast<uint64_t>(off) + n > static_cast<uint64_t>(R.frames.size()) * pb)
-    internal_error("an access beyond task " + std::to_string(ptask) + "'s send area on node " + std::to_string(node));
-  while (n) {
-    const uint32_t in = off % pb, k = std::min(n, pb - in);
-    uint64_t frame = R.frames[off / pb];
-    if (via != Via::Host) u_[node]->tlb->probe(ptask, kSendArea / pb + off / pb, &frame);
-    if (via == Via::Biu) {
-      const bool ok = write ? u_[node]->bus->write(frame * pb + in, ptask, buf, k) : u_[node]->bus->read(frame * pb + in, ptask, buf, k);
-      if (!ok) return false;
-    } else {
-      uint8_t* f = sys_->space(node).frame(static_cast<uint32_t>(frame)) + in;
-      if (write) std::copy(buf, buf + k, f);
-      else std::copy(f, f + k, buf);
-    }
-    buf += k;
-    off += k;
-    n -= k;
-  }
-  return true;
-}
-
-uint32_t Mbp2Cards::fetched(uint32_t node, uint32_t ptask) {
-  uint8_t w[4];
-  area_copy(node, ptask, 0, w, 4, false);
-  return load_be32(w);
-}
-
-void Mbp2Cards::send_area_write(uint32_t node, uint32_t ptask, uint32_t off, const std::vector<uint8_t>& bytes) {
-  std::vector<uint8_t> b = bytes;
-  area_copy(node, ptask, off, b.data(), static_cast<uint32_t>(b.size()), true);
-}
-
-std::vector<uint8_t> Mbp2Cards::send_area_read(uint32_t node, uint32_t ptask, uint32_t off, uint32_t n) {
-  std::vector<uint8_t> b(n);
-  area_copy(node, ptask, off, b.data(), n, false);
-  return b;
-}
-
-void Mbp2Cards::free_entry(uint32_t node, uint32_t ptask, uint32_t e, bool fetched) {
-  SendRing& R = send_ring(node, ptask);
-  if (!R.posted.at(e)) internal_error("send ring entry " + std::to_string(e) + " of task " + std::to_string(ptask) + " freed twice");
-  R.posted[e] = false;
-  if (fetched) {
-    // The PGE writes its count back into the area: a task polling it sees the entry (and a
-    // payload at an address) free.
-    uint8_t w[4];
-    store_be32(w, ++R.fetched);
-    area_copy(node, ptask, 0, w, 4, true);
-    fw_run_pollers(node, cal_.now_ps());
-  }
-  if (!R.waiters.empty()) {
-    auto f = std::move(R.waiters.front());
-    R.waiters.pop_front();
-    f();
-  }
-}
-
-std::vector<uint8_t> Mbp2Cards::mbcf_structure(uint32_t ltask, const Packet& p, uint32_t src_laddr) {
-  // The packet as it travels, its header's first bytes then replaced by the structure's.
-  std::vector<uint8_t> s;
-  if (!encode(p, s)) internal_error("a built request does not encode");
-  s.resize(mbcf::packet_bytes(p));
-  uint32_t payload = 0;
-  if (src_laddr != kNoAddr && p.cmds.size() == 1 && !p.cmds[0].data.empty()) {
-    payload = static_cast<uint32_t>(p.cmds[0].data.size());  // the data travels last
-    s.resize(s.size() - payload);
-  } else {
-    src_laddr = kNoAddr;
-  }
-  const uint32_t cbytes = static_cast<uint32_t>(s.size()) - mbcf::kHeaderBytes;
-  s.erase(s.begin(), s.begin() + (mbcf::kHeaderBytes - kMbcfStructHeader));
-  store_be32(&s[0], kSendMbcf << 24 | cbytes);
-  store_be32(&s[4], ltask);
-  store_be32(&s[8], src_laddr);
-  store_be32(&s[12], payload);
-  return s;
-}
-
-bool Mbp2Cards::ring(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
-  Built b;
-  if (!sys_->take_request(node, ptask, r, b)) return false;
-  send_packet(node, ptask, alias, r, std::move(b), std::move(k));
-  return true;
-}
-
-bool Mbp2Cards::ring_structure(uint32_t node, uint32_t ptask, uint32_t alias, std::vector<uint8_t> structure, std::function<void()> k) {
-  if (!sys_->up(node) || !sys_->space(node).find(ptask)) return false;
-  if (structure.size() > kSendEntryBytes) structure.resize(kSendEntryBytes);  // the rest is the next entry's
-  host_request(node, ptask, alias, sys_->cycles_ps(m_.host_request_cycles), std::move(structure),
-               [this, node, ptask](uint32_t e) { fetch_request(node, ptask, e); }, std::move(k), true);
-  return true;
-}
-
-void Mbp2Cards::send_packet(uint32_t node, uint32_t ptask, uint32_t alias, const mbcf::Request& r, Built b, std::function<void()> k) {
-  const uint64_t build = sys_->cycles_ps(m_.host_request_cycles + (b.packet.cmds.size() - 1) * c_.user_build_cycles);
-  std::vector<uint8_t> s = mbcf_structure(r.ltask, b.packet, r.src_laddr);
-  host_request(node, ptask, alias, build, std::move(s), [this, node, ptask, p = std::move(b.packet)](uint32_t e) {
-    // The NIC counts the request for its barrier colour when it takes the doorbell, before
-    // the user can poll the counters (a barrier must not pass a request still in the queue).
-    if (!mutant::on(mutant::Id::EmbCountedLate)) sys_->count_emb_requests(node, p);
-    fetch_request(node, ptask, e);
-  }, std::move(k), true);
-}
-
-void Mbp2Cards::host_request(uint32_t node, uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure,
-                              std::function<void(uint32_t)> nic, std::function<void()> k, bool slot) {
-  SendRing& R = send_ring(node, ptask);
-  const uint32_t n = static_cast<uint32_t>(R.posted.size());
-  // The lowest free entry: a program with few requests out keeps to the first pages (few
-  // TLB entries on the NIC).
-  uint32_t e = n;
-  for (uint32_t i = 0; i < n && e == n; ++i)
-    if (!R.posted[i]) e = i;
-  if (e == n) {
-    // Every entry is the NIC's: the program polls the PGE's count until one is free.
-    u_[node]->ring_waits->inc();
-    R.waiters.push_back([this, node, ptask, alias, build, s = std::move(structure), nic = std::move(nic), k = std::move(k), slot]() mutable {
-      host_request(node, ptask, alias, build, std::move(s), std::move(nic), std::move(k), slot);
-    });
-    return;
-  }
-  R.posted[e] = true;
-  // The user task writes its send structure (ordinary stores, user mode), then the doorbell.
-  const uint32_t inc = sys_->incarnation(node);
-  sys_->compute(node, build, [this, node, ptask, alias, e, inc, s = std::move(structure), nic = std::move(nic), k = std::move(k), build, slot]() mutable {
-    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
-    sys_->cpu(node).charge(build);
-    area_copy(node, ptask, kSendAreaHeader + e * kSendEntryBytes, s.data(), static_cast<uint32_t>(s.size()), true);
-    doorbell(node, ptask, alias, e, build, [e, nic = std::move(nic)] { nic(e); }, std::move(k), slot);
-  });
-}
-
-// The doorbell: an uncached store across the host bus, which holds the CPU until it completes.
-// It names the entry of the task's send ring. An MBCF request needs a free request slot in EM
-// (requests taken and not yet sent, those waiting for their peer's window among them); with
-// none, the NIC retries the store and the CPU waits until a request leaves. The slot is taken
-// as the store is accepted, so no more requests are ever held than there are slots (checked: a
-// breach stops the run).
-void Mbp2Cards::doorbell(uint32_t node, uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
-                          std::function<void()> k, bool slot) {
-  if (!sys_->up(node)) return;
-  if (slot && sys_->requests_in_flight(node) >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
-    u_[node]->slot_retries->inc();
-    u_[node]->slot_waiters.push_back([this, node, ptask, alias, entry, build, nic = std::move(nic), k = std::move(k)]() mutable {
-      doorbell(node, ptask, alias, entry, build, std::move(nic), std::move(k), true);
-    });
-    return;
-  }
-  if (slot) sys_->request_taken(node);
-  if (slot && sys_->requests_in_flight(node) > m_.request_slots)
-    sys_->fail("buffer bound: node " + std::to_string(node) + "'s NIC holds " + std::to_string(sys_->requests_in_flight(node)) +
-         " requests, beyond mbp2.request_slots " + std::to_string(m_.request_slots));
-  const uint64_t now = cal_.now_ps();
-  const uint64_t done = u_[node]->bus->pio(now);
-  sys_->cpu(node).charge(done - now);
-  u_[node]->host_requests->inc();
-  // The NIC latches the doorbell as the store completes, before the CPU goes on (the
-  // calendar runs events of one instant in the order they were scheduled).
-  cal_.at(done, [this, node, ptask, alias, entry, slot, nic = std::move(nic), inc = sys_->incarnation(node)]() mutable {
-    if (sys_->incarnation(node) != inc) return;
-    if (u_[node]->uli->ring(alias, ptask) < 0) {
-      u_[node]->rejected_requests->inc();
-      if (slot) sys_->request_given_up(node);  // the slot it took is free again
-      free_entry(node, ptask, entry, false);  // the task may write it again
-      return;
-    }
-    nic();
-  });
-  sys_->compute(node, done - now, std::move(k));
-}
-
-void Mbp2Cards::task_created(uint32_t node, uint32_t ptask) {
-  Units& u = *u_[node];
-  // The OS gives the task its alias page and tells the NIC through the KLI (at set-up).
-  u.uli->assign(u.next_alias++, ptask, cal_.now_ps());
-}
-
-// A request taken from a doorbell left EM's queue: the oldest retried doorbell goes in.
-void Mbp2Cards::request_numbered(uint32_t node) {
-  auto& w = u_[node]->slot_waiters;
-  if (w.empty() || sys_->requests_in_flight(node) >= m_.request_slots) return;
-  auto f = std::move(w.front());
-  w.pop_front();
-  f();
-}
-
-void Mbp2Cards::nic_power_off(uint32_t node) {
-  Units& u = *u_[node];
-  u.slot_waiters.clear();  // the programs whose doorbells waited are gone
-  // EM's frame buffers are empty; work in flight finds its buffer gone and stops.
-  u.txb->reset();
-  u.rxb->reset();
-  u.reqb->reset();
-  // TCP's segments and timers are gone with EM (their images too); what the user sends next is
-  // numbered on from where the table says.
-  for (auto& [conn, T] : u.tcp) {
-    T.q.clear();
-    T.sent = 0;
-    T.una = u.kli->load32(kConnTable + conn * kConnBytes + 16);
-    T.timer = T.delack = 0;
-    T.unacked = T.dupacks = T.backoffs = 0;
-    T.recovering = false;
-  }
-  u.reasm.clear();  // (their buffers are gone with EM)
-  u.reasm_done.clear();
-  u.reasm_held = 0;
-  u.decoded.clear();
-  u.tlb->clear();  // its entries are lost with the power; the PME refills them again
-  // The programs are gone too: the entries of their send rings are theirs to write again.
-  for (auto& [ptask, R] : rings_[node]) {
-    R.posted.assign(R.posted.size(), false);
-    R.waiters.clear();
-  }
-  u.tx_wait.clear();
-  // The engines stop: what they had in flight moves nothing and completes nothing.
-  for (FirmwareRing* r : {u.pge_ring.get(), u.adma_ring.get(), u.ldma_tx_ring.get(), u.ldma_rx_ring.get()}) r->reset();
-  u.em->power_off();  // and what they had in flight takes no more of EM or the bus
-  u.bus->power_off();
-  u.adma_writes.clear();  // staged in EM: lost
-  u.adma_numbers.clear();
-  u.adma_reads.clear();
-  u.adma_posts.clear();
-  u.adma_then = nullptr;
-  u.atomics = 0;
-  u.quiesce_waiters.clear();  // (the node's programs are gone)
-  if (u.cau_ring) u.cau_ring->reset();
-  u.mac_tx.clear();
-  u.mac_rx.clear();
-  u.mac_tx_bytes = 0;
-  u.mac_tx_lens.clear();
-  u.mac_wait.clear();
-  // The PGE's images are gone with EM; requests it had not started die with the power (an
-  // old one left waiting for an image is dropped when it comes up: `datagram_fetch`).
-  std::fill(u.dg_held.begin(), u.dg_held.end(), 0);
-  u.pge_blocked = false;
-  for (PeerSec& s : u.sec) s.waiting.clear();  // frames waiting for keys: lost
-  u.rx_queued.clear();
-  u.rx_current = Buf{};
-  if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;
-  for (uint32_t q = 0; q < sys_->nodes(); ++q)
-    if (q != node) drop_keys(node, q);
 }
 
 }  // namespace mbpsim::mbp2

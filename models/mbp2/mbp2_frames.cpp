@@ -21,26 +21,26 @@ using mbcf::Packet;
 // ------------------------------------------------------------------ crypto (8.3.3, 8.3.6)
 
 
-void Mbp2Cards::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePool& pool, Buf b, uint32_t sealed, uint32_t peer, uint64_t id,
+void Mbp2Nic::crypt_work(const char* what, Cau::Op op, FramePool& pool, Buf b, uint32_t sealed, uint32_t peer, uint64_t id,
                             uint32_t cb, uint32_t hb, CryptDone k) {
-  Units& u = *u_[node];
+  Mbp2Nic& u = *this;
   const CryptoConfig& cc = m_.crypto;
-  if (u.cau) {
+  if (u.cau_) {
     // The PME writes a CAU descriptor naming the keys' slot; the CAU's DMA reads the frame
     // from EM and writes the result back; its completion interrupts the PME.
-    u.pme->run(what, Pme::kNormal, false, u.pme->instr_ps(cc.cau_desc_instr), [this, node, op, &pool, b, sealed, peer, id, cb, hb, k = std::move(k)]() mutable {
-      Units& u = *u_[node];
+    u.pme_->run(what, Pme::kNormal, false, u.pme_->instr_ps(cc.cau_desc_instr), [this, op, &pool, b, sealed, peer, id, cb, hb, k = std::move(k)]() mutable {
+      Mbp2Nic& u = *this;
       if (!pool.live(b)) return;  // EM lost its contents with the power
       const PeerSec& s = u.sec[peer];
       // Slots change hands only by loads posted after the keys they held were dropped.
       if (!s.sa_of(id)) return k(Cau::Error::BadKey, b);
-      const uint32_t n = u.cau->run(cal_.now_ps(), op, s.slot_of(id), pool.offset(b), b.len, op == Cau::Op::Seal ? sealed : b.len, cb, hb);
-      u.cau_ring->expect(n, [this, node, &pool, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
-        Units& u = *u_[node];
+      const uint32_t n = u.cau_->run(cal_.now_ps(), op, s.slot_of(id), pool.offset(b), b.len, op == Cau::Op::Seal ? sealed : b.len, cb, hb);
+      u.cau_ring->expect(n, [this, &pool, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
+        Mbp2Nic& u = *this;
         if (!pool.live(b)) return;
         const Cau::Error e = Cau::verdict(d);
         if (e == Cau::Error::None) b.len = d.bytes;
-        u.pme->run_from(Pme::kCauRing, "cau_done", Pme::kNormal, u.pme->instr_ps(m_.tx_done_instr), [e, b, k = std::move(k)]() mutable { k(e, b); });
+        u.pme_->run_from(Pme::kCauRing, "cau_done", Pme::kNormal, u.pme_->instr_ps(m_.tx_done_instr), [e, b, k = std::move(k)]() mutable { k(e, b); });
       });
     });
     return;
@@ -49,9 +49,9 @@ void Mbp2Cards::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePoo
   // and writes it back (the cipher pass), and reads it again for the hash.
   const double instr = cc.fw_setup_instr + cb * cc.fw_des_instr_per_block + hb * cc.fw_hash_instr_per_block;
   const double words = (sealed + 3) / 4 * ((cb ? 2.0 : 0.0) + (hb ? 1.0 : 0.0));
-  u.em->access(Route::Pme, cal_.now_ps(), static_cast<uint32_t>(words * 4));
-  u.pme->run(what, Pme::kNormal, false, u.pme->kernel_ps(instr, words), [this, node, op, &pool, b, peer, id, k = std::move(k)]() mutable {
-    Units& u = *u_[node];
+  u.em_->access(Route::Pme, cal_.now_ps(), static_cast<uint32_t>(words * 4));
+  u.pme_->run(what, Pme::kNormal, false, u.pme_->kernel_ps(instr, words), [this, op, &pool, b, peer, id, k = std::move(k)]() mutable {
+    Mbp2Nic& u = *this;
     if (!pool.live(b)) return;
     const PeerSec& s = u.sec[peer];
     const SecurityAssociation* sa = s.sa_of(id);
@@ -63,40 +63,40 @@ void Mbp2Cards::crypt_work(uint32_t node, const char* what, Cau::Op op, FramePoo
   });
 }
 
-void Mbp2Cards::install_keys(uint32_t node, uint32_t peer, bool boot) {
-  Units& u = *u_[node];
+void Mbp2Nic::install_keys(uint32_t peer, bool boot) {
+  Mbp2Nic& u = *this;
   PeerSec& s = u.sec[peer];
   s.sa_id = ++sa_serial_;
   s.slot = 2 * peer + (s.installs++ & 1);
-  if (!u.cau) return;  // the firmware keeps them in the PME's memory
+  if (!u.cau_) return;  // the firmware keeps them in the PME's memory
   if (boot) {
     const std::vector<uint8_t> block = s.sa->key_block();
-    u.em->write(u.cau->key_slot_offset(s.slot), block.data(), static_cast<uint32_t>(block.size()));
+    u.em_->write(u.cau_->key_slot_offset(s.slot), block.data(), static_cast<uint32_t>(block.size()));
   } else {
-    u.cau->load_key(cal_.now_ps(), s.slot, s.sa->key_block());
+    u.cau_->load_key(cal_.now_ps(), s.slot, s.sa->key_block());
   }
 }
 
-void Mbp2Cards::Port::transmit(uint32_t dst, Frame&& frame, Sent sent) {
-  Mbp2Cards& s = s_;
-  const uint32_t node = node_, inc = s.sys_->incarnation(node);
-  s.nic_transmit(node, dst, std::move(frame), [&s, &w = wire_, node, dst, inc, k = std::move(sent)](std::vector<uint8_t>&& b) mutable {
+void Mbp2Nic::Port::transmit(uint32_t dst, Frame&& frame, Sent sent) {
+  Mbp2Nic& s = s_;
+  const uint32_t node = s.node_, inc = s.sys_->incarnation(node);
+  s.nic_transmit(dst, std::move(frame), [&s, &w = wire_, node, dst, inc, k = std::move(sent)](std::vector<uint8_t>&& b) mutable {
     if (!s.sys_->up(node) || s.sys_->incarnation(node) != inc) return;
     if (b.empty()) return k(false);  // the NIC could not send it
     w.send(node, dst, std::move(b), [&s, node, inc, k = std::move(k)](bool) {
       if (!s.sys_->up(node) || s.sys_->incarnation(node) != inc) return;
-      s.tx_done(node);
+      s.tx_done();
       k(true);
     });
   });
 }
 
-void Mbp2Cards::nic_transmit(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
-  if (!m_.crypto.enabled()) return to_buffer(node, dst, std::move(frame), std::move(in_mac), false);
-  seal_and_send(node, dst, std::move(frame), std::move(in_mac));
+void Mbp2Nic::nic_transmit(uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
+  if (!m_.crypto.enabled()) return to_buffer(dst, std::move(frame), std::move(in_mac), false);
+  seal_and_send(dst, std::move(frame), std::move(in_mac));
 }
 
-SecurityAssociation* Mbp2Cards::out_sa(PeerSec& s, uint32_t** seq) const {
+SecurityAssociation* Mbp2Nic::out_sa(PeerSec& s, uint32_t** seq) const {
   if (s.sa && s.peer_has) {
     *seq = &s.tx_seq;
     return s.sa.get();
@@ -108,8 +108,8 @@ SecurityAssociation* Mbp2Cards::out_sa(PeerSec& s, uint32_t** seq) const {
   return nullptr;
 }
 
-void Mbp2Cards::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
-  Units& u = *u_[node];
+void Mbp2Nic::seal_and_send(uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
+  Mbp2Nic& u = *this;
   PeerSec& s = u.sec[dst];
   uint32_t* seq = nullptr;
   SecurityAssociation* sa = out_sa(s, &seq);
@@ -117,56 +117,56 @@ void Mbp2Cards::seal_and_send(uint32_t node, uint32_t dst, std::vector<uint8_t>&
     // No keys the peer is known to hold: the frame waits in EM for the exchange (started now
     // if none is under way) or for the peer to show it has the new keys.
     s.waiting.emplace_back(std::move(frame), std::move(in_mac));
-    if (!s.sa) start_key_exchange(node, dst);
+    if (!s.sa) start_key_exchange(dst);
     return;
   }
   if (*seq >= m_.crypto.rekey_frames) {
     if (m_.crypto.keys == CryptoConfig::Keys::Static) {  // manual keys cannot be renewed
       u.cs.seq_exhausted->inc();
-      sys_->fail("node " + std::to_string(node) + " has sealed crypto.rekey_frames = " + std::to_string(m_.crypto.rekey_frames) + " frames for node " +
+      sys_->fail("node " + std::to_string(node_) + " has sealed crypto.rekey_frames = " + std::to_string(m_.crypto.rekey_frames) + " frames for node " +
            std::to_string(dst) + " under static keys, which cannot be renewed (RFC 4303 3.3.3): it sends that peer nothing more (crypto.keys = dh renews them)");
       return;
     }
     // A new exchange (a new private value); this frame and the next wait for its keys.
     u.cs.rekeys_seq->inc();
-    drop_keys(node, dst, true);
+    drop_keys(dst, true);
     PeerSec& s2 = u.sec[dst];
     s2.renewing = true;
     s2.waiting.emplace_back(std::move(frame), std::move(in_mac));
-    start_key_exchange(node, dst);
+    start_key_exchange(dst);
     return;
   }
-  to_buffer(node, dst, std::move(frame), std::move(in_mac), true);
+  to_buffer(dst, std::move(frame), std::move(in_mac), true);
 }
 
 // The image the PGE fetched and the header the PME wrote make the frame in a transmit buffer.
 // A frame that finds none free waits, behind any frame already waiting, for the LDMA to free one.
-void Mbp2Cards::to_buffer(uint32_t node, uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac, bool seal) {
-  Units& u = *u_[node];
+void Mbp2Nic::to_buffer(uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac, bool seal) {
+  Mbp2Nic& u = *this;
   Buf b;
   if (!u.tx_wait.empty() || !u.txb->alloc(&b)) {
     u.tx_wait.push_back(TxWait{dst, std::move(frame), std::move(in_mac), seal});
     return;
   }
   u.txb->put(b, frame);
-  from_buffer(node, dst, b, std::move(in_mac), seal);
+  from_buffer(dst, b, std::move(in_mac), seal);
 }
 
-void Mbp2Cards::tx_buffers_freed(uint32_t node) {
-  Units& u = *u_[node];
+void Mbp2Nic::tx_buffers_freed() {
+  Mbp2Nic& u = *this;
   while (!u.tx_wait.empty() && u.txb->in_use() < u.txb->count()) {
     TxWait w = std::move(u.tx_wait.front());
     u.tx_wait.pop_front();
     Buf b;
     u.txb->alloc(&b);
     u.txb->put(b, w.frame);
-    from_buffer(node, w.dst, b, std::move(w.in_mac), w.seal);
+    from_buffer(w.dst, b, std::move(w.in_mac), w.seal);
   }
 }
 
-void Mbp2Cards::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bool seal) {
-  if (!seal) return ldma_send(node, b, std::move(in_mac));
-  Units& u = *u_[node];
+void Mbp2Nic::from_buffer(uint32_t dst, Buf b, InMac in_mac, bool seal) {
+  if (!seal) return ldma_send(b, std::move(in_mac));
+  Mbp2Nic& u = *this;
   PeerSec& s = u.sec[dst];
   uint32_t* seqp = nullptr;
   SecurityAssociation* sa = out_sa(s, &seqp);
@@ -174,8 +174,8 @@ void Mbp2Cards::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bo
     // The keys went (the peer restarted), or ran out, while the frame waited for its buffer.
     std::vector<uint8_t> f = u.txb->get(b);
     u.txb->release(b);
-    nic_transmit(node, dst, std::move(f), std::move(in_mac));
-    return tx_buffers_freed(node);
+    nic_transmit(dst, std::move(f), std::move(in_mac));
+    return tx_buffers_freed();
   }
   // The PME writes the header in front of the frame in its buffer (SPI, sequence number, IV);
   // the CAU (or the firmware) reads it from there, seals it and writes it back.
@@ -185,22 +185,22 @@ void Mbp2Cards::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bo
   const std::vector<uint8_t> frame = u.txb->get(b);
   const uint32_t plain = static_cast<uint32_t>(frame.size() - 14);
   const uint64_t id = seqp == &s.tx_seq ? s.sa_id : s.old_id;
-  u.txb->put(b, prepare_seal(m_.crypto.cipher, frame, node, ++*seqp, iv));
+  u.txb->put(b, prepare_seal(m_.crypto.cipher, frame, node_, ++*seqp, iv));
   const uint32_t sealed = sealed_size(m_.crypto.cipher, m_.crypto.auth, plain + 14);
   const uint32_t body = sealed - 14 - (m_.crypto.auth == Auth::None ? 0 : 12);  // what the hash covers
   const uint32_t cb = cipher_blocks(m_.crypto.cipher, plain), hb = hash_blocks(m_.crypto.auth, body);
-  crypt_work(node, "encrypt", Cau::Op::Seal, *u.txb, b, sealed, dst, id, cb, hb, [this, node, plain, body, cb, hb, k = std::move(in_mac)](Cau::Error e, Buf b) mutable {
-    Units& u = *u_[node];
+  crypt_work("encrypt", Cau::Op::Seal, *u.txb, b, sealed, dst, id, cb, hb, [this, plain, body, cb, hb, k = std::move(in_mac)](Cau::Error e, Buf b) mutable {
+    Mbp2Nic& u = *this;
     if (e != Cau::Error::None) {
       u.cs.seal_failed->inc();
       u.txb->release(b);
       k({});
-      return tx_buffers_freed(node);
+      return tx_buffers_freed();
     }
     u.cs.sealed->inc();
     if (cb) u.cs.enc_bytes->inc(plain);
     if (hb) u.cs.auth_bytes->inc(body);
-    ldma_send(node, b, std::move(k));
+    ldma_send(b, std::move(k));
   });
 }
 
@@ -209,19 +209,19 @@ void Mbp2Cards::from_buffer(uint32_t node, uint32_t dst, Buf b, InMac in_mac, bo
 // routine finds the descriptor done, frees the buffer, and the MAC sends what the FIFO holds
 // under the descriptor's destination. The frame holds its room until its last bit has left the
 // wire (`tx_done`).
-void Mbp2Cards::ldma_send(uint32_t node, Buf b, InMac in_mac) {
-  Units& u = *u_[node];
+void Mbp2Nic::ldma_send(Buf b, InMac in_mac) {
+  Mbp2Nic& u = *this;
   if (!u.mac_wait.empty() || !mac_room(u, b.len)) {
     u.mac_wait.emplace_back(b, std::move(in_mac));
     return;
   }
-  ldma_start(node, b, std::move(in_mac));
+  ldma_start(b, std::move(in_mac));
 }
 
-bool Mbp2Cards::mac_room(const Units& u, uint32_t len) const { return u.mac_tx_lens.empty() || u.mac_tx_bytes + len <= m_.mac_tx_fifo_bytes; }
+bool Mbp2Nic::mac_room(const Mbp2Nic& u, uint32_t len) const { return u.mac_tx_lens.empty() || u.mac_tx_bytes + len <= m_.mac_tx_fifo_bytes; }
 
-void Mbp2Cards::mac_freed(uint32_t node, uint32_t unsent) {
-  Units& u = *u_[node];
+void Mbp2Nic::mac_freed(uint32_t unsent) {
+  Mbp2Nic& u = *this;
   if (unsent) {  // its room was kept from the LDMA's start: any entry of its length is its
     auto it = std::find(u.mac_tx_lens.rbegin(), u.mac_tx_lens.rend(), unsent);
     if (it != u.mac_tx_lens.rend()) {
@@ -235,39 +235,39 @@ void Mbp2Cards::mac_freed(uint32_t node, uint32_t unsent) {
   while (!u.mac_wait.empty() && mac_room(u, u.mac_wait.front().first.len)) {
     auto [b, k] = std::move(u.mac_wait.front());
     u.mac_wait.pop_front();
-    ldma_start(node, b, std::move(k));
+    ldma_start(b, std::move(k));
   }
 }
 
-void Mbp2Cards::ldma_start(uint32_t node, Buf b, InMac in_mac) {
-  Units& u = *u_[node];
+void Mbp2Nic::ldma_start(Buf b, InMac in_mac) {
+  Mbp2Nic& u = *this;
   const uint32_t len = b.len;
   u.mac_tx_bytes += len;
   u.mac_tx_lens.push_back(len);
   const uint32_t at = u.mac_tx.next();
-  u.ldma_tx_ring->post(cal_.now_ps(), u.txb->offset(b), at, len, [&u, len](uint64_t s) { return Finish(s, u.em->access(Route::Mac, s, len)); },
-                  [this, node, b, k = std::move(in_mac)](const DmaEngine::Desc& d) mutable {
-                    Units& u = *u_[node];
+  u.ldma_tx_ring->post(cal_.now_ps(), u.txb->offset(b), at, len, [&u, len](uint64_t s) { return Finish(s, u.em_->access(Route::Mac, s, len)); },
+                  [this, b, k = std::move(in_mac)](const DmaEngine::Desc& d) mutable {
+                    Mbp2Nic& u = *this;
                     std::vector<uint8_t> f;
                     const bool sent = !d.error() && u.mac_tx.take(d.dst, &f);
                     if (u.txb->live(b)) u.txb->release(b);
-                    if (!sent) mac_freed(node, b.len);  // nothing went into the FIFO
+                    if (!sent) mac_freed(b.len);  // nothing went into the FIFO
                     k(sent ? std::move(f) : std::vector<uint8_t>{});  // (empty: not sent)
-                    tx_buffers_freed(node);
+                    tx_buffers_freed();
                   }, DmaEngine::kNoContext, ~0u, DmaEngine::Move::Forward);
 }
 
 // The MAC holds a received frame in its FIFO; the LDMA writes it into a receive buffer, and the
 // frame's length there is the one its descriptor gives back.
-bool Mbp2Cards::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::function<void(Buf)> k) {
-  Units& u = *u_[node];
+bool Mbp2Nic::ldma_receive(std::vector<uint8_t>&& frame, std::function<void(Buf)> k) {
+  Mbp2Nic& u = *this;
   Buf b;
   if (!u.rxb->alloc(&b)) return false;  // every receive buffer is full: the frame is lost
   const uint32_t len = static_cast<uint32_t>(frame.size());
   const uint32_t from = u.mac_rx.put(std::move(frame));
-  u.ldma_rx_ring->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&u, len](uint64_t s) { return Finish(s, u.em->access(Route::Mac, s, len)); },
-                  [this, node, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
-                    Units& u = *u_[node];
+  u.ldma_rx_ring->post(cal_.now_ps(), from, u.rxb->offset(b), len, [&u, len](uint64_t s) { return Finish(s, u.em_->access(Route::Mac, s, len)); },
+                  [this, b, k = std::move(k)](const DmaEngine::Desc& d) mutable {
+                    Mbp2Nic& u = *this;
                     if (d.error()) {  // the descriptor named no frame the FIFO holds: none arrived
                       u.rxb->release(b);
                       return k(Buf{});
@@ -278,17 +278,17 @@ bool Mbp2Cards::ldma_receive(uint32_t node, std::vector<uint8_t>&& frame, std::f
   return true;
 }
 
-void Mbp2Cards::to_routine(uint32_t node, Buf b, const RxReady& ready) {
-  Units& u = *u_[node];
+void Mbp2Nic::to_routine(Buf b, const RxReady& ready) {
+  Mbp2Nic& u = *this;
   if (!u.rxb->live(b)) return;
   u.rx_queued[b.serial] = b;
   Rx r{{}, b.serial};
   ready(&r);
 }
 
-std::vector<uint8_t> Mbp2Cards::rx_take(uint32_t node, Rx& r) {
+std::vector<uint8_t> Mbp2Nic::rx_take(Rx& r) {
   if (r.tag == 0) return std::move(r.bytes);
-  Units& u = *u_[node];
+  Mbp2Nic& u = *this;
   auto it = u.rx_queued.find(r.tag);
   if (it == u.rx_queued.end()) internal_error("the receive routine took a frame no receive buffer holds");
   const Buf b = it->second;
@@ -300,15 +300,15 @@ std::vector<uint8_t> Mbp2Cards::rx_take(uint32_t node, Rx& r) {
   return u.rxb->get(b);
 }
 
-void Mbp2Cards::rx_idle(uint32_t node) {
-  Units& u = *u_[node];
+void Mbp2Nic::rx_idle() {
+  Mbp2Nic& u = *this;
   if (u.rx_current.valid()) u.rxb->release(u.rx_current);
   u.rx_current = Buf{};
 }
 
-void Mbp2Cards::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady ready) {
+void Mbp2Nic::nic_receive(std::vector<uint8_t>&& frame, RxReady ready) {
   if (frame.size() > mbcf::kMaxPacketBytes) {  // an Ethernet giant: the MAC takes no buffer for it
-    u_[node]->rx_oversized->inc();
+    rx_oversized->inc();
     ready(nullptr);
     return;
   }
@@ -316,7 +316,7 @@ void Mbp2Cards::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady
   const bool crypto = m_.crypto.enabled();
   const bool kx = type == kEtherTypeKeyExchange && m_.crypto.keys == CryptoConfig::Keys::Dh && crypto;
   if (crypto && !kx && type != kEtherTypeSealed) {  // a NIC that encrypts takes nothing in the clear
-    u_[node]->cs.rej_plain->inc();
+    cs.rej_plain->inc();
     ready(nullptr);
     return;
   }
@@ -325,39 +325,39 @@ void Mbp2Cards::nic_receive(uint32_t node, std::vector<uint8_t>&& frame, RxReady
   const bool ip = !crypto && is_ip(frame);
   if (kx || ip) ready(nullptr);
   const bool frag = ip && is_fragment(frame);
-  const bool taken = ldma_receive(node, std::move(frame), [this, node, kx, ip, crypto, ready](Buf b) mutable {
+  const bool taken = ldma_receive(std::move(frame), [this, kx, ip, crypto, ready](Buf b) mutable {
     if (!b.valid()) {
       if (!kx && !ip) ready(nullptr);
       return;
     }
-    if (kx) return on_kx(node, b);
-    if (ip) return ip_steer(node, b, true);
-    if (!crypto) return to_routine(node, b, ready);
+    if (kx) return on_kx(b);
+    if (ip) return ip_steer(b, true);
+    if (!crypto) return to_routine(b, ready);
     // The LDMA's completion interrupts the PME, which reads the header and starts the CAU.
-    Units& u = *u_[node];
-    u.pme->run_from(Pme::kLdmaRxRing, "rx_check", Pme::kNormal, u.pme->instr_ps(m_.rx_desc_instr),
-               [this, node, b, k = std::move(ready)]() mutable { open_received(node, b, std::move(k)); });
+    Mbp2Nic& u = *this;
+    u.pme_->run_from(Pme::kLdmaRxRing, "rx_check", Pme::kNormal, u.pme_->instr_ps(m_.rx_desc_instr),
+               [this, b, k = std::move(ready)]() mutable { open_received(b, std::move(k)); });
   });
   if (!taken && ip) {  // UDP/TCP has no Go-back-N under it: the datagram is gone
     // (A fragment's datagram is counted when its reassembly gives up.)
-    (frag ? u_[node]->ip.rx_fragments_dropped : u_[node]->ip.rx_no_buffer)->inc();
-    fw_run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
+    (frag ? this->ip.rx_fragments_dropped : this->ip.rx_no_buffer)->inc();
+    fw_run_pollers(cal_.now_ps());  // (a harness waiting on the drop counters sees it)
   }
   if (!taken && !kx && !ip) {
     if (crypto) {  // a sealed frame: it may have carried a datagram, which nothing resends
-      u_[node]->cs.rx_no_buffer->inc();
-      fw_run_pollers(node, cal_.now_ps());
+      cs.rx_no_buffer->inc();
+      fw_run_pollers(cal_.now_ps());
     }
     ready(nullptr);
   }
 }
 
-void Mbp2Cards::open_received(uint32_t node, Buf b, RxReady ready) {
-  Units& u = *u_[node];
+void Mbp2Nic::open_received(Buf b, RxReady ready) {
+  Mbp2Nic& u = *this;
   if (!u.rxb->live(b)) return;
   const std::vector<uint8_t> f = u.rxb->get(b);
   const uint32_t spi = f.size() >= 18 ? load_be32(f.data() + 14) : ~0u;
-  if (spi >= sys_->nodes() || spi == node || !(u.sec[spi].sa || u.sec[spi].old_sa)) {
+  if (spi >= sys_->nodes() || spi == node_ || !(u.sec[spi].sa || u.sec[spi].old_sa)) {
     u.cs.rej_no_sa->inc();
     u.rxb->release(b);
     ready(nullptr);
@@ -374,13 +374,13 @@ void Mbp2Cards::open_received(uint32_t node, Buf b, RxReady ready) {
   const uint32_t hb = hash_blocks(m_.crypto.auth, body);
   // Under a rekey the new keys or the old sealed it: the new ones are tried first.
   const PeerSec& s = u.sec[spi];
-  try_open(node, spi, b, s.sa ? s.sa_id : s.old_id, seq, cb, hb, body, std::move(ready));
+  try_open(spi, b, s.sa ? s.sa_id : s.old_id, seq, cb, hb, body, std::move(ready));
 }
 
-void Mbp2Cards::try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t cb, uint32_t hb, uint32_t body, RxReady ready) {
-  Units& u = *u_[node];
-  crypt_work(node, "decrypt", Cau::Op::Open, *u.rxb, b, b.len, spi, id, cb, hb, [this, node, spi, id, seq, cb, hb, body, k = std::move(ready)](Cau::Error e, Buf b) mutable {
-    Units& u = *u_[node];
+void Mbp2Nic::try_open(uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t cb, uint32_t hb, uint32_t body, RxReady ready) {
+  Mbp2Nic& u = *this;
+  crypt_work("decrypt", Cau::Op::Open, *u.rxb, b, b.len, spi, id, cb, hb, [this, spi, id, seq, cb, hb, body, k = std::move(ready)](Cau::Error e, Buf b) mutable {
+    Mbp2Nic& u = *this;
     if (hb) u.cs.auth_bytes->inc(body);
     auto reject = [&](Counter* why) {
       why->inc();
@@ -390,7 +390,7 @@ void Mbp2Cards::try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint32
     PeerSec& s = u.sec[spi];
     const bool was_new = s.is_new(id), was_old = s.is_old(id);
     if (!was_new && !was_old) return reject(u.cs.rej_no_sa);  // the keys went while the CAU ran
-    if (e != Cau::Error::None && e != Cau::Error::BadKey && was_new && s.old_sa) return try_open(node, spi, b, s.old_id, seq, cb, hb, body, std::move(k));
+    if (e != Cau::Error::None && e != Cau::Error::BadKey && was_new && s.old_sa) return try_open(spi, b, s.old_id, seq, cb, hb, body, std::move(k));
     // Sealed under keys this end is still deriving (the peer derived first): the frame waits
     // in its receive buffer for them rather than being thrown away, while kRxReserve receive
     // buffers stay free for the frames that bring the keys. Only an authenticated frame can be
@@ -410,7 +410,7 @@ void Mbp2Cards::try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint32
       s.old_id = 0;
     }
     if (was_old) u.cs.opened_old->inc();
-    if (was_new && !s.peer_has) new_keys_confirmed(node, spi);  // it sealed under them
+    if (was_new && !s.peer_has) new_keys_confirmed(spi);  // it sealed under them
     // Anti-replay only for authenticated frames: an unauthenticated sequence number proves
     // nothing, and letting it move the window would let a forger stop traffic.
     if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !window->accept(seq)) return reject(u.cs.rej_replay);
@@ -420,9 +420,9 @@ void Mbp2Cards::try_open(uint32_t node, uint32_t spi, Buf b, uint64_t id, uint32
     if (cb) u.cs.dec_bytes->inc(static_cast<uint32_t>(f.size() - 14));
     if (is_ip(f)) {  // an IPsec datagram, opened: steered like one in the clear
       k(nullptr);
-      return ip_steer(node, b, false);
+      return ip_steer(b, false);
     }
-    to_routine(node, b, k);
+    to_routine(b, k);
   });
 }
 

@@ -29,33 +29,33 @@ constexpr uint32_t kKxBytes = 18 + Dh::kBytes;  // header, type, 3 reserved, pub
 // A message not answered within crypto.kx_timeout_us is sent again; an INIT from a peer whose
 // keys are installed is answered again (our RESP was lost).
 
-void Mbp2Cards::modexp_work(uint32_t node, uint32_t modmuls, std::function<void()> k) {
-  Units& u = *u_[node];
-  if (u.meac) {
+void Mbp2Nic::modexp_work(uint32_t modmuls, std::function<void()> k) {
+  Mbp2Nic& u = *this;
+  if (u.meac_) {
     // The PME feeds the MEAC1024 one operation at a time; the two overlap.
-    const uint64_t meac_end = u.meac->run(cal_.now_ps(), modmuls);
-    u.pme->run("meac", Pme::kLow, false, u.pme->instr_ps(modmuls * m_.crypto.meac_op_instr),
+    const uint64_t meac_end = u.meac_->run(cal_.now_ps(), modmuls);
+    u.pme_->run("meac", Pme::kLow, false, u.pme_->instr_ps(modmuls * m_.crypto.meac_op_instr),
                [this, meac_end, k = std::move(k)]() mutable { cal_.at(std::max(cal_.now_ps(), meac_end), std::move(k)); });
     return;
   }
   // Without one, the firmware multiplies; the operands stay in the PME's data cache.
-  u.pme->run("modexp", Pme::kLow, false, u.pme->kernel_ps(modmuls * m_.crypto.fw_modmul_instr, 0), std::move(k));
+  u.pme_->run("modexp", Pme::kLow, false, u.pme_->kernel_ps(modmuls * m_.crypto.fw_modmul_instr, 0), std::move(k));
 }
 
-void Mbp2Cards::with_public(uint32_t node, uint32_t peer, std::function<void()> k) {
-  PeerSec& s = u_[node]->sec[peer];
+void Mbp2Nic::with_public(uint32_t peer, std::function<void()> k) {
+  PeerSec& s = sec[peer];
   if (!s.pub.empty()) return k();
   s.pub_waiters.push_back(std::move(k));
   if (s.dh) return;  // being computed
-  Rng r(iv_rng_.next(), "mbp2.dh.node" + std::to_string(node) + ".peer" + std::to_string(peer));
+  Rng r(iv_rng_.next(), "mbp2.dh.node" + std::to_string(node_) + ".peer" + std::to_string(peer));
   std::vector<uint8_t> seed(Dh::kBytes);
   for (size_t i = 0; i < seed.size(); i += 8) {
     const uint64_t v = r.next();
     for (size_t j = 0; j < 8; ++j) seed[i + j] = static_cast<uint8_t>(v >> (8 * j));
   }
   s.dh = std::make_unique<Dh>(seed);
-  modexp_work(node, s.dh->modmuls(), [this, node, peer, gen = s.gen] {
-    PeerSec& s = u_[node]->sec[peer];
+  modexp_work(s.dh->modmuls(), [this, peer, gen = s.gen] {
+    PeerSec& s = sec[peer];
     if (s.gen != gen) return;  // dropped meanwhile (power cycle, rekey)
     s.pub = s.dh->public_value();
     auto ws = std::move(s.pub_waiters);
@@ -64,26 +64,26 @@ void Mbp2Cards::with_public(uint32_t node, uint32_t peer, std::function<void()> 
   });
 }
 
-void Mbp2Cards::start_key_exchange(uint32_t node, uint32_t peer) {
+void Mbp2Nic::start_key_exchange(uint32_t peer) {
   if (m_.crypto.keys != CryptoConfig::Keys::Dh || !m_.crypto.enabled())
     internal_error("a key exchange needs crypto.keys = dh and a cipher or hash");
-  PeerSec& s = u_[node]->sec[peer];
+  PeerSec& s = sec[peer];
   if (s.started || s.sa) return;
   s.started = true;
   s.t0 = cal_.now_ps();
   s.kx_sent = 0;
-  with_public(node, peer, [this, node, peer] {
-    ++u_[node]->sec[peer].kx_sent;
-    send_kx(node, peer, kKxInit);
-    arm_kx_timer(node, peer);
+  with_public(peer, [this, peer] {
+    ++sec[peer].kx_sent;
+    send_kx(peer, kKxInit);
+    arm_kx_timer(peer);
   });
 }
 
-void Mbp2Cards::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
-  Units& u = *u_[node];
+void Mbp2Nic::send_kx(uint32_t peer, uint8_t type) {
+  Mbp2Nic& u = *this;
   const PeerSec& s = u.sec[peer];
   std::vector<uint8_t> f(kKxBytes, 0);
-  const uint64_t d = mbcf::mac_of(peer), m = mbcf::mac_of(node);
+  const uint64_t d = mbcf::mac_of(peer), m = mbcf::mac_of(node_);
   for (int i = 0; i < 6; ++i) {
     f[i] = static_cast<uint8_t>(d >> (40 - 8 * i));
     f[6 + i] = static_cast<uint8_t>(m >> (40 - 8 * i));
@@ -95,9 +95,9 @@ void Mbp2Cards::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
   std::copy(s.pub.begin(), s.pub.end(), f.begin() + 18);
   u.cs.kx_msgs->inc();
   // The PME builds the message in EM and hands it to the LDMA, like any frame.
-  u.pme->run("key_exchange", Pme::kLow, false, u.pme->instr_ps(m_.rx_desc_instr), [this, node, peer, f = std::move(f)]() mutable {
-    to_buffer(node, peer, std::move(f), [this, node, peer](std::vector<uint8_t>&& b) {
-      to_wire(node, peer, std::move(b));  // (not sent: the exchange's timer sends again)
+  u.pme_->run("key_exchange", Pme::kLow, false, u.pme_->instr_ps(m_.rx_desc_instr), [this, peer, f = std::move(f)]() mutable {
+    to_buffer(peer, std::move(f), [this, peer](std::vector<uint8_t>&& b) {
+      to_wire(peer, std::move(b));  // (not sent: the exchange's timer sends again)
     }, false);
   });
 }
@@ -105,18 +105,18 @@ void Mbp2Cards::send_kx(uint32_t node, uint32_t peer, uint8_t type) {
 // The n-th INIT waits crypto.kx_timeout_us x 2^(n-1) for its answer: retransmissions back off
 // exponentially (RFC 7296 2.1), so a peer still computing its keys in firmware (hundreds of ms
 // on the MBP2P) is not given up on.
-void Mbp2Cards::arm_kx_timer(uint32_t node, uint32_t peer) {
-  const PeerSec& s0 = u_[node]->sec[peer];
+void Mbp2Nic::arm_kx_timer(uint32_t peer) {
+  const PeerSec& s0 = sec[peer];
   const double wait_us = m_.crypto.kx_timeout_us * std::ldexp(1.0, static_cast<int>(std::min<uint32_t>(std::max<uint32_t>(s0.kx_sent, 1) - 1, 30)));
-  cal_.after(static_cast<uint64_t>(wait_us * 1e6), [this, node, peer, gen = s0.gen] {
-    PeerSec& s = u_[node]->sec[peer];
+  cal_.after(static_cast<uint64_t>(wait_us * 1e6), [this, peer, gen = s0.gen] {
+    PeerSec& s = sec[peer];
     if (s.sa || s.gen != gen || !s.started) return;
-    if (s.deriving) return arm_kx_timer(node, peer);  // answered: the keys are being computed
-    if (s.kx_sent >= m_.crypto.kx_tries) return give_up_exchange(node, peer);
-    u_[node]->cs.kx_retries->inc();
+    if (s.deriving) return arm_kx_timer(peer);  // answered: the keys are being computed
+    if (s.kx_sent >= m_.crypto.kx_tries) return give_up_exchange(peer);
+    cs.kx_retries->inc();
     ++s.kx_sent;
-    send_kx(node, peer, kKxInit);
-    arm_kx_timer(node, peer);
+    send_kx(peer, kKxInit);
+    arm_kx_timer(peer);
   });
 }
 
@@ -124,8 +124,8 @@ void Mbp2Cards::arm_kx_timer(uint32_t node, uint32_t peer) {
 // would hold their buffers (a datagram's image) for as long, and starve what goes to other
 // peers; they are dropped as not sent (MBCF's Go-back-N and TCP send theirs again later,
 // which starts a new exchange; a UDP datagram is lost, as with no route).
-void Mbp2Cards::give_up_exchange(uint32_t node, uint32_t peer) {
-  Units& u = *u_[node];
+void Mbp2Nic::give_up_exchange(uint32_t peer) {
+  Mbp2Nic& u = *this;
   PeerSec& s = u.sec[peer];
   u.cs.kx_given_up->inc();
   s.started = false;
@@ -134,20 +134,20 @@ void Mbp2Cards::give_up_exchange(uint32_t node, uint32_t peer) {
   s.waiting.clear();
   u.cs.kx_dropped->inc(static_cast<uint32_t>(w.size()));
   for (auto& [frame, k] : w) k({});
-  fw_run_pollers(node, cal_.now_ps());
+  fw_run_pollers(cal_.now_ps());
 }
 
-void Mbp2Cards::on_kx(uint32_t node, Buf b) {
-  Units& u = *u_[node];
+void Mbp2Nic::on_kx(Buf b) {
+  Mbp2Nic& u = *this;
   // The LDMA's completion interrupts the PME, which reads the message from its buffer.
-  u.pme->run("key_exchange", Pme::kLow, true, u.pme->instr_ps(m_.rx_desc_instr), [this, node, b] {
-    Units& u = *u_[node];
-    if (!sys_->up(node) || !u.rxb->live(b)) return;
+  u.pme_->run("key_exchange", Pme::kLow, true, u.pme_->instr_ps(m_.rx_desc_instr), [this, b] {
+    Mbp2Nic& u = *this;
+    if (!sys_->up(node_) || !u.rxb->live(b)) return;
     const std::vector<uint8_t> f = u.rxb->get(b);
     u.rxb->release(b);
     const uint32_t peer = f.size() >= 12 ? (static_cast<uint32_t>(f[10]) << 8 | f[11]) : ~0u;
     const bool ours = f.size() >= 12 && f[6] == 0x02 && f[7] == 0x4d && f[8] == 0x42 && f[9] == 0x00;  // mac_of()
-    if (f.size() < kKxBytes || !ours || peer >= sys_->nodes() || peer == node || (f[14] != kKxInit && f[14] != kKxResp && f[14] != kKxConfirm)) {
+    if (f.size() < kKxBytes || !ours || peer >= sys_->nodes() || peer == node_ || (f[14] != kKxInit && f[14] != kKxResp && f[14] != kKxConfirm)) {
       u.cs.kx_bad->inc();
       return;
     }
@@ -156,7 +156,7 @@ void Mbp2Cards::on_kx(uint32_t node, Buf b) {
     if (!s.started && !s.sa) s.t0 = cal_.now_ps();
     s.started = true;
     if (f[14] == kKxConfirm) {  // the initiator has the keys we answered with
-      if (s.sa && !s.peer_has && pub == s.peer_pub) new_keys_confirmed(node, peer);
+      if (s.sa && !s.peer_has && pub == s.peer_pub) new_keys_confirmed(peer);
       return;
     }
     if (f[14] == kKxResp) {
@@ -164,15 +164,15 @@ void Mbp2Cards::on_kx(uint32_t node, Buf b) {
       // under them. Crossed INITs (both ends renewing at once) make both ends responders,
       // each then told by the other's RESP.
       if (s.sa) {
-        if (!s.peer_has && pub == s.peer_pub) new_keys_confirmed(node, peer);
+        if (!s.peer_has && pub == s.peer_pub) new_keys_confirmed(peer);
         return;
       }
       s.resp_seen = true;
-      return derive(node, peer, std::move(pub), [this, node, peer] { send_kx(node, peer, kKxConfirm); });
+      return derive(peer, std::move(pub), [this, peer] { send_kx(peer, kKxConfirm); });
     }
     // The responder installs its keys before it answers, so the initiator, which can send
     // sealed frames as soon as it has the answer, never finds it without them.
-    if (s.sa && pub == s.peer_pub) return send_kx(node, peer, kKxResp);  // our answer was lost
+    if (s.sa && pub == s.peer_pub) return send_kx(peer, kKxResp);  // our answer was lost
     if (s.sa) {
       // A new public value from a peer we have keys with: it restarted and lost them, or (the
       // renewal flag) its sequence numbers ran out. Both ends make new keys (and this end a
@@ -180,31 +180,31 @@ void Mbp2Cards::on_kx(uint32_t node, Buf b) {
       // late, no longer authenticate; after a renewal the old keys still open the peer's
       // frames in flight, under their own anti-replay window.
       u.cs.rekeys->inc();
-      drop_keys(node, peer, f[15] == 1);
+      drop_keys(peer, f[15] == 1);
       PeerSec& s2 = u.sec[peer];
       s2.started = true;
       s2.t0 = cal_.now_ps();
     }
-    derive(node, peer, std::move(pub), [this, node, peer] {
-      send_kx(node, peer, kKxResp);
+    derive(peer, std::move(pub), [this, peer] {
+      send_kx(peer, kKxResp);
       // Should the initiator's CONFIRM be lost and it have nothing to send, our frames go
       // under the new keys after crypto.kx_timeout_us anyway.
-      cal_.after(static_cast<uint64_t>(m_.crypto.kx_timeout_us * 1e6), [this, node, peer, gen = u_[node]->sec[peer].gen] {
-        PeerSec& s = u_[node]->sec[peer];
-        if (s.gen == gen && s.sa && !s.peer_has) new_keys_confirmed(node, peer);
+      cal_.after(static_cast<uint64_t>(m_.crypto.kx_timeout_us * 1e6), [this, peer, gen = sec[peer].gen] {
+        PeerSec& s = sec[peer];
+        if (s.gen == gen && s.sa && !s.peer_has) new_keys_confirmed(peer);
       });
     });
   });
 }
 
-void Mbp2Cards::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then) {
-  PeerSec& s = u_[node]->sec[peer];
+void Mbp2Nic::derive(uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then) {
+  PeerSec& s = sec[peer];
   if (s.sa || s.deriving) return;
   s.deriving = true;
-  with_public(node, peer, [this, node, peer, pub = std::move(peer_pub), then = std::move(then)]() mutable {
-    PeerSec& s = u_[node]->sec[peer];
-    modexp_work(node, s.dh->modmuls(), [this, node, peer, pub = std::move(pub), then = std::move(then), gen = s.gen] {
-      Units& u = *u_[node];
+  with_public(peer, [this, peer, pub = std::move(peer_pub), then = std::move(then)]() mutable {
+    PeerSec& s = sec[peer];
+    modexp_work(s.dh->modmuls(), [this, peer, pub = std::move(pub), then = std::move(then), gen = s.gen] {
+      Mbp2Nic& u = *this;
       PeerSec& s = u.sec[peer];
       if (s.gen != gen) return;
       s.deriving = false;
@@ -214,7 +214,7 @@ void Mbp2Cards::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_p
         return;
       }
       s.sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, secret);
-      install_keys(node, peer, false);
+      install_keys(peer, false);
       s.peer_pub = pub;
       s.peer_has = s.resp_seen;
       u.cs.kx_done->inc();
@@ -222,25 +222,25 @@ void Mbp2Cards::derive(uint32_t node, uint32_t peer, std::vector<uint8_t> peer_p
       then();
       auto w = std::move(s.waiting);
       s.waiting.clear();
-      for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
+      for (auto& [frame, k] : w) seal_and_send(peer, std::move(frame), std::move(k));
       auto held = std::move(s.held_rx);
       s.held_rx.clear();
-      for (auto& [b, k] : held) open_received(node, b, std::move(k));
+      for (auto& [b, k] : held) open_received(b, std::move(k));
     });
   });
 }
 
-void Mbp2Cards::new_keys_confirmed(uint32_t node, uint32_t peer) {
-  PeerSec& s = u_[node]->sec[peer];
+void Mbp2Nic::new_keys_confirmed(uint32_t peer) {
+  PeerSec& s = sec[peer];
   s.peer_has = true;
-  if (u_[node]->cs.confirmed) u_[node]->cs.confirmed->inc();
+  if (cs.confirmed) cs.confirmed->inc();
   auto w = std::move(s.waiting);
   s.waiting.clear();
-  for (auto& [frame, k] : w) seal_and_send(node, peer, std::move(frame), std::move(k));
+  for (auto& [frame, k] : w) seal_and_send(peer, std::move(frame), std::move(k));
 }
 
-void Mbp2Cards::drop_keys(uint32_t node, uint32_t peer, bool keep_inbound) {
-  Units& u = *u_[node];
+void Mbp2Nic::drop_keys(uint32_t peer, bool keep_inbound) {
+  Mbp2Nic& u = *this;
   PeerSec& s = u.sec[peer];
   // Frames held for the keys being dropped will never open: their buffers are free again.
   auto held = std::move(s.held_rx);

@@ -32,7 +32,7 @@ namespace {
 constexpr uint64_t kIcuKernelRx = 2ull << 56;  // | frame length: a frame in the kernel's receive structure
 }  // namespace
 
-bool Mbp2Cards::usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint64_t n, uint8_t perm) {
+bool Mbp2Nic::usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint64_t n, uint8_t perm) {
   if (laddr + n > 0x100000000ull) return false;
   bool present = true;
   return ts.check(t, static_cast<uint32_t>(laddr), static_cast<uint32_t>(n), perm, &present) == ViolationCode::None && present;
@@ -40,12 +40,12 @@ bool Mbp2Cards::usable(const TaskSpace& ts, const Task& t, uint64_t laddr, uint6
 
 // ------------------------------------------------------------------ the OS and the user library
 
-void Mbp2Cards::init_ring(uint32_t node, uint32_t ptask, uint32_t ring, uint32_t slots, uint32_t slot_bytes) {
-  TaskSpace& ts = sys_->space(node);
+void Mbp2Nic::init_ring(uint32_t ptask, uint32_t ring, uint32_t slots, uint32_t slot_bytes) {
+  TaskSpace& ts = sys_->space(node_);
   Task* t = ts.find(ptask);
   const uint64_t bytes = kRingHeader + static_cast<uint64_t>(slots) * slot_bytes;
   if (!t || slots == 0 || slot_bytes < kSlotHeader || !usable(ts, *t, ring, bytes, kPermRW))
-    internal_error("init_ring: the ring of task " + std::to_string(ptask) + " on node " + std::to_string(node) +
+    internal_error("init_ring: the ring of task " + std::to_string(ptask) + " on node " + std::to_string(node_) +
                    " is not mapped writable, or has no slots");
   ts.store32(*t, ring, slots);
   ts.store32(*t, ring + 4, slot_bytes);
@@ -53,8 +53,8 @@ void Mbp2Cards::init_ring(uint32_t node, uint32_t ptask, uint32_t ring, uint32_t
   ts.store32(*t, ring + 12, 0);
 }
 
-int64_t Mbp2Cards::find_conn(uint32_t node, uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
-  const Kli& k = *u_[node]->kli;
+int64_t Mbp2Nic::find_conn(uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
+  const Kli& k = *kli_;
   const uint32_t key = static_cast<uint32_t>(proto) << 24 | local_port;
   const uint32_t remote = (remote_node & 0xffff) << 16 | remote_port;
   for (uint32_t i = 0; i < kConns; ++i) {
@@ -66,8 +66,8 @@ int64_t Mbp2Cards::find_conn(uint32_t node, uint8_t proto, uint16_t local_port, 
   return -1;
 }
 
-int64_t Mbp2Cards::add_conn(uint32_t node, const std::vector<uint32_t>& words) {
-  Kli& k = *u_[node]->kli;
+int64_t Mbp2Nic::add_conn(const std::vector<uint32_t>& words) {
+  Kli& k = *kli_;
   for (uint32_t i = 0; i < kConns; ++i) {
     const uint32_t off = kConnTable + i * kConnBytes;
     if (k.load32(off + 8) != 0) continue;
@@ -80,27 +80,27 @@ int64_t Mbp2Cards::add_conn(uint32_t node, const std::vector<uint32_t>& words) {
   return -1;
 }
 
-bool Mbp2Cards::bind_udp(uint32_t node, uint32_t ptask, uint16_t port, uint32_t ring) {
-  TaskSpace& ts = sys_->space(node);
+bool Mbp2Nic::bind_udp(uint32_t ptask, uint16_t port, uint32_t ring) {
+  TaskSpace& ts = sys_->space(node_);
   const Task* t = ts.find(ptask);
   if (!t || port == 0 || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
-  if (find_conn(node, kIpProtoUdp, port, 0, 0) >= 0) return false;
-  return add_conn(node, {static_cast<uint32_t>(kIpProtoUdp) << 24 | port, 0, ptask + 1, ring, 0, 0, 0, 0}) >= 0;
+  if (find_conn(kIpProtoUdp, port, 0, 0) >= 0) return false;
+  return add_conn({static_cast<uint32_t>(kIpProtoUdp) << 24 | port, 0, ptask + 1, ring, 0, 0, 0, 0}) >= 0;
 }
 
-bool Mbp2Cards::connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port, uint32_t remote_node, uint16_t remote_port,
+bool Mbp2Nic::connect_tcp(uint32_t ptask, uint16_t local_port, uint32_t remote_node, uint16_t remote_port,
                              uint32_t ring, uint32_t send_iss, uint32_t recv_irs) {
-  TaskSpace& ts = sys_->space(node);
+  TaskSpace& ts = sys_->space(node_);
   const Task* t = ts.find(ptask);
   if (!t || local_port == 0 || remote_node >= sys_->nodes() || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
-  if (find_conn(node, kIpProtoTcp, local_port, remote_node, remote_port) >= 0) return false;
-  Units& u = *u_[node];
+  if (find_conn(kIpProtoTcp, local_port, remote_node, remote_port) >= 0) return false;
+  Mbp2Nic& u = *this;
   uint32_t reg = 0;  // an OCU register while there are some; beyond, the firmware checks order
-  if (u.ocu && u.ocu_used < u.ocu->registers()) {
+  if (u.ocu_ && u.ocu_used < u.ocu_->registers()) {
     reg = ++u.ocu_used;
-    u.ocu->arm(reg - 1, recv_irs);
+    u.ocu_->arm(reg - 1, recv_irs);
   }
-  const int64_t c = add_conn(node, {static_cast<uint32_t>(kIpProtoTcp) << 24 | local_port, (remote_node & 0xffff) << 16 | remote_port,
+  const int64_t c = add_conn({static_cast<uint32_t>(kIpProtoTcp) << 24 | local_port, (remote_node & 0xffff) << 16 | remote_port,
                                     ptask + 1, ring, send_iss, reg, recv_irs, 0});
   if (c < 0) return false;
   Tcp& T = u.tcp[static_cast<uint32_t>(c)] = Tcp{};
@@ -117,8 +117,8 @@ bool Mbp2Cards::connect_tcp(uint32_t node, uint32_t ptask, uint16_t local_port, 
   return true;
 }
 
-bool Mbp2Cards::take(uint32_t node, uint32_t ptask, uint32_t ring, std::vector<uint8_t>* payload, RxInfo* info) {
-  TaskSpace& ts = sys_->space(node);
+bool Mbp2Nic::take(uint32_t ptask, uint32_t ring, std::vector<uint8_t>* payload, RxInfo* info) {
+  TaskSpace& ts = sys_->space(node_);
   Task* t = ts.find(ptask);
   if (!t || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
   const uint32_t slots = ts.load32(*t, ring), sb = ts.load32(*t, ring + 4);
@@ -145,14 +145,14 @@ bool Mbp2Cards::take(uint32_t node, uint32_t ptask, uint32_t ring, std::vector<u
 
 // ------------------------------------------------------------------ send
 
-bool Mbp2Cards::send_datagram(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::function<void()> k) {
-  if (node >= sys_->nodes() || !sys_->space(node).find(ptask)) return false;
+bool Mbp2Nic::send_datagram(uint32_t ptask, const DatagramRequest& r, std::function<void()> k) {
+  if (node_ >= sys_->nodes() || !sys_->space(node_).find(ptask)) return false;
   if (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) return false;
-  if (r.dst_node >= sys_->nodes() || r.dst_node == node) return false;
+  if (r.dst_node >= sys_->nodes() || r.dst_node == node_) return false;
   if (!sendable(r.proto, r.len)) return false;
   if (r.proto == kIpProtoTcp) {
-    const int64_t c = find_conn(node, kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
-    if (c < 0 || u_[node]->kli->load32(kConnTable + static_cast<uint32_t>(c) * kConnBytes + 8) != ptask + 1) return false;
+    const int64_t c = find_conn(kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
+    if (c < 0 || kli_->load32(kConnTable + static_cast<uint32_t>(c) * kConnBytes + 8) != ptask + 1) return false;
   }
   std::vector<uint8_t> s;
   append_be32(s, kSendDatagram << 24 | static_cast<uint32_t>(r.proto) << 8 | (r.bypass ? 1 : 0));
@@ -160,31 +160,31 @@ bool Mbp2Cards::send_datagram(uint32_t node, uint32_t ptask, const DatagramReque
   append_be32(s, static_cast<uint32_t>(r.src_port) << 16 | r.dst_port);
   append_be32(s, r.laddr);
   append_be32(s, r.len);
-  host_request(node, ptask, alias_of(node, ptask), sys_->cycles_ps(m_.host_request_cycles), std::move(s),
-               [this, node, ptask](uint32_t e) { datagram_fetch(node, ptask, e); }, std::move(k));
+  host_request(ptask, alias_of(ptask), sys_->cycles_ps(m_.host_request_cycles), std::move(s),
+               [this, ptask](uint32_t e) { datagram_fetch(ptask, e); }, std::move(k));
   return true;
 }
 
-void Mbp2Cards::pge_fetch(uint32_t node, uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes,
+void Mbp2Nic::pge_fetch(uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes,
                            uint64_t pa_data, uint32_t data, uint32_t image, DmaEngine::Done done) {
-  Units& u = *u_[node];
+  Mbp2Nic& u = *this;
   const uint32_t total = sbytes + data;
   u.pge_ring->post(cal_.now_ps(), send_entry_laddr(entry), dst, image, [&u, pa_struct, sbytes, pa_data, data, total](uint64_t s) {
-    if (data == 0) return host_transfer(*u.bus, *u.em, s, {{pa_struct, sbytes}}, total);
-    return host_transfer(*u.bus, *u.em, s, {{pa_struct, sbytes}, {pa_data, data}}, total);
+    if (data == 0) return host_transfer(*u.bus_, *u.em_, s, {{pa_struct, sbytes}}, total);
+    return host_transfer(*u.bus_, *u.em_, s, {{pa_struct, sbytes}, {pa_data, data}}, total);
   }, std::move(done), ptask, total, DmaEngine::Move::Forward);
 }
 
-bool Mbp2Cards::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n) {
+bool Mbp2Nic::pge_walk(uint64_t laddr, uint32_t ptask, uint8_t* out, uint32_t n) {
   const uint64_t first = send_entry_laddr(0);
   if (laddr < first || (laddr - first) % kSendEntryBytes || (laddr - first) / kSendEntryBytes >= m_.send_ring_entries) return false;
-  if (!rings_[node].count(ptask)) return false;
-  TaskSpace& ts = sys_->space(node);
+  if (!rings_.count(ptask)) return false;
+  TaskSpace& ts = sys_->space(node_);
   const Task* t = ts.find(ptask);
   if (!t) return false;
   const uint32_t at = static_cast<uint32_t>(laddr - kSendArea);
   uint8_t h[kDatagramStructBytes];
-  if (!area_copy(node, ptask, at, h, kDatagramStructBytes, false, Via::Biu)) return false;
+  if (!area_copy(ptask, at, h, kDatagramStructBytes, false, Via::Biu)) return false;
   const uint32_t kind = load_be32(&h[0]) >> 24;
   uint32_t cbytes = 0, src = 0, len = 0;
   if (kind == kSendMbcf) {
@@ -199,30 +199,30 @@ bool Mbp2Cards::pge_walk(uint32_t node, uint64_t laddr, uint32_t ptask, uint8_t*
     return false;
   }
   if (static_cast<uint64_t>(cbytes) + len != n || (len && !usable(ts, *t, src, len, kPermRead))) return false;
-  if (cbytes && !area_copy(node, ptask, at + kMbcfStructHeader, out, cbytes, false, Via::Biu)) return false;
-  return !len || pge_task_read(node, *t, src, out + cbytes, len);
+  if (cbytes && !area_copy(ptask, at + kMbcfStructHeader, out, cbytes, false, Via::Biu)) return false;
+  return !len || pge_task_read(*t, src, out + cbytes, len);
 }
 
-bool Mbp2Cards::pge_task_read(uint32_t node, const mbcf::Task& t, uint32_t laddr, uint8_t* out, uint32_t n) {
+bool Mbp2Nic::pge_task_read(const mbcf::Task& t, uint32_t laddr, uint8_t* out, uint32_t n) {
   const uint32_t pb = c_.page_bytes;
   while (n) {
     const uint32_t vp = laddr / pb, in = laddr % pb, k = std::min(n, pb - in);
-    const uint64_t frame = u_[node]->frames.frame(t, vp, t.pages.at(vp));  // at the frame the PGE's TLB gives
-    if (!u_[node]->bus->read(frame * pb + in, t.ptask, out, k)) return false;
+    const uint64_t frame = frames.frame(t, vp, t.pages.at(vp));  // at the frame the PGE's TLB gives
+    if (!bus_->read(frame * pb + in, t.ptask, out, k)) return false;
     out += k, laddr += k, n -= k;
   }
   return true;
 }
 
-void Mbp2Cards::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
-  Units& u = *u_[node];
-  TaskSpace& ts = sys_->space(node);
+void Mbp2Nic::datagram_fetch(uint32_t ptask, uint32_t e) {
+  Mbp2Nic& u = *this;
+  TaskSpace& ts = sys_->space(node_);
   const Task* t = ts.find(ptask);
   // The PGE reads the structure: untranslated (bypass) addresses are for the kernel only, and
   // the payload must be readable in the task's space (the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
   uint8_t h[kDatagramStructBytes];
-  area_copy(node, ptask, at, h, kDatagramStructBytes, false, Via::NicPeek);
+  area_copy(ptask, at, h, kDatagramStructBytes, false, Via::NicPeek);
   DatagramRequest r;
   const uint32_t pb = load_be32(&h[0]);
   r.proto = static_cast<uint8_t>(pb >> 8);
@@ -234,76 +234,76 @@ void Mbp2Cards::datagram_fetch(uint32_t node, uint32_t ptask, uint32_t e) {
   r.len = load_be32(&h[16]);
   auto refuse = [&] {
     u.ip.tx_rejected->inc();
-    free_entry(node, ptask, e, true);
+    free_entry(ptask, e, true);
   };
   if (r.bypass) u.ip.tx_bypass_rejected->inc();
   if (pb >> 24 != kSendDatagram || (pb & 0xff00fe) != 0 || (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) || r.dst_node >= sys_->nodes() ||
-      r.dst_node == node || !sendable(r.proto, r.len) || r.bypass || !t ||
+      r.dst_node == node_ || !sendable(r.proto, r.len) || r.bypass || !t ||
       !usable(ts, *t, r.laddr, r.len, kPermRead))
     return refuse();
   uint64_t pa_struct = 0, pa_data = 0;
-  uint64_t refill = translate(node, ptask, send_entry_laddr(e), kDatagramStructBytes, &pa_struct);
-  if (r.len) refill += translate(node, ptask, r.laddr, r.len, &pa_data);
-  const uint32_t inc = sys_->incarnation(node);
-  auto pge = [this, node, ptask, e, r, pa_struct, pa_data, inc]() mutable {
-    if (sys_->incarnation(node) != inc) return true;  // taken before a power loss: it died with it
+  uint64_t refill = translate(ptask, send_entry_laddr(e), kDatagramStructBytes, &pa_struct);
+  if (r.len) refill += translate(ptask, r.laddr, r.len, &pa_data);
+  const uint32_t inc = sys_->incarnation(node_);
+  auto pge = [this, ptask, e, r, pa_struct, pa_data, inc]() mutable {
+    if (sys_->incarnation(node_) != inc) return true;  // taken before a power loss: it died with it
     // The payload goes to a free image: a frame's, or a large one when it is longer.
-    const int32_t img = take_image(node, r.len > FramePool::kBufBytes);
+    const int32_t img = take_image(r.len > FramePool::kBufBytes);
     if (img < 0) return false;
-    pge_fetch(node, ptask, e, image_offset(node, img), pa_struct, kDatagramStructBytes, pa_data, r.len, r.len,
-              [this, node, ptask, e, r, inc, img](const DmaEngine::Desc& d) mutable {
-                if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
+    pge_fetch(ptask, e, image_offset(img), pa_struct, kDatagramStructBytes, pa_data, r.len, r.len,
+              [this, ptask, e, r, inc, img](const DmaEngine::Desc& d) mutable {
+                if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
                 if (d.error()) {  // the task can no longer read the payload, or it went
-                  u_[node]->ip.tx_rejected->inc();
-                  image_done(node, img, inc);
-                  return free_entry(node, ptask, e, true);
+                  ip.tx_rejected->inc();
+                  image_done(img, inc);
+                  return free_entry(ptask, e, true);
                 }
                 // (The PME's header and the LDMA work from the image; the model carries its bytes.)
-                std::vector<uint8_t> payload = d.bytes ? u_[node]->em->read(d.dst, d.bytes) : std::vector<uint8_t>{};
-                free_entry(node, ptask, e, true);
-                datagram_send(node, ptask, r, std::move(payload), img);
+                std::vector<uint8_t> payload = d.bytes ? em_->read(d.dst, d.bytes) : std::vector<uint8_t>{};
+                free_entry(ptask, e, true);
+                datagram_send(ptask, r, std::move(payload), img);
               });
     return true;
   };
-  pge_submit(node, refill, std::move(pge));
+  pge_submit(refill, std::move(pge));
 }
 
-void Mbp2Cards::datagram_send(uint32_t node, uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img) {
-  Units& u = *u_[node];
+void Mbp2Nic::datagram_send(uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img) {
+  Mbp2Nic& u = *this;
   // The PGE's completion interrupts the PME, which writes the headers in front of the image
   // (the CSU-T's sum plus the pseudo-header; without a CSU the firmware sums the words).
   // (A fragmented datagram: the headers of every fragment.)
   const uint32_t words = (inet_header_bytes(r.proto) - 14 + r.len + 3) / 4;
   // (A TCP segment's headers are built when it is sent: tcp_output.)
   const uint32_t frames = r.proto == kIpProtoUdp ? udp_frames(r.len, mtu()) : 0;
-  uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * frames);
-  if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
-  const uint32_t inc = sys_->incarnation(node);
-  u.pme->run_from(Pme::kPgeRing, "ip_header", Pme::kNormal, dur, [this, node, ptask, r, img, inc, payload = std::move(payload)]() mutable {
-    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
-    Units& u = *u_[node];
+  uint64_t dur = u.pme_->instr_ps(m_.ip_header_instr * frames);
+  if (!u.csu_) dur += u.pme_->kernel_ps(m_.fw_csum_instr_per_word * words, words);
+  const uint32_t inc = sys_->incarnation(node_);
+  u.pme_->run_from(Pme::kPgeRing, "ip_header", Pme::kNormal, dur, [this, ptask, r, img, inc, payload = std::move(payload)]() mutable {
+    if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
+    Mbp2Nic& u = *this;
     Datagram d;
     d.proto = r.proto;
-    d.src_node = node;
+    d.src_node = node_;
     d.dst_node = r.dst_node;
     d.src_port = r.src_port;
     d.dst_port = r.dst_port;
     d.ip_id = ++u.ip_id;
     if (r.proto == kIpProtoTcp) {
-      const int64_t c = find_conn(node, kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
+      const int64_t c = find_conn(kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
       const uint32_t off = kConnTable + static_cast<uint32_t>(c) * kConnBytes;
-      if (c < 0 || u.kli->load32(off + 8) != ptask + 1) {  // closed meanwhile
+      if (c < 0 || u.kli_->load32(off + 8) != ptask + 1) {  // closed meanwhile
         u.ip.tx_rejected->inc();
-        return image_done(node, img, inc);
+        return image_done(img, inc);
       }
-      d.seq = u.kli->load32(off + 16);
-      u.kli->store32(off + 16, d.seq + r.len);
+      d.seq = u.kli_->load32(off + 16);
+      u.kli_->store32(off + 16, d.seq + r.len);
       u.ip.tx->inc();
       u.ip.tx_bytes->inc(r.len);
-      return tcp_queue(node, static_cast<uint32_t>(c), d.seq, r.len, img);  // (the image is held until acknowledged)
+      return tcp_queue(static_cast<uint32_t>(c), d.seq, r.len, img);  // (the image is held until acknowledged)
     }
     std::vector<uint8_t> f = build_inet(d, payload.data(), r.len);
-    if (u.csu) u.csu->transmit(f);
+    if (u.csu_) u.csu_->transmit(f);
     u.ip.tx->inc();
     u.ip.tx_bytes->inc(r.len);
     const uint32_t dst = r.dst_node;
@@ -311,53 +311,53 @@ void Mbp2Cards::datagram_send(uint32_t node, uint32_t ptask, const DatagramReque
     if (frames.size() > 1) u.ip.tx_fragments->inc(static_cast<uint32_t>(frames.size()));
     u.dg_held[static_cast<uint32_t>(img)] += static_cast<uint32_t>(frames.size()) - 1;  // the frames take the fetch's hold over
     for (std::vector<uint8_t>& fr : frames)
-      nic_transmit(node, dst, std::move(fr), [this, node, dst, img, inc](std::vector<uint8_t>&& b) {
-        image_done(node, img, inc);  // the LDMA has read the frame from it (or gave it up)
-        to_wire(node, dst, std::move(b));  // (not sent: a datagram, nothing resends it)
+      nic_transmit(dst, std::move(fr), [this, dst, img, inc](std::vector<uint8_t>&& b) {
+        image_done(img, inc);  // the LDMA has read the frame from it (or gave it up)
+        to_wire(dst, std::move(b));  // (not sent: a datagram, nothing resends it)
       });
   });
 }
 
 // ------------------------------------------------------------------ receive
 
-void Mbp2Cards::ip_steer(uint32_t node, Buf b, bool interrupt) {
-  Units& u = *u_[node];
+void Mbp2Nic::ip_steer(Buf b, bool interrupt) {
+  Mbp2Nic& u = *this;
   // What the PME will find in the receive buffer: the parse is functional, its cost is the
   // handler's.
   std::vector<uint8_t> f = u.rxb->get(b);
   Parsed p;
-  const InetError e = parse_inet(f, p, !u.csu);  // without a CSU the firmware checks the sum
-  if (e == InetError::Fragment) return ip_fragment(node, b, interrupt, std::move(f));
+  const InetError e = parse_inet(f, p, !u.csu_);  // without a CSU the firmware checks the sum
+  if (e == InetError::Fragment) return ip_fragment(b, interrupt, std::move(f));
   std::vector<Run> runs{{b, p.payload_off, p.payload_len}};
-  steer(node, {b}, std::move(runs), std::move(f), p, e, interrupt, false);
+  steer({b}, std::move(runs), std::move(f), p, e, interrupt, false);
 }
 
-void Mbp2Cards::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> runs, std::vector<uint8_t> f, const Parsed& p, InetError e,
+void Mbp2Nic::steer(std::vector<Buf> bufs, std::vector<Run> runs, std::vector<uint8_t> f, const Parsed& p, InetError e,
                        bool interrupt, bool joined) {
-  Units& u = *u_[node];
+  Mbp2Nic& u = *this;
   int64_t conn = -1;
   uint32_t reg = 0;
   if (e == InetError::None) {
-    conn = find_conn(node, p.d.proto, p.d.dst_port, p.d.src_node, p.d.src_port);
-    if (conn >= 0 && p.d.proto == kIpProtoTcp) reg = u.kli->load32(kConnTable + static_cast<uint32_t>(conn) * kConnBytes + 20);
+    conn = find_conn(p.d.proto, p.d.dst_port, p.d.src_node, p.d.src_port);
+    if (conn >= 0 && p.d.proto == kIpProtoTcp) reg = u.kli_->load32(kConnTable + static_cast<uint32_t>(conn) * kConnBytes + 20);
   }
   // (A joined datagram's words were summed fragment by fragment.)
   const uint32_t words = joined ? 0 : static_cast<uint32_t>((f.size() - 14 + 3) / 4);
-  uint64_t dur = u.pme->instr_ps(m_.ip_steer_instr + (interrupt ? m_.rx_desc_instr : 0));
-  if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);
+  uint64_t dur = u.pme_->instr_ps(m_.ip_steer_instr + (interrupt ? m_.rx_desc_instr : 0));
+  if (!u.csu_) dur += u.pme_->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   if (conn >= 0 && p.d.proto == kIpProtoTcp) {
-    dur += u.pme->instr_ps(m_.tcp_ack_instr);  // the ACK and window it carries
-    if (reg == 0 && p.payload_len) dur += u.pme->instr_ps(m_.fw_order_instr);
+    dur += u.pme_->instr_ps(m_.tcp_ack_instr);  // the ACK and window it carries
+    if (reg == 0 && p.payload_len) dur += u.pme_->instr_ps(m_.fw_order_instr);
   }
-  u.pme->run_from(interrupt ? Pme::kLdmaRxRing : Pme::kNoSource, "ip_steer", Pme::kNormal, dur,
-             [this, node, bufs = std::move(bufs), runs = std::move(runs), f = std::move(f), p, e, conn, reg, joined]() mutable {
-    Units& u = *u_[node];
+  u.pme_->run_from(interrupt ? Pme::kLdmaRxRing : Pme::kNoSource, "ip_steer", Pme::kNormal, dur,
+             [this, bufs = std::move(bufs), runs = std::move(runs), f = std::move(f), p, e, conn, reg, joined]() mutable {
+    Mbp2Nic& u = *this;
     for (const Buf& b : bufs)
       if (!u.rxb->live(b)) return;  // EM lost its contents with the power
     // A datagram not delivered gives its buffers back now; a delivered one when its DMA is done.
     auto release = [&] {
       for (const Buf& b : bufs) u.rxb->release(b);
-      fw_run_pollers(node, cal_.now_ps());  // (a harness waiting on the drop counters sees it)
+      fw_run_pollers(cal_.now_ps());  // (a harness waiting on the drop counters sees it)
     };
     auto drop = [&](Counter* why) {
       why->inc();
@@ -366,58 +366,58 @@ void Mbp2Cards::steer(uint32_t node, std::vector<Buf> bufs, std::vector<Run> run
     if (e == InetError::BadChecksum) return drop(u.ip.rx_bad_checksum);
     if (e != InetError::None) return drop(u.ip.rx_malformed);
     // CSU-R summed it as the LDMA wrote it (a joined datagram: the PME folds the pieces' sums).
-    if (u.csu && !(joined ? u.csu->joined(f) : u.csu->receive(f))) return drop(u.ip.rx_bad_checksum);
-    if (p.d.dst_node != node) return drop(u.ip.rx_not_ours);
+    if (u.csu_ && !(joined ? u.csu_->joined(f) : u.csu_->receive(f))) return drop(u.ip.rx_bad_checksum);
+    if (p.d.dst_node != node_) return drop(u.ip.rx_not_ours);
     if (conn < 0) {  // the kernel's: its frames as they came (the host's stack reassembles)
-      for (const Buf& b : bufs) kernel_deliver(node, b);
+      for (const Buf& b : bufs) kernel_deliver(b);
       return;
     }
     uint32_t next = 0;
     const bool tcp = p.d.proto == kIpProtoTcp;
     if (tcp) {
       const uint32_t c = static_cast<uint32_t>(conn);
-      tcp_ack_in(node, c, p.d, p.payload_len);  // the sender's half first
+      tcp_ack_in(c, p.d, p.payload_len);  // the sender's half first
       if (p.payload_len == 0) return release();  // a pure acknowledgement
       const uint32_t off = kConnTable + c * kConnBytes;
-      const uint32_t expected = reg ? u.ocu->expected(reg - 1) : u.kli->load32(off + 24);
-      const bool in_order = reg ? u.ocu->check(reg - 1, p.d.seq) == Ocu::Order::InOrder : p.d.seq == expected;
+      const uint32_t expected = reg ? u.ocu_->expected(reg - 1) : u.kli_->load32(off + 24);
+      const bool in_order = reg ? u.ocu_->check(reg - 1, p.d.seq) == Ocu::Order::InOrder : p.d.seq == expected;
       if (!in_order) {
         drop(u.ip.rx_out_of_order);
-        return tcp_received(node, c, false);  // a duplicate ACK says where we are
+        return tcp_received(c, false);  // a duplicate ACK says where we are
       }
       next = p.d.seq + p.payload_len;
     }
-    if (!pge_deliver(node, conn, bufs, runs, p)) {
+    if (!pge_deliver(conn, bufs, runs, p)) {
       release();
-      if (tcp) tcp_received(node, static_cast<uint32_t>(conn), false);  // (the window says why)
+      if (tcp) tcp_received(static_cast<uint32_t>(conn), false);  // (the window says why)
       return;
     }
     if (tcp) {
       const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
-      u.kli->store32(off + 24, next);
-      if (reg) u.ocu->advance(reg - 1, next);
-      tcp_received(node, static_cast<uint32_t>(conn), true);
+      u.kli_->store32(off + 24, next);
+      if (reg) u.ocu_->advance(reg - 1, next);
+      tcp_received(static_cast<uint32_t>(conn), true);
     }
   });
 }
 
-void Mbp2Cards::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<uint8_t> f) {
-  Units& u = *u_[node];
+void Mbp2Nic::ip_fragment(Buf b, bool interrupt, std::vector<uint8_t> f) {
+  Mbp2Nic& u = *this;
   const uint32_t words = static_cast<uint32_t>((f.size() - 14 + 3) / 4);
-  uint64_t dur = u.pme->instr_ps(m_.ip_reasm_instr + (interrupt ? m_.rx_desc_instr : 0));
-  if (!u.csu) dur += u.pme->kernel_ps(m_.fw_csum_instr_per_word * words, words);  // the piece's partial sum
-  u.pme->run_from(interrupt ? Pme::kLdmaRxRing : Pme::kNoSource, "ip_reasm", Pme::kNormal, dur, [this, node, b, f = std::move(f)]() mutable {
-    Units& u = *u_[node];
+  uint64_t dur = u.pme_->instr_ps(m_.ip_reasm_instr + (interrupt ? m_.rx_desc_instr : 0));
+  if (!u.csu_) dur += u.pme_->kernel_ps(m_.fw_csum_instr_per_word * words, words);  // the piece's partial sum
+  u.pme_->run_from(interrupt ? Pme::kLdmaRxRing : Pme::kNoSource, "ip_reasm", Pme::kNormal, dur, [this, b, f = std::move(f)]() mutable {
+    Mbp2Nic& u = *this;
     if (!u.rxb->live(b)) return;
     u.ip.rx_fragments->inc();
     auto drop = [&](Counter* why) {
       why->inc();
       u.rxb->release(b);
-      fw_run_pollers(node, cal_.now_ps());
+      fw_run_pollers(cal_.now_ps());
     };
     Fragment fr;
-    if (parse_fragment(f, fr) != InetError::None || fr.dst_node != node) return drop(u.ip.rx_fragments_dropped);
-    if (u.csu) u.csu->fragment(f);
+    if (parse_fragment(f, fr) != InetError::None || fr.dst_node != node_) return drop(u.ip.rx_fragments_dropped);
+    if (u.csu_) u.csu_->fragment(f);
     const uint64_t key = static_cast<uint64_t>(fr.src_node) << 24 | static_cast<uint64_t>(fr.proto) << 16 | fr.ip_id;
     auto it = u.reasm.find(key);
     const uint64_t now = cal_.now_ps(), window = static_cast<uint64_t>(m_.reasm_timeout_us * 1e6);
@@ -427,18 +427,18 @@ void Mbp2Cards::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<ui
       return drop(u.ip.rx_fragment_duplicates);  // a late copy of a datagram already made
     if (it != u.reasm.end() && it->second.doomed) return drop(u.ip.rx_fragments_dropped);
     if (it == u.reasm.end()) {
-      it = u.reasm.emplace(key, Units::Reasm{}).first;
+      it = u.reasm.emplace(key, Mbp2Nic::Reasm{}).first;
       const uint64_t serial = it->second.serial = ++u.reasm_serial;
-      const uint32_t inc = sys_->incarnation(node);
-      cal_.after(window, [this, node, key, serial, inc] {
-        Units& u = *u_[node];
+      const uint32_t inc = sys_->incarnation(node_);
+      cal_.after(window, [this, key, serial, inc] {
+        Mbp2Nic& u = *this;
         auto it = u.reasm.find(key);
-        if (sys_->incarnation(node) != inc || it == u.reasm.end() || it->second.serial != serial) return;
+        if (sys_->incarnation(node_) != inc || it == u.reasm.end() || it->second.serial != serial) return;
         if (it->second.doomed) {
           u.reasm.erase(it);  // (counted when it was given up)
           return;
         }
-        reasm_give_up(node, key, u.ip.rx_reasm_timeout);
+        reasm_give_up(key, u.ip.rx_reasm_timeout);
       });
     }
     // Half the receive buffers at most wait in reassemblies: the rest keep taking MBCF frames
@@ -450,15 +450,15 @@ void Mbp2Cards::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<ui
       if (probe.add(fr.offset, fr.len, fr.more, 0) == Reassembly::Add::Held) {  // (a copy or a bad piece: as below)
         u.rxb->release(b);
         u.ip.rx_fragments_dropped->inc();
-        return reasm_give_up(node, key, u.ip.rx_reasm_no_room, true);
+        return reasm_give_up(key, u.ip.rx_reasm_no_room, true);
       }
     }
-    Units::Reasm& R = it->second;
+    Mbp2Nic::Reasm& R = it->second;
     switch (R.r.add(fr.offset, fr.len, fr.more, static_cast<uint32_t>(R.bufs.size()))) {
       case Reassembly::Add::Duplicate: return drop(u.ip.rx_fragment_duplicates);
       case Reassembly::Add::Bad:
         u.rxb->release(b);
-        return reasm_give_up(node, key, u.ip.rx_reasm_bad);
+        return reasm_give_up(key, u.ip.rx_reasm_bad);
       case Reassembly::Add::Held:
         R.bufs.push_back(b);
         ++u.reasm_held;
@@ -484,19 +484,19 @@ void Mbp2Cards::ip_fragment(uint32_t node, Buf b, bool interrupt, std::vector<ui
     Parsed p;
     const InetError e = parse_inet(whole, p, false);  // the sum: the CSU's pieces, or the firmware's, folded in steer
     InetError err = e;
-    if (e == InetError::None && !u.csu && !l4_verifies(whole)) err = InetError::BadChecksum;
+    if (e == InetError::None && !u.csu_ && !l4_verifies(whole)) err = InetError::BadChecksum;
     std::vector<Run> runs;
     const uint32_t l4h = p.payload_off - (14 + kIpHeader);
     for (size_t i = 0; i < pieces.size() && err == InetError::None; ++i) {
       const uint32_t from = std::max(pieces[i].offset, l4h), to = pieces[i].offset + pieces[i].len;
       if (to > from) runs.push_back(Run{bufs[i], 14 + kIpHeader + (from - pieces[i].offset), to - from});
     }
-    steer(node, std::move(bufs), std::move(runs), std::move(whole), p, err, false, true);
+    steer(std::move(bufs), std::move(runs), std::move(whole), p, err, false, true);
   });
 }
 
-void Mbp2Cards::reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool doom) {
-  Units& u = *u_[node];
+void Mbp2Nic::reasm_give_up(uint64_t key, Counter* why, bool doom) {
+  Mbp2Nic& u = *this;
   auto it = u.reasm.find(key);
   if (it == u.reasm.end()) return;
   for (const Buf& b : it->second.bufs) u.rxb->release(b);
@@ -509,14 +509,14 @@ void Mbp2Cards::reasm_give_up(uint32_t node, uint64_t key, Counter* why, bool do
     u.reasm.erase(it);
   }
   why->inc();
-  fw_run_pollers(node, cal_.now_ps());
+  fw_run_pollers(cal_.now_ps());
 }
 
-bool Mbp2Cards::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>& bufs, const std::vector<Run>& runs, const Parsed& p) {
-  Units& u = *u_[node];
-  TaskSpace& ts = sys_->space(node);
+bool Mbp2Nic::pge_deliver(int64_t conn, const std::vector<Buf>& bufs, const std::vector<Run>& runs, const Parsed& p) {
+  Mbp2Nic& u = *this;
+  TaskSpace& ts = sys_->space(node_);
   const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
-  const uint32_t ptask = u.kli->load32(off + 8) - 1, ring = u.kli->load32(off + 12);
+  const uint32_t ptask = u.kli_->load32(off + 8) - 1, ring = u.kli_->load32(off + 12);
   const Task* t = ts.find(ptask);
   // The PGE walks the receive structure: the ring header, then the slot at the NIC's index.
   if (!t || !usable(ts, *t, ring, kRingHeader, kPermRW)) {
@@ -534,7 +534,7 @@ bool Mbp2Cards::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>&
     it->second.rx_slot_bytes = sb;
     it->second.rx_tail = tail;
   }
-  const uint32_t head = u.kli->load32(off + 28);
+  const uint32_t head = u.kli_->load32(off + 28);
   const uint32_t len = p.payload_len;
   const uint64_t slot = ring + static_cast<uint64_t>(kRingHeader) + static_cast<uint64_t>(slots ? head % slots : 0) * sb;
   if (slots == 0 || sb < kSlotHeader + len || !usable(ts, *t, slot, kSlotHeader + len, kPermRW)) {
@@ -545,12 +545,12 @@ bool Mbp2Cards::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>&
     u.ip.rx_ring_full->inc();
     return false;
   }
-  u.kli->store32(off + 28, head + 1);
+  u.kli_->store32(off + 28, head + 1);
   uint64_t pa_ring = 0, pa_slot = 0;
-  const uint64_t refill = translate(node, ptask, ring, kRingHeader, &pa_ring) +
-                          translate(node, ptask, static_cast<uint32_t>(slot), kSlotHeader + len, &pa_slot);
-  auto dma = [this, node, ptask, ring, slot, head, len, pa_ring, pa_slot, p, bufs, runs]() mutable {
-    Units& u = *u_[node];
+  const uint64_t refill = translate(ptask, ring, kRingHeader, &pa_ring) +
+                          translate(ptask, static_cast<uint32_t>(slot), kSlotHeader + len, &pa_slot);
+  auto dma = [this, ptask, ring, slot, head, len, pa_ring, pa_slot, p, bufs, runs]() mutable {
+    Mbp2Nic& u = *this;
     // The payload in the receive buffers: one descriptor gathers the runs (a fragmented
     // datagram's, one per fragment) into the slot, then writes its header and the head.
     const uint32_t src = runs.empty() ? u.rxb->offset(bufs[0]) : u.rxb->offset(runs[0].b) + runs[0].off;
@@ -564,10 +564,10 @@ bool Mbp2Cards::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>&
         }
       spans.push_back({pa_slot, kSlotHeader});
       spans.push_back({pa_ring + 8, 4});  // publish the head
-      return host_transfer(*u.bus, *u.em, s, spans, len + kSlotHeader);
-    }, [this, node, ptask, ring, slot, head, len, p, bufs, runs](const DmaEngine::Desc&) {
+      return host_transfer(*u.bus_, *u.em_, s, spans, len + kSlotHeader);
+    }, [this, ptask, ring, slot, head, len, p, bufs, runs](const DmaEngine::Desc&) {
       // The PGE's completion (its descriptor done); it wrote the slot and the head itself.
-      Units& u = *u_[node];
+      Mbp2Nic& u = *this;
       for (const Buf& b : bufs)
         if (!u.rxb->live(b)) return;  // the power went: EM and the PGE's transfer are lost
       std::vector<uint8_t> payload;
@@ -577,8 +577,8 @@ bool Mbp2Cards::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>&
         payload.insert(payload.end(), f.begin() + r.off, f.begin() + r.off + r.len);
       }
       for (const Buf& b : bufs) u.rxb->release(b);
-      if (payload.size() != len) internal_error("node " + std::to_string(node) + ": a datagram's runs do not make its payload");
-      TaskSpace& ts = sys_->space(node);
+      if (payload.size() != len) internal_error("node " + std::to_string(node_) + ": a datagram's runs do not make its payload");
+      TaskSpace& ts = sys_->space(node_);
       Task* t = ts.find(ptask);
       if (!t || !usable(ts, *t, slot, kSlotHeader + len, kPermRW)) {  // unmapped meanwhile
         u.ip.rx_bad_ring->inc();
@@ -594,18 +594,18 @@ bool Mbp2Cards::pge_deliver(uint32_t node, int64_t conn, const std::vector<Buf>&
       ts.store32(*t, ring + 8, head + 1);
       u.ip.rx->inc();
       u.ip.rx_bytes->inc(len);
-      fw_run_pollers(node, cal_.now_ps());
+      fw_run_pollers(cal_.now_ps());
       // The PGE's completion: the PME collects its descriptor.
-      u.pme->run_from(Pme::kPgeRing, "pge_done", Pme::kLow, u.pme->instr_ps(m_.tx_done_instr), [] {});
+      u.pme_->run_from(Pme::kPgeRing, "pge_done", Pme::kLow, u.pme_->instr_ps(m_.tx_done_instr), [] {});
     });
     return true;
   };
-  pge_submit(node, refill, std::move(dma));
+  pge_submit(refill, std::move(dma));
   return true;
 }
 
-void Mbp2Cards::kernel_deliver(uint32_t node, Buf b) {
-  Units& u = *u_[node];
+void Mbp2Nic::kernel_deliver(Buf b) {
+  Mbp2Nic& u = *this;
   if (u.kernel_rx.size() >= m_.kernel_ring_slots) {
     u.ip.rx_kernel_dropped->inc();
     u.rxb->release(b);
@@ -615,24 +615,24 @@ void Mbp2Cards::kernel_deliver(uint32_t node, Buf b) {
   // addresses (bypass mode: a kernel request, no TLB), then the PME interrupts the host.
   const uint32_t len = b.len;
   u.pge_ring->post(cal_.now_ps(), u.rxb->offset(b), 0, len, [&u, len](uint64_t s) {
-    return host_transfer(*u.bus, *u.em, s, {{0, len}}, len);
-  }, [this, node, len, b](const DmaEngine::Desc&) {
-    Units& u = *u_[node];
+    return host_transfer(*u.bus_, *u.em_, s, {{0, len}}, len);
+  }, [this, len, b](const DmaEngine::Desc&) {
+    Mbp2Nic& u = *this;
     if (!u.rxb->live(b)) return;
     u.kernel_rx.push_back(u.rxb->get(b));
     u.rxb->release(b);
     u.ip.rx_kernel->inc();
-    host_upcall(node, kIcuKernelRx | len, [] {});
+    host_upcall(kIcuKernelRx | len, [] {});
   });
 }
 
-void Mbp2Cards::to_wire(uint32_t node, uint32_t dst, std::vector<uint8_t>&& b) {
+void Mbp2Nic::to_wire(uint32_t dst, std::vector<uint8_t>&& b) {
   if (b.empty()) return;  // the NIC could not send it
-  wire(node).send(node, dst, std::move(b), [this, node, inc = sys_->incarnation(node)](bool) {
-    if (sys_->incarnation(node) == inc) tx_done(node);
+  wire_.send(node_, dst, std::move(b), [this, inc = sys_->incarnation(node_)](bool) {
+    if (sys_->incarnation(node_) == inc) tx_done();
   });
 }
 
-bool Mbp2Cards::is_ip(const std::vector<uint8_t>& f) { return ether_type(f) == kEtherTypeIpv4; }
+bool Mbp2Nic::is_ip(const std::vector<uint8_t>& f) { return ether_type(f) == kEtherTypeIpv4; }
 
 }  // namespace mbpsim::mbp2

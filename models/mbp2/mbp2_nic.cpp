@@ -1,6 +1,7 @@
-// The MBP2 NIC side of the MBCF firmware on the PME: translation through the NIC's TLB, fetching
-// requests from the send rings, the PGE building packets from images, the ADMA's reads and
-// writes into host memory, remote atomics, replies, and the NIC's summary.
+// The MBP2 cluster: construction of each node's NIC (its units as child modules), the host side
+// (send rings, doorbells, the OS's requests to the NIC) and the NIC's power loss. The NIC side of
+// the MBCF firmware is in mbp2_nic.cpp, the frame path with its sealing in mbp2_frames.cpp, the
+// key exchange in mbp2_kx.cpp, messages in mbp2_msg.cpp and TCP in mbp2_tcp.cpp.
 #include "models/mbp2/mbp2_cards.h"
 
 #include "models/core/mutant.h"
@@ -19,573 +20,445 @@ using mbcf::Cmd;
 using mbcf::kNoAddr;
 using mbcf::Packet;
 
-// ------------------------------------------------------------------ NIC side
+// One host's card: a SystemC module whose units are its children (host3.nic.pme, ...).
+Mbp2Nic::Mbp2Nic(sc_core::sc_module_name nm, Mbp2Cards& cards, uint32_t node, net::EtherSegment& wire)
+    : sc_core::sc_module(nm),
+      cards_(cards),
+      node_(node),
+      wire_(wire),
+      cal_(cards.cal_),
+      stats_(cards.stats_),
+      sys_(cards.sys_),
+      c_(cards.c_),
+      m_(cards.m_),
+      frame_overhead_(cards.frame_overhead_),
+      iv_rng_(cards.iv_rng_),
+      timer_serial_(cards.timer_serial_),
+      sa_serial_(cards.sa_serial_) {
+  Calendar& cal = cal_;
+  Stats& st = stats_;
+  const Mbp2Config& c = m_;
+  const uint32_t nodes = c_.nodes;
+  const std::string b = std::string(name()) + ".";
+  host_requests = &st.counter(b + "host_requests", "requests written and rung by user tasks (no system call)");
+  rejected_requests = &st.counter(b + "rejected_requests", "requests dropped because their doorbell alias was not the task's own");
+  slot_retries = &st.counter(b + "doorbell_slot_waits",
+                             "MBCF doorbell stores that found every EM request slot taken (mbp2.request_slots) and were retried, holding the CPU, until a request left");
+  bad_requests = &st.counter(b + "bad_requests",
+                             "send structures the NIC refused: bad sizes, a payload not readable at its address, commands that do not decode or break a rule of 4.4, an unknown Ltask");
+  ring_waits = &st.counter(b + "send_ring_waits",
+                           "requests whose task found every entry of its send ring still unfetched (mbp2.send_ring_entries) and waited, holding the CPU, for the PGE");
+  icu_bad = &st.counter(b + "icu_bad_messages", "ICU messages of an unknown type (ignored)");
+  atomic_changed = &st.counter(b + "atomic_operands_changed",
+                               "atomics whose operands the host changed between the PME's check of the command and the ADMA's read of them (the result is computed from what the ADMA read)");
+  bus_ = std::make_unique<HostBus>(c_.bus, st, b + "biu");
+  em_ = std::make_unique<Em>(c.em, st, b + "em");
+  tlb_ = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
+  frames.tlb = tlb_.get();
+  pme_ = std::make_unique<Pme>(cal, c.pme, st, b + "pme");
+  pme_->attach(em_.get());
+  kli_ = std::make_unique<Kli>(*bus_, st, b + "kli");
+  icu_ = std::make_unique<Icu>(st, b + "icu");
+  uli_ = std::make_unique<Uli>(*kli_, st, b + "uli");
+  pge_ = std::make_unique<DmaEngine>(cal, *em_, c.ring_entries, c.pge_setup_ns, st, b + "pge");
+  adma_ = std::make_unique<DmaEngine>(cal, *em_, c.ring_entries, c.adma_setup_ns, st, b + "adma");
+  ldma_tx_ = std::make_unique<DmaEngine>(cal, *em_, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_tx");
+  ldma_rx_ = std::make_unique<DmaEngine>(cal, *em_, c.ring_entries, c.ldma_setup_ns, st, b + "ldma_rx");
+  pge_ring = std::make_unique<FirmwareRing>(cal, *pge_);
+  adma_ring = std::make_unique<FirmwareRing>(cal, *adma_);
+  ldma_tx_ring = std::make_unique<FirmwareRing>(cal, *ldma_tx_);
+  ldma_rx_ring = std::make_unique<FirmwareRing>(cal, *ldma_rx_);
+  em_port = std::make_unique<EmPort>(*em_);
+  dg_images = em_->carve(c.ring_entries * FramePool::kBufBytes);
+  dg_large = em_->carve(kLargeImages * kLargeImageBytes);
+  dg_held.assign(c.ring_entries + kLargeImages, 0);
+  adma_stages = em_->carve(c.ring_entries * FramePool::kBufBytes);
+  ldma_tx_->connect(em_port.get(), &mac_tx);
+  ldma_rx_->connect(&mac_rx, em_port.get());
+  txb = std::make_unique<FramePool>(*em_, c.ring_entries, st, b + "tx_buffers");
+  rxb = std::make_unique<FramePool>(*em_, c_.rx_ring, st, b + "rx_buffers");
+  reqb = std::make_unique<FramePool>(*em_, c.request_slots, st, b + "request_images");
+  rx_oversized = &st.counter(b + "mac.rx_oversized", "frames longer than Ethernet allows (1514 bytes without FCS) dropped by the MAC");
+  sec.resize(nodes);
+  if (c.csu) csu_ = std::make_unique<Csu>(st, b + "csu");
+  if (c.ocu) ocu_ = std::make_unique<Ocu>(c.ocu_registers, st, b + "ocu");
+  {
+    const std::string ib = b + "ip.";
+    IpStats& x = ip;
+    x.tx = &st.counter(ib + "tx_datagrams", "UDP/TCP datagrams sent by user tasks through their doorbells");
+    x.tx_bytes = &st.counter(ib + "tx_bytes", "payload bytes of those datagrams");
+    x.tx_rejected = &st.counter(ib + "tx_rejected", "send structures the PGE refused (payload not readable, bypass asked by a task, connection closed)");
+    x.tx_bypass_rejected = &st.counter(ib + "tx_bypass_rejected", "send structures of user tasks asking for untranslated (bypass) addresses");
+    x.rx = &st.counter(ib + "rx_delivered", "datagrams written by the PGE into a task's receive structure");
+    x.rx_bytes = &st.counter(ib + "rx_bytes", "payload bytes of those datagrams");
+    x.rx_kernel = &st.counter(ib + "rx_kernel", "frames for no bound port, written into the kernel's receive structure");
+    x.rx_kernel_dropped = &st.counter(ib + "rx_kernel_dropped", "frames for no bound port dropped: the kernel's receive structure was full");
+    x.rx_ring_full = &st.counter(ib + "rx_ring_full", "datagrams dropped because the task's receive ring was full");
+    x.rx_bad_ring = &st.counter(ib + "rx_bad_ring", "datagrams dropped because the receive ring was unmapped, malformed or its slots too small");
+    x.rx_malformed = &st.counter(ib + "rx_malformed", "IP datagrams rejected: truncated, bad header or header checksum, unknown protocol, bad length");
+    x.rx_bad_checksum = &st.counter(ib + "rx_bad_checksum", "UDP/TCP frames whose checksum failed (CSU-R or firmware)");
+    x.rx_not_ours = &st.counter(ib + "rx_not_ours", "IP frames addressed to another node");
+    x.rx_out_of_order = &st.counter(ib + "rx_out_of_order", "TCP segments dropped as duplicates or beyond a gap (OCU or firmware)");
+    x.rx_no_buffer = &st.counter(ib + "rx_no_buffer", "UDP/TCP frames lost at the LDMA: every receive buffer was taken (the PME fell behind the wire)");
+    x.tx_fragments = &st.counter(ib + "tx_fragments", "IP fragments sent: frames of UDP datagrams longer than one frame");
+    x.rx_fragments = &st.counter(ib + "rx_fragments", "IP fragments received by the PME");
+    x.rx_fragments_dropped = &st.counter(ib + "rx_fragments_dropped", "IP fragments dropped: malformed or for another node, no receive buffer at the LDMA (their datagram then times out), or of a datagram given up for want of room");
+    x.rx_fragment_duplicates = &st.counter(ib + "rx_fragment_duplicates", "IP fragments received again (the first copy kept)");
+    x.rx_reassembled = &st.counter(ib + "rx_reassembled", "datagrams reassembled from IP fragments (then steered like any)");
+    x.rx_reasm_timeout = &st.counter(ib + "rx_reasm_timeout", "datagrams given up incomplete after mbp2.reasm_timeout_us (their buffers freed)");
+    x.rx_reasm_bad = &st.counter(ib + "rx_reasm_bad", "datagrams given up because their fragments disagree (overlapping pieces, a piece past the end, two ends)");
+    x.tx_image_waits = &st.counter(ib + "tx_image_waits", "times the PGE found no free image in EM for the next datagram and waited (its frames not yet read by the LDMA)");
+    x.tcp_acks_tx = &st.counter(ib + "tcp_acks_sent", "pure TCP acknowledgements the PME sent (delayed, or at once for a segment out of order, a duplicate or one the ring had no room for)");
+    x.tcp_acks_rx = &st.counter(ib + "tcp_acks_received", "pure TCP acknowledgements received");
+    x.tcp_dup_acks = &st.counter(ib + "tcp_dup_acks", "duplicate TCP acknowledgements received (RFC 5681: no data, the same ACK and window, data outstanding)");
+    x.tcp_retransmits = &st.counter(ib + "tcp_retransmits", "TCP segments sent again (go-back after a timeout or three duplicate ACKs, or a window probe of a segment sent before)");
+    x.tcp_fast_retransmits = &st.counter(ib + "tcp_fast_retransmits", "go-backs on three duplicate ACKs");
+    x.tcp_timeouts = &st.counter(ib + "tcp_timeouts", "retransmission timeouts (RFC 6298)");
+    x.tcp_probes = &st.counter(ib + "tcp_window_probes", "segments sent into a shut window when the persist timer expired");
+    x.tcp_aborts = &st.counter(ib + "tcp_aborts", "connections given up after mbp2.tcp_max_retries timeouts in a row (their images freed)");
+    x.tcp_window_waits = &st.counter(ib + "tcp_window_waits", "times a queued TCP segment found nothing in flight and the peer's window too small for it");
+    x.rx_reasm_no_room = &st.counter(ib + "rx_reasm_no_room", "datagrams given up because a fragment found the reassemblies' share of the receive buffers (half) taken: their pieces freed at once, the rest dropped as they come");
+  }
+  if (c.crypto.enabled()) {
+    if (c.crypto.cau) {
+      cau_ = std::make_unique<Cau>(cal, c.crypto, c.ring_entries, 2 * nodes, *em_, st, b + "cau");
+      cau_ring = std::make_unique<FirmwareRing>(cal, cau_->engine());
+    }
+    if (c.crypto.keys == CryptoConfig::Keys::Dh && c.crypto.meac) meac_ = std::make_unique<Meac>(c.crypto, st, b + "meac");
+    const std::string cb = b + "crypto.";
+    CryptoStats& x = cs;
+    x.sealed = &st.counter(cb + "frames_sealed", "frames encrypted and/or authenticated for the wire");
+    x.seal_failed = &st.counter(cb + "seal_failed", "frames the CAU or firmware could not seal (a key slot without a usable key block, a frame that would outgrow Ethernet): not sent, Go-back-N resends MBCF ones");
+    x.opened = &st.counter(cb + "frames_opened", "sealed frames authenticated and decrypted");
+    x.enc_bytes = &st.counter(cb + "bytes_encrypted", "bytes through the cipher, sending");
+    x.dec_bytes = &st.counter(cb + "bytes_decrypted", "bytes through the cipher, receiving");
+    x.auth_bytes = &st.counter(cb + "bytes_authenticated", "bytes through the keyed hash, both ways");
+    x.rej_auth = &st.counter(cb + "rejected_auth", "received frames whose ICV did not match (altered on the wire or forged)");
+    x.rej_format = &st.counter(cb + "rejected_format", "received sealed frames with a bad length or padding");
+    x.rej_plain = &st.counter(cb + "rejected_plain", "received MBCF frames sent in the clear to a NIC that encrypts");
+    x.rej_no_sa = &st.counter(cb + "rejected_no_sa", "received sealed frames from a peer without keys");
+    x.rx_no_buffer = &st.counter(cb + "rx_no_buffer", "sealed frames lost at the LDMA: every receive buffer was taken (what they carried is unknown; Go-back-N resends MBCF ones)");
+    x.rej_replay = &st.counter(cb + "rejected_replay",
+                               "authenticated frames whose sequence number was already accepted or is 64 or more behind the highest (RFC 4303 anti-replay)");
+    if (c.crypto.keys == CryptoConfig::Keys::Dh) {
+      x.kx_msgs = &st.counter(cb + "kx_messages", "key-exchange messages sent");
+      x.kx_retries = &st.counter(cb + "kx_retries", "key-exchange messages sent again after a timeout");
+      x.kx_given_up = &st.counter(cb + "kx_given_up", "key exchanges given up after crypto.kx_tries INITs without an answer (a dead or unreachable peer)");
+      x.kx_dropped = &st.counter(cb + "kx_dropped_frames", "frames dropped, their buffers freed, when the exchange they waited for was given up");
+      x.kx_carried = &st.counter(cb + "kx_carried_frames",
+                                 "frames that waited for keys the peer then dropped (it came back with a new public value), carried over to wait for the next ones");
+      x.kx_done = &st.counter(cb + "kx_completed", "key exchanges completed (keys installed)");
+      x.kx_ps = &st.counter(cb + "kx_time_ps", "summed time from the start of an exchange to its keys");
+      x.kx_bad = &st.counter(cb + "kx_rejected", "key-exchange messages rejected (bad length, sender or public value)");
+      x.rekeys = &st.counter(cb + "rekeys", "key exchanges started by a peer that already had keys with us and a new public value (it restarted, or its sequence numbers ran out)");
+      x.rekeys_seq = &st.counter(cb + "rekeys_sequence", "key exchanges this NIC started because crypto.rekey_frames frames were sealed under the current keys");
+      x.opened_old = &st.counter(cb + "opened_under_old_keys", "received frames opened under the keys before a rekey (sealed before the peer changed over)");
+      x.held_rx = &st.counter(cb + "held_for_new_keys", "received frames sealed under new keys this NIC was still deriving: held in EM and opened once they were in");
+      x.confirmed = &st.counter(cb + "keys_confirmed",
+                                "key exchanges in which this NIC had its new keys before it knew its peer had them, and learnt it later (the peer's RESP after crossed INITs, a frame under them, a CONFIRM, or crypto.kx_timeout_us): until then its frames waited, or went under the old keys of a renewal");
+    }
+    x.seq_exhausted = &st.counter(cb + "sequence_exhausted", "frames not sent: crypto.rekey_frames frames were sealed under static keys, which cannot be renewed");
+  }
+  // The PGE's source port is its walker over the send areas; the ADMA's host side is the BIU's
+  // DMA socket into the host's memory (host physical addresses: frame * page_bytes + offset).
+  walker_.nic = this;
+  pge_->connect(&walker_, em_port.get());
+  bus_->set_memory([this]() -> mem::TargetSocket& { return sys_->host_memory(node_); });
+  adma_->connect(em_port.get(), bus_.get());
+  mbcf_ocu.assign(nodes, -1);
+  for (uint32_t q = 0; q < nodes && ocu_; ++q)
+    if (q != node_ && ocu_used < ocu_->registers()) {
+      mbcf_ocu[q] = static_cast<int32_t>(ocu_used++);
+      ocu_->arm(static_cast<uint32_t>(mbcf_ocu[q]), 1);  // nothing arrived: END_P 1 is next
+    }
+  if (m_.crypto.enabled() && m_.crypto.keys == CryptoConfig::Keys::Static) {
+    // A pre-shared secret: every pair's keys come from it and the two Pnodes.
+    for (uint32_t b2 = 0; b2 < nodes; ++b2) {
+      if (node_ == b2) continue;
+      std::vector<uint8_t> secret(m_.crypto.secret.begin(), m_.crypto.secret.end());
+      for (uint32_t v : {std::min(node_, b2), std::max(node_, b2)})
+        for (int i = 0; i < 4; ++i) secret.push_back(static_cast<uint8_t>(v >> (24 - 8 * i)));
+      sec[b2].sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, secret);
+      sec[b2].peer_has = true;  // both ends hold them from the start
+      install_keys(b2, true);
+    }
+  }
+}
 
-uint64_t Mbp2Cards::translate(uint32_t node, uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64_t* pa) {
-  Units& u = *u_[node];
+std::unique_ptr<mbcf::Nic> Mbp2Nic::port() { return std::make_unique<Port>(*this, wire_); }
+
+uint64_t Mbp2Nic::em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes) {
+  const uint64_t rings = 4 * static_cast<uint64_t>(c.ring_entries) * DmaEngine::kDescBytes;
+  const uint64_t cau = c.crypto.enabled() && c.crypto.cau ? Cau::em_bytes(c.ring_entries, 2 * nodes) : 0;
+  return Kli::kBytes + rings + cau + kLargeImages * kLargeImageBytes +
+         (3 * static_cast<uint64_t>(c.ring_entries) + rx_ring + c.request_slots) * FramePool::kBufBytes;
+}
+
+uint32_t Mbp2Nic::alias_of(uint32_t ptask) const {
+  const int64_t a = uli_->alias_of(ptask);
+  if (a < 0) internal_error("task " + std::to_string(ptask) + " of node " + std::to_string(node_) + " has no doorbell alias");
+  return static_cast<uint32_t>(a);
+}
+
+// ------------------------------------------------------------------ host side
+
+Mbp2Nic::SendRing& Mbp2Nic::send_ring(uint32_t ptask) {
+  auto& rings = rings_;
+  auto it = rings.find(ptask);
+  if (it != rings.end()) return it->second;
+  // The OS pins the pages when the task first uses its alias: consecutive frames, zeroed.
+  SendRing& R = rings[ptask];
   const uint32_t pb = c_.page_bytes;
-  const mbcf::Task* t = sys_->space(node).find(ctx);
-  uint64_t refill = 0;
-  const uint64_t first = laddr / pb, last = (static_cast<uint64_t>(laddr) + std::max<uint32_t>(bytes, 1) - 1) / pb;
-  for (uint64_t vp = first; vp <= last; ++vp) {
-    uint64_t pp = 0;
-    if (!u.tlb->lookup(ctx, vp, &pp)) {
-      // The PME walks the page table in EM: the handler plus one entry read. A page the task
-      // does not map has no entry to install (the transfer is refused before it moves).
-      bool found = false;
-      const uint64_t area = kSendArea / pb;
-      auto ring = rings_[node].find(ctx);
-      if (vp >= area && ring != rings_[node].end() && vp - area < ring->second.frames.size()) {
-        pp = ring->second.frames[vp - area];  // the send area the OS pinned
-        found = true;
-      } else if (t) {
-        auto it = t->pages.find(static_cast<uint32_t>(vp));
-        if (it != t->pages.end()) {
-          pp = it->second.frame;
-          found = true;
-        }
-      }
-      if (found) u.tlb->insert(ctx, vp, pp);
-      refill += u.pme->instr_ps(m_.tlb_refill_instr) + u.pme->interrupt_ps() + u.em->access_ps(8);
-      u.em->access(Route::Pme, cal_.now_ps(), 8);
+  const uint64_t bytes = kSendAreaHeader + static_cast<uint64_t>(m_.send_ring_entries) * kSendEntryBytes;
+  for (uint64_t i = 0; i < (bytes + pb - 1) / pb; ++i) R.frames.push_back(sys_->space(node_).alloc_frame());
+  R.posted.assign(m_.send_ring_entries, false);
+  return R;
+}
+
+bool Mbp2Nic::area_copy(uint32_t ptask, uint32_t off, uint8_t* buf, uint32_t n, bool write, Via via) {
+  SendRing& R = send_ring(ptask);
+  const uint32_t pb = c_.page_bytes;
+  if (static_cast<uint64_t>(off) + n > static_cast<uint64_t>(R.frames.size()) * pb)
+    internal_error("an access beyond task " + std::to_string(ptask) + "'s send area on node " + std::to_string(node_));
+  while (n) {
+    const uint32_t in = off % pb, k = std::min(n, pb - in);
+    uint64_t frame = R.frames[off / pb];
+    if (via != Via::Host) tlb_->probe(ptask, kSendArea / pb + off / pb, &frame);
+    if (via == Via::Biu) {
+      const bool ok = write ? bus_->write(frame * pb + in, ptask, buf, k) : bus_->read(frame * pb + in, ptask, buf, k);
+      if (!ok) return false;
+    } else {
+      uint8_t* f = sys_->space(node_).frame(static_cast<uint32_t>(frame)) + in;
+      if (write) std::copy(buf, buf + k, f);
+      else std::copy(f, f + k, buf);
     }
-    if (vp == first && pa) *pa = pp * pb + laddr % pb;
+    buf += k;
+    off += k;
+    n -= k;
   }
-  return refill;
+  return true;
 }
 
-void Mbp2Cards::bad_request(uint32_t node, uint32_t ptask, uint32_t e, bool slot) {
-  u_[node]->bad_requests->inc();
-  if (e != ~0u) free_entry(node, ptask, e, true);
-  if (slot) sys_->request_given_up(node);
+uint32_t Mbp2Nic::fetched(uint32_t ptask) {
+  uint8_t w[4];
+  area_copy(ptask, 0, w, 4, false);
+  return load_be32(w);
 }
 
-void Mbp2Cards::fetch_request(uint32_t node, uint32_t ptask, uint32_t e) {
-  // The PGE reads the structure's header to learn what to fetch: the commands, and the payload
-  // at its address (readable and present in the task: the NIC cannot fault a page in).
-  const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
-  uint8_t h[kMbcfStructHeader];
-  area_copy(node, ptask, at, h, kMbcfStructHeader, false, Via::NicPeek);
-  const uint32_t kind = load_be32(&h[0]) >> 24, cbytes = load_be32(&h[0]) & 0xffffff;
-  const uint32_t ltask = load_be32(&h[4]), src = load_be32(&h[8]), payload = load_be32(&h[12]);
-  const mbcf::Task* t = sys_->space(node).find(ptask);
-  if (kind != kSendMbcf || cbytes > kSendEntryBytes - kMbcfStructHeader || payload > mbcf::kMaxPacketBytes ||
-      (src == kNoAddr) != (payload == 0) || !t || (payload && !usable(sys_->space(node), *t, src, payload, mbcf::kPermRead)))
-    return bad_request(node, ptask, e, true);
-  const uint32_t sbytes = kMbcfStructHeader + cbytes;
-  uint64_t pa_struct = 0, pa_data = 0;
-  uint64_t refill = translate(node, ptask, send_entry_laddr(e), sbytes, &pa_struct);
-  if (payload) refill += translate(node, ptask, src, payload, &pa_data);
-  // A request dies with the NIC's power: one taken before a power loss is never sent by the
-  // NIC's next incarnation (EM, the PGE and the PME's queues are volatile).
-  const uint32_t inc = sys_->incarnation(node);
-  auto pge = [this, node, ptask, e, ltask, cbytes, payload, sbytes, pa_struct, pa_data, inc]() mutable {
-    Units& u = *u_[node];
-    // Longer than any packet's commands: the PGE refuses it before fetching (the image would
-    // not fit its buffer).
-    if (mbcf::kHeaderBytes + cbytes + payload > mbcf::kMaxPacketBytes) {
-      free_entry(node, ptask, e, true);
-      bad_request(node, ptask, ~0u, true);
-      return true;
-    }
-    FramePool::Buf b;
-    if (!u.reqb->alloc(&b)) {
-      sys_->fail("buffer bound: node " + std::to_string(node) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
-           std::to_string(m_.request_slots) + ")");
-      return true;
-    }
-    // The PGE walks the structure into the image: the commands, then the payload from its
-    // address, as they are in host memory when it reads them, at the frames its TLB gives.
-    pge_fetch(node, ptask, e, u.reqb->offset(b), pa_struct, sbytes, pa_data, payload, cbytes + payload,
-              [this, node, ptask, e, ltask, inc, b](const DmaEngine::Desc& d) mutable {
-                if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
-                Units& u = *u_[node];
-                if (!u.reqb->live(b)) return;
-                if (d.error()) {  // the task can no longer read what it named, or it went
-                  u.reqb->release(b);
-                  return bad_request(node, ptask, e, true);
-                }
-                free_entry(node, ptask, e, true);
-                b.len = d.bytes;
-                std::vector<uint8_t> img = u.reqb->get(b);
-                // The PGE's completion interrupts the PME, which builds the header from the image
-                // and runs the protocol: the SS20 kernel's request routine, ported (longer for
-                // each further command of a combined request).
-                Units::Decoded& dec = u.decoded[b.serial];
-                dec.ok = decode_image(img, &dec.packet);
-                dec.bytes = std::move(img);
-                const size_t ncmd = dec.ok ? dec.packet.cmds.size() : 1;
-                const uint64_t hdr = u.pme->host_cycles_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
-                u.pme->run_from(Pme::kPgeRing, "header_build", Pme::kNormal, hdr, [this, node, ptask, ltask, b, inc] {
-                  if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
-                  build_from_image(node, ptask, ltask, b);
-                });
-              });
-    return true;
-  };
-  pge_submit(node, refill, std::move(pge));
+void Mbp2Nic::send_area_write(uint32_t ptask, uint32_t off, const std::vector<uint8_t>& bytes) {
+  std::vector<uint8_t> b = bytes;
+  area_copy(ptask, off, b.data(), static_cast<uint32_t>(b.size()), true);
 }
 
-bool Mbp2Cards::decode_image(const std::vector<uint8_t>& img, Packet* p) {
-  // The header the PME puts in front of the commands; only the type and the length matter to
-  // the decoder, the rest is filled in from the requester below.
-  std::vector<uint8_t> f(mbcf::kHeaderBytes, 0);
-  const size_t total = mbcf::kHeaderBytes + img.size();
-  if (total > mbcf::kMaxPacketBytes) return false;
-  f[12] = mbcf::kEtherType >> 8;
-  f[13] = mbcf::kEtherType & 0xff;
-  f[14] = static_cast<uint8_t>(total >> 8);
-  f[15] = static_cast<uint8_t>(total);
-  f.insert(f.end(), img.begin(), img.end());
-  return mbcf::decode(f.data(), f.size(), *p) == mbcf::DecodeError::None;
+std::vector<uint8_t> Mbp2Nic::send_area_read(uint32_t ptask, uint32_t off, uint32_t n) {
+  std::vector<uint8_t> b(n);
+  area_copy(ptask, off, b.data(), n, false);
+  return b;
 }
 
-void Mbp2Cards::build_from_image(uint32_t node, uint32_t ptask, uint32_t ltask, FramePool::Buf b) {
-  Units& u = *u_[node];
-  if (!u.reqb->live(b)) return;  // EM lost its contents with the power
-  const std::vector<uint8_t> img = u.reqb->get(b);
-  u.reqb->release(b);
-  // The source is the task the ULI named and the OS's entry for it; the destination is its
-  // translation table's entry for the Ltask. The image supplies the commands only, and they
-  // pass the same checks as the library's (a task may write anything into its structure).
-  Packet q;
-  bool ok = false;
-  auto it = u.decoded.find(b.serial);
-  if (it != u.decoded.end() && it->second.bytes == img) {
-    ok = it->second.ok;
-    q = std::move(it->second.packet);
+void Mbp2Nic::free_entry(uint32_t ptask, uint32_t e, bool fetched) {
+  SendRing& R = send_ring(ptask);
+  if (!R.posted.at(e)) internal_error("send ring entry " + std::to_string(e) + " of task " + std::to_string(ptask) + " freed twice");
+  R.posted[e] = false;
+  if (fetched) {
+    // The PGE writes its count back into the area: a task polling it sees the entry (and a
+    // payload at an address) free.
+    uint8_t w[4];
+    store_be32(w, ++R.fetched);
+    area_copy(ptask, 0, w, 4, true);
+    fw_run_pollers(cal_.now_ps());
+  }
+  if (!R.waiters.empty()) {
+    auto f = std::move(R.waiters.front());
+    R.waiters.pop_front();
+    f();
+  }
+}
+
+std::vector<uint8_t> Mbp2Nic::mbcf_structure(uint32_t ltask, const Packet& p, uint32_t src_laddr) {
+  // The packet as it travels, its header's first bytes then replaced by the structure's.
+  std::vector<uint8_t> s;
+  if (!encode(p, s)) internal_error("a built request does not encode");
+  s.resize(mbcf::packet_bytes(p));
+  uint32_t payload = 0;
+  if (src_laddr != kNoAddr && p.cmds.size() == 1 && !p.cmds[0].data.empty()) {
+    payload = static_cast<uint32_t>(p.cmds[0].data.size());  // the data travels last
+    s.resize(s.size() - payload);
   } else {
-    ok = decode_image(img, &q);
+    src_laddr = kNoAddr;
   }
-  if (it != u.decoded.end()) u.decoded.erase(it);
-  Built built;
-  mbcf::Request r;
-  r.ltask = ltask;
-  if (!ok) return bad_request(node, ptask, ~0u, true);
-  r.cmds = std::move(q.cmds);
-  if (!sys_->build_request(node, ptask, r, built)) return bad_request(node, ptask, ~0u, true);
-  const uint32_t dst = built.dst;
-  Packet p = std::move(built.packet);
-  if (mutant::on(mutant::Id::EmbCountedLate)) sys_->count_emb_requests(node, p);
-  sys_->send_request(node, dst, std::move(p));  // TH2: the request waits in EM for the window to open
+  const uint32_t cbytes = static_cast<uint32_t>(s.size()) - mbcf::kHeaderBytes;
+  s.erase(s.begin(), s.begin() + (mbcf::kHeaderBytes - kMbcfStructHeader));
+  store_be32(&s[0], kSendMbcf << 24 | cbytes);
+  store_be32(&s[4], ltask);
+  store_be32(&s[8], src_laddr);
+  store_be32(&s[12], payload);
+  return s;
 }
 
-void Mbp2Cards::pge_submit(uint32_t node, uint64_t refill, std::function<bool()> post) {
-  Units& u = *u_[node];
-  u.pge_wait.emplace_back(refill, std::move(post));
-  if (!u.pge_stalled && !u.pge_blocked) pge_next(node);
+bool Mbp2Nic::ring(uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k) {
+  Built b;
+  if (!sys_->take_request(node_, ptask, r, b)) return false;
+  send_packet(ptask, alias, r, std::move(b), std::move(k));
+  return true;
 }
 
-void Mbp2Cards::pge_next(uint32_t node) {
-  Units& u = *u_[node];
-  while (!u.pge_wait.empty()) {
-    auto [refill, post] = std::move(u.pge_wait.front());
-    u.pge_wait.pop_front();
-    if (refill == 0) {
-      if (pge_start(node, post)) continue;
-      return;
-    }
-    // A TLB miss interrupts the PME, and the PGE waits for the entry: requests behind this one
-    // wait too (they never overtake it).
-    u.pge_stalled = true;
-    u.pme->run("tlb_refill", Pme::kHigh, false, refill, [this, node, post = std::move(post)]() mutable {
-      u_[node]->pge_stalled = false;
-      if (pge_start(node, post)) pge_next(node);
+bool Mbp2Nic::ring_structure(uint32_t ptask, uint32_t alias, std::vector<uint8_t> structure, std::function<void()> k) {
+  if (!sys_->up(node_) || !sys_->space(node_).find(ptask)) return false;
+  if (structure.size() > kSendEntryBytes) structure.resize(kSendEntryBytes);  // the rest is the next entry's
+  host_request(ptask, alias, sys_->cycles_ps(m_.host_request_cycles), std::move(structure),
+               [this, ptask](uint32_t e) { fetch_request(ptask, e); }, std::move(k), true);
+  return true;
+}
+
+void Mbp2Nic::send_packet(uint32_t ptask, uint32_t alias, const mbcf::Request& r, Built b, std::function<void()> k) {
+  const uint64_t build = sys_->cycles_ps(m_.host_request_cycles + (b.packet.cmds.size() - 1) * c_.user_build_cycles);
+  std::vector<uint8_t> s = mbcf_structure(r.ltask, b.packet, r.src_laddr);
+  host_request(ptask, alias, build, std::move(s), [this, ptask, p = std::move(b.packet)](uint32_t e) {
+    // The NIC counts the request for its barrier colour when it takes the doorbell, before
+    // the user can poll the counters (a barrier must not pass a request still in the queue).
+    if (!mutant::on(mutant::Id::EmbCountedLate)) sys_->count_emb_requests(node_, p);
+    fetch_request(ptask, e);
+  }, std::move(k), true);
+}
+
+void Mbp2Nic::host_request(uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure,
+                              std::function<void(uint32_t)> nic, std::function<void()> k, bool slot) {
+  SendRing& R = send_ring(ptask);
+  const uint32_t n = static_cast<uint32_t>(R.posted.size());
+  // The lowest free entry: a program with few requests out keeps to the first pages (few
+  // TLB entries on the NIC).
+  uint32_t e = n;
+  for (uint32_t i = 0; i < n && e == n; ++i)
+    if (!R.posted[i]) e = i;
+  if (e == n) {
+    // Every entry is the NIC's: the program polls the PGE's count until one is free.
+    ring_waits->inc();
+    R.waiters.push_back([this, ptask, alias, build, s = std::move(structure), nic = std::move(nic), k = std::move(k), slot]() mutable {
+      host_request(ptask, alias, build, std::move(s), std::move(nic), std::move(k), slot);
     });
     return;
   }
-}
-
-bool Mbp2Cards::pge_start(uint32_t node, std::function<bool()>& post) {
-  if (post()) return true;
-  // No room in EM for what it would fetch: the PGE waits, and the requests behind it too.
-  Units& u = *u_[node];
-  u.pge_wait.emplace_front(0, std::move(post));
-  u.pge_blocked = true;
-  return false;
-}
-
-int32_t Mbp2Cards::take_image(uint32_t node, bool large) {
-  Units& u = *u_[node];
-  const size_t from = large ? m_.ring_entries : 0, to = large ? u.dg_held.size() : m_.ring_entries;
-  for (size_t i = from; i < to; ++i)
-    if (u.dg_held[i] == 0) {
-      u.dg_held[i] = 1;  // the fetch
-      return static_cast<int32_t>(i);
-    }
-  u.ip.tx_image_waits->inc();
-  return -1;
-}
-
-uint32_t Mbp2Cards::image_offset(uint32_t node, int32_t img) const {
-  const Units& u = *u_[node];
-  const uint32_t i = static_cast<uint32_t>(img);
-  return i < m_.ring_entries ? u.dg_images + i * FramePool::kBufBytes : u.dg_large + (i - m_.ring_entries) * kLargeImageBytes;
-}
-
-void Mbp2Cards::image_done(uint32_t node, int32_t img, uint32_t inc) {
-  if (!sys_->up(node) || sys_->incarnation(node) != inc) return;  // (EM was lost with the power, and its images)
-  Units& u = *u_[node];
-  uint32_t& h = u.dg_held[static_cast<uint32_t>(img)];
-  if (h == 0) internal_error("node " + std::to_string(node) + ": a datagram image released twice");
-  if (--h == 0 && u.pge_blocked) {
-    u.pge_blocked = false;
-    pge_next(node);
-  }
-}
-
-void Mbp2Cards::host_upcall(uint32_t node, uint64_t msg, std::function<void()> k) {
-  // The PME posts the 64-bit message and interrupts the host through the ICU; the host's
-  // interrupt routine reads it (two programmed words) and dispatches the invocation.
-  Units& u = *u_[node];
-  u.pme->run("icu", Pme::kNormal, false, u.pme->instr_ps(m_.icu_instr), [this, node, msg, k = std::move(k)]() mutable {
-    Units& u = *u_[node];
-    u.icu->to_host(msg);
-    const uint64_t now = cal_.now_ps();
-    const uint64_t read = u.bus->pio(u.bus->pio(now));
-    sys_->cpu(node).interrupt(sys_->cycles_ps(c_.int_entry_cycles) + (read - now), [this, node, msg, k = std::move(k)] {
-      uint64_t m = 0;
-      if (!u_[node]->icu->take_for_host(&m) || m != msg) internal_error("an ICU message to the host out of order");
-      k();
-    });
+  R.posted[e] = true;
+  // The user task writes its send structure (ordinary stores, user mode), then the doorbell.
+  const uint32_t inc = sys_->incarnation(node_);
+  sys_->compute(node_, build, [this, ptask, alias, e, inc, s = std::move(structure), nic = std::move(nic), k = std::move(k), build, slot]() mutable {
+    if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
+    sys_->cpu(node_).charge(build);
+    area_copy(ptask, kSendAreaHeader + e * kSendEntryBytes, s.data(), static_cast<uint32_t>(s.size()), true);
+    doorbell(ptask, alias, e, build, [e, nic = std::move(nic)] { nic(e); }, std::move(k), slot);
   });
 }
 
-void Mbp2Cards::page_unmapped(uint32_t node, uint32_t ptask, uint32_t laddr) {
-  // The PME drops the translation before the frame can be reused.
-  os_to_pme(node, kIcuInvalidatePage | static_cast<uint64_t>(ptask & 0xffffff) << 32 | (laddr / c_.page_bytes));
-}
-
-void Mbp2Cards::task_left(uint32_t node, uint32_t ptask) {
-  // The context ID may name another task later (a task created, or migrated back, with this
-  // Ptask): the PME drops every entry tagged with it, or that task's data would go to the
-  // frames this one had.
-  // The OS waits for the ADMA's writes into the task before it moves its pages (the model
-  // makes them at once; the ADMA's later copies write the same bytes again).
-  const mbcf::WriteBuffer& wb = u_[node]->adma_writes;
-  for (size_t i = 0; i < wb.size(); ++i)
-    if (wb.at(i).ptask == ptask) u_[node]->bus->write(wb.at(i).pa, 0, wb.at(i).bytes.data(), static_cast<uint32_t>(wb.at(i).bytes.size()));
-  u_[node]->bus->take_delay_ps();  // made at once, as said
-  if (mutant::on(mutant::Id::TlbKeepsLeftContext)) return;
-  os_to_pme(node, kIcuFlushContext | static_cast<uint64_t>(ptask & 0xffffff) << 32);
-}
-
-// The OCU-R compares each sequenced MBCF frame's END_P with its peer's register as the LDMA
-// writes the frame; the receive routine takes the verdict instead of comparing END_P with the
-// count itself (mbp2.fw_order_instr of its time). The count the routine keeps for
-// acknowledgements must say the same: a disagreement is a model error.
-Mbp2Cards::Order Mbp2Cards::order_of(uint32_t node, uint32_t src, uint8_t end_p, Order fw, uint64_t* saved) {
-  Units& u = *u_[node];
-  *saved = 0;
-  if (!u.ocu || u.mbcf_ocu.at(src) < 0) return fw;
-  const uint32_t reg = static_cast<uint32_t>(u.mbcf_ocu[src]);
-  const Ocu::Order o = u.ocu->check_end_p(reg, end_p);
-  const Order r = o == Ocu::Order::InOrder ? Order::InOrder : o == Ocu::Order::Duplicate ? Order::Duplicate : Order::Gap;
-  if (r != fw)
-    internal_error("node " + std::to_string(node) + "'s OCU register for node " + std::to_string(src) + " expects END_P " +
-                   std::to_string(u.ocu->expected(reg) & 0xff) + ", the receive routine's count says otherwise");
-  *saved = u.pme->instr_ps(m_.fw_order_instr);
-  return r;
-}
-
-void Mbp2Cards::arrived_set(uint32_t node, uint32_t src, uint8_t arrived) {
-  Units& u = *u_[node];
-  if (u.ocu && src < u.mbcf_ocu.size() && u.mbcf_ocu[src] >= 0)
-    u.ocu->advance(static_cast<uint32_t>(u.mbcf_ocu[src]), static_cast<uint8_t>(arrived + 1));
-}
-
-void Mbp2Cards::os_to_pme(uint32_t node, uint64_t msg) {
-  Units& u = *u_[node];
-  u.icu->to_pme(msg);
+// The doorbell: an uncached store across the host bus, which holds the CPU until it completes.
+// It names the entry of the task's send ring. An MBCF request needs a free request slot in EM
+// (requests taken and not yet sent, those waiting for their peer's window among them); with
+// none, the NIC retries the store and the CPU waits until a request leaves. The slot is taken
+// as the store is accepted, so no more requests are ever held than there are slots (checked: a
+// breach stops the run).
+void Mbp2Nic::doorbell(uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
+                          std::function<void()> k, bool slot) {
+  if (!sys_->up(node_)) return;
+  if (slot && sys_->requests_in_flight(node_) >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
+    slot_retries->inc();
+    slot_waiters.push_back([this, ptask, alias, entry, build, nic = std::move(nic), k = std::move(k)]() mutable {
+      doorbell(ptask, alias, entry, build, std::move(nic), std::move(k), true);
+    });
+    return;
+  }
+  if (slot) sys_->request_taken(node_);
+  if (slot && sys_->requests_in_flight(node_) > m_.request_slots)
+    sys_->fail("buffer bound: node " + std::to_string(node_) + "'s NIC holds " + std::to_string(sys_->requests_in_flight(node_)) +
+         " requests, beyond mbp2.request_slots " + std::to_string(m_.request_slots));
   const uint64_t now = cal_.now_ps();
-  const uint64_t wrote = u.bus->pio(u.bus->pio(now));
-  sys_->cpu(node).charge(wrote - now);
-  cal_.at(wrote, [this, node] {
-    Units& u = *u_[node];
-    u.pme->run("icu", Pme::kHigh, true, u.pme->instr_ps(m_.icu_instr), [this, node] {
-      Units& u = *u_[node];
-      uint64_t m = 0;
-      while (u.icu->take_for_pme(&m)) {
-        const uint32_t ctx = static_cast<uint32_t>(m >> 32) & 0xffffff;
-        if ((m >> 56) == (kIcuInvalidatePage >> 56)) u.tlb->invalidate(ctx, m & 0xffffffffu);
-        else if ((m >> 56) == (kIcuFlushContext >> 56)) u.tlb->flush_context(ctx);
-        else u.icu_bad->inc();
-      }
-    });
-  });
-}
-
-void Mbp2Cards::protocol_work(uint32_t node, uint64_t dur, std::function<void()> fn) {
-  Units& u = *u_[node];
-  const bool intr = u.interrupt_next;
-  u.interrupt_next = false;
-  const char* handler = intr ? "receive" : "protocol";
-  // A receive is raised by the LDMA's receive ring (EtherSystem's routine then loops over the
-  // frames it holds).
-  const int source = intr ? Pme::kLdmaRxRing : Pme::kNoSource;
-  if (u.adma_posts.empty()) return u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn));
-  // The routine posts its ADMA descriptors when its work is done, and answers only once the
-  // ADMA has done them (a status reply must follow the data into the host's memory).
-  const uint32_t inc = sys_->incarnation(node);
-  u.pme->run_from(source, handler, Pme::kNormal, dur, std::move(fn),
-             [this, node, inc, posts = std::move(u.adma_posts), then = std::move(u.adma_then)](std::function<void()> resume) {
-               Units& u = *u_[node];
-               auto lost = [this, node, inc] { return !sys_->up(node) || sys_->incarnation(node) != inc; };
-               if (lost()) return resume();  // the power went: the staged data with it
-               uint32_t last = 0;
-               for (const auto& post : posts) last = post();
-               if (!then) return u.adma_ring->when_done(last, std::move(resume));
-               u.adma_ring->when_done(last, [lost, then, resume] { lost() ? resume() : then(resume); });
-             });
-  u.adma_posts.clear();
-  u.adma_then = nullptr;
-}
-
-void Mbp2Cards::tx_done(uint32_t node) {
-  Units& u = *u_[node];
-  mac_freed(node);
-  u.pme->run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, u.pme->instr_ps(m_.tx_done_instr), [] {});
-}
-
-uint64_t Mbp2Cards::rx_entry_ps(uint32_t node) {
-  Units& u = *u_[node];
-  // The LDMA's completion interrupts the PME; when the frame was sealed, that interrupt (and
-  // the CAU's) came before the decryption, and the receive routine follows it directly.
-  u.interrupt_next = !m_.crypto.enabled();
-  return u.pme->instr_ps(m_.rx_desc_instr);
-}
-
-// The receive routine's data movement (8.3.3): what the commands write, the PME stages in EM
-// and the ADMA writes into host memory, one descriptor per run of bytes in a frame, through the
-// translation the PME made (a TLB miss interrupts it for the refill); what a READ returns, the
-// ADMA reads from host memory into EM, in the same order among the writes as the command ran,
-// and the reply takes it from there. The routine posts the descriptors when its own work (the
-// refills among it) is done, and waits for the ADMA before it answers (a status reply must
-// follow the data into the host's memory): `protocol_work`. An atomic (it travels alone, 4.4)
-// takes two steps: the ADMA reads its operands (COMP_SWAP's reference word, the target) into
-// EM; then the PME computes from what was read, with the shared semantics (atomic_effect), and
-// the ADMA writes the result (atomic_step). What the semantics computed when the PME checked
-// the command is not written: a host store in between is in what the ADMA read. The ADMA's
-// descriptors name host physical addresses.
-uint32_t Mbp2Cards::adma_stage(uint32_t node) const {
-  const Units& u = *u_[node];
-  return u.adma_stage + u.adma->next_slot() * FramePool::kBufBytes;
-}
-
-uint64_t Mbp2Cards::adma_read(uint32_t node, uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* first_pa) {
-  Units& u = *u_[node];
-  Units::AdmaRead& ar = u.adma_reads[h];
-  const uint32_t pb = c_.page_bytes;
-  uint64_t refill = 0;
-  for (uint32_t off = 0; off < n;) {
-    const uint32_t la = laddr + off;
-    const uint32_t k = std::min(n - off, pb - la % pb);
-    uint64_t pa = 0;
-    refill += translate(node, ptask, la, k, &pa);
-    if (!off && first_pa) *first_pa = pa;
-    ++ar.pending;
-    u.adma_posts.push_back([this, node, h, pa, k] {
-      Units& u = *u_[node];
-      return u.adma_ring->post(cal_.now_ps(), pa, adma_stage(node), k, [&u, pa, k](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, k}}, k); },
-                          [this, node, h](const DmaEngine::Desc& d) {
-                            Units& u = *u_[node];
-                            auto it = u.adma_reads.find(h);
-                            if (it == u.adma_reads.end()) return;
-                            --it->second.pending;
-                            if (d.error()) it->second.failed = true;
-                            const size_t o = it->second.bytes.size();
-                            it->second.bytes.resize(o + d.bytes);
-                            u.em->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
-                          },
-                          DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
-    });
-    off += k;
-  }
-  return refill;
-}
-
-uint64_t Mbp2Cards::data_move_ps(uint32_t node, const Packet& p, mbcf::ExecResult& r) {
-  Units& u = *u_[node];
-  mbcf::WriteBuffer& wb = u.adma_writes;
-  const mbcf::Command *rd = nullptr, *atomic = nullptr;
-  if (r.outcome == mbcf::ExecResult::Outcome::Done)
-    for (const mbcf::Command& c : p.cmds) {
-      if (c.cmd == Cmd::Read && c.length && !rd) rd = &c;
-      if (mbcf::is_atomic(c.cmd)) atomic = &c;
-    }
-  if (!rd && !atomic && !wb.untaken()) return 0;
-  auto handle = [&u] { return ++u.next_read ? u.next_read : ++u.next_read; };
-  if (atomic) {
-    if (p.cmds.size() != 1 || r.replies.size() != 1) internal_error("node " + std::to_string(node) + ": an atomic command did not travel alone");
-    wb.discard_untaken();  // (what the semantics computed: the PME computes from what the ADMA reads)
-    const uint32_t h = handle();
-    r.nic_reply = h;
-    Units::AdmaRead& ar = u.adma_reads[h];
-    ar.atomic = *atomic;
-    ar.ptask = p.dst_ptask;
-    ar.exec_old = r.replies[0].data;
-    ar.exec_status = static_cast<mbcf::Status>(r.replies[0].status);
-    ++u.atomics;
-    uint64_t refill = 0;
-    if (atomic->cmd == Cmd::CompSwap) refill += adma_read(node, p.dst_ptask, atomic->flag_laddr, 4, h, nullptr);
-    uint64_t pa = 0;
-    refill += adma_read(node, p.dst_ptask, atomic->laddr, atomic->length, h, &pa);  // (one page: the semantics checked)
-    u.adma_reads[h].pa = pa;
-    u.adma_then = [this, node, h](std::function<void()> resume) { atomic_step(node, h, std::move(resume)); };
-    return refill;
-  }
-  // The routine's own time: the TLB refills its translations take.
-  uint64_t refill = 0;
-  auto read = [&] {
-    const uint32_t h = handle();
-    r.nic_reply = h;
-    refill += adma_read(node, p.dst_ptask, rd->laddr, rd->length, h, nullptr);
-  };
-  for (size_t i = 0; i < wb.untaken(); ++i) {
-    if (rd && i == r.read_after_writes) read();
-    const mbcf::WriteBuffer::Write& w = wb.untaken_write(i);
-    const uint32_t n = static_cast<uint32_t>(w.bytes.size());
-    refill += translate(node, w.ptask, w.laddr, n, nullptr);
-    u.adma_posts.push_back([this, node, pa = w.pa, n, bytes = w.bytes] {
-      Units& u = *u_[node];
-      u.adma_numbers.push_back(u.adma->next_number());
-      return u.adma_ring->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
-                          [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u,
-                          DmaEngine::Move::Forward, bytes);
-    });
-  }
-  if (rd && r.read_after_writes >= wb.untaken()) read();
-  wb.take();
-  return refill;
-}
-
-void Mbp2Cards::atomic_step(uint32_t node, uint32_t h, std::function<void()> resume) {
-  Units& u = *u_[node];
-  auto it = u.adma_reads.find(h);
-  if (it == u.adma_reads.end()) return resume();  // (lost with the power)
-  Units::AdmaRead& ar = it->second;
-  const mbcf::Command& c = *ar.atomic;
-  const uint32_t ref_bytes = c.cmd == Cmd::CompSwap ? 4 : 0;
-  if (ar.pending || ar.failed || ar.bytes.size() != ref_bytes + c.length)
-    internal_error("node " + std::to_string(node) + ": the ADMA did not read an atomic's operands");
-  const uint32_t ref = ref_bytes ? static_cast<uint32_t>(mbcf::load_le(ar.bytes.data(), 4)) : 0;
-  ar.bytes.erase(ar.bytes.begin(), ar.bytes.begin() + ref_bytes);
-  if (mutant::on(mutant::Id::AtomicFromExecute)) ar.bytes = ar.exec_old;
-  std::vector<uint8_t> mem = ar.bytes;
-  ar.status = mbcf::atomic_effect(c, mutant::on(mutant::Id::AtomicFromExecute) && ar.exec_status == mbcf::Status::Succeeded ? c.flag_value : ref,
-                                  mem.data());
-  ar.computed = true;
-  if (ar.bytes != ar.exec_old || ar.status != ar.exec_status) u.atomic_changed->inc();
-  --u.atomics;
-  if (ar.status != mbcf::Status::Succeeded) {
-    adma_drained(node);
-    return resume();
-  }
-  mbcf::WriteBuffer& wb = u.adma_writes;
-  wb.add(ar.pa, ar.ptask, c.laddr, mem.data(), c.length, true);
-  wb.take();
-  u.adma_numbers.push_back(u.adma->next_number());
-  const uint64_t pa = ar.pa;
-  const uint32_t n = c.length;
-  const uint32_t num = u.adma_ring->post(cal_.now_ps(), adma_stage(node), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus, *u.em, s, {{pa, n}}, n); },
-                                    [this, node](const DmaEngine::Desc& d) { adma_wrote(node, d); }, DmaEngine::kNoContext, ~0u,
-                                    DmaEngine::Move::Forward, mem);
-  u.adma_ring->when_done(num, std::move(resume));
-}
-
-// The reply leaves with what the ADMA read into EM (the routine waited for it), and an atomic's
-// with the status the PME computed from it.
-void Mbp2Cards::nic_reply_data(uint32_t node, uint32_t handle, std::vector<mbcf::Command>& replies) {
-  Units& u = *u_[node];
-  auto it = u.adma_reads.find(handle);
-  if (it == u.adma_reads.end()) return;  // (lost with the power; nothing is sent then)
-  Units::AdmaRead ar = std::move(it->second);
-  u.adma_reads.erase(it);
-  if (ar.pending || ar.failed || (ar.atomic && !ar.computed))
-    internal_error("node " + std::to_string(node) + ": a reply left without the data the ADMA was to read");
-  for (mbcf::Command& c : replies)
-    if (c.cmd == Cmd::Reply && !c.data.empty()) {
-      if (c.data.size() != ar.bytes.size()) internal_error("node " + std::to_string(node) + ": the ADMA read a reply's data in another length");
-      c.data = std::move(ar.bytes);
-      if (ar.atomic) c.status = static_cast<uint32_t>(ar.status);
+  const uint64_t done = bus_->pio(now);
+  sys_->cpu(node_).charge(done - now);
+  host_requests->inc();
+  // The NIC latches the doorbell as the store completes, before the CPU goes on (the
+  // calendar runs events of one instant in the order they were scheduled).
+  cal_.at(done, [this, ptask, alias, entry, slot, nic = std::move(nic), inc = sys_->incarnation(node_)]() mutable {
+    if (sys_->incarnation(node_) != inc) return;
+    if (uli_->ring(alias, ptask) < 0) {
+      rejected_requests->inc();
+      if (slot) sys_->request_given_up(node_);  // the slot it took is free again
+      free_entry(ptask, entry, false);  // the task may write it again
       return;
     }
-  internal_error("node " + std::to_string(node) + ": a READ's reply carries no data");
+    nic();
+  });
+  sys_->compute(node_, done - now, std::move(k));
 }
 
-void Mbp2Cards::adma_wrote(uint32_t node, const DmaEngine::Desc& d) {
-  Units& u = *u_[node];
-  // Writes whose descriptors were lost (overwritten in the ring) never reached host memory.
-  while (!u.adma_numbers.empty()) {
-    const uint32_t num = u.adma_numbers.front();
-    u.adma_numbers.pop_front();
-    u.adma_writes.retire();
-    if (num == d.number()) break;
+void Mbp2Nic::task_created(uint32_t ptask) {
+  Mbp2Nic& u = *this;
+  // The OS gives the task its alias page and tells the NIC through the KLI (at set-up).
+  u.uli_->assign(u.next_alias++, ptask, cal_.now_ps());
+}
+
+// A request taken from a doorbell left EM's queue: the oldest retried doorbell goes in.
+void Mbp2Nic::request_numbered() {
+  auto& w = slot_waiters;
+  if (w.empty() || sys_->requests_in_flight(node_) >= m_.request_slots) return;
+  auto f = std::move(w.front());
+  w.pop_front();
+  f();
+}
+
+void Mbp2Nic::nic_power_off() {
+  Mbp2Nic& u = *this;
+  u.slot_waiters.clear();  // the programs whose doorbells waited are gone
+  // EM's frame buffers are empty; work in flight finds its buffer gone and stops.
+  u.txb->reset();
+  u.rxb->reset();
+  u.reqb->reset();
+  // TCP's segments and timers are gone with EM (their images too); what the user sends next is
+  // numbered on from where the table says.
+  for (auto& [conn, T] : u.tcp) {
+    T.q.clear();
+    T.sent = 0;
+    T.una = u.kli_->load32(kConnTable + conn * kConnBytes + 16);
+    T.timer = T.delack = 0;
+    T.unacked = T.dupacks = T.backoffs = 0;
+    T.recovering = false;
   }
-  adma_drained(node);
-}
-
-void Mbp2Cards::adma_drained(uint32_t node) {
-  Units& u = *u_[node];
-  if (u.adma_writes.size() || u.atomics) return;
-  std::deque<std::function<void()>> w;
-  w.swap(u.quiesce_waiters);
-  for (auto& f : w) f();
-  if (u.poll_on_drain) {
-    u.poll_on_drain = false;
-    sys_->cpu(node).run_pollers(cal_.now_ps());
+  u.reasm.clear();  // (their buffers are gone with EM)
+  u.reasm_done.clear();
+  u.reasm_held = 0;
+  u.decoded.clear();
+  u.tlb_->clear();  // its entries are lost with the power; the PME refills them again
+  // The programs are gone too: the entries of their send rings are theirs to write again.
+  for (auto& [ptask, R] : rings_) {
+    R.posted.assign(R.posted.size(), false);
+    R.waiters.clear();
   }
-}
-
-// The kernel's light-weight calls (FIFO read, signal-flag reset) change words of structures the
-// PME's commands change too (a FIFO's head and tail, a signal's running count). A command's
-// writes reach host memory only when the ADMA makes them, so the kernel reads the NIC's count
-// of writes still to make (a KLI word) and waits while there are any; otherwise a reset of the
-// running count could come between a command that found it set and the ADMA's write of the
-// entry it stored, and that entry would never invoke its program.
-void Mbp2Cards::nic_quiesce(uint32_t node, std::function<void()> fn) {
-  Units& u = *u_[node];
-  if (!u.adma_writes.size() && !u.atomics) return fn();
-  u.quiesce_waiters.push_back(std::move(fn));
-}
-
-void Mbp2Cards::fw_run_pollers(uint32_t node, uint64_t at) {
-  // A program polling for what the ADMA has still to write looks again once it is written.
-  if (u_[node]->adma_writes.size() || u_[node]->atomics) u_[node]->poll_on_drain = true;
-  sys_->cpu(node).run_pollers(at);
-}
-
-nlohmann::ordered_json Mbp2Cards::summary(uint32_t n) const {
-  const double t = static_cast<double>(cal_.now_ps());
-  auto frac = [t](uint64_t busy) { return t > 0 ? std::round(busy / t * 1e4) / 1e4 : 0.0; };
-  const Units& u = *u_[n];
-  nlohmann::ordered_json j;
-  j["node"] = n;
-  j["pme_interrupts_per_s"] = t > 0 ? std::round(u.pme->interrupts() / (t / 1e12)) : 0.0;
-  nlohmann::ordered_json b;
-  b["pme"] = frac(u.pme->busy_ps());
-  b["biu"] = frac(u.bus->busy_ps());
-  b["pge"] = frac(u.pge->busy_ps());
-  b["adma"] = frac(u.adma->busy_ps());
-  b["ldma_tx"] = frac(u.ldma_tx->busy_ps());
-  b["ldma_rx"] = frac(u.ldma_rx->busy_ps());
-  if (u.cau) b["cau"] = frac(u.cau->busy_ps());
-  uint64_t em = 0;
-  for (int r = 0; r < kRoutes; ++r) em += u.em->busy_ps(static_cast<Route>(r));
-  b["em"] = frac(em);
-  j["utilisation"] = b;
-  if (m_.crypto.enabled()) {
-    const CryptoStats& x = u.cs;
-    nlohmann::ordered_json c;
-    c["frames_sealed"] = x.sealed->value;
-    c["frames_opened"] = x.opened->value;
-    c["bytes_encrypted"] = x.enc_bytes->value;
-    c["bytes_decrypted"] = x.dec_bytes->value;
-    c["rejected"] = x.rej_auth->value + x.rej_format->value + x.rej_plain->value + x.rej_no_sa->value;
-    if (x.kx_done) c["key_exchange_us"] = x.kx_done->value ? std::round(x.kx_ps->value / x.kx_done->value / 1e3) / 1e3 : 0.0;
-    j["crypto"] = c;
-  }
-  return j;
+  u.tx_wait.clear();
+  // The engines stop: what they had in flight moves nothing and completes nothing.
+  for (FirmwareRing* r : {u.pge_ring.get(), u.adma_ring.get(), u.ldma_tx_ring.get(), u.ldma_rx_ring.get()}) r->reset();
+  u.em_->power_off();  // and what they had in flight takes no more of EM or the bus
+  u.bus_->power_off();
+  u.adma_writes.clear();  // staged in EM: lost
+  u.adma_numbers.clear();
+  u.adma_reads.clear();
+  u.adma_posts.clear();
+  u.adma_then = nullptr;
+  u.atomics = 0;
+  u.quiesce_waiters.clear();  // (the node's programs are gone)
+  if (u.cau_ring) u.cau_ring->reset();
+  u.mac_tx.clear();
+  u.mac_rx.clear();
+  u.mac_tx_bytes = 0;
+  u.mac_tx_lens.clear();
+  u.mac_wait.clear();
+  // The PGE's images are gone with EM; requests it had not started die with the power (an
+  // old one left waiting for an image is dropped when it comes up: `datagram_fetch`).
+  std::fill(u.dg_held.begin(), u.dg_held.end(), 0);
+  u.pge_blocked = false;
+  for (PeerSec& s : u.sec) s.waiting.clear();  // frames waiting for keys: lost
+  u.rx_queued.clear();
+  u.rx_current = Buf{};
+  if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;
+  for (uint32_t q = 0; q < sys_->nodes(); ++q)
+    if (q != node_) drop_keys(q);
 }
 
 }  // namespace mbpsim::mbp2

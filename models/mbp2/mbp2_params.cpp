@@ -4,7 +4,7 @@
 // each value is written next to it; [calibrated] marks the two values fitted to 8.5.
 #include "models/core/config.h"
 #include "models/core/params.h"
-#include "models/mbp2/mbp2_cards.h"
+#include "models/mbp2/mbp2_nic.h"
 
 namespace mbpsim::mbp2 {
 
@@ -135,7 +135,7 @@ Mbp2Config Mbp2Config::from(const Config& c) {
   const CryptoConfig& k = m.crypto;
   if (k.keys == CryptoConfig::Keys::Dh && !k.enabled())
     c.fail("crypto.keys", "a key exchange needs crypto.cipher or crypto.auth");
-  const uint64_t need = Mbp2Cards::em_bytes_needed(m, static_cast<uint32_t>(c.get_int("mbcf.rx_ring")), static_cast<uint32_t>(c.get_int("mbcf.nodes")));
+  const uint64_t need = Mbp2Nic::em_bytes_needed(m, static_cast<uint32_t>(c.get_int("mbcf.rx_ring")), static_cast<uint32_t>(c.get_int("mbcf.nodes")));
   if (need > m.em.bytes)
     c.fail("em.bytes", std::to_string(m.em.bytes) + " bytes of card memory cannot hold the kernel area, the descriptor rings (mbp2.ring_entries), the frame buffers (mbp2.ring_entries + mbcf.rx_ring), the request images (mbp2.request_slots + mbp2.ring_entries) and the ADMA's staging buffers (mbp2.ring_entries), each of " +
                            std::to_string(FramePool::kBufBytes) + " bytes, and with a CAU its key slots (two per node): they need " + std::to_string(need));

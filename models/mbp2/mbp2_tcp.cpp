@@ -40,26 +40,26 @@ bool seq_le(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) <= 0; }
 constexpr uint64_t kRtoMaxPs = 60'000'000'000'000ull;  // RFC 6298 2.5: at least 60 s
 }  // namespace
 
-uint32_t Mbp2Cards::tcp_rcv_nxt(uint32_t node, uint32_t conn) const {
-  return u_[node]->kli->load32(kConnTable + conn * kConnBytes + 24);
+uint32_t Mbp2Nic::tcp_rcv_nxt(uint32_t conn) const {
+  return kli_->load32(kConnTable + conn * kConnBytes + 24);
 }
 
-uint16_t Mbp2Cards::tcp_window(uint32_t node, uint32_t conn) const {
-  const Units& u = *u_[node];
+uint16_t Mbp2Nic::tcp_window(uint32_t conn) const {
+  const Mbp2Nic& u = *this;
   const Tcp& T = u.tcp.at(conn);
   if (T.rx_slots == 0 || T.rx_slot_bytes <= kSlotHeader) return 0xffff;  // (no ring known)
-  const uint32_t head = u.kli->load32(kConnTable + conn * kConnBytes + 28);
+  const uint32_t head = u.kli_->load32(kConnTable + conn * kConnBytes + 28);
   const uint32_t used = std::min(T.rx_slots, head - T.rx_tail);
   const uint64_t room = static_cast<uint64_t>(T.rx_slots - used) * (T.rx_slot_bytes - kSlotHeader);
   return static_cast<uint16_t>(std::min<uint64_t>(room, 0xffff));
 }
 
-Datagram Mbp2Cards::tcp_datagram(uint32_t node, uint32_t conn, uint32_t seq, uint32_t ack, uint16_t window) {
-  Units& u = *u_[node];
+Datagram Mbp2Nic::tcp_datagram(uint32_t conn, uint32_t seq, uint32_t ack, uint16_t window) {
+  Mbp2Nic& u = *this;
   const Tcp& T = u.tcp.at(conn);
   Datagram d;
   d.proto = kIpProtoTcp;
-  d.src_node = node;
+  d.src_node = node_;
   d.dst_node = T.peer;
   d.src_port = T.lport;
   d.dst_port = T.rport;
@@ -70,27 +70,27 @@ Datagram Mbp2Cards::tcp_datagram(uint32_t node, uint32_t conn, uint32_t seq, uin
   return d;
 }
 
-uint32_t Mbp2Cards::tcp_unacked(uint32_t node, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
-  const int64_t c = find_conn(node, kIpProtoTcp, local_port, remote_node, remote_port);
+uint32_t Mbp2Nic::tcp_unacked(uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
+  const int64_t c = find_conn(kIpProtoTcp, local_port, remote_node, remote_port);
   if (c < 0) return 0;
-  auto it = u_[node]->tcp.find(static_cast<uint32_t>(c));
-  if (it == u_[node]->tcp.end() || it->second.q.empty()) return 0;
+  auto it = tcp.find(static_cast<uint32_t>(c));
+  if (it == tcp.end() || it->second.q.empty()) return 0;
   const TcpSeg& last = it->second.q.back();
   return last.seq + last.len - it->second.una;
 }
 
-void Mbp2Cards::tcp_queue(uint32_t node, uint32_t conn, uint32_t seq, uint32_t len, int32_t img) {
-  Tcp& T = u_[node]->tcp.at(conn);
+void Mbp2Nic::tcp_queue(uint32_t conn, uint32_t seq, uint32_t len, int32_t img) {
+  Tcp& T = tcp.at(conn);
   TcpSeg s;
   s.seq = seq;
   s.len = len;
   s.img = img;  // the fetch's hold on the image is kept until the segment is acknowledged
   T.q.push_back(s);
-  tcp_output(node, conn);
+  tcp_output(conn);
 }
 
-void Mbp2Cards::tcp_output(uint32_t node, uint32_t conn) {
-  Units& u = *u_[node];
+void Mbp2Nic::tcp_output(uint32_t conn) {
+  Mbp2Nic& u = *this;
   Tcp& T = u.tcp.at(conn);
   const uint32_t win = std::min(T.wnd, T.cwnd);
   std::vector<uint32_t> seqs;
@@ -103,17 +103,17 @@ void Mbp2Cards::tcp_output(uint32_t node, uint32_t conn) {
   }
   if (T.sent < T.q.size() && seqs.empty() && T.sent == 0) u.ip.tcp_window_waits->inc();
   if (seqs.empty()) {
-    if (T.sent == 0 && !T.q.empty() && !T.timer) tcp_arm(node, conn);  // the persist timer: the window is shut
+    if (T.sent == 0 && !T.q.empty() && !T.timer) tcp_arm(conn);  // the persist timer: the window is shut
     return;
   }
   // The PME builds each segment's headers (the CSU-T's sum of the payload taken once, at the
   // fetch; a segment sent again has its header words summed anew) and hands it to the LDMA.
-  const uint32_t inc = sys_->incarnation(node);
-  const uint64_t dur = u.pme->instr_ps(m_.ip_header_instr * static_cast<double>(seqs.size()));  // (before seqs moves)
-  u.pme->run("tcp_output", Pme::kNormal, false, dur,
-             [this, node, conn, inc, pass = T.pass, seqs = std::move(seqs)] {
-               if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
-               Units& u = *u_[node];
+  const uint32_t inc = sys_->incarnation(node_);
+  const uint64_t dur = u.pme_->instr_ps(m_.ip_header_instr * static_cast<double>(seqs.size()));  // (before seqs moves)
+  u.pme_->run("tcp_output", Pme::kNormal, false, dur,
+             [this, conn, inc, pass = T.pass, seqs = std::move(seqs)] {
+               if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
+               Mbp2Nic& u = *this;
                Tcp& T = u.tcp.at(conn);
                for (uint32_t seq : seqs) {
                  auto it = std::find_if(T.q.begin(), T.q.end(), [seq](const TcpSeg& s) { return s.seq == seq; });
@@ -124,40 +124,40 @@ void Mbp2Cards::tcp_output(uint32_t node, uint32_t conn) {
                  const bool first = s.tx++ == 0;
                  if (!first) u.ip.tcp_retransmits->inc();
                  s.sent_ps = cal_.now_ps();
-                 const Datagram d = tcp_datagram(node, conn, s.seq, tcp_rcv_nxt(node, conn), tcp_window(node, conn));
-                 const std::vector<uint8_t> payload = s.len ? u.em->read(image_offset(node, s.img), s.len) : std::vector<uint8_t>{};
+                 const Datagram d = tcp_datagram(conn, s.seq, tcp_rcv_nxt(conn), tcp_window(conn));
+                 const std::vector<uint8_t> payload = s.len ? u.em_->read(image_offset(s.img), s.len) : std::vector<uint8_t>{};
                  std::vector<uint8_t> f = build_inet(d, payload.data(), s.len);
-                 if (first && u.csu) u.csu->transmit(f);
+                 if (first && u.csu_) u.csu_->transmit(f);
                  T.unacked = 0;  // the segment carries the ACK
                  T.delack = 0;
                  ++u.dg_held[static_cast<uint32_t>(s.img)];  // until the LDMA has read the frame from it
                  const int32_t img = s.img;
                  const uint32_t dst = T.peer;
-                 nic_transmit(node, dst, std::move(f), [this, node, dst, img, inc](std::vector<uint8_t>&& b) {
-                   image_done(node, img, inc);
-                   to_wire(node, dst, std::move(b));  // (not sent: the timer brings it again)
+                 nic_transmit(dst, std::move(f), [this, dst, img, inc](std::vector<uint8_t>&& b) {
+                   image_done(img, inc);
+                   to_wire(dst, std::move(b));  // (not sent: the timer brings it again)
                  });
                }
-               if (!T.timer && T.sent) tcp_arm(node, conn);
+               if (!T.timer && T.sent) tcp_arm(conn);
              });
 }
 
-void Mbp2Cards::tcp_arm(uint32_t node, uint32_t conn) {
-  Units& u = *u_[node];
+void Mbp2Nic::tcp_arm(uint32_t conn) {
+  Mbp2Nic& u = *this;
   Tcp& T = u.tcp.at(conn);
   const uint64_t serial = T.timer = ++timer_serial_;
-  const uint32_t inc = sys_->incarnation(node);
-  cal_.after(T.rto, [this, node, conn, serial, inc] {
-    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
-    auto it = u_[node]->tcp.find(conn);
-    if (it == u_[node]->tcp.end() || it->second.timer != serial) return;
+  const uint32_t inc = sys_->incarnation(node_);
+  cal_.after(T.rto, [this, conn, serial, inc] {
+    if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
+    auto it = tcp.find(conn);
+    if (it == tcp.end() || it->second.timer != serial) return;
     it->second.timer = 0;
-    tcp_timeout(node, conn);
+    tcp_timeout(conn);
   });
 }
 
-void Mbp2Cards::tcp_timeout(uint32_t node, uint32_t conn) {
-  Units& u = *u_[node];
+void Mbp2Nic::tcp_timeout(uint32_t conn) {
+  Mbp2Nic& u = *this;
   Tcp& T = u.tcp.at(conn);
   if (T.q.empty()) return;
   T.rto = std::min(2 * T.rto, kRtoMaxPs);  // (RFC 6298 5.5; kept until a new sample)
@@ -165,13 +165,13 @@ void Mbp2Cards::tcp_timeout(uint32_t node, uint32_t conn) {
     u.ip.tcp_probes->inc();
     const uint32_t wnd = T.wnd, cwnd = T.cwnd;
     T.wnd = T.cwnd = T.q[0].seq + T.q[0].len - T.una;  // room for that one alone, for this call
-    tcp_output(node, conn);
+    tcp_output(conn);
     T.wnd = wnd;
     T.cwnd = cwnd;
     return;
   }
   u.ip.tcp_timeouts->inc();
-  if (++T.backoffs > m_.tcp_max_retries) return tcp_abort(node, conn);
+  if (++T.backoffs > m_.tcp_max_retries) return tcp_abort(conn);
   // RFC 5681 3.1: ssthresh to half the flight, the congestion window to one segment.
   T.ssthresh = std::max((T.sent_end() - T.una) / 2, 2 * mss());
   T.cwnd = mss();
@@ -179,29 +179,29 @@ void Mbp2Cards::tcp_timeout(uint32_t node, uint32_t conn) {
   T.recovering = false;
   ++T.pass;
   T.sent = 0;  // go back to the oldest unacknowledged segment
-  tcp_output(node, conn);
+  tcp_output(conn);
 }
 
-void Mbp2Cards::tcp_abort(uint32_t node, uint32_t conn) {
-  Units& u = *u_[node];
+void Mbp2Nic::tcp_abort(uint32_t conn) {
+  Mbp2Nic& u = *this;
   Tcp& T = u.tcp.at(conn);
   u.ip.tcp_aborts->inc();
-  const uint32_t inc = sys_->incarnation(node);
-  for (const TcpSeg& s : T.q) image_done(node, s.img, inc);
+  const uint32_t inc = sys_->incarnation(node_);
+  for (const TcpSeg& s : T.q) image_done(s.img, inc);
   // What the user queued after is numbered on; the peer, still expecting the lost bytes, drops
   // it (a connection given up is the OS's to set up again).
-  T.una = u.kli->load32(kConnTable + conn * kConnBytes + 16);
+  T.una = u.kli_->load32(kConnTable + conn * kConnBytes + 16);
   T.q.clear();
   T.sent = 0;
   T.timer = 0;
   T.backoffs = 0;
   T.dupacks = 0;
   T.recovering = false;
-  fw_run_pollers(node, cal_.now_ps());
+  fw_run_pollers(cal_.now_ps());
 }
 
-void Mbp2Cards::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint32_t len) {
-  Units& u = *u_[node];
+void Mbp2Nic::tcp_ack_in(uint32_t conn, const Datagram& d, uint32_t len) {
+  Mbp2Nic& u = *this;
   Tcp& T = u.tcp.at(conn);
   if (!(d.flags & kTcpAck)) return;
   if (len == 0) u.ip.tcp_acks_rx->inc();
@@ -212,7 +212,7 @@ void Mbp2Cards::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint
     if (s.tx) highest = seq_lt(highest, s.seq + s.len) ? s.seq + s.len : highest;
   if (seq_lt(T.una, d.ack) && seq_le(d.ack, highest)) {
     // New data acknowledged: its images go back to the PGE.
-    const uint32_t inc = sys_->incarnation(node);
+    const uint32_t inc = sys_->incarnation(node_);
     uint32_t acked = 0;
     uint64_t sample = 0;
     bool sampled = false;
@@ -223,7 +223,7 @@ void Mbp2Cards::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint
         sampled = true;
       }
       acked += s.len;
-      image_done(node, s.img, inc);
+      image_done(s.img, inc);
       T.q.pop_front();
       if (T.sent) --T.sent;
     }
@@ -249,7 +249,7 @@ void Mbp2Cards::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint
     T.cwnd = std::min<uint32_t>(T.cwnd, 1u << 30);
     T.wnd = d.window;
     T.timer = 0;  // RFC 6298 5.2, 5.3: stopped, or restarted below
-    if (T.sent) tcp_arm(node, conn);
+    if (T.sent) tcp_arm(conn);
   } else if (d.ack == T.una) {
     if (len == 0 && T.sent && d.window == T.wnd) {
       u.ip.tcp_dup_acks->inc();
@@ -262,49 +262,49 @@ void Mbp2Cards::tcp_ack_in(uint32_t node, uint32_t conn, const Datagram& d, uint
         ++T.pass;
         T.sent = 0;
         T.timer = 0;
-        tcp_arm(node, conn);
+        tcp_arm(conn);
       }
     }
     const bool opened = d.window > T.wnd;
     T.wnd = d.window;  // a window update
     if (opened && T.sent == 0) T.timer = 0;  // (the persist timer: no longer needed)
   }
-  tcp_output(node, conn);
+  tcp_output(conn);
 }
 
-void Mbp2Cards::tcp_received(uint32_t node, uint32_t conn, bool delivered) {
-  Units& u = *u_[node];
+void Mbp2Nic::tcp_received(uint32_t conn, bool delivered) {
+  Mbp2Nic& u = *this;
   Tcp& T = u.tcp.at(conn);
-  if (!delivered || ++T.unacked >= m_.tcp_ack_every) return tcp_send_ack(node, conn);
+  if (!delivered || ++T.unacked >= m_.tcp_ack_every) return tcp_send_ack(conn);
   if (T.delack) return;
   const uint64_t serial = T.delack = ++timer_serial_;
-  const uint32_t inc = sys_->incarnation(node);
-  cal_.after(static_cast<uint64_t>(m_.tcp_delack_us * 1e6), [this, node, conn, serial, inc] {
-    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
-    auto it = u_[node]->tcp.find(conn);
-    if (it == u_[node]->tcp.end() || it->second.delack != serial) return;
-    tcp_send_ack(node, conn);
+  const uint32_t inc = sys_->incarnation(node_);
+  cal_.after(static_cast<uint64_t>(m_.tcp_delack_us * 1e6), [this, conn, serial, inc] {
+    if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
+    auto it = tcp.find(conn);
+    if (it == tcp.end() || it->second.delack != serial) return;
+    tcp_send_ack(conn);
   });
 }
 
-void Mbp2Cards::tcp_send_ack(uint32_t node, uint32_t conn) {
-  Units& u = *u_[node];
+void Mbp2Nic::tcp_send_ack(uint32_t conn) {
+  Mbp2Nic& u = *this;
   Tcp& T = u.tcp.at(conn);
   T.unacked = 0;
   T.delack = 0;
   // The ACK says where the receive stood when the routine decided to send it (an ACK for each
   // segment out of order, not one for all of them once the handler runs).
-  const uint32_t inc = sys_->incarnation(node), ack = tcp_rcv_nxt(node, conn);
-  const uint16_t window = tcp_window(node, conn);
-  u.pme->run("tcp_ack", Pme::kNormal, false, u.pme->instr_ps(m_.ip_header_instr), [this, node, conn, inc, ack, window] {
-    if (!sys_->up(node) || sys_->incarnation(node) != inc) return;
-    Units& u = *u_[node];
+  const uint32_t inc = sys_->incarnation(node_), ack = tcp_rcv_nxt(conn);
+  const uint16_t window = tcp_window(conn);
+  u.pme_->run("tcp_ack", Pme::kNormal, false, u.pme_->instr_ps(m_.ip_header_instr), [this, conn, inc, ack, window] {
+    if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
+    Mbp2Nic& u = *this;
     Tcp& T = u.tcp.at(conn);
-    Datagram d = tcp_datagram(node, conn, T.sent_end(), ack, window);
+    Datagram d = tcp_datagram(conn, T.sent_end(), ack, window);
     d.flags = kTcpAck;
     u.ip.tcp_acks_tx->inc();
     const uint32_t dst = T.peer;
-    nic_transmit(node, dst, build_inet(d, nullptr, 0), [this, node, dst](std::vector<uint8_t>&& b) { to_wire(node, dst, std::move(b)); });
+    nic_transmit(dst, build_inet(d, nullptr, 0), [this, dst](std::vector<uint8_t>&& b) { to_wire(dst, std::move(b)); });
   });
 }
 

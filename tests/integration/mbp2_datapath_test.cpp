@@ -37,13 +37,13 @@ TEST(Mbp2, UnitsAreSystemCModulesAndTheirDescriptorRingsLiveInEm) {
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, write_bytes(0x10100, 1024, 3), 0x10000), [] {}));
   r.run(5);
   // Node 1's ADMA wrote the data: its first descriptor names the host address and length, done.
-  const Em& em = r.mbp2->em(1);
-  const DmaEngine& adma = r.mbp2->adma(1);
+  const Em& em = r.mbp2->nic(1).em();
+  const DmaEngine& adma = r.mbp2->nic(1).adma();
   const uint32_t d = adma.ring_offset();
   EXPECT_EQ(em.load32(d + 8), 1024u);
   EXPECT_EQ(em.load32(d + 4) % r.ec.page_bytes, 0x100u);  // the page offset of 0x10100
   EXPECT_EQ(em.load32(d + 12), DmaEngine::kDone | DmaEngine::kMove | 0u);  // it moved the bytes itself
-  EXPECT_EQ(r.mbp2->em(0).load32(r.mbp2->pge(0).ring_offset() + 12) & DmaEngine::kDone, DmaEngine::kDone);  // the sender's PGE
+  EXPECT_EQ(r.mbp2->nic(0).em().load32(r.mbp2->nic(0).pge().ring_offset() + 12) & DmaEngine::kDone, DmaEngine::kDone);  // the sender's PGE
 }
 
 // Receiving ends with the ADMA writing into the target task's memory (8.3.3): the command's
@@ -64,7 +64,7 @@ TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   Rig r(Mbp2Config{}, ec);
   const Command a = write_bytes(0x10100, 64, 5);
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [] {}));
-  DmaEngine& adma = r.mbp2->adma(1);
+  DmaEngine& adma = r.mbp2->nic(1).adma();
   const int steps = run_until_posted(adma, 0);
   const DmaEngine::Desc d = adma.desc(0);
   ASSERT_TRUE(d.status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
@@ -72,10 +72,10 @@ TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   ASSERT_EQ(d.bytes, 64u);
   // The PME ran the command; host memory does not have its bytes yet, EM does.
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), 0) << i;
-  std::vector<uint8_t> staged = r.mbp2->em(1).read(d.src, 64);
+  std::vector<uint8_t> staged = r.mbp2->nic(1).em().read(d.src, 64);
   ASSERT_EQ(staged, a.data);
   staged[10] ^= 0xff;
-  r.mbp2->em(1).write(d.src, staged.data(), 64);
+  r.mbp2->nic(1).em().write(d.src, staged.data(), 64);
   bool synced = false;
   r.sys->lw_syscall(1, [&] {
     synced = true;
@@ -112,7 +112,7 @@ TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
   rd.length = 32;
   rd.data_laddr = 0x10800;
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a, rd, b}}, [] {}));
-  DmaEngine& adma = r.mbp2->adma(1);
+  DmaEngine& adma = r.mbp2->nic(1).adma();
   const int steps = run_until_posted(adma, 1);
   ASSERT_TRUE(adma.desc(1).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
   const uint8_t changed = 0xee;
@@ -163,7 +163,7 @@ TEST(Mbp2, AFetchAddComputesFromWhatTheAdmaReadAndWritesOnlyAfterIt) {
   r.sys->space(1).write(r.task(1), 0x10100, w, 4);
   const Command fa = atomic_with_status(Cmd::FetchAdd, 0x10100, add);
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {fa}}, [] {}));
-  DmaEngine& adma = r.mbp2->adma(1);
+  DmaEngine& adma = r.mbp2->nic(1).adma();
   const int steps = run_until_posted(adma, 0);
   ASSERT_TRUE(adma.desc(0).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
   EXPECT_TRUE(adma.desc(0).back());
@@ -201,7 +201,7 @@ void comp_swap_under_a_host_store(bool to_fail) {
     cs.flag_laddr = 0x10200;
     cs.flag_value = 7;
     ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {cs}}, [] {}));
-    DmaEngine& adma = r.mbp2->adma(1);
+    DmaEngine& adma = r.mbp2->nic(1).adma();
     const int steps = run_until_posted(adma, 0);
     ASSERT_TRUE(adma.desc(0).status & DmaEngine::kOwn) << "no ADMA descriptor after " << steps << " steps";
     store_le(w, 4, to_fail ? 8 : 7);
@@ -241,21 +241,21 @@ TEST(Mbp2, FramesAreBytesInEmBetweenTheUnits) {
   uint32_t tx_src = 0, rx_dst = 0;
   std::function<void()> probe = [&] {
     // Node 0's first LDMA transmit descriptor, while the engine owns it: the frame is in EM.
-    const Em& e0 = r.mbp2->em(0);
-    const uint32_t t = r.mbp2->ldma_tx(0).ring_offset();
+    const Em& e0 = r.mbp2->nic(0).em();
+    const uint32_t t = r.mbp2->nic(0).ldma_tx().ring_offset();
     if (!tx_hit && (e0.load32(t + 12) & DmaEngine::kOwn) && e0.load32(t + 8) > 1024) {
       tx_src = e0.load32(t);
       const uint32_t at = tx_src + e0.load32(t + 8) - 1024 + 100;  // payload byte 100
-      r.mbp2->em(0).store32(at & ~3u, r.mbp2->em(0).load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
+      r.mbp2->nic(0).em().store32(at & ~3u, r.mbp2->nic(0).em().load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
       tx_hit = true;
     }
     // Node 1's first LDMA receive descriptor once done, before the routine takes the frame.
-    const Em& e1 = r.mbp2->em(1);
-    const uint32_t q = r.mbp2->ldma_rx(1).ring_offset();
+    const Em& e1 = r.mbp2->nic(1).em();
+    const uint32_t q = r.mbp2->nic(1).ldma_rx().ring_offset();
     if (!rx_hit && (e1.load32(q + 12) & DmaEngine::kDone) && e1.load32(q + 8) > 1024) {
       rx_dst = e1.load32(q + 4);
       const uint32_t at = rx_dst + e1.load32(q + 8) - 1024 + 200;  // payload byte 200
-      r.mbp2->em(1).store32(at & ~3u, r.mbp2->em(1).load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
+      r.mbp2->nic(1).em().store32(at & ~3u, r.mbp2->nic(1).em().load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
       rx_hit = true;
     }
     if (!rx_hit) r.cal.after(20000, probe);  // every 20 ns
@@ -265,8 +265,8 @@ TEST(Mbp2, FramesAreBytesInEmBetweenTheUnits) {
   r.run(5);
   ASSERT_TRUE(tx_hit && rx_hit);
   // The descriptors name the frame buffers.
-  EXPECT_GE(tx_src, r.mbp2->tx_buffers(0).offset(FramePool::Buf{0, 0, 0}));
-  EXPECT_GE(rx_dst, r.mbp2->rx_buffers(1).offset(FramePool::Buf{0, 0, 0}));
+  EXPECT_GE(tx_src, r.mbp2->nic(0).tx_buffers().offset(FramePool::Buf{0, 0, 0}));
+  EXPECT_GE(rx_dst, r.mbp2->nic(1).rx_buffers().offset(FramePool::Buf{0, 0, 0}));
   // The wire carried the byte changed in node 0's EM, and not the one changed in node 1's.
   std::vector<uint8_t> sent(w.data.begin() + 90, w.data.begin() + 110);
   sent[10] ^= 0xff;
@@ -279,8 +279,8 @@ TEST(Mbp2, FramesAreBytesInEmBetweenTheUnits) {
     ASSERT_EQ(r.byte(1, 0x10100 + i), want) << i;
   }
   // Every buffer is free again.
-  EXPECT_EQ(r.mbp2->tx_buffers(0).in_use(), 0u);
-  EXPECT_EQ(r.mbp2->rx_buffers(1).in_use(), 0u);
+  EXPECT_EQ(r.mbp2->nic(0).tx_buffers().in_use(), 0u);
+  EXPECT_EQ(r.mbp2->nic(1).rx_buffers().in_use(), 0u);
 }
 
 // Requests are bytes from host memory to EM (8.3.3): the library writes the send structure
@@ -294,15 +294,15 @@ TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
   const uint32_t src = 0x10000;
   const Command a = write_bytes(0x10100, 256, 1);      // payload in the structure
   const Command b = write_bytes(0x10400, 256, 2);      // payload at an address
-  const uint32_t entry0 = Mbp2Cards::kSendAreaHeader;  // the lowest free entry
+  const uint32_t entry0 = Mbp2Nic::kSendAreaHeader;  // the lowest free entry
   bool em_hit = false;
   std::function<void()> probe = [&] {
     // The first request image in EM, once the PGE's descriptor is done (it wrote the image) and
     // before the PME's header build.
-    FramePool& img = r.mbp2->request_images(0);
-    if (!em_hit && img.in_use() > 0 && r.mbp2->pge(0).desc(0).done()) {
+    FramePool& img = r.mbp2->nic(0).request_images();
+    if (!em_hit && img.in_use() > 0 && r.mbp2->nic(0).pge().desc(0).done()) {
       const uint32_t at = img.offset(FramePool::Buf{0, 0, 0}) + 12 + 30;  // command word, laddr, length; payload byte 30
-      r.mbp2->em(0).store32(at & ~3u, r.mbp2->em(0).load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
+      r.mbp2->nic(0).em().store32(at & ~3u, r.mbp2->nic(0).em().load32(at & ~3u) ^ 0xff000000u >> 8 * (at % 4));
       em_hit = true;
     }
     if (!em_hit) r.cal.after(20000, probe);
@@ -312,14 +312,14 @@ TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [&] {
     // The doorbell store has completed; the PGE has not fetched yet: this store in the
     // structure (payload byte 10) is what it will read.
-    fetched_at_return = r.mbp2->fetched(0, 1);
-    auto e = r.mbp2->send_area_read(0, 1, entry0 + Mbp2Cards::kMbcfStructHeader + 12 + 10, 1);
+    fetched_at_return = r.mbp2->nic(0).fetched(1);
+    auto e = r.mbp2->nic(0).send_area_read(1, entry0 + Mbp2Nic::kMbcfStructHeader + 12 + 10, 1);
     e[0] ^= 0xff;
-    r.mbp2->send_area_write(0, 1, entry0 + Mbp2Cards::kMbcfStructHeader + 12 + 10, e);
+    r.mbp2->nic(0).send_area_write(1, entry0 + Mbp2Nic::kMbcfStructHeader + 12 + 10, e);
   }));
   r.run(5);
   EXPECT_EQ(fetched_at_return, 0u);
-  EXPECT_EQ(r.mbp2->fetched(0, 1), 1u);
+  EXPECT_EQ(r.mbp2->nic(0).fetched(1), 1u);
   ASSERT_TRUE(em_hit);
   for (uint32_t i = 0; i < 256; ++i) {
     const uint8_t want = (i == 10 || i == 30) ? static_cast<uint8_t>(a.data[i] ^ 0xff) : a.data[i];
@@ -331,7 +331,7 @@ TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
     r.sys->space(0).write(r.task(0), src + 5, &x, 1);
   }));
   r.run(5);
-  EXPECT_EQ(r.mbp2->fetched(0, 1), 2u);
+  EXPECT_EQ(r.mbp2->nic(0).fetched(1), 2u);
   EXPECT_EQ(r.byte(1, 0x10400 + 5), static_cast<uint8_t>(b.data[5] ^ 0x5a));
   // Changed once `fetched` has moved past it: the image in EM is what went out.
   uint8_t y = 0;
@@ -339,29 +339,29 @@ TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
   r.run(5);
   EXPECT_EQ(r.byte(1, 0x10400 + 6), b.data[6]);
   EXPECT_EQ(r.byte(1, 0x10400 + 7), b.data[7]);
-  EXPECT_EQ(r.mbp2->request_images(0).in_use(), 0u);
+  EXPECT_EQ(r.mbp2->nic(0).request_images().in_use(), 0u);
   EXPECT_EQ(r.counter("system.host0.nic.request_images.allocated"), 2u);
   EXPECT_EQ(r.cards("bad_requests"), 0u);
   // A datagram's payload is read when the PGE fetches it too.
-  r.mbp2->init_ring(1, 1, 0x18000, 4, 2048);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, 0x18000));
+  r.mbp2->nic(1).init_ring(1, 0x18000, 4, 2048);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, 0x18000));
   std::vector<uint8_t> d(100, 0x11);
   r.sys->space(0).write(r.task(0), 0x11000, d.data(), 100);
-  Mbp2Cards::DatagramRequest q;
+  Mbp2Nic::DatagramRequest q;
   q.dst_node = 1;
   q.src_port = q.dst_port = 7;
   q.laddr = 0x11000;
   q.len = 100;
-  ASSERT_TRUE(r.mbp2->send_datagram(0, 1, q, [&] {
+  ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, q, [&] {
     uint8_t z = 0x22;
     r.sys->space(0).write(r.task(0), 0x11000 + 99, &z, 1);
   }));
   r.run(5);
   std::vector<uint8_t> got;
-  ASSERT_TRUE(r.mbp2->take(1, 1, 0x18000, &got));
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, 0x18000, &got));
   d[99] = 0x22;
   EXPECT_EQ(got, d);
-  EXPECT_EQ(r.mbp2->fetched(0, 1), 3u);
+  EXPECT_EQ(r.mbp2->nic(0).fetched(1), 3u);
 }
 
 // The PGE works from its descriptor: it names the send structure (and the task's context) and
@@ -371,26 +371,26 @@ TEST(Mbp2, RequestsAreFetchedFromHostMemoryIntoAnImageInEmWhenThePgeRuns) {
 // PME refuses the request instead of sending half of it. The next request goes out as usual.
 TEST(Mbp2, ThePgeWalksTheStructureItsDescriptorNamesAndFailsOneRewrittenUnderIt) {
   Rig r;
-  const uint32_t entry0 = Mbp2Cards::kSendAreaHeader;
+  const uint32_t entry0 = Mbp2Nic::kSendAreaHeader;
   auto rewrite = [&](uint32_t word0) {
     std::vector<uint8_t> w(4);
     for (int i = 0; i < 4; ++i) w[i] = static_cast<uint8_t>(word0 >> (24 - 8 * i));
-    r.mbp2->send_area_write(0, 1, entry0, w);
+    r.mbp2->nic(0).send_area_write(1, entry0, w);
   };
   // Longer commands than the doorbell's header said.
   const Command a = write_bytes(0x10100, 64, 1);
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [&] {
-    auto h = r.mbp2->send_area_read(0, 1, entry0, 4);
+    auto h = r.mbp2->nic(0).send_area_read(1, entry0, 4);
     const uint32_t w = static_cast<uint32_t>(h[0]) << 24 | h[1] << 16 | h[2] << 8 | h[3];
     rewrite(w + 4);
   }));
   r.run(5);
   EXPECT_EQ(r.counter("system.host0.nic.pge.errors"), 1u);
   EXPECT_EQ(r.cards("bad_requests"), 1u);
-  EXPECT_EQ(r.mbp2->pge(0).desc(0).bytes, 12 + 64u);  // the image the header promised
-  EXPECT_TRUE(r.mbp2->pge(0).desc(0).error());
-  EXPECT_EQ(r.mbp2->pge(0).desc(0).ctx, r.task(0).ptask);
-  EXPECT_EQ(r.mbp2->pge(0).desc(0).src, Mbp2Cards::send_entry_laddr(0));
+  EXPECT_EQ(r.mbp2->nic(0).pge().desc(0).bytes, 12 + 64u);  // the image the header promised
+  EXPECT_TRUE(r.mbp2->nic(0).pge().desc(0).error());
+  EXPECT_EQ(r.mbp2->nic(0).pge().desc(0).ctx, r.task(0).ptask);
+  EXPECT_EQ(r.mbp2->nic(0).pge().desc(0).src, Mbp2Nic::send_entry_laddr(0));
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), 0) << i;  // nothing sent
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
   // Not a request any more.
@@ -404,8 +404,8 @@ TEST(Mbp2, ThePgeWalksTheStructureItsDescriptorNamesAndFailsOneRewrittenUnderIt)
   r.run(50);  // (and its acknowledgement)
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), a.data[i]) << i;
   EXPECT_EQ(r.counter("system.host0.nic.pge.errors"), 2u);
-  EXPECT_EQ(r.mbp2->fetched(0, 1), 3u);
-  EXPECT_EQ(r.mbp2->request_images(0).in_use(), 0u);
+  EXPECT_EQ(r.mbp2->nic(0).fetched(1), 3u);
+  EXPECT_EQ(r.mbp2->nic(0).request_images().in_use(), 0u);
   EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
 }
 
@@ -444,18 +444,18 @@ TEST(Mbp2, TheNicTrustsNothingInASendStructureButItsCommands) {
   const std::vector<uint8_t> ww = body(w);
   const std::vector<uint8_t> no_data(ww.begin(), ww.end() - 64);
   const std::vector<std::vector<uint8_t>> bad = {
-      structure(Mbp2Cards::kSendMbcf, 1, kNoAddr, 0, body(reply)),  // a REPLY: not a user's command
-      structure(Mbp2Cards::kSendMbcf, 1, kNoAddr, 0, garbage),
+      structure(Mbp2Nic::kSendMbcf, 1, kNoAddr, 0, body(reply)),  // a REPLY: not a user's command
+      structure(Mbp2Nic::kSendMbcf, 1, kNoAddr, 0, garbage),
       structure(7, 1, kNoAddr, 0, body(w)),                            // no such kind
-      structure(Mbp2Cards::kSendMbcf, 9, kNoAddr, 0, body(w)),        // no such Ltask
-      structure(Mbp2Cards::kSendMbcf, 1, 0x700000, 64, no_data),  // payload not mapped
-      structure(Mbp2Cards::kSendMbcf, 1, kNoAddr, 0x10000, body(w)),  // a payload size without an address
-      structure(Mbp2Cards::kSendMbcf, 1, 0x10000, 1000, std::vector<uint8_t>(1500, 0)),  // longer than any packet
+      structure(Mbp2Nic::kSendMbcf, 9, kNoAddr, 0, body(w)),        // no such Ltask
+      structure(Mbp2Nic::kSendMbcf, 1, 0x700000, 64, no_data),  // payload not mapped
+      structure(Mbp2Nic::kSendMbcf, 1, kNoAddr, 0x10000, body(w)),  // a payload size without an address
+      structure(Mbp2Nic::kSendMbcf, 1, 0x10000, 1000, std::vector<uint8_t>(1500, 0)),  // longer than any packet
   };
   size_t i = 0;
   std::function<void()> next = [&] {
     if (i < bad.size()) {
-      ASSERT_TRUE(r.mbp2->ring_structure(0, 2, r.mbp2->alias_of(0, 2), bad[i++], next));
+      ASSERT_TRUE(r.mbp2->nic(0).ring_structure(2, r.mbp2->nic(0).alias_of(2), bad[i++], next));
     }
   };
   next();
@@ -463,10 +463,10 @@ TEST(Mbp2, TheNicTrustsNothingInASendStructureButItsCommands) {
   EXPECT_EQ(i, bad.size());
   EXPECT_EQ(r.cards("bad_requests"), bad.size());
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
-  EXPECT_EQ(r.mbp2->fetched(0, 2), bad.size());  // every entry free again
+  EXPECT_EQ(r.mbp2->nic(0).fetched(2), bad.size());  // every entry free again
   for (uint32_t k = 0; k < 64; ++k) ASSERT_EQ(r.byte(1, 0x10100 + k), 0u);
   // Written by hand, well formed: it goes out as task 2's (its key), whatever the structure.
-  ASSERT_TRUE(r.mbp2->ring_structure(0, 2, r.mbp2->alias_of(0, 2), structure(Mbp2Cards::kSendMbcf, 1, kNoAddr, 0, body(w)), [] {}));
+  ASSERT_TRUE(r.mbp2->nic(0).ring_structure(2, r.mbp2->nic(0).alias_of(2), structure(Mbp2Nic::kSendMbcf, 1, kNoAddr, 0, body(w)), [] {}));
   r.run(5);
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 1u);
   ASSERT_EQ(r.byte(1, 0x10100 + 63), static_cast<uint8_t>(40 + 63 * 7));
@@ -503,7 +503,7 @@ TEST(Mbp2, ATaskWithEverySendStructureUnfetchedWaitsForThePge) {
   r.run(50);
   EXPECT_EQ(rung, kWrites);
   EXPECT_GT(r.cards("send_ring_waits"), 0u);
-  EXPECT_EQ(r.mbp2->fetched(0, 1), kWrites);
+  EXPECT_EQ(r.mbp2->nic(0).fetched(1), kWrites);
   for (uint32_t i = 0; i < kWrites; ++i) ASSERT_EQ(r.byte(1, 0x10000 + 1024 * i + 1000), static_cast<uint8_t>(i + 1000 * 7)) << i;
   EXPECT_TRUE(r.sys->quiet());
 }

@@ -22,22 +22,22 @@ namespace {
 
 TEST(Mbp2Msg, AUdpDatagramIsSteeredIntoTheBoundTasksRingWithNoWorkForEitherKernel) {
   Rig r;
-  r.mbp2->init_ring(1, 1, kRing, 4, 2048);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kRing));
-  EXPECT_FALSE(r.mbp2->bind_udp(1, 2, 7, 0x10000));  // the port is taken
+  r.mbp2->nic(1).init_ring(1, kRing, 4, 2048);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kRing));
+  EXPECT_FALSE(r.mbp2->nic(1).bind_udp(2, 7, 0x10000));  // the port is taken
   const auto p = put_payload(r, 0, 1000, 1);
   bool returned = false;
-  ASSERT_TRUE(r.mbp2->send_datagram(0, 1, udp_to(7, 0, 1000), [&] { returned = true; }));
+  ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, udp_to(7, 0, 1000), [&] { returned = true; }));
   r.run(5);
   EXPECT_TRUE(returned);
   std::vector<uint8_t> got;
-  Mbp2Cards::RxInfo info;
-  ASSERT_TRUE(r.mbp2->take(1, 1, kRing, &got, &info));
+  Mbp2Nic::RxInfo info;
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kRing, &got, &info));
   EXPECT_EQ(got, p);
   EXPECT_EQ(info.src_node, 0u);
   EXPECT_EQ(info.src_port, 4000);
   EXPECT_EQ(info.dst_port, 7);
-  EXPECT_FALSE(r.mbp2->take(1, 1, kRing, &got));  // one datagram, taken
+  EXPECT_FALSE(r.mbp2->nic(1).take(1, kRing, &got));  // one datagram, taken
   EXPECT_EQ(r.sys->host_busy_ps(1), 0u);          // no interrupt, no copy at the receiver
   EXPECT_NEAR(r.sys->host_busy_ps(0) / 1e6, 3.0, 0.3);  // the sender: structure and doorbell
   EXPECT_EQ(r.counter("system.host0.nic.ip.tx_datagrams"), 1u);
@@ -45,7 +45,7 @@ TEST(Mbp2Msg, AUdpDatagramIsSteeredIntoTheBoundTasksRingWithNoWorkForEitherKerne
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_bytes"), 1000u);
   EXPECT_EQ(r.counter("system.host0.nic.csu.tx"), 1u);
   EXPECT_EQ(r.counter("system.host1.nic.csu.rx"), 1u);
-  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), 1000u + Mbp2Cards::kDatagramStructBytes);  // structure and payload
+  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), 1000u + Mbp2Nic::kDatagramStructBytes);  // structure and payload
   // Fetching and delivering, every PGE descriptor did what it named.
   EXPECT_EQ(r.counter("system.host0.nic.pge.errors"), 0u);
   EXPECT_EQ(r.counter("system.host1.nic.pge.errors"), 0u);
@@ -59,38 +59,38 @@ TEST(Mbp2Msg, AUdpDatagramIsSteeredIntoTheBoundTasksRingWithNoWorkForEitherKerne
 
 TEST(Mbp2Msg, AFullRingDropsAndCountsAndTheRingRefillsInOrder) {
   Rig r;
-  r.mbp2->init_ring(1, 1, kRing, 2, 256);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 9, kRing));
+  r.mbp2->nic(1).init_ring(1, kRing, 2, 256);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 9, kRing));
   std::vector<std::vector<uint8_t>> sent;
   for (uint32_t i = 0; i < 5; ++i) {
     sent.push_back(put_payload(r, 256 * i, 100, static_cast<uint8_t>(i + 1)));
-    r.sys->cal().at(static_cast<uint64_t>(i) * 20'000'000, [&r, i] { ASSERT_TRUE(r.mbp2->send_datagram(0, 1, udp_to(9, 256 * i, 100), [] {})); });
+    r.sys->cal().at(static_cast<uint64_t>(i) * 20'000'000, [&r, i] { ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, udp_to(9, 256 * i, 100), [] {})); });
   }
   r.run(5);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 2u);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_ring_full"), 3u);
   std::vector<uint8_t> got;
-  ASSERT_TRUE(r.mbp2->take(1, 1, kRing, &got));
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kRing, &got));
   EXPECT_EQ(got, sent[0]);
-  ASSERT_TRUE(r.mbp2->take(1, 1, kRing, &got));
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kRing, &got));
   EXPECT_EQ(got, sent[1]);
   // A payload larger than a slot is refused by the PGE, counted, and does not use a slot.
   put_payload(r, 0, 300, 9);
   send_all(r, {udp_to(9, 0, 300), udp_to(9, 256 * 4, 100)});
   r.run(5);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_bad_ring"), 1u);
-  ASSERT_TRUE(r.mbp2->take(1, 1, kRing, &got));
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kRing, &got));
   EXPECT_EQ(got, sent[4]);
 }
 
 TEST(Mbp2Msg, AFrameForNoBoundPortGoesToTheKernelWithAnIcuInterrupt) {
   Rig r;
   put_payload(r, 0, 64, 3);
-  ASSERT_TRUE(r.mbp2->send_datagram(0, 1, udp_to(53, 0, 64), [] {}));
+  ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, udp_to(53, 0, 64), [] {}));
   r.run(5);
-  ASSERT_EQ(r.mbp2->kernel_received(1).size(), 1u);
+  ASSERT_EQ(r.mbp2->nic(1).kernel_received().size(), 1u);
   Parsed p;
-  ASSERT_EQ(parse_inet(r.mbp2->kernel_received(1)[0], p), InetError::None);
+  ASSERT_EQ(parse_inet(r.mbp2->nic(1).kernel_received()[0], p), InetError::None);
   EXPECT_EQ(p.d.dst_port, 53);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_kernel"), 1u);
   EXPECT_EQ(r.counter("system.host1.nic.icu.to_host"), 1u);
@@ -100,16 +100,16 @@ TEST(Mbp2Msg, AFrameForNoBoundPortGoesToTheKernelWithAnIcuInterrupt) {
 
 TEST(Mbp2Msg, TcpSegmentsAreNumberedInOrderAndTheOcuDropsDuplicatesAndGaps) {
   Rig r;
-  r.mbp2->init_ring(1, 1, kRing, 8, 512);
-  r.mbp2->init_ring(1, 2, 0x10000, 4, 512);
-  ASSERT_TRUE(r.mbp2->connect_tcp(0, 1, 4000, 1, 80, kRing, 1000, 0));
-  ASSERT_TRUE(r.mbp2->connect_tcp(1, 1, 80, 0, 4000, kRing, 0, 1000));
+  r.mbp2->nic(1).init_ring(1, kRing, 8, 512);
+  r.mbp2->nic(1).init_ring(2, 0x10000, 4, 512);
+  ASSERT_TRUE(r.mbp2->nic(0).connect_tcp(1, 4000, 1, 80, kRing, 1000, 0));
+  ASSERT_TRUE(r.mbp2->nic(1).connect_tcp(1, 80, 0, 4000, kRing, 0, 1000));
   // A second connection to node 1 whose receiver expects a later sequence: every segment is
   // a duplicate to it (its OCU register says so).
-  ASSERT_TRUE(r.mbp2->connect_tcp(0, 1, 4001, 1, 81, kRing, 5000, 0));
-  ASSERT_TRUE(r.mbp2->connect_tcp(1, 2, 81, 0, 4001, 0x10000, 0, 6000));
+  ASSERT_TRUE(r.mbp2->nic(0).connect_tcp(1, 4001, 1, 81, kRing, 5000, 0));
+  ASSERT_TRUE(r.mbp2->nic(1).connect_tcp(2, 81, 0, 4001, 0x10000, 0, 6000));
   auto seg = [](uint16_t sp, uint16_t dp, uint32_t off, uint32_t n) {
-    Mbp2Cards::DatagramRequest d = udp_to(dp, off, n);
+    Mbp2Nic::DatagramRequest d = udp_to(dp, off, n);
     d.proto = kIpProtoTcp;
     d.src_port = sp;
     return d;
@@ -117,22 +117,22 @@ TEST(Mbp2Msg, TcpSegmentsAreNumberedInOrderAndTheOcuDropsDuplicatesAndGaps) {
   std::vector<std::vector<uint8_t>> sent;
   for (uint32_t i = 0; i < 3; ++i) {
     sent.push_back(put_payload(r, 512 * i, 200 + i, static_cast<uint8_t>(i + 4)));
-    r.sys->cal().at(static_cast<uint64_t>(i) * 50'000'000, [&r, i, seg] { ASSERT_TRUE(r.mbp2->send_datagram(0, 1, seg(4000, 80, 512 * i, 200 + i), [] {})); });
+    r.sys->cal().at(static_cast<uint64_t>(i) * 50'000'000, [&r, i, seg] { ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, seg(4000, 80, 512 * i, 200 + i), [] {})); });
   }
-  r.sys->cal().at(200'000'000, [&r, seg] { ASSERT_TRUE(r.mbp2->send_datagram(0, 1, seg(4001, 81, 0, 10), [] {})); });
-  EXPECT_FALSE(r.mbp2->send_datagram(0, 2, seg(4000, 80, 0, 10), [] {}));  // not task 2's connection
-  EXPECT_FALSE(r.mbp2->send_datagram(0, 1, seg(4002, 80, 0, 10), [] {}));  // no such connection
+  r.sys->cal().at(200'000'000, [&r, seg] { ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, seg(4001, 81, 0, 10), [] {})); });
+  EXPECT_FALSE(r.mbp2->nic(0).send_datagram(2, seg(4000, 80, 0, 10), [] {}));  // not task 2's connection
+  EXPECT_FALSE(r.mbp2->nic(0).send_datagram(1, seg(4002, 80, 0, 10), [] {}));  // no such connection
   r.run(5);
   uint32_t seq = 1000;
   for (uint32_t i = 0; i < 3; ++i) {
     std::vector<uint8_t> got;
-    Mbp2Cards::RxInfo info;
-    ASSERT_TRUE(r.mbp2->take(1, 1, kRing, &got, &info)) << i;
+    Mbp2Nic::RxInfo info;
+    ASSERT_TRUE(r.mbp2->nic(1).take(1, kRing, &got, &info)) << i;
     EXPECT_EQ(got, sent[i]);
     EXPECT_EQ(info.seq, seq);
     seq += 200 + i;
   }
-  EXPECT_FALSE(r.mbp2->take(1, 2, 0x10000, nullptr));
+  EXPECT_FALSE(r.mbp2->nic(1).take(2, 0x10000, nullptr));
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_out_of_order"), 1u);
   EXPECT_EQ(r.counter("system.host1.nic.ocu.in_order"), 3u);
   EXPECT_EQ(r.counter("system.host1.nic.ocu.duplicates"), 1u);
@@ -143,21 +143,21 @@ TEST(Mbp2Msg, WithoutCsuAndOcuTheFirmwareChecksAtAPrice) {
   m.csu = false;
   m.ocu = false;
   Rig r(m);
-  r.mbp2->init_ring(1, 1, kRing, 8, 2048);
-  ASSERT_TRUE(r.mbp2->connect_tcp(0, 1, 4000, 1, 80, kRing, 0, 0));
-  ASSERT_TRUE(r.mbp2->connect_tcp(1, 1, 80, 0, 4000, kRing, 0, 0));
+  r.mbp2->nic(1).init_ring(1, kRing, 8, 2048);
+  ASSERT_TRUE(r.mbp2->nic(0).connect_tcp(1, 4000, 1, 80, kRing, 0, 0));
+  ASSERT_TRUE(r.mbp2->nic(1).connect_tcp(1, 80, 0, 4000, kRing, 0, 0));
   const auto p = put_payload(r, 0, 1024, 2);
-  Mbp2Cards::DatagramRequest d = udp_to(80, 0, 1024);
+  Mbp2Nic::DatagramRequest d = udp_to(80, 0, 1024);
   d.proto = kIpProtoTcp;
-  ASSERT_TRUE(r.mbp2->send_datagram(0, 1, d, [] {}));
+  ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, d, [] {}));
   r.run(5);
   std::vector<uint8_t> got;
-  ASSERT_TRUE(r.mbp2->take(1, 1, kRing, &got));
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kRing, &got));
   EXPECT_EQ(got, p);
   // The steering handler paid the firmware's sum over every word and its order check.
   const Mbp2Config& c = r.mbp2->mbp2_config();
   const uint32_t words = (20 + 20 + 1024) / 4;
-  Pme& pme = r.mbp2->pme(1);
+  Pme& pme = r.mbp2->nic(1).pme();
   const uint64_t want = pme.instr_ps(c.ip_steer_instr + c.rx_desc_instr) + pme.kernel_ps(c.fw_csum_instr_per_word * words, words) +
                         pme.instr_ps(c.fw_order_instr) + pme.instr_ps(c.tcp_ack_instr) + pme.interrupt_ps();
   EXPECT_EQ(r.counter("system.host1.nic.pme.handler.ip_steer_ps"), want);
@@ -166,8 +166,8 @@ TEST(Mbp2Msg, WithoutCsuAndOcuTheFirmwareChecksAtAPrice) {
 
 TEST(Mbp2Msg, AlteredDatagramsAreRejectedByTheChecksumsAndNeverDelivered) {
   Rig r;
-  r.mbp2->init_ring(1, 1, kRing, 16, 512);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kRing));
+  r.mbp2->nic(1).init_ring(1, kRing, 16, 512);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kRing));
   uint32_t altered = 0;
   r.sys->ether().set_tap([&](uint32_t to, const std::vector<uint8_t>& f) {
     if (to != 1) return;
@@ -177,32 +177,32 @@ TEST(Mbp2Msg, AlteredDatagramsAreRejectedByTheChecksumsAndNeverDelivered) {
   });
   for (uint32_t i = 0; i < 12; ++i) {
     put_payload(r, 400 * i, 300, static_cast<uint8_t>(i));
-    r.sys->cal().at(static_cast<uint64_t>(i) * 20'000'000, [&r, i] { ASSERT_TRUE(r.mbp2->send_datagram(0, 1, udp_to(7, 400 * i, 300), [] {})); });
+    r.sys->cal().at(static_cast<uint64_t>(i) * 20'000'000, [&r, i] { ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, udp_to(7, 400 * i, 300), [] {})); });
   }
   r.run(5);
   EXPECT_EQ(altered, 12u);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 0u);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_malformed") + r.counter("system.host1.nic.ip.rx_bad_checksum"), 12u);
   EXPECT_GT(r.counter("system.host1.nic.csu.bad"), 0u);
-  EXPECT_TRUE(r.mbp2->kernel_received(1).empty());
+  EXPECT_TRUE(r.mbp2->nic(1).kernel_received().empty());
 }
 
 TEST(Mbp2Msg, TheSenderRefusesBypassUnreadablePayloadsAndOversizedDatagrams) {
   Rig r;
-  r.mbp2->init_ring(1, 1, kRing, 4, 2048);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kRing));
-  Mbp2Cards::DatagramRequest d = udp_to(7, 0, 100);
+  r.mbp2->nic(1).init_ring(1, kRing, 4, 2048);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kRing));
+  Mbp2Nic::DatagramRequest d = udp_to(7, 0, 100);
   d.bypass = true;  // a user task asking for untranslated addresses
-  Mbp2Cards::DatagramRequest far = udp_to(7, 0, 100);
+  Mbp2Nic::DatagramRequest far = udp_to(7, 0, 100);
   far.laddr = 0x40000;  // not mapped in the task
-  EXPECT_FALSE(r.mbp2->send_datagram(0, 1, udp_to(7, 0, kUdpMaxPayload + 1), [] {}));  // longer than IP allows
-  Mbp2Cards::DatagramRequest seg = udp_to(7, 0, 1461);  // TCP is never fragmented: 1460 is its most
+  EXPECT_FALSE(r.mbp2->nic(0).send_datagram(1, udp_to(7, 0, kUdpMaxPayload + 1), [] {}));  // longer than IP allows
+  Mbp2Nic::DatagramRequest seg = udp_to(7, 0, 1461);  // TCP is never fragmented: 1460 is its most
   seg.proto = kIpProtoTcp;
-  ASSERT_TRUE(r.mbp2->connect_tcp(0, 1, 4000, 1, 7, kRing, 0, 0));
-  EXPECT_FALSE(r.mbp2->send_datagram(0, 1, seg, [] {}));
-  Mbp2Cards::DatagramRequest self = udp_to(7, 0, 4);
+  ASSERT_TRUE(r.mbp2->nic(0).connect_tcp(1, 4000, 1, 7, kRing, 0, 0));
+  EXPECT_FALSE(r.mbp2->nic(0).send_datagram(1, seg, [] {}));
+  Mbp2Nic::DatagramRequest self = udp_to(7, 0, 4);
   self.dst_node = 0;
-  EXPECT_FALSE(r.mbp2->send_datagram(0, 1, self, [] {}));
+  EXPECT_FALSE(r.mbp2->nic(0).send_datagram(1, self, [] {}));
   send_all(r, {d, far, udp_to(7, 0, 1)});  // the last, a 1-byte datagram in a padded frame, goes
   r.run(5);
   EXPECT_EQ(r.counter("system.host0.nic.ip.tx_bypass_rejected"), 1u);
@@ -213,8 +213,8 @@ TEST(Mbp2Msg, TheSenderRefusesBypassUnreadablePayloadsAndOversizedDatagrams) {
 TEST(Mbp2Msg, DatagramsBetweenEncryptingNicsAreSealedLikeIpsec) {
   Rig r(crypto(Cipher::Des3, Auth::HmacSha1));
   Sniffer sn(r);
-  r.mbp2->init_ring(1, 1, kRing, 4, 2048);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kRing));
+  r.mbp2->nic(1).init_ring(1, kRing, 4, 2048);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kRing));
   const auto p = put_payload(r, 0, 1000, 6);
   // What fits one frame in the clear does not once sealed: it goes in two fragments, each
   // sealed on its own.
@@ -222,9 +222,9 @@ TEST(Mbp2Msg, DatagramsBetweenEncryptingNicsAreSealedLikeIpsec) {
   send_all(r, {udp_to(7, 0, 1000), udp_to(7, 1024, 1472)});
   r.run(5);
   std::vector<uint8_t> got;
-  ASSERT_TRUE(r.mbp2->take(1, 1, kRing, &got));
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kRing, &got));
   EXPECT_EQ(got, p);
-  ASSERT_TRUE(r.mbp2->take(1, 1, kRing, &got));
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kRing, &got));
   EXPECT_EQ(got, q);
   EXPECT_FALSE(sn.saw(std::vector<uint8_t>(p.begin() + 300, p.begin() + 332)));
   EXPECT_FALSE(sn.saw(std::vector<uint8_t>(q.begin() + 1300, q.begin() + 1332)));
@@ -246,11 +246,11 @@ TEST(Mbp2Msg, AKeyExchangeThePeerNeverAnswersIsGivenUpAndFreesTheDatagramsWaitin
   mc.crypto.kx_tries = 3;  // INITs at 0, 10 and 30 ms; given up at 70 ms
   Rig r(mc);
   r.sys->ether().set_deaf(1, true);
-  r.mbp2->init_ring(1, 1, kRing, 16, 512);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kRing));
+  r.mbp2->nic(1).init_ring(1, kRing, 16, 512);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kRing));
   constexpr uint32_t kSent = 24;
   std::vector<std::vector<uint8_t>> sent;
-  std::vector<Mbp2Cards::DatagramRequest> q;
+  std::vector<Mbp2Nic::DatagramRequest> q;
   for (uint32_t i = 0; i < kSent; ++i) {
     sent.push_back(put_payload(r, 128 * i, 100, static_cast<uint8_t>(i + 1)));
     q.push_back(udp_to(7, 128 * i, 100));
@@ -266,14 +266,14 @@ TEST(Mbp2Msg, AKeyExchangeThePeerNeverAnswersIsGivenUpAndFreesTheDatagramsWaitin
   EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_given_up"), 1u);
   EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_dropped_frames"), images);
   // The images came back: the rest were fetched, and started a new exchange.
-  EXPECT_EQ(r.mbp2->fetched(0, 1), kSent);
+  EXPECT_EQ(r.mbp2->nic(0).fetched(1), kSent);
   EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_messages"), 4u);
   r.sys->ether().set_deaf(1, false);
   r.run(200);
   EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_completed"), 1u);
   std::vector<std::vector<uint8_t>> got;
   std::vector<uint8_t> g;
-  while (r.mbp2->take(1, 1, kRing, &g)) got.push_back(g);
+  while (r.mbp2->nic(1).take(1, kRing, &g)) got.push_back(g);
   // What was dropped never arrives; the others arrive once each, in order.
   EXPECT_EQ(got, std::vector<std::vector<uint8_t>>(sent.begin() + static_cast<std::ptrdiff_t>(images), sent.end()));
   EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_no_sa") + r.counter("system.host1.nic.crypto.rejected_auth"), 0u);
@@ -295,8 +295,8 @@ std::vector<uint8_t> put_big(Rig& r, uint32_t off, uint32_t n, uint8_t tag) {
   return p;
 }
 
-Mbp2Cards::DatagramRequest udp_big(uint32_t port, uint32_t off, uint32_t n) {
-  Mbp2Cards::DatagramRequest d = udp_to(port, 0, n);
+Mbp2Nic::DatagramRequest udp_big(uint32_t port, uint32_t off, uint32_t n) {
+  Mbp2Nic::DatagramRequest d = udp_to(port, 0, n);
   d.laddr = kBigSrc + off;
   return d;
 }
@@ -309,18 +309,18 @@ TEST(Mbp2Msg, AUdpDatagramLongerThanAFrameGoesInFragmentsAndArrivesWhole) {
   Rig r;
   map_big(r);
   Sniffer sn(r);
-  r.mbp2->init_ring(1, 1, kBigRing, 2, Mbp2Cards::kSlotHeader + 9000);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kBigRing));
+  r.mbp2->nic(1).init_ring(1, kBigRing, 2, Mbp2Nic::kSlotHeader + 9000);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kBigRing));
   const auto p = put_big(r, 0, 9000, 3);
   put_big(r, 0x10000, 3000, 4);
   send_all(r, {udp_big(7, 0, 9000), udp_big(53, 0x10000, 3000)});
   r.run(5);
   std::vector<uint8_t> got;
-  Mbp2Cards::RxInfo info;
-  ASSERT_TRUE(r.mbp2->take(1, 1, kBigRing, &got, &info));
+  Mbp2Nic::RxInfo info;
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kBigRing, &got, &info));
   EXPECT_EQ(got, p);
   EXPECT_EQ(info.src_port, 4000);
-  EXPECT_FALSE(r.mbp2->take(1, 1, kBigRing, &got));
+  EXPECT_FALSE(r.mbp2->nic(1).take(1, kBigRing, &got));
   const uint32_t frags = udp_frames(9000, 1500);
   EXPECT_EQ(frags, 7u);  // 9008 bytes of UDP in pieces of 1480
   ASSERT_EQ(sn.frames.size(), frags + 3u);
@@ -330,7 +330,7 @@ TEST(Mbp2Msg, AUdpDatagramLongerThanAFrameGoesInFragmentsAndArrivesWhole) {
   }
   EXPECT_EQ(r.counter("system.host0.nic.ip.tx_datagrams"), 2u);
   EXPECT_EQ(r.counter("system.host0.nic.ip.tx_fragments"), frags + 3u);
-  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), 12000u + 2 * Mbp2Cards::kDatagramStructBytes);  // one fetch each
+  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), 12000u + 2 * Mbp2Nic::kDatagramStructBytes);  // one fetch each
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_fragments"), frags + 3u);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reassembled"), 2u);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_delivered"), 1u);
@@ -341,9 +341,9 @@ TEST(Mbp2Msg, AUdpDatagramLongerThanAFrameGoesInFragmentsAndArrivesWhole) {
   EXPECT_EQ(r.counter("system.host1.nic.pge.errors"), 0u);
   EXPECT_EQ(r.counter("system.host1.nic.adma.bytes"), 0u);
   EXPECT_EQ(r.sys->host_busy_ps(1) > 0, true);  // the kernel's frames interrupted the host
-  ASSERT_EQ(r.mbp2->kernel_received(1).size(), 3u);
-  for (const auto& f : r.mbp2->kernel_received(1)) EXPECT_TRUE(is_fragment(f));
-  EXPECT_EQ(r.mbp2->rx_buffers(1).in_use(), 0u);  // every fragment's buffer given back
+  ASSERT_EQ(r.mbp2->nic(1).kernel_received().size(), 3u);
+  for (const auto& f : r.mbp2->nic(1).kernel_received()) EXPECT_TRUE(is_fragment(f));
+  EXPECT_EQ(r.mbp2->nic(1).rx_buffers().in_use(), 0u);  // every fragment's buffer given back
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
 }
 
@@ -372,10 +372,10 @@ TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
   mc.mac_tx_fifo_bytes = 2 * 1514;
   Rig r(mc, on_pci());
   map_big(r);
-  r.mbp2->init_ring(1, 1, kBigRing, 6, Mbp2Cards::kSlotHeader + 20000);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kBigRing));
+  r.mbp2->nic(1).init_ring(1, kBigRing, 6, Mbp2Nic::kSlotHeader + 20000);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kBigRing));
   std::vector<std::vector<uint8_t>> sent;
-  std::vector<Mbp2Cards::DatagramRequest> q;
+  std::vector<Mbp2Nic::DatagramRequest> q;
   for (uint32_t i = 0; i < 6; ++i) {
     sent.push_back(put_big(r, i * 20000, 20000, static_cast<uint8_t>(i + 1)));
     q.push_back(udp_big(7, i * 20000, 20000));
@@ -388,7 +388,7 @@ TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
     ++seen;
     const uint32_t posted = static_cast<uint32_t>(r.counter("system.host0.nic.ldma_tx.descriptors"));
     worst_ahead = std::max(worst_ahead, posted - seen);
-    if (seen == 10) fetched_at_dg1_frame10 = r.mbp2->fetched(0, 1);
+    if (seen == 10) fetched_at_dg1_frame10 = r.mbp2->nic(0).fetched(1);
   });
   send_all(r, q);
   r.run(20);
@@ -402,10 +402,10 @@ TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
   EXPECT_EQ(seen, 6u * 14);
   std::vector<uint8_t> got;
   for (uint32_t i = 0; i < 6; ++i) {
-    ASSERT_TRUE(r.mbp2->take(1, 1, kBigRing, &got)) << i;
+    ASSERT_TRUE(r.mbp2->nic(1).take(1, kBigRing, &got)) << i;
     EXPECT_EQ(got, sent[i]) << i;
   }
-  EXPECT_EQ(r.mbp2->fetched(0, 1), 6u);
+  EXPECT_EQ(r.mbp2->nic(0).fetched(1), 6u);
 }
 
 // A power loss while the PGE waits for an image and frames wait for the FIFO: EM, the images
@@ -414,9 +414,9 @@ TEST(Mbp2Msg, TheWirePacesTheLdmaAndFullImagesHoldThePgeBack) {
 TEST(Mbp2Msg, APowerLossMidStreamLeavesNoImageOrFifoHeld) {
   Rig r(pci_fetches_faster_than_the_wire(), on_pci());
   map_big(r);
-  r.mbp2->init_ring(1, 1, kBigRing, 6, Mbp2Cards::kSlotHeader + 20000);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kBigRing));
-  std::vector<Mbp2Cards::DatagramRequest> q;
+  r.mbp2->nic(1).init_ring(1, kBigRing, 6, Mbp2Nic::kSlotHeader + 20000);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kBigRing));
+  std::vector<Mbp2Nic::DatagramRequest> q;
   for (uint32_t i = 0; i < 6; ++i) {
     put_big(r, i * 20000, 20000, static_cast<uint8_t>(i + 1));
     q.push_back(udp_big(7, i * 20000, 20000));
@@ -437,7 +437,7 @@ TEST(Mbp2Msg, APowerLossMidStreamLeavesNoImageOrFifoHeld) {
   r.run(5);
   std::vector<std::vector<uint8_t>> all;
   std::vector<uint8_t> got;
-  while (r.mbp2->take(1, 1, kBigRing, &got)) all.push_back(got);
+  while (r.mbp2->nic(1).take(1, kBigRing, &got)) all.push_back(got);
   ASSERT_GE(all.size(), 2u);
   EXPECT_EQ(all[all.size() - 2], a);  // the new incarnation's two, last and in order
   EXPECT_EQ(all.back(), b);
@@ -476,16 +476,16 @@ TEST(Mbp2Msg, WithoutACsuTheFirmwareSumsEachFragmentItFiles) {
   m.csu = false;
   Rig r(m);
   map_big(r);
-  r.mbp2->init_ring(1, 1, kBigRing, 2, Mbp2Cards::kSlotHeader + 4000);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kBigRing));
+  r.mbp2->nic(1).init_ring(1, kBigRing, 2, Mbp2Nic::kSlotHeader + 4000);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kBigRing));
   const auto p = put_big(r, 0, 4000, 5);
-  ASSERT_TRUE(r.mbp2->send_datagram(0, 1, udp_big(7, 0, 4000), [] {}));
+  ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, udp_big(7, 0, 4000), [] {}));
   r.run(5);
   std::vector<uint8_t> got;
-  ASSERT_TRUE(r.mbp2->take(1, 1, kBigRing, &got));
+  ASSERT_TRUE(r.mbp2->nic(1).take(1, kBigRing, &got));
   EXPECT_EQ(got, p);
   const Mbp2Config& c = r.mbp2->mbp2_config();
-  Pme& pme = r.mbp2->pme(1);
+  Pme& pme = r.mbp2->nic(1).pme();
   uint64_t want = 0;
   for (uint32_t l4 : {1480u, 1480u, 1048u}) {  // 4008 bytes of UDP
     const uint32_t words = (20 + l4 + 3) / 4;
@@ -514,19 +514,19 @@ TEST(Mbp2Msg, FragmentsLostDuplicatedOrOvertakenMakeEachDatagramOnceOrTimeOut) {
   e.ether.reorder_max_ns = 40000;
   Rig r(m, e);
   map_big(r);
-  r.mbp2->init_ring(1, 1, kBigRing, 32, Mbp2Cards::kSlotHeader + 4000);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kBigRing));
+  r.mbp2->nic(1).init_ring(1, kBigRing, 32, Mbp2Nic::kSlotHeader + 4000);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kBigRing));
   constexpr uint32_t kCount = 24;
   std::vector<std::vector<uint8_t>> sent;
   for (uint32_t i = 0; i < kCount; ++i) {
     sent.push_back(put_big(r, 4096 * i, 4000, static_cast<uint8_t>(i + 1)));
-    r.sys->cal().at(static_cast<uint64_t>(i) * 60'000'000, [&r, i] { ASSERT_TRUE(r.mbp2->send_datagram(0, 1, udp_big(7, 4096 * i, 4000), [] {})); });
+    r.sys->cal().at(static_cast<uint64_t>(i) * 60'000'000, [&r, i] { ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, udp_big(7, 4096 * i, 4000), [] {})); });
   }
   r.run(20);
   std::vector<bool> seen(kCount, false);
   std::vector<uint8_t> got;
   uint32_t taken = 0;
-  while (r.mbp2->take(1, 1, kBigRing, &got)) {
+  while (r.mbp2->nic(1).take(1, kBigRing, &got)) {
     const auto it = std::find(sent.begin(), sent.end(), got);
     ASSERT_NE(it, sent.end()) << "a datagram that was never sent";
     const size_t k = static_cast<size_t>(it - sent.begin());
@@ -545,10 +545,10 @@ TEST(Mbp2Msg, FragmentsLostDuplicatedOrOvertakenMakeEachDatagramOnceOrTimeOut) {
   EXPECT_GT(lost, 0u);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reasm_timeout"), lost);
   EXPECT_EQ(taken + lost, kCount);
-  EXPECT_EQ(r.mbp2->datagrams_dropped(1), lost);
+  EXPECT_EQ(r.mbp2->nic(1).datagrams_dropped(), lost);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reasm_bad"), 0u);
   EXPECT_EQ(r.counter("system.host1.nic.csu.bad"), 0u);
-  EXPECT_EQ(r.mbp2->rx_buffers(1).in_use(), 0u);  // the incomplete ones timed out
+  EXPECT_EQ(r.mbp2->nic(1).rx_buffers().in_use(), 0u);  // the incomplete ones timed out
 }
 
 // A fragment whose piece overlaps one held with other bounds (rewritten on the wire, its header
@@ -556,8 +556,8 @@ TEST(Mbp2Msg, FragmentsLostDuplicatedOrOvertakenMakeEachDatagramOnceOrTimeOut) {
 TEST(Mbp2Msg, AFragmentThatOverlapsAnotherSpoilsItsDatagram) {
   Rig r;
   map_big(r);
-  r.mbp2->init_ring(1, 1, kBigRing, 2, Mbp2Cards::kSlotHeader + 2000);
-  ASSERT_TRUE(r.mbp2->bind_udp(1, 1, 7, kBigRing));
+  r.mbp2->nic(1).init_ring(1, kBigRing, 2, Mbp2Nic::kSlotHeader + 2000);
+  ASSERT_TRUE(r.mbp2->nic(1).bind_udp(1, 7, kBigRing));
   r.sys->ether().set_tap([](uint32_t to, const std::vector<uint8_t>& f) {
     if (to != 1 || !is_fragment(f) || ((f[20] & 0x1f) == 0 && f[21] == 0)) return;
     auto& g = const_cast<std::vector<uint8_t>&>(f);
@@ -568,14 +568,14 @@ TEST(Mbp2Msg, AFragmentThatOverlapsAnotherSpoilsItsDatagram) {
     g[25] = static_cast<uint8_t>(c);
   });
   put_big(r, 0, 2000, 9);
-  ASSERT_TRUE(r.mbp2->send_datagram(0, 1, udp_big(7, 0, 2000), [] {}));
+  ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, udp_big(7, 0, 2000), [] {}));
   r.run(5);
-  EXPECT_FALSE(r.mbp2->take(1, 1, kBigRing, nullptr));
+  EXPECT_FALSE(r.mbp2->nic(1).take(1, kBigRing, nullptr));
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_fragments"), 2u);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reasm_bad"), 1u);
   EXPECT_EQ(r.counter("system.host1.nic.ip.rx_reassembled"), 0u);
-  EXPECT_EQ(r.mbp2->datagrams_dropped(1), 1u);
-  EXPECT_EQ(r.mbp2->rx_buffers(1).in_use(), 0u);
+  EXPECT_EQ(r.mbp2->nic(1).datagrams_dropped(), 1u);
+  EXPECT_EQ(r.mbp2->nic(1).rx_buffers().in_use(), 0u);
 }
 
 }  // namespace

@@ -139,14 +139,14 @@ inline std::vector<uint8_t> put_payload(Rig& r, uint32_t off, uint32_t n, uint8_
 
 // Sends the requests one after another from node 0's task 1 (the user program continues when
 // each doorbell write returns); every one must be accepted.
-inline void send_all(Rig& r, std::vector<Mbp2Cards::DatagramRequest> q, size_t i = 0) {
+inline void send_all(Rig& r, std::vector<Mbp2Nic::DatagramRequest> q, size_t i = 0) {
   if (i == q.size()) return;
-  const Mbp2Cards::DatagramRequest d = q[i];
-  ASSERT_TRUE(r.mbp2->send_datagram(0, 1, d, [&r, q = std::move(q), i]() mutable { send_all(r, std::move(q), i + 1); }));
+  const Mbp2Nic::DatagramRequest d = q[i];
+  ASSERT_TRUE(r.mbp2->nic(0).send_datagram(1, d, [&r, q = std::move(q), i]() mutable { send_all(r, std::move(q), i + 1); }));
 }
 
-inline Mbp2Cards::DatagramRequest udp_to(uint32_t port, uint32_t off, uint32_t n) {
-  Mbp2Cards::DatagramRequest d;
+inline Mbp2Nic::DatagramRequest udp_to(uint32_t port, uint32_t off, uint32_t n) {
+  Mbp2Nic::DatagramRequest d;
   d.dst_node = 1;
   d.src_port = 4000;
   d.dst_port = static_cast<uint16_t>(port);

@@ -77,10 +77,10 @@ struct TcpRig {
   uint32_t to_node1 = 0;
   std::vector<uint32_t> spoiled;
   explicit TcpRig(uint32_t slots = 8, const Mbp2Config& m = Mbp2Config{}) : r(m) {
-    r.mbp2->init_ring(0, 1, kRing, 8, 2048);
-    r.mbp2->init_ring(1, 1, kRing, slots, 2048);
-    EXPECT_TRUE(r.mbp2->connect_tcp(0, 1, 4000, 1, 80, kRing, 1000, 7000));
-    EXPECT_TRUE(r.mbp2->connect_tcp(1, 1, 80, 0, 4000, kRing, 7000, 1000));
+    r.mbp2->nic(0).init_ring(1, kRing, 8, 2048);
+    r.mbp2->nic(1).init_ring(1, kRing, slots, 2048);
+    EXPECT_TRUE(r.mbp2->nic(0).connect_tcp(1, 4000, 1, 80, kRing, 1000, 7000));
+    EXPECT_TRUE(r.mbp2->nic(1).connect_tcp(1, 80, 0, 4000, kRing, 7000, 1000));
     r.sys->ether().set_tap([this](uint32_t to, const std::vector<uint8_t>& f) {
       if (to != 1 || f.size() <= 14 + 40 + 4) return;  // (a data segment, not a bare ACK)
       if (std::find(spoiled.begin(), spoiled.end(), to_node1++) == spoiled.end()) return;
@@ -90,10 +90,10 @@ struct TcpRig {
   // Sends `n` segments of `len` bytes back to back; returns their payloads.
   std::vector<std::vector<uint8_t>> send(uint32_t n, uint32_t len) {
     std::vector<std::vector<uint8_t>> p;
-    std::vector<Mbp2Cards::DatagramRequest> q;
+    std::vector<Mbp2Nic::DatagramRequest> q;
     for (uint32_t i = 0; i < n; ++i) {
       p.push_back(put_payload(r, 256 * i, len, static_cast<uint8_t>(i + 1)));
-      Mbp2Cards::DatagramRequest d = udp_to(80, 256 * i, len);
+      Mbp2Nic::DatagramRequest d = udp_to(80, 256 * i, len);
       d.proto = kIpProtoTcp;
       q.push_back(d);
     }
@@ -104,10 +104,10 @@ struct TcpRig {
   ::testing::AssertionResult took(const std::vector<std::vector<uint8_t>>& want) {
     for (size_t i = 0; i < want.size(); ++i) {
       std::vector<uint8_t> got;
-      if (!r.mbp2->take(1, 1, kRing, &got)) return ::testing::AssertionFailure() << "only " << i << " segments arrived";
+      if (!r.mbp2->nic(1).take(1, kRing, &got)) return ::testing::AssertionFailure() << "only " << i << " segments arrived";
       if (got != want[i]) return ::testing::AssertionFailure() << "segment " << i << " differs";
     }
-    if (r.mbp2->take(1, 1, kRing, nullptr)) return ::testing::AssertionFailure() << "more segments than sent";
+    if (r.mbp2->nic(1).take(1, kRing, nullptr)) return ::testing::AssertionFailure() << "more segments than sent";
     return ::testing::AssertionSuccess();
   }
   uint64_t at(uint32_t node, const std::string& k) { return r.counter("system.host" + std::to_string(node) + ".nic.ip." + k); }
@@ -120,16 +120,16 @@ TEST(Mbp2Tcp, EverySecondSegmentIsAcknowledgedAtOnceAndALastOneAfterTheDelay) {
   const auto p = t.send(5, 200);
   t.r.run(5);
   EXPECT_EQ(t.at(1, "tcp_acks_sent"), 2u);
-  EXPECT_EQ(t.r.mbp2->tcp_unacked(0, 4000, 1, 80), 200u);  // the fifth waits for the delayed ACK
+  EXPECT_EQ(t.r.mbp2->nic(0).tcp_unacked(4000, 1, 80), 200u);  // the fifth waits for the delayed ACK
   t.r.run(30);
   EXPECT_EQ(t.at(1, "tcp_acks_sent"), 2u);
   t.r.run(10);
   EXPECT_EQ(t.at(1, "tcp_acks_sent"), 3u);
-  EXPECT_EQ(t.r.mbp2->tcp_unacked(0, 4000, 1, 80), 0u);
+  EXPECT_EQ(t.r.mbp2->nic(0).tcp_unacked(4000, 1, 80), 0u);
   EXPECT_TRUE(t.took(p));
   EXPECT_EQ(t.at(0, "tcp_retransmits"), 0u);
   // The sending PME built each segment's headers, the receiving one three ACKs.
-  const double hdr = static_cast<double>(t.r.mbp2->pme(0).instr_ps(t.r.mbp2->mbp2_config().ip_header_instr));
+  const double hdr = static_cast<double>(t.r.mbp2->nic(0).pme().instr_ps(t.r.mbp2->mbp2_config().ip_header_instr));
   EXPECT_NEAR(static_cast<double>(t.r.counter("system.host0.nic.pme.handler.tcp_output_ps")), 5 * hdr, 10.0);
   EXPECT_NEAR(static_cast<double>(t.r.counter("system.host1.nic.pme.handler.tcp_ack_ps")), 3 * hdr, 10.0);
 }
@@ -149,7 +149,7 @@ TEST(Mbp2Tcp, ALostSegmentIsResentOnThreeDuplicateAcksAndAllLandInOrder) {
   EXPECT_EQ(t.at(0, "tcp_fast_retransmits"), 1u);
   EXPECT_EQ(t.at(0, "tcp_timeouts"), 0u);
   EXPECT_EQ(t.at(0, "tcp_retransmits"), 7u);  // the lost one and the six dropped behind it
-  EXPECT_EQ(t.r.mbp2->tcp_unacked(0, 4000, 1, 80), 0u);
+  EXPECT_EQ(t.r.mbp2->nic(0).tcp_unacked(4000, 1, 80), 0u);
 }
 
 // The last segment lost: no duplicate ACK comes, the retransmission timer does (RFC 6298: the
@@ -175,23 +175,23 @@ TEST(Mbp2Tcp, AShutWindowIsProbedAndTheStreamGoesOnWhenTheTaskTakes) {
   t.r.run(50);
   EXPECT_EQ(t.at(1, "rx_delivered"), 2u);
   EXPECT_GE(t.at(1, "rx_ring_full"), 1u);
-  EXPECT_GT(t.r.mbp2->tcp_unacked(0, 4000, 1, 80), 0u);
+  EXPECT_GT(t.r.mbp2->nic(0).tcp_unacked(4000, 1, 80), 0u);
   std::vector<std::vector<uint8_t>> got(2);
-  ASSERT_TRUE(t.r.mbp2->take(1, 1, kRing, &got[0]));
-  ASSERT_TRUE(t.r.mbp2->take(1, 1, kRing, &got[1]));
+  ASSERT_TRUE(t.r.mbp2->nic(1).take(1, kRing, &got[0]));
+  ASSERT_TRUE(t.r.mbp2->nic(1).take(1, kRing, &got[1]));
   EXPECT_EQ(got[0], p[0]);
   EXPECT_EQ(got[1], p[1]);
   std::vector<std::vector<uint8_t>> rest(p.begin() + 2, p.end());
   for (int i = 0; i < 40 && t.at(1, "rx_delivered") < 5; ++i) {
     t.r.run(100);
     std::vector<uint8_t> g;
-    while (t.r.mbp2->take(1, 1, kRing, &g)) got.push_back(g);
+    while (t.r.mbp2->nic(1).take(1, kRing, &g)) got.push_back(g);
   }
   EXPECT_GE(t.at(0, "tcp_window_probes"), 1u);
   ASSERT_EQ(got.size(), 5u);
   EXPECT_EQ(got, p);
   t.r.run(50);  // (the last one's delayed ACK)
-  EXPECT_EQ(t.r.mbp2->tcp_unacked(0, 4000, 1, 80), 0u);
+  EXPECT_EQ(t.r.mbp2->nic(0).tcp_unacked(4000, 1, 80), 0u);
 }
 
 // A peer that never answers: after mbp2.tcp_max_retries timeouts (each twice the last) the
@@ -204,18 +204,18 @@ TEST(Mbp2Tcp, AConnectionWhosePeerNeverAnswersIsGivenUpAndItsImagesFreed) {
   t.send(3, 200);
   t.r.run(6000);  // timeouts at 1, 3 and 7 s (1 s before an RTT sample, doubled each time)
   EXPECT_EQ(t.at(0, "tcp_aborts"), 0u);
-  EXPECT_GT(t.r.mbp2->tcp_unacked(0, 4000, 1, 80), 0u);
+  EXPECT_GT(t.r.mbp2->nic(0).tcp_unacked(4000, 1, 80), 0u);
   t.r.run(2000);
   EXPECT_EQ(t.at(0, "tcp_timeouts"), 3u);
   EXPECT_EQ(t.at(0, "tcp_aborts"), 1u);
-  EXPECT_EQ(t.r.mbp2->tcp_unacked(0, 4000, 1, 80), 0u);
+  EXPECT_EQ(t.r.mbp2->nic(0).tcp_unacked(4000, 1, 80), 0u);
   EXPECT_EQ(t.at(1, "rx_delivered"), 0u);
   // The images are free: a UDP datagram goes out at once.
-  t.r.mbp2->init_ring(1, 2, 0x10000, 2, 512);
-  ASSERT_TRUE(t.r.mbp2->bind_udp(1, 2, 9, 0x10000));
+  t.r.mbp2->nic(1).init_ring(2, 0x10000, 2, 512);
+  ASSERT_TRUE(t.r.mbp2->nic(1).bind_udp(2, 9, 0x10000));
   t.spoiled.clear();
   put_payload(t.r, 0, 64, 9);
-  ASSERT_TRUE(t.r.mbp2->send_datagram(0, 1, udp_to(9, 0, 64), [] {}));
+  ASSERT_TRUE(t.r.mbp2->nic(0).send_datagram(1, udp_to(9, 0, 64), [] {}));
   t.r.run(5);
   EXPECT_EQ(t.at(1, "rx_delivered"), 1u);
 }

@@ -34,10 +34,10 @@ TEST(Mbp2, AWriteLandsItsBytesWithNoWorkForTheReceivingHost) {
   EXPECT_EQ(r.cards("host_requests"), 1u);
   // The structure (its header, and the WRITE's command word, address and length) and the
   // payload from its address.
-  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), Mbp2Cards::kMbcfStructHeader + 12 + 1024u);
+  EXPECT_EQ(r.counter("system.host0.nic.pge.bytes"), Mbp2Nic::kMbcfStructHeader + 12 + 1024u);
   EXPECT_GE(r.counter("system.host1.nic.adma.bytes"), 1024u);
   EXPECT_GE(r.counter("system.host1.nic.biu.dma_bytes"), 1024u);
-  EXPECT_GE(r.mbp2->pme(1).interrupts(), 1u);
+  EXPECT_GE(r.mbp2->nic(1).pme().interrupts(), 1u);
   EXPECT_GT(r.counter("system.host0.nic.pme.handler.header_build_ps"), 0u);
   EXPECT_GE(r.counter("system.host1.nic.em.mac.bytes"), 1024u);
   EXPECT_GE(r.counter("system.host1.nic.em.host.bytes"), 1024u);
@@ -45,11 +45,11 @@ TEST(Mbp2, AWriteLandsItsBytesWithNoWorkForTheReceivingHost) {
 
 TEST(Mbp2, AForeignDoorbellAliasIsRejectedAndNothingIsSent) {
   Rig r;
-  const uint32_t other = r.mbp2->alias_of(0, 2);
-  ASSERT_NE(other, r.mbp2->alias_of(0, 1));
+  const uint32_t other = r.mbp2->nic(0).alias_of(2);
+  ASSERT_NE(other, r.mbp2->nic(0).alias_of(1));
   bool returned = false;
   // Task 1 rings through task 2's alias: the ULI refuses, the host has paid for its stores.
-  ASSERT_TRUE(r.mbp2->ring(0, 1, other, Request{1, {write_bytes(0x10100, 64, 9)}}, [&] { returned = true; }));
+  ASSERT_TRUE(r.mbp2->nic(0).ring(1, other, Request{1, {write_bytes(0x10100, 64, 9)}}, [&] { returned = true; }));
   r.run(5);
   EXPECT_TRUE(returned);
   EXPECT_EQ(r.cards("rejected_requests"), 1u);
@@ -58,7 +58,7 @@ TEST(Mbp2, AForeignDoorbellAliasIsRejectedAndNothingIsSent) {
   EXPECT_EQ(r.counter("system.mbcf.packets_sent"), 0u);
   for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(r.byte(1, 0x10100 + i), 0u);
   // Its own alias works.
-  ASSERT_TRUE(r.mbp2->ring(0, 1, r.mbp2->alias_of(0, 1), Request{1, {write_bytes(0x10100, 64, 9)}}, [] {}));
+  ASSERT_TRUE(r.mbp2->nic(0).ring(1, r.mbp2->nic(0).alias_of(1), Request{1, {write_bytes(0x10100, 64, 9)}}, [] {}));
   r.run(5);
   EXPECT_EQ(r.byte(1, 0x10100), 9u);
 }
@@ -120,14 +120,14 @@ TEST(Mbp2, ATlbMissInterruptsThePmeOncePerPage) {
   r.run(5);
   const uint64_t m1 = r.counter("system.host1.nic.tlb.misses");
   EXPECT_EQ(m1, 2u);
-  const uint64_t pme_before = r.mbp2->pme(1).busy_ps();
+  const uint64_t pme_before = r.mbp2->nic(1).pme().busy_ps();
   const uint64_t misses0 = r.counter("system.host0.nic.tlb.misses");
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10ff0, 32, 2)}}, [] {}));
   r.run(5);
   EXPECT_EQ(r.counter("system.host1.nic.tlb.misses"), m1);
   EXPECT_EQ(r.counter("system.host0.nic.tlb.misses"), misses0);  // the sender's structure page hits too
   EXPECT_GE(r.counter("system.host1.nic.tlb.hits"), 2u);
-  const uint64_t pme_second = r.mbp2->pme(1).busy_ps() - pme_before;
+  const uint64_t pme_second = r.mbp2->nic(1).pme().busy_ps() - pme_before;
   EXPECT_GT(pme_before, pme_second);  // the first packet's handling included two refills
   EXPECT_EQ(r.byte(1, 0x10ff0 + 31), static_cast<uint8_t>(2 + 31 * 7));
 }
@@ -147,7 +147,7 @@ void encrypted_write(Cipher c) {
   EXPECT_EQ(r.counter("system.host0.nic.crypto.bytes_encrypted"), c == Cipher::None ? 0u : 1024u + 52 - 14);  // the packet after the Ethernet header
   EXPECT_GT(r.counter("system.host1.nic.cau.busy_ps"), 0u);
   EXPECT_GE(r.counter("system.host1.nic.em.crypto.bytes"), 2 * 1024u);
-  EXPECT_GE(r.mbp2->pme(1).interrupts(), 2u);  // the LDMA's and the CAU's completions
+  EXPECT_GE(r.mbp2->nic(1).pme().interrupts(), 2u);  // the LDMA's and the CAU's completions
 }
 TEST(Mbp2Crypto, DesWritesLandDecryptedAndNeverCrossTheWireInTheClear) { encrypted_write(Cipher::Des); }
 TEST(Mbp2Crypto, TripleDesWritesLandDecryptedAndNeverCrossTheWireInTheClear) { encrypted_write(Cipher::Des3); }
@@ -179,19 +179,19 @@ TEST(Mbp2Crypto, AFrameAlteredOnTheWireIsRejectedAndResent) {
 // is right again Go-back-N's resend lands the write.
 TEST(Mbp2Crypto, TheCauSealsUnderTheKeyBlockInItsSlotInEm) {
   Rig r(crypto(Cipher::Des3, Auth::HmacSha1));
-  Cau* cau = r.mbp2->cau(0);
+  Cau* cau = r.mbp2->nic(0).cau();
   ASSERT_NE(cau, nullptr);
-  const uint32_t off = cau->key_slot_offset(r.mbp2->key_slot(0, 1));
-  const std::vector<uint8_t> good = r.mbp2->em(0).read(off, SecurityAssociation::kKeyBlockBytes);
-  EXPECT_EQ(good, r.mbp2->sa(0, 1)->key_block());  // the OS wrote it at boot
+  const uint32_t off = cau->key_slot_offset(r.mbp2->nic(0).key_slot(1));
+  const std::vector<uint8_t> good = r.mbp2->nic(0).em().read(off, SecurityAssociation::kKeyBlockBytes);
+  EXPECT_EQ(good, r.mbp2->nic(0).sa(1)->key_block());  // the OS wrote it at boot
   const std::vector<uint8_t> other = SecurityAssociation(Cipher::Des3, Auth::HmacSha1, {42}).key_block();
-  r.mbp2->em(0).write(off, other.data(), static_cast<uint32_t>(other.size()));
+  r.mbp2->nic(0).em().write(off, other.data(), static_cast<uint32_t>(other.size()));
   const Command w = write_bytes(0x10100, 256, 21);
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(5);
   EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_auth"), 1u);
   EXPECT_EQ(r.byte(1, 0x10100), 0u);
-  r.mbp2->em(0).write(off, good.data(), static_cast<uint32_t>(good.size()));
+  r.mbp2->nic(0).em().write(off, good.data(), static_cast<uint32_t>(good.size()));
   r.run(100);  // the Go-back-N timeout resends it, sealed under the right keys
   for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
   EXPECT_EQ(r.counter("system.host1.nic.crypto.rejected_auth"), 1u);
@@ -199,14 +199,14 @@ TEST(Mbp2Crypto, TheCauSealsUnderTheKeyBlockInItsSlotInEm) {
   // A block that is no key at all: the CAU refuses to seal, and nothing goes out.
   std::vector<uint8_t> junk = good;
   junk[0] = 0x7f;
-  r.mbp2->em(0).write(off, junk.data(), static_cast<uint32_t>(junk.size()));
+  r.mbp2->nic(0).em().write(off, junk.data(), static_cast<uint32_t>(junk.size()));
   const Command w2 = write_bytes(0x10400, 64, 22);
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w2, 0x10000), [] {}));
   r.run(5);
   EXPECT_GE(r.counter("system.host0.nic.crypto.seal_failed"), 1u);
   EXPECT_GE(r.counter("system.host0.nic.cau.failures"), 1u);
   EXPECT_EQ(r.byte(1, 0x10400), 0u);
-  r.mbp2->em(0).write(off, good.data(), static_cast<uint32_t>(good.size()));
+  r.mbp2->nic(0).em().write(off, good.data(), static_cast<uint32_t>(good.size()));
   r.run(100);
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10400 + i), w2.data[i]) << i;
   EXPECT_TRUE(r.sys->quiet());
@@ -263,12 +263,12 @@ TEST(Mbp2Crypto, TheFirstFrameStartsADiffieHellmanExchangeThatSurvivesALostMessa
   const Command w = write_bytes(0x10100, 256, 21);
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, w, 0x10000), [] {}));
   r.run(10);
-  EXPECT_EQ(r.mbp2->sa(0, 1), nullptr);
+  EXPECT_EQ(r.mbp2->nic(0).sa(1), nullptr);
   r.sys->ether().set_deaf(1, false);
   r.run(200);
-  ASSERT_NE(r.mbp2->sa(0, 1), nullptr);
-  ASSERT_NE(r.mbp2->sa(1, 0), nullptr);
-  EXPECT_EQ(r.mbp2->sa(0, 1)->fingerprint(), r.mbp2->sa(1, 0)->fingerprint());
+  ASSERT_NE(r.mbp2->nic(0).sa(1), nullptr);
+  ASSERT_NE(r.mbp2->nic(1).sa(0), nullptr);
+  EXPECT_EQ(r.mbp2->nic(0).sa(1)->fingerprint(), r.mbp2->nic(1).sa(0)->fingerprint());
   EXPECT_GE(r.counter("system.host0.nic.crypto.kx_retries"), 1u);
   EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_completed"), 1u);
   EXPECT_EQ(r.counter("system.host1.nic.crypto.kx_completed"), 1u);
@@ -300,7 +300,7 @@ TEST(Mbp2Crypto, AWriteWhoseKeyExchangeWasGivenUpIsResentAndLandsOnceThePeerIsBa
   EXPECT_EQ(r.sys->unacked(0, 1), 1u);  // still the protocol's: it will be sent again
   r.sys->ether().set_deaf(1, false);
   r.run(1000);
-  ASSERT_NE(r.mbp2->sa(0, 1), nullptr);
+  ASSERT_NE(r.mbp2->nic(0).sa(1), nullptr);
   EXPECT_EQ(r.counter("system.host0.nic.crypto.kx_completed"), 1u);
   for (uint32_t i = 0; i < 256; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), w.data[i]) << i;
   EXPECT_EQ(r.sys->unacked(0, 1), 0u);
@@ -317,10 +317,10 @@ TEST(Mbp2Crypto, FramesWaitingForKeysWhenThePeerRestartsGoUnderItsNewKeys) {
   Rig r(mc);
   r.sys->ether().set_deaf(0, true);  // node 0 misses node 1's RESP
   ASSERT_TRUE(r.sys->syscall(0, 1, from_memory(r, 1, write_bytes(0x10100, 64, 31), 0x10000), [] {}));
-  for (int i = 0; i < 500 && !r.mbp2->sa(1, 0); ++i) r.run(1);
-  ASSERT_NE(r.mbp2->sa(1, 0), nullptr);  // node 1's keys are in; node 0 has none
-  EXPECT_EQ(r.mbp2->sa(0, 1), nullptr);
-  const auto old_keys = r.mbp2->sa(1, 0)->fingerprint();
+  for (int i = 0; i < 500 && !r.mbp2->nic(1).sa(0); ++i) r.run(1);
+  ASSERT_NE(r.mbp2->nic(1).sa(0), nullptr);  // node 1's keys are in; node 0 has none
+  EXPECT_EQ(r.mbp2->nic(0).sa(1), nullptr);
+  const auto old_keys = r.mbp2->nic(1).sa(0)->fingerprint();
   // Node 1 writes to node 0: the frame waits in its EM for node 0 to show it has the keys.
   const Command w = write_bytes(0x10200, 64, 33);
   r.sys->space(1).write(r.task(1), 0x10000, w.data.data(), 64);
@@ -334,9 +334,9 @@ TEST(Mbp2Crypto, FramesWaitingForKeysWhenThePeerRestartsGoUnderItsNewKeys) {
   r.run(300);
   EXPECT_EQ(r.counter("system.host1.nic.crypto.rekeys"), 1u);
   EXPECT_EQ(r.counter("system.host1.nic.crypto.kx_carried_frames"), 1u);
-  ASSERT_NE(r.mbp2->sa(0, 1), nullptr);
-  EXPECT_NE(r.mbp2->sa(1, 0)->fingerprint(), old_keys);
-  EXPECT_EQ(r.mbp2->sa(1, 0)->fingerprint(), r.mbp2->sa(0, 1)->fingerprint());
+  ASSERT_NE(r.mbp2->nic(0).sa(1), nullptr);
+  EXPECT_NE(r.mbp2->nic(1).sa(0)->fingerprint(), old_keys);
+  EXPECT_EQ(r.mbp2->nic(1).sa(0)->fingerprint(), r.mbp2->nic(0).sa(1)->fingerprint());
   // Node 1 sealed two frames, the write that waited and its HelloAck, both after the restart
   // and under the new keys: node 0 opened both and rejected nothing.
   EXPECT_EQ(sealed, 0u);
@@ -451,11 +451,11 @@ TEST(Mbp2, SwappingAPageOutInvalidatesItsTranslationThroughTheIcu) {
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 1)}}, [] {}));
   r.run(5);
   const uint64_t misses = r.counter("system.host1.nic.tlb.misses");
-  EXPECT_TRUE(r.mbp2->tlb(1).lookup(1, 0x10000 / r.ec.page_bytes));
+  EXPECT_TRUE(r.mbp2->nic(1).tlb().lookup(1, 0x10000 / r.ec.page_bytes));
   r.sys->swap_out(1, 1, 0x10000);
   r.run(1);
   EXPECT_EQ(r.counter("system.host1.nic.icu.to_pme"), 1u);
-  EXPECT_FALSE(r.mbp2->tlb(1).lookup(1, 0x10000 / r.ec.page_bytes));
+  EXPECT_FALSE(r.mbp2->nic(1).tlb().lookup(1, 0x10000 / r.ec.page_bytes));
   EXPECT_EQ(r.cards("icu_bad_messages"), 0u);
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_bytes(0x10100, 16, 2)}}, [] {}));
   r.run(50);  // the page fault, the page-in, then the saved command

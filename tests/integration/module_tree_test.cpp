@@ -170,9 +170,12 @@ TEST(ModuleTree, TheMbp2IsTheHostsNicAndItsUnitsAreItsChildren) {
   ASSERT_NE(k.k.mbp2, nullptr);
   EXPECT_EQ(&k.k.mbp2->cluster(), k.sys);
   // The cluster's NICs are the cards' ports, each sending on the cluster's segment.
-  for (uint32_t n = 0; n < k.sys->nodes(); ++n) EXPECT_EQ(&k.k.mbp2->wire(n), &k.sys->ether()) << n;
+  for (uint32_t n = 0; n < k.sys->nodes(); ++n) EXPECT_EQ(&k.k.mbp2->nic(n).wire(), &k.sys->ether()) << n;
   for (uint32_t n = 0; n < k.sys->nodes(); ++n) {
     const std::string nic = "system.host" + std::to_string(n) + ".nic";
+    // One card object per host: the module at host<n>.nic is that host's Mbp2Nic.
+    EXPECT_EQ(static_cast<sc_core::sc_object*>(&k.k.mbp2->nic(n)), sc_core::sc_find_object(nic.c_str())) << nic;
+    EXPECT_EQ(k.k.mbp2->nic(n).node(), n);
     EXPECT_TRUE(is_module("system.host" + std::to_string(n) + ".os"));
     for (const char* u : {"", ".biu", ".em", ".tlb", ".pme", ".kli", ".icu", ".uli", ".pge", ".adma", ".ldma_tx", ".ldma_rx"})
       EXPECT_TRUE(is_module(nic + u)) << nic << u;

@@ -254,7 +254,7 @@ void ProtectionTester::replay(Expect& e, bool no_flow, std::function<void(std::f
     if (dst != kServer) return false;
     std::vector<uint8_t> plain = f;
     if (m && authenticated_) {
-      const mbp2::SecurityAssociation* sa = m->sa(kServer, kClient);
+      const mbp2::SecurityAssociation* sa = m->nic(kServer).sa(kClient);
       if (!sa || sa->open(plain) != mbp2::OpenError::None) return false;
     }
     Packet p;
@@ -432,8 +432,8 @@ void ProtectionTester::build_catalogue() {
       e.answer = A::NoAnswer;
       e.counters = {{"nic.rejected_requests", 1}};
       auto* m = mbp2();
-      const uint32_t alias = assigned ? m->alias_of(kAttacker, kNeighbour) : 4000;
-      refused_ = !m->ring(kAttacker, kPtask, alias, Request{kViaDummy, {write(W, fill(4, 32))}}, [] {});
+      const uint32_t alias = assigned ? m->nic(kAttacker).alias_of(kNeighbour) : 4000;
+      refused_ = !m->nic(kAttacker).ring(kPtask, alias, Request{kViaDummy, {write(W, fill(4, 32))}}, [] {});
       done();
     }, no_doorbell);
 
