@@ -31,7 +31,7 @@ void Mbp2Nic::crypt_work(const char* what, Cau::Op op, FramePool& pool, Buf b, u
     u.pme_->run(what, Pme::kNormal, false, u.pme_->instr_ps(cc.cau_desc_instr), [this, op, &pool, b, sealed, peer, id, cb, hb, k = std::move(k)]() mutable {
       Mbp2Nic& u = *this;
       if (!pool.live(b)) return;  // EM lost its contents with the power
-      const PeerSec& s = u.sec[peer];
+      const PeerSec& s = u.kx_.peer(peer);
       // Slots change hands only by loads posted after the keys they held were dropped.
       if (!s.sa_of(id)) return k(Cau::Error::BadKey, b);
       const uint32_t n = u.cau_->run(cal_.now_ps(), op, s.slot_of(id), pool.offset(b), b.len, op == Cau::Op::Seal ? sealed : b.len, cb, hb);
@@ -53,7 +53,7 @@ void Mbp2Nic::crypt_work(const char* what, Cau::Op op, FramePool& pool, Buf b, u
   u.pme_->run(what, Pme::kNormal, false, u.pme_->kernel_ps(instr, words), [this, op, &pool, b, peer, id, k = std::move(k)]() mutable {
     Mbp2Nic& u = *this;
     if (!pool.live(b)) return;
-    const PeerSec& s = u.sec[peer];
+    const PeerSec& s = u.kx_.peer(peer);
     const SecurityAssociation* sa = s.sa_of(id);
     if (!sa) return k(Cau::Error::BadKey, b);
     std::vector<uint8_t> f = pool.get(b);
@@ -65,7 +65,7 @@ void Mbp2Nic::crypt_work(const char* what, Cau::Op op, FramePool& pool, Buf b, u
 
 void Mbp2Nic::install_keys(uint32_t peer, bool boot) {
   Mbp2Nic& u = *this;
-  PeerSec& s = u.sec[peer];
+  PeerSec& s = u.kx_.peer(peer);
   s.sa_id = ++sa_serial_;
   s.slot = 2 * peer + (s.installs++ & 1);
   if (!u.cau_) return;  // the firmware keeps them in the PME's memory
@@ -110,14 +110,14 @@ SecurityAssociation* Mbp2Nic::out_sa(PeerSec& s, uint32_t** seq) const {
 
 void Mbp2Nic::seal_and_send(uint32_t dst, std::vector<uint8_t>&& frame, InMac in_mac) {
   Mbp2Nic& u = *this;
-  PeerSec& s = u.sec[dst];
+  PeerSec& s = u.kx_.peer(dst);
   uint32_t* seq = nullptr;
   SecurityAssociation* sa = out_sa(s, &seq);
   if (!sa) {
     // No keys the peer is known to hold: the frame waits in EM for the exchange (started now
     // if none is under way) or for the peer to show it has the new keys.
     s.waiting.emplace_back(std::move(frame), std::move(in_mac));
-    if (!s.sa) start_key_exchange(dst);
+    if (!s.sa) kx_.start(dst);
     return;
   }
   if (*seq >= m_.crypto.rekey_frames) {
@@ -129,11 +129,11 @@ void Mbp2Nic::seal_and_send(uint32_t dst, std::vector<uint8_t>&& frame, InMac in
     }
     // A new exchange (a new private value); this frame and the next wait for its keys.
     u.cs.rekeys_seq->inc();
-    drop_keys(dst, true);
-    PeerSec& s2 = u.sec[dst];
+    kx_.drop_keys(dst, true);
+    PeerSec& s2 = u.kx_.peer(dst);
     s2.renewing = true;
     s2.waiting.emplace_back(std::move(frame), std::move(in_mac));
-    start_key_exchange(dst);
+    kx_.start(dst);
     return;
   }
   to_buffer(dst, std::move(frame), std::move(in_mac), true);
@@ -167,7 +167,7 @@ void Mbp2Nic::tx_buffers_freed() {
 void Mbp2Nic::from_buffer(uint32_t dst, Buf b, InMac in_mac, bool seal) {
   if (!seal) return ldma_send(b, std::move(in_mac));
   Mbp2Nic& u = *this;
-  PeerSec& s = u.sec[dst];
+  PeerSec& s = u.kx_.peer(dst);
   uint32_t* seqp = nullptr;
   SecurityAssociation* sa = out_sa(s, &seqp);
   if (!sa || *seqp >= m_.crypto.rekey_frames) {
@@ -330,7 +330,7 @@ void Mbp2Nic::nic_receive(std::vector<uint8_t>&& frame, RxReady ready) {
       if (!kx && !ip) ready(nullptr);
       return;
     }
-    if (kx) return on_kx(b);
+    if (kx) return kx_.on_message(b);
     if (ip) return ip_steer(b, true);
     if (!crypto) return to_routine(b, ready);
     // The LDMA's completion interrupts the PME, which reads the header and starts the CAU.
@@ -357,7 +357,7 @@ void Mbp2Nic::open_received(Buf b, RxReady ready) {
   if (!u.rxb->live(b)) return;
   const std::vector<uint8_t> f = u.rxb->get(b);
   const uint32_t spi = f.size() >= 18 ? load_be32(f.data() + 14) : ~0u;
-  if (spi >= sys_->nodes() || spi == node_ || !(u.sec[spi].sa || u.sec[spi].old_sa)) {
+  if (spi >= sys_->nodes() || spi == node_ || !(u.kx_.peer(spi).sa || u.kx_.peer(spi).old_sa)) {
     u.cs.rej_no_sa->inc();
     u.rxb->release(b);
     ready(nullptr);
@@ -373,7 +373,7 @@ void Mbp2Nic::open_received(Buf b, RxReady ready) {
   const uint32_t cb = cipher_blocks_of_body(m_.crypto.cipher, std::min(claimed, avail));
   const uint32_t hb = hash_blocks(m_.crypto.auth, body);
   // Under a rekey the new keys or the old sealed it: the new ones are tried first.
-  const PeerSec& s = u.sec[spi];
+  const PeerSec& s = u.kx_.peer(spi);
   try_open(spi, b, s.sa ? s.sa_id : s.old_id, seq, cb, hb, body, std::move(ready));
 }
 
@@ -387,7 +387,7 @@ void Mbp2Nic::try_open(uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t 
       u.rxb->release(b);
       k(nullptr);
     };
-    PeerSec& s = u.sec[spi];
+    PeerSec& s = u.kx_.peer(spi);
     const bool was_new = s.is_new(id), was_old = s.is_old(id);
     if (!was_new && !was_old) return reject(u.cs.rej_no_sa);  // the keys went while the CAU ran
     if (e != Cau::Error::None && e != Cau::Error::BadKey && was_new && s.old_sa) return try_open(spi, b, s.old_id, seq, cb, hb, body, std::move(k));
@@ -410,7 +410,7 @@ void Mbp2Nic::try_open(uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t 
       s.old_id = 0;
     }
     if (was_old) u.cs.opened_old->inc();
-    if (was_new && !s.peer_has) new_keys_confirmed(spi);  // it sealed under them
+    if (was_new && !s.peer_has) kx_.confirmed(spi);  // it sealed under them
     // Anti-replay only for authenticated frames: an unauthenticated sequence number proves
     // nothing, and letting it move the window would let a forger stop traffic.
     if (m_.crypto.auth != Auth::None && !mutant::on(mutant::Id::ReplayWindowOff) && !window->accept(seq)) return reject(u.cs.rej_replay);

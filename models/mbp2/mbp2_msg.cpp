@@ -53,6 +53,11 @@ void Mbp2Nic::init_ring(uint32_t ptask, uint32_t ring, uint32_t slots, uint32_t 
   ts.store32(*t, ring + 12, 0);
 }
 
+uint32_t Mbp2Nic::tcp_unacked(uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
+  const int64_t c = find_conn(kIpProtoTcp, local_port, remote_node, remote_port);
+  return c < 0 ? 0 : tcp_.unacked(static_cast<uint32_t>(c));
+}
+
 int64_t Mbp2Nic::find_conn(uint8_t proto, uint16_t local_port, uint32_t remote_node, uint16_t remote_port) const {
   const Kli& k = *kli_;
   const uint32_t key = static_cast<uint32_t>(proto) << 24 | local_port;
@@ -103,17 +108,7 @@ bool Mbp2Nic::connect_tcp(uint32_t ptask, uint16_t local_port, uint32_t remote_n
   const int64_t c = add_conn({static_cast<uint32_t>(kIpProtoTcp) << 24 | local_port, (remote_node & 0xffff) << 16 | remote_port,
                                     ptask + 1, ring, send_iss, reg, recv_irs, 0});
   if (c < 0) return false;
-  Tcp& T = u.tcp[static_cast<uint32_t>(c)] = Tcp{};
-  T.ptask = ptask;
-  T.peer = remote_node;
-  T.lport = local_port;
-  T.rport = remote_port;
-  T.una = send_iss;
-  // RFC 3390's initial window; no window from the peer yet (no handshake): the largest unscaled one.
-  T.cwnd = std::min(4 * mss(), std::max(2 * mss(), 4380u));
-  T.rto = static_cast<uint64_t>(m_.tcp_rto_initial_us * 1e6);
-  T.rx_slots = ts.load32(*t, ring);
-  T.rx_slot_bytes = ts.load32(*t, ring + 4);
+  u.tcp_.open(static_cast<uint32_t>(c), ptask, remote_node, local_port, remote_port, send_iss, ts.load32(*t, ring), ts.load32(*t, ring + 4));
   return true;
 }
 
@@ -300,7 +295,7 @@ void Mbp2Nic::datagram_send(uint32_t ptask, const DatagramRequest& r, std::vecto
       u.kli_->store32(off + 16, d.seq + r.len);
       u.ip.tx->inc();
       u.ip.tx_bytes->inc(r.len);
-      return tcp_queue(static_cast<uint32_t>(c), d.seq, r.len, img);  // (the image is held until acknowledged)
+      return u.tcp_.queue(static_cast<uint32_t>(c), d.seq, r.len, img);  // (the image is held until acknowledged)
     }
     std::vector<uint8_t> f = build_inet(d, payload.data(), r.len);
     if (u.csu_) u.csu_->transmit(f);
@@ -376,27 +371,27 @@ void Mbp2Nic::steer(std::vector<Buf> bufs, std::vector<Run> runs, std::vector<ui
     const bool tcp = p.d.proto == kIpProtoTcp;
     if (tcp) {
       const uint32_t c = static_cast<uint32_t>(conn);
-      tcp_ack_in(c, p.d, p.payload_len);  // the sender's half first
+      tcp_.ack_in(c, p.d, p.payload_len);  // the sender's half first
       if (p.payload_len == 0) return release();  // a pure acknowledgement
       const uint32_t off = kConnTable + c * kConnBytes;
       const uint32_t expected = reg ? u.ocu_->expected(reg - 1) : u.kli_->load32(off + 24);
       const bool in_order = reg ? u.ocu_->check(reg - 1, p.d.seq) == Ocu::Order::InOrder : p.d.seq == expected;
       if (!in_order) {
         drop(u.ip.rx_out_of_order);
-        return tcp_received(c, false);  // a duplicate ACK says where we are
+        return tcp_.received(c, false);  // a duplicate ACK says where we are
       }
       next = p.d.seq + p.payload_len;
     }
     if (!pge_deliver(conn, bufs, runs, p)) {
       release();
-      if (tcp) tcp_received(static_cast<uint32_t>(conn), false);  // (the window says why)
+      if (tcp) tcp_.received(static_cast<uint32_t>(conn), false);  // (the window says why)
       return;
     }
     if (tcp) {
       const uint32_t off = kConnTable + static_cast<uint32_t>(conn) * kConnBytes;
       u.kli_->store32(off + 24, next);
       if (reg) u.ocu_->advance(reg - 1, next);
-      tcp_received(static_cast<uint32_t>(conn), true);
+      tcp_.received(static_cast<uint32_t>(conn), true);
     }
   });
 }
@@ -529,11 +524,7 @@ bool Mbp2Nic::pge_deliver(int64_t conn, const std::vector<Buf>& bufs, const std:
     mbcf::TaskSpace::Via via(ts, &u.frames);
     slots = ts.load32(*t, ring), sb = ts.load32(*t, ring + 4), tail = ts.load32(*t, ring + 12);
   }
-  if (auto it = u.tcp.find(static_cast<uint32_t>(conn)); it != u.tcp.end()) {  // what the window is counted from
-    it->second.rx_slots = slots;
-    it->second.rx_slot_bytes = sb;
-    it->second.rx_tail = tail;
-  }
+  u.tcp_.ring_read(static_cast<uint32_t>(conn), slots, sb, tail);  // what the window is counted from
   const uint32_t head = u.kli_->load32(off + 28);
   const uint32_t len = p.payload_len;
   const uint64_t slot = ring + static_cast<uint64_t>(kRingHeader) + static_cast<uint64_t>(slots ? head % slots : 0) * sb;

@@ -23,6 +23,7 @@ using mbcf::Packet;
 // One host's card: a SystemC module whose units are its children (host3.nic.pme, ...).
 Mbp2Nic::Mbp2Nic(sc_core::sc_module_name nm, Mbp2Cards& cards, uint32_t node, net::EtherSegment& wire)
     : sc_core::sc_module(nm),
+      kx_(*this, cards.c_.nodes),
       cards_(cards),
       node_(node),
       wire_(wire),
@@ -79,7 +80,6 @@ Mbp2Nic::Mbp2Nic(sc_core::sc_module_name nm, Mbp2Cards& cards, uint32_t node, ne
   rxb = std::make_unique<FramePool>(*em_, c_.rx_ring, st, b + "rx_buffers");
   reqb = std::make_unique<FramePool>(*em_, c.request_slots, st, b + "request_images");
   rx_oversized = &st.counter(b + "mac.rx_oversized", "frames longer than Ethernet allows (1514 bytes without FCS) dropped by the MAC");
-  sec.resize(nodes);
   if (c.csu) csu_ = std::make_unique<Csu>(st, b + "csu");
   if (c.ocu) ocu_ = std::make_unique<Ocu>(c.ocu_registers, st, b + "ocu");
   {
@@ -178,8 +178,8 @@ Mbp2Nic::Mbp2Nic(sc_core::sc_module_name nm, Mbp2Cards& cards, uint32_t node, ne
       std::vector<uint8_t> secret(m_.crypto.secret.begin(), m_.crypto.secret.end());
       for (uint32_t v : {std::min(node_, b2), std::max(node_, b2)})
         for (int i = 0; i < 4; ++i) secret.push_back(static_cast<uint8_t>(v >> (24 - 8 * i)));
-      sec[b2].sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, secret);
-      sec[b2].peer_has = true;  // both ends hold them from the start
+      kx_.peer(b2).sa = std::make_unique<SecurityAssociation>(m_.crypto.cipher, m_.crypto.auth, secret);
+      kx_.peer(b2).peer_has = true;  // both ends hold them from the start
       install_keys(b2, true);
     }
   }
@@ -411,16 +411,7 @@ void Mbp2Nic::nic_power_off() {
   u.txb->reset();
   u.rxb->reset();
   u.reqb->reset();
-  // TCP's segments and timers are gone with EM (their images too); what the user sends next is
-  // numbered on from where the table says.
-  for (auto& [conn, T] : u.tcp) {
-    T.q.clear();
-    T.sent = 0;
-    T.una = u.kli_->load32(kConnTable + conn * kConnBytes + 16);
-    T.timer = T.delack = 0;
-    T.unacked = T.dupacks = T.backoffs = 0;
-    T.recovering = false;
-  }
+  u.tcp_.power_off();  // TCP's segments and timers are gone with EM
   u.reasm.clear();  // (their buffers are gone with EM)
   u.reasm_done.clear();
   u.reasm_held = 0;
@@ -453,12 +444,12 @@ void Mbp2Nic::nic_power_off() {
   // old one left waiting for an image is dropped when it comes up: `datagram_fetch`).
   std::fill(u.dg_held.begin(), u.dg_held.end(), 0);
   u.pge_blocked = false;
-  for (PeerSec& s : u.sec) s.waiting.clear();  // frames waiting for keys: lost
+  u.kx_.power_off();  // frames waiting for keys: lost
   u.rx_queued.clear();
   u.rx_current = Buf{};
   if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;
   for (uint32_t q = 0; q < sys_->nodes(); ++q)
-    if (q != node_) drop_keys(q);
+    if (q != node_) kx_.drop_keys(q);
 }
 
 }  // namespace mbpsim::mbp2

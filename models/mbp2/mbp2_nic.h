@@ -32,6 +32,8 @@
 #include "models/mbcf/ether_system.h"
 #include "models/mbp2/inet.h"
 #include "models/mbp2/mbp2_config.h"
+#include "models/mbp2/mbp2_kx.h"
+#include "models/mbp2/mbp2_tcp.h"
 #include "models/mbp2/units.h"
 
 namespace mbpsim::mbp2 {
@@ -105,13 +107,13 @@ class Mbp2Nic : public sc_core::sc_module {
   static constexpr uint64_t kIcuInvalidatePage = 1ull << 56;  // | ctx << 32 | page
   static constexpr uint64_t kIcuFlushContext = 2ull << 56;    // | ctx << 32
   // The security association node `node` holds for `peer` (nullptr before the key exchange).
-  const SecurityAssociation* sa(uint32_t peer) const { return sec[peer].sa.get(); }
+  const SecurityAssociation* sa(uint32_t peer) const { return kx_.peer(peer).sa.get(); }
   // The CAU (nullptr without one) and the key slot of that SA in it.
   Cau* cau() { return cau_.get(); }
-  uint32_t key_slot(uint32_t peer) const { return sec[peer].slot; }
+  uint32_t key_slot(uint32_t peer) const { return kx_.peer(peer).slot; }
   // Starts the Diffie-Hellman exchange with `peer` now (it also starts by itself on the first
   // frame for a peer without keys when crypto.keys = dh).
-  void start_key_exchange(uint32_t peer);
+  void start_key_exchange(uint32_t peer) { kx_.start(peer); }
   // ---- Message passing (8.3.3): UDP/IP and TCP/IP datagrams sent by a user task through its
   // doorbell and steered by the receiving NIC into the receive structure of the task bound to
   // the port (UDP) or connection (TCP), or into the kernel's when none is. No system call and
@@ -182,6 +184,8 @@ class Mbp2Nic : public sc_core::sc_module {
 
  private:
   friend class Mbp2Cards;
+  friend class PmeTcp;
+  friend class KeyExchange;
   using Built = mbcf::Executor::Built;
   using Order = mbcf::gbn::Order;
   using Rx = mbcf::Nic::Rx;
@@ -279,48 +283,10 @@ class Mbp2Nic : public sc_core::sc_module {
   void page_unmapped(uint32_t ptask, uint32_t laddr);
   void task_left(uint32_t ptask);
   using Buf = FramePool::Buf;
-  // What a NIC keeps per peer for encryption: the security association, and the state of the
-  // Diffie-Hellman exchange that makes it.
-  static constexpr size_t kHeldRxFrames = 64;  // received frames a NIC holds for keys being derived
-  static constexpr uint32_t kRxReserve = 4;    // receive buffers never held for keys (a RESP must land)
-  struct PeerSec {
-    // Each SA has a serial (`sa_id`, `old_id`: which keys a frame in the CAU was posted under)
-    // and, with a CAU, a key slot: 2 x peer and 2 x peer + 1 by turns (`installs`), so a new
-    // SA never takes the slot of the one it renews.
-    std::unique_ptr<SecurityAssociation> sa;
-    uint64_t sa_id = 0, old_id = 0;
-    uint32_t slot = 0, old_slot = 0, installs = 0;
-    bool is_new(uint64_t id) const { return sa && sa_id == id; }
-    bool is_old(uint64_t id) const { return old_sa && old_id == id; }
-    // The SA of serial `id` (nullptr once dropped) and its key slot.
-    const SecurityAssociation* sa_of(uint64_t id) const { return is_new(id) ? sa.get() : is_old(id) ? old_sa.get() : nullptr; }
-    uint32_t slot_of(uint64_t id) const { return is_new(id) ? slot : old_slot; }
-    uint32_t tx_seq = 0;
-    ReplayWindow rx_window;  // anti-replay for the peer's frames under this SA
-    // The SA before a rekey for sequence-number exhaustion: it still opens the peer's frames
-    // sealed before the peer changed over, until a frame opens under the new one.
-    std::unique_ptr<SecurityAssociation> old_sa;
-    ReplayWindow old_window;
-    bool renewing = false;  // our INIT says: sequence numbers ran out, the old keys still hold
-    // Frames go under `sa` only once the peer is known to hold it (make before break): it
-    // answered with a RESP (it installs its keys first), sent a frame that opened under them,
-    // or a CONFIRM (the initiator's, once its keys are in); or crypto.kx_timeout_us passed.
-    // Until then a renewal's old SA serves while our own counter under it lasts, and frames
-    // wait in EM after that. So frames never reach a peer still deriving their keys.
-    bool peer_has = false, resp_seen = false;
-    uint32_t old_tx_seq = 0;  // our counter under old_sa
-    // Received frames sealed under the keys still being derived, opened once they are in.
-    std::deque<std::pair<Buf, RxReady>> held_rx;  // each keeps its receive buffer
-    std::vector<uint8_t> peer_pub;  // the public value the SA was derived from (dh keys)
-    uint64_t gen = 0;               // bumped when the state is dropped: late callbacks see it
-    std::unique_ptr<Dh> dh;
-    std::vector<uint8_t> pub;  // our public value, once computed
-    bool started = false, deriving = false;
-    uint32_t kx_sent = 0;  // INITs of the exchange under way (crypto.kx_tries gives it up)
-    std::vector<std::function<void()>> pub_waiters;
-    std::deque<std::pair<std::vector<uint8_t>, InMac>> waiting;  // frames held for the keys
-    uint64_t t0 = 0;
-  };
+  // The security state per peer is the key exchange's (mbp2_kx.h).
+  using PeerSec = KeyExchange::Peer;
+  static constexpr size_t kHeldRxFrames = KeyExchange::kHeldRxFrames;
+  static constexpr uint32_t kRxReserve = KeyExchange::kRxReserve;
   struct CryptoStats {
     Counter *sealed, *opened, *enc_bytes, *dec_bytes, *auth_bytes, *rej_auth, *rej_format, *rej_plain, *rej_no_sa, *rej_replay;
     Counter* rx_no_buffer = nullptr;
@@ -335,37 +301,6 @@ class Mbp2Nic : public sc_core::sc_module {
         *tx_image_waits;
     Counter *tcp_acks_tx, *tcp_acks_rx, *tcp_dup_acks, *tcp_retransmits, *tcp_fast_retransmits, *tcp_timeouts, *tcp_probes,
         *tcp_aborts, *tcp_window_waits;
-  };
-  // One TCP connection's state in the PME's firmware (EM). Sending: the segments the PGE
-  // fetched, oldest first, each keeping its image in EM until acknowledged ([0, sent) are in
-  // flight, the rest wait for the window); the oldest unacknowledged sequence, the peer's
-  // window, congestion control (RFC 5681) and the retransmission timer (RFC 6298). Receiving:
-  // the ring's geometry and the tail the PGE last read (the window it advertises), and the
-  // in-order segments not yet acknowledged (delayed ACKs).
-  struct TcpSeg {
-    uint32_t seq = 0, len = 0;
-    int32_t img = -1;
-    uint64_t sent_ps = 0;  // its last transmission
-    uint32_t tx = 0;       // transmissions so far (an RTT sample only from one sent once: Karn)
-    uint32_t pass = 0;     // the pass that last picked it (a go-back starts a new one)
-  };
-  struct Tcp {
-    uint32_t ptask = 0, peer = 0;
-    uint16_t lport = 0, rport = 0;
-    std::deque<TcpSeg> q;
-    size_t sent = 0;
-    uint32_t una = 0, wnd = 0xffff, cwnd = 0, ssthresh = 0xffff;
-    uint32_t dupacks = 0, recover = 0, pass = 0;
-    bool recovering = false;
-    uint64_t srtt = 0, rttvar = 0, rto = 0;
-    bool rtt_known = false;
-    uint32_t backoffs = 0;
-    uint64_t timer = 0;  // the armed retransmission or persist timer's serial (0: none)
-    uint32_t rx_slots = 0, rx_slot_bytes = 0, rx_tail = 0;
-    uint32_t unacked = 0;  // in-order segments received since the last ACK sent
-    uint64_t delack = 0;   // the armed delayed-ACK timer's serial (0: none)
-    // The sequence after the last segment picked for sending (una when none is).
-    uint32_t sent_end() const { return sent ? q[sent - 1].seq + q[sent - 1].len : una; }
   };
   struct TxWait {
     uint32_t dst;
@@ -506,8 +441,8 @@ class Mbp2Nic : public sc_core::sc_module {
   bool pge_stalled = false;  // behind a TLB refill
   bool pge_blocked = false;  // the request in front waits for an image
   uint16_t ip_id = 0;
-  std::map<uint32_t, Tcp> tcp;  // the firmware's TCP state in EM, by connection (table index)
-  std::vector<PeerSec> sec;
+  PmeTcp tcp_{*this};  // TCP on the PME: its connections' queues, windows and timers
+  KeyExchange kx_;  // the security associations with each peer, and the exchange that makes them
   CryptoStats cs{};
   bool interrupt_next = false;  // the next protocol work starts with an interrupt (a receive)
   uint32_t next_alias = 0;
@@ -576,33 +511,8 @@ class Mbp2Nic : public sc_core::sc_module {
   int64_t add_conn(const std::vector<uint32_t>& words);  // its index, or -1 when the table is full
   void datagram_fetch(uint32_t ptask, uint32_t e);
   void datagram_send(uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img);
-  // TCP on the PME (mbp2_tcp.cpp; RFC 793, 1122, 5681, 6298, without SACK and without the
-  // handshake: the OS sets a connection up on both nodes with connect_tcp). The receiver keeps
-  // no segment beyond a gap, so a loss is recovered by going back to the oldest unacknowledged
-  // segment and sending all from there (on three duplicate ACKs or a timeout).
-  uint32_t mss() const { return mtu() - kIpHeader - kTcpHeader; }
-  // A segment the PGE fetched (its image held until acknowledged), numbered: queued and sent
-  // when the windows allow.
-  void tcp_queue(uint32_t conn, uint32_t seq, uint32_t len, int32_t img);
-  // Sends the queued segments the peer's and the congestion window allow, in one PME handler;
-  // arms the persist timer when the peer's window is shut.
-  void tcp_output(uint32_t conn);
-  // A segment from the peer (its header `d`, `len` payload bytes): the sender's half, its ACK
-  // and window. Part of the steering handler's work.
-  void tcp_ack_in(uint32_t conn, const Datagram& d, uint32_t len);
-  // The receiver's half after a segment with data: `in_order` ones delivered are acknowledged
-  // every mbp2.tcp_ack_every (or after mbp2.tcp_delack_us), anything else at once.
-  void tcp_received(uint32_t conn, bool delivered);
-  void tcp_send_ack(uint32_t conn);
-  void tcp_arm(uint32_t conn);
-  void tcp_timeout(uint32_t conn);
-  void tcp_abort(uint32_t conn);
-  uint16_t tcp_window(uint32_t conn) const;
-  // The headers of a segment of the connection (PSH|ACK; the caller sets what differs).
-  Datagram tcp_datagram(uint32_t conn, uint32_t seq, uint32_t ack, uint16_t window);
   // A frame the MAC holds goes on the wire (nothing when the NIC could not send it: empty).
   void to_wire(uint32_t dst, std::vector<uint8_t>&& b);
-  uint32_t tcp_rcv_nxt(uint32_t conn) const;
   // A received IP frame in EM: checked, steered and delivered; `interrupt`: the PME is entered
   // by the LDMA's completion (false when it already runs the receive, after a decryption).
   void ip_steer(Buf b, bool interrupt);
@@ -707,22 +617,6 @@ class Mbp2Nic : public sc_core::sc_module {
   // Hands an MBCF frame in a receive buffer to the receive routine.
   void to_routine(Buf b, const RxReady& ready);
   void open_received(Buf b, RxReady ready);
-  // key exchange: modular exponentiations on the MEAC1024 (or in firmware), messages in frames
-  // of their own EtherType handled by the PME
-  void modexp_work(uint32_t modmuls, std::function<void()> k);
-  void with_public(uint32_t peer, std::function<void()> k);
-  void send_kx(uint32_t peer, uint8_t type);
-  void arm_kx_timer(uint32_t peer);
-  void give_up_exchange(uint32_t peer);
-  void on_kx(Buf b);
-  // Computes the shared secret and installs the keys, then `then`, then sends the frames that
-  // waited for them.
-  void derive(uint32_t peer, std::vector<uint8_t> peer_pub, std::function<void()> then);
-  // Forgets what node keeps for peer's key exchange and SA (a power cycle, or a rekey).
-  // keep_inbound: a rekey for sequence-number exhaustion, whose old SA still opens frames.
-  void drop_keys(uint32_t peer, bool keep_inbound = false);
-  // The peer holds our new keys (see PeerSec::peer_has): the frames that waited go.
-  void new_keys_confirmed(uint32_t peer);
   // The SA to seal the next frame for the peer under, and its counter; nullptr: none yet.
   SecurityAssociation* out_sa(PeerSec& s, uint32_t** seq) const;
 
