@@ -65,7 +65,7 @@ void Mbp2Nic::fetch_request(uint32_t ptask, uint32_t e) {
   // at its address (readable and present in the task: the NIC cannot fault a page in).
   const uint32_t at = kSendAreaHeader + e * kSendEntryBytes;
   uint8_t h[kMbcfStructHeader];
-  area_copy(ptask, at, h, kMbcfStructHeader, false, Via::NicPeek);
+  if (!area_copy(ptask, at, h, kMbcfStructHeader, false, Via::Biu)) return bad_request(ptask, e, true);  // the memory refused the read
   const uint32_t kind = load_be32(&h[0]) >> 24, cbytes = load_be32(&h[0]) & 0xffffff;
   const uint32_t ltask = load_be32(&h[4]), src = load_be32(&h[8]), payload = load_be32(&h[12]);
   const mbcf::Task* t = sys_->space(node_).find(ptask);

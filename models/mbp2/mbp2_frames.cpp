@@ -331,7 +331,7 @@ void Mbp2Nic::nic_receive(std::vector<uint8_t>&& frame, RxReady ready) {
       return;
     }
     if (kx) return kx_.on_message(b);
-    if (ip) return ip_steer(b, true);
+    if (ip) return ip_steering_.receive(b, true);
     if (!crypto) return to_routine(b, ready);
     // The LDMA's completion interrupts the PME, which reads the header and starts the CAU.
     Mbp2Nic& u = *this;
@@ -420,7 +420,7 @@ void Mbp2Nic::try_open(uint32_t spi, Buf b, uint64_t id, uint32_t seq, uint32_t 
     if (cb) u.cs.dec_bytes->inc(static_cast<uint32_t>(f.size() - 14));
     if (is_ip(f)) {  // an IPsec datagram, opened: steered like one in the clear
       k(nullptr);
-      return ip_steer(b, false);
+      return ip_steering_.receive(b, false);
     }
     to_routine(b, k);
   });

@@ -265,7 +265,9 @@ void Mbp2Nic::free_entry(uint32_t ptask, uint32_t e, bool fetched) {
     // payload at an address) free.
     uint8_t w[4];
     store_be32(w, ++R.fetched);
-    area_copy(ptask, 0, w, 4, true);
+    if (!area_copy(ptask, 0, w, 4, true, Via::Biu))
+      sys_->fail("node " + std::to_string(node_) + ": host memory refused the NIC's write of task " + std::to_string(ptask) +
+                 "'s fetched count");
     fw_run_pollers(cal_.now_ps());
   }
   if (!R.waiters.empty()) {
@@ -412,9 +414,7 @@ void Mbp2Nic::nic_power_off() {
   u.rxb->reset();
   u.reqb->reset();
   u.tcp_.power_off();  // TCP's segments and timers are gone with EM
-  u.reasm.clear();  // (their buffers are gone with EM)
-  u.reasm_done.clear();
-  u.reasm_held = 0;
+  u.ip_steering_.power_off();  // reassemblies: their buffers are gone with EM
   u.decoded.clear();
   u.tlb_->clear();  // its entries are lost with the power; the PME refills them again
   // The programs are gone too: the entries of their send rings are theirs to write again.

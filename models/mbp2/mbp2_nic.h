@@ -32,6 +32,7 @@
 #include "models/mbcf/ether_system.h"
 #include "models/mbp2/inet.h"
 #include "models/mbp2/mbp2_config.h"
+#include "models/mbp2/mbp2_ip.h"
 #include "models/mbp2/mbp2_kx.h"
 #include "models/mbp2/mbp2_tcp.h"
 #include "models/mbp2/units.h"
@@ -179,13 +180,14 @@ class Mbp2Nic : public sc_core::sc_module {
     return x.rx_no_buffer->value + x.rej_auth->value + x.rej_format->value + x.rej_no_sa->value + x.rej_replay->value;
   }
   // Frames for no bound port, in the kernel's receive structure, oldest first.
-  const std::deque<std::vector<uint8_t>>& kernel_received() const { return kernel_rx; }
+  const std::deque<std::vector<uint8_t>>& kernel_received() const { return ip_steering_.kernel_received(); }
 
 
  private:
   friend class Mbp2Cards;
   friend class PmeTcp;
   friend class KeyExchange;
+  friend class IpSteering;
   using Built = mbcf::Executor::Built;
   using Order = mbcf::gbn::Order;
   using Rx = mbcf::Nic::Rx;
@@ -388,25 +390,6 @@ class Mbp2Nic : public sc_core::sc_module {
   uint32_t dg_images = 0;
   uint32_t dg_large = 0;
   std::vector<uint32_t> dg_held;
-  // Datagrams being reassembled (by source << 24 | protocol << 16 | identification): the
-  // pieces, each in its receive buffer (a piece's tag indexes `bufs`), and which entry this is
-  // (its timeout gives up only the entry it was set for).
-  struct Reasm {
-    Reassembly r;
-    std::vector<Buf> bufs;
-    uint64_t serial = 0;
-    // Given up for want of room (a piece that could not be held): nothing is held, and the
-    // datagram's later fragments are dropped as they come until the timeout forgets it.
-    bool doomed = false;
-  };
-  std::map<uint64_t, Reasm> reasm;
-  // The datagrams reassembled last (key, when), so that a late duplicate of one of their
-  // fragments is dropped rather than opening a reassembly that can only time out: the last
-  // kReasmDone of them, for mbp2.reasm_timeout_us. (An identification reused within that
-  // window is IP's own hazard, RFC 4963.)
-  std::deque<std::pair<uint64_t, uint64_t>> reasm_done;
-  uint32_t reasm_held = 0;  // receive buffers they hold (at most half the ring)
-  uint64_t reasm_serial = 0;
   // What the PME made of each image when the PGE's completion came (by buffer serial): the
   // header build decodes again only if the bytes in EM changed meanwhile (a speed-up only).
   struct Decoded {
@@ -429,7 +412,6 @@ class Mbp2Nic : public sc_core::sc_module {
   std::unique_ptr<Meac> meac_;
   std::unique_ptr<Csu> csu_;
   std::unique_ptr<Ocu> ocu_;
-  std::deque<std::vector<uint8_t>> kernel_rx;
   IpStats ip{};
   uint32_t ocu_used = 0;
   // The OCU register that checks each peer's END_P (-1: the firmware checks). MBCF peers
@@ -441,6 +423,7 @@ class Mbp2Nic : public sc_core::sc_module {
   bool pge_stalled = false;  // behind a TLB refill
   bool pge_blocked = false;  // the request in front waits for an image
   uint16_t ip_id = 0;
+  IpSteering ip_steering_{*this};  // received datagrams: checked, reassembled, delivered
   PmeTcp tcp_{*this};  // TCP on the PME: its connections' queues, windows and timers
   KeyExchange kx_;  // the security associations with each peer, and the exchange that makes them
   CryptoStats cs{};
@@ -456,10 +439,10 @@ class Mbp2Nic : public sc_core::sc_module {
     std::deque<std::function<void()>> waiters;  // programs waiting for a free entry
   };
   SendRing& send_ring(uint32_t ptask);
-  // Who reaches the send area: the host, at the pinned frames through the OS's DMI view; the
-  // NIC's peek at a structure's header, the same view at the frames the NIC's TLB gives; or the
-  // PGE's DMA read through the BIU's socket (b_transport into host memory) at those frames.
-  enum class Via { Host, NicPeek, Biu };
+  // Who reaches the send area: the host, at the pinned frames through the OS's DMI view; or the
+  // NIC (the PGE's reads of a structure, its write of the fetched count) through the BIU's DMA
+  // socket (b_transport into host memory) at the frames its TLB gives.
+  enum class Via { Host, Biu };
   // [off, off + n) of the area, read into or written from `buf`. False only when the memory
   // refused a transfer through the BIU (the delay it annotates waits in the BIU for the engine,
   // PgeWalker::take_delay_ps).
@@ -513,32 +496,7 @@ class Mbp2Nic : public sc_core::sc_module {
   void datagram_send(uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img);
   // A frame the MAC holds goes on the wire (nothing when the NIC could not send it: empty).
   void to_wire(uint32_t dst, std::vector<uint8_t>&& b);
-  // A received IP frame in EM: checked, steered and delivered; `interrupt`: the PME is entered
-  // by the LDMA's completion (false when it already runs the receive, after a decryption).
-  void ip_steer(Buf b, bool interrupt);
-  // The PGE writes the payload into the next slot of the connection's ring; false (counted)
-  // when the ring is full, unmapped, malformed or its slots too small.
-  // Both read the frame from its receive buffer `b`, and free it when their DMA is done.
-  // A datagram's payload lies in its frames' receive buffers, in runs (one per fragment, or
-  // one): `off` is where the run starts in the buffer's frame.
-  struct Run {
-    Buf b;
-    uint32_t off, len;
-  };
-  bool pge_deliver(int64_t conn, const std::vector<Buf>& bufs, const std::vector<Run>& runs, const Parsed& p);
-  void kernel_deliver(Buf b);
-  // The PME's check and steering of a datagram (its frames' buffers `bufs`, the datagram `f`:
-  // one frame, or the fragments joined), after `parse_inet` gave `p` and `e`; `joined`: the
-  // CSU's partial sums are folded rather than one frame's verified.
-  void steer(std::vector<Buf> bufs, std::vector<Run> runs, std::vector<uint8_t> f, const Parsed& p, InetError e,
-             bool interrupt, bool joined);
-  // An IP fragment in `b`: filed with its datagram's others (RFC 815); the last one to come
-  // makes the datagram, which is then steered.
-  void ip_fragment(Buf b, bool interrupt, std::vector<uint8_t> f);
-  // Gives a reassembly up (its buffers back, `why` counted); `doom`: its later fragments are
-  // dropped until the timeout forgets it.
-  void reasm_give_up(uint64_t key, Counter* why, bool doom = false);
-  static constexpr uint32_t kLargeImageBytes = 65536, kLargeImages = 2, kReasmDone = 64;
+  static constexpr uint32_t kLargeImageBytes = 65536, kLargeImages = 2;
   static bool is_ip(const std::vector<uint8_t>& frame);
   // A PGE request whose translations cost `refill` of PME time (0: all hits): `post` starts
   // its DMA once the PME has refilled the TLB; requests are served in order.

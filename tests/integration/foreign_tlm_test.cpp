@@ -280,6 +280,38 @@ TEST(ForeignTlm, WhatTheMbp2PgeGathersIsWhatItReadThroughTheSocket) {
   EXPECT_EQ(b, 0u);  // not 8: the write never came
 }
 
+// The MBP2 reaches a task's send area only through the BIU's socket: the PME's look at a
+// structure's header when it takes the doorbell, and the PGE's write of the task's fetched
+// count. A sender's memory that zeroes what is written through its socket leaves the count at
+// 0 in the host's view (through DMI, the same bytes), though the request went out; one that
+// refuses the write fails the run, naming the node and the task.
+TEST(ForeignTlm, TheMbp2WritesTheFetchedCountThroughItsSocket) {
+  Cluster c(2);
+  TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
+  m0.zero_writes = true;
+  use_memories(*c.sys, m0, m1);
+  c.tasks();
+  ASSERT_TRUE(c.sys->syscall(0, 1, test::word_write(1, 0x10000, 77), [] {}));
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_EQ(c.sys->failure(), "");
+  EXPECT_EQ(test::task_word(*c.sys, 1, 0x10000), 77u);  // it went
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.pge.descriptors").value(), 1u);
+  EXPECT_GE(m0.writes, 1u);
+  EXPECT_EQ(c.k.mbp2->nic(0).fetched(1), 0u);  // the count the NIC wrote, as the memory kept it
+}
+
+TEST(ForeignTlm, AMemoryThatRefusesTheMbp2sCountWriteFailsTheRunNamingNodeAndTask) {
+  Cluster c(2);
+  TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
+  m0.refuse_writes = true;
+  use_memories(*c.sys, m0, m1);
+  c.tasks();
+  ASSERT_TRUE(c.sys->syscall(0, 1, test::word_write(1, 0x10000, 77), [] {}));
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_NE(c.sys->failure().find("node 0: host memory refused the NIC's write of task 1's fetched count"), std::string::npos)
+      << c.sys->failure();
+}
+
 // Two MBP2 pairs, 0 -> 1 and 2 -> 3, each sending one write at the same instant; node 2's
 // memory annotates 40 us per access. Its PGE pays that on each of its reads (the engine hands
 // the descriptor back that much later), so the write lands exactly 40 us x those reads later.
