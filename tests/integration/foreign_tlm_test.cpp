@@ -285,14 +285,19 @@ TEST(ForeignTlm, WhatTheMbp2PgeGathersIsWhatItReadThroughTheSocket) {
 // count. A sender's memory that zeroes what is written through its socket leaves the count at
 // 0 in the host's view (through DMI, the same bytes), though the request went out; one that
 // refuses the write fails the run, naming the node and the task.
-TEST(ForeignTlm, TheMbp2WritesTheFetchedCountThroughItsSocket) {
-  Cluster c(2);
-  TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
-  m0.zero_writes = true;
+// Node 0's task writes 77 to node 1's over MBP2s whose host memories are `m0` and `m1`.
+void one_word_write(Cluster& c, TamperingMemory& m0, TamperingMemory& m1) {
   use_memories(*c.sys, m0, m1);
   c.tasks();
   ASSERT_TRUE(c.sys->syscall(0, 1, test::word_write(1, 0x10000, 77), [] {}));
   sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+}
+
+TEST(ForeignTlm, TheMbp2WritesTheFetchedCountThroughItsSocket) {
+  Cluster c(2);
+  TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
+  m0.zero_writes = true;
+  one_word_write(c, m0, m1);
   EXPECT_EQ(c.sys->failure(), "");
   EXPECT_EQ(test::task_word(*c.sys, 1, 0x10000), 77u);  // it went
   EXPECT_EQ(c.stats.counter_value("system.host0.nic.pge.descriptors").value(), 1u);
@@ -304,10 +309,7 @@ TEST(ForeignTlm, AMemoryThatRefusesTheMbp2sCountWriteFailsTheRunNamingNodeAndTas
   Cluster c(2);
   TamperingMemory m0("m0", 1 << 20), m1("m1", 1 << 20);
   m0.refuse_writes = true;
-  use_memories(*c.sys, m0, m1);
-  c.tasks();
-  ASSERT_TRUE(c.sys->syscall(0, 1, test::word_write(1, 0x10000, 77), [] {}));
-  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  one_word_write(c, m0, m1);
   EXPECT_NE(c.sys->failure().find("node 0: host memory refused the NIC's write of task 1's fetched count"), std::string::npos)
       << c.sys->failure();
 }
