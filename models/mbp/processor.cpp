@@ -202,10 +202,10 @@ void System::finish_op(Proc& p, uint64_t t) {
     nd.wb_stores->inc();
   } else if (p.op.kind == OpKind::Load || p.op.kind == OpKind::Store) {
     (p.op.kind == OpKind::Load ? st_.loads : st_.stores)->inc();
-    if (p.lvl == 1) nd.l1_hits->inc();
-    else if (p.lvl >= 2) nd.l1_misses->inc();
-    if (p.lvl == 2) nd.l2_hits->inc();
-    else if (p.lvl >= 3) nd.l2_misses->inc();
+    if (p.lvl == 1) p.l1_hits->inc();
+    else if (p.lvl >= 2) p.l1_misses->inc();
+    if (p.lvl == 2) p.l2_hits->inc();
+    else if (p.lvl >= 3) p.l2_misses->inc();
     if (p.lvl == 3) nd.node_hits->inc();
     if (p.lvl == 4) nd.remote->inc();
   } else if (p.op.kind == OpKind::Atomic) {

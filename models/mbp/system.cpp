@@ -38,9 +38,11 @@ void System::footprint(const node::NodeConfig& nc, const MbpConfig& mc, uint64_t
   b = node::Cache::footprint_bytes(nc.l2_bytes, nc.l2_assoc, nc.block_bytes, node_blocks, &worst);
   f.add("L2 caches", cached_procs * b + (procs - cached_procs) * node::Cache::footprint_bytes(nc.l2_bytes, nc.l2_assoc, nc.block_bytes, 0),
         "node.l2_bytes x node.procs x nodes", procs * worst);
-  // A processor: its module and its caches' and TLB's, the TLB's entries, the write buffer.
+  // A processor: its module and its caches' and TLB's, the TLB's entries, the write buffer; the
+  // caches' and TLB's statistics.
   const uint64_t proc = module_bytes<Proc>(24) + 3 * module_overhead_bytes(28) + node::Tlb::footprint_bytes(nc.ptlb_entries) +
-                        vector_bytes<WbEntry>(mc.write_buffer) + vector_bytes<std::unique_ptr<Proc>>(nc.procs) / nc.procs;
+                        vector_bytes<WbEntry>(mc.write_buffer) + vector_bytes<std::unique_ptr<Proc>>(nc.procs) / nc.procs +
+                        6 * Stats::bytes_per_stat(32);
   f.add("processors", procs * proc, "node.procs x nodes, mbp.write_buffer");
   // A node: its module with the bus, the MBP (C-TLB, N-TLB, directory) and the banks with
   // their sockets; its statistics.
@@ -49,7 +51,7 @@ void System::footprint(const node::NodeConfig& nc, const MbpConfig& mc, uint64_t
                               node::Tlb::footprint_bytes(mc.ntlb_entries) +
                               banks * (module_bytes<mem::Memory>(18) + kTargetSocketHeap + heap_bytes(sizeof(NodeBus::Socket<Node>)) +
                                        kInitiatorSocketHeap + module_overhead_bytes(24) + 4 * sizeof(uint64_t)) +
-                              27 * Stats::bytes_per_stat(32);
+                              21 * Stats::bytes_per_stat(32);
   f.add("nodes", nodes * node_bytes, "nodes, node.banks, mbp.ctlb_entries, mbp.ntlb_entries");
   if (!use.known) return;
   // Pages: a node holds a frame for each page its processors touch, as the page's home or as
@@ -99,12 +101,15 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
   for (uint32_t n = 0; n < nodes_; ++n) {
     auto nd = std::make_unique<Node>(("node" + std::to_string(n)).c_str(), *this, n, nc_, mc_);
     const std::string pre = std::string(nd->name()) + ".";
-    nd->l1_hits = &stats.counter(pre + "l1.hits", "processor accesses that hit in an L1 of the node (every processor's L1 together)");
-    nd->l1_misses = &stats.counter(pre + "l1.misses", "processor accesses that missed in an L1 of the node");
-    nd->l2_hits = &stats.counter(pre + "l2.hits", "L1 misses that hit in the processor's L2 (every L2 of the node together)");
-    nd->l2_misses = &stats.counter(pre + "l2.misses", "L1 misses that missed in the L2 too (went to the node bus)");
-    nd->ptlb_hits = &stats.counter(pre + "ptlb.hits", "translations found in a processor's TLB");
-    nd->ptlb_misses = &stats.counter(pre + "ptlb.misses", "translations a processor's TLB had to refill");
+    // Each processor's caches and TLB count under their own modules (system.node3.proc1.l1.hits).
+    for (auto& p : nd->procs) {
+      p->l1_hits = &stats.counter(stat_name(p->l1, "hits"), "loads and stores of the processor that hit in its L1");
+      p->l1_misses = &stats.counter(stat_name(p->l1, "misses"), "loads and stores of the processor that missed in its L1");
+      p->l2_hits = &stats.counter(stat_name(p->l2, "hits"), "L1 misses that hit in the processor's L2");
+      p->l2_misses = &stats.counter(stat_name(p->l2, "misses"), "L1 misses that missed in the L2 too (went to the node bus)");
+      p->ptlb_hits = &stats.counter(stat_name(p->ptlb, "hits"), "translations found in the processor's TLB");
+      p->ptlb_misses = &stats.counter(stat_name(p->ptlb, "misses"), "translations the processor's TLB had to refill");
+    }
     nd->node_hits = &stats.counter(pre + "node.served", "operations served inside the node (by its memory, its L3 copy or another cache), not by the MBP");
     nd->local_mem = &stats.counter(pre + "node.local_memory", "misses served by the node's own memory (the node is the page's home)");
     nd->l3_hits = &stats.counter(pre + "node.l3_hits", "misses served by the node's L3 copy of a remote page");
@@ -375,10 +380,12 @@ std::string System::dump_outstanding(size_t max) const {
 nlohmann::ordered_json System::summary_figures() const {
   uint64_t l1h = 0, l1m = 0, l2h = 0, l2m = 0, node = 0, remote = 0;
   for (auto& nd : node_) {
-    l1h += nd->l1_hits->value;
-    l1m += nd->l1_misses->value;
-    l2h += nd->l2_hits->value;
-    l2m += nd->l2_misses->value;
+    for (auto& p : nd->procs) {
+      l1h += p->l1_hits->value;
+      l1m += p->l1_misses->value;
+      l2h += p->l2_hits->value;
+      l2m += p->l2_misses->value;
+    }
     node += nd->node_hits->value;
     remote += nd->remote->value;
   }
@@ -598,10 +605,10 @@ System::Frame* System::translate(Proc& p, uint64_t page, uint64_t& t) {
   Node& nd = *node_[p.node];
   uint64_t fno;
   if (p.ptlb.lookup(page, &fno)) {
-    nd.ptlb_hits->inc();
+    p.ptlb_hits->inc();
     return nd.frames[fno - kFrameBase].get();
   }
-  nd.ptlb_misses->inc();
+  p.ptlb_misses->inc();
   t += nc_.ptlb_miss_cycles * cpu_ps_;
   Frame* f = frame_for(p.node, page, true);
   p.ptlb.insert(page, f->frame_no);

@@ -90,6 +90,8 @@ struct System::Proc : sc_core::sc_module {
   uint32_t node, id;
   Part<node::Cache> l1, l2;
   Part<node::Tlb> ptlb;
+  // Its loads and stores by the level that served them, and its translations.
+  Counter *l1_hits = nullptr, *l1_misses = nullptr, *l2_hits = nullptr, *l2_misses = nullptr, *ptlb_hits = nullptr, *ptlb_misses = nullptr;
   uint64_t t = 0;
   bool have_op = false, scheduled = false, sleeping = false, synced = false;
   uint64_t attempt_t = 0;
@@ -256,7 +258,6 @@ struct System::Node : sc_core::sc_module {
   std::vector<std::vector<uint64_t>> free_frames;  // per colour: frame numbers freed by evictions
   uint64_t remote_frames = 0;
   std::vector<uint64_t> bank_free, mbp_free;
-  Counter *l1_hits, *l1_misses, *l2_hits, *l2_misses, *ptlb_hits, *ptlb_misses;
   Counter *node_hits, *local_mem, *l3_hits, *c2c, *remote;
   Counter *bus_tx, *bus_snoop_inv, *ctlb_hits, *ctlb_misses, *ntlb_hits, *ntlb_misses;
   Counter *wb_forwards, *wb_stores, *mbp_msgs_in, *round_in, *l3_evictions, *l3_writebacks, *l3_over;

@@ -95,8 +95,9 @@ TEST(ModuleTree, EachNodesDirectoryHoldsAnEntryForEveryPageItIsTheHomeOf) {
 TEST(ModuleTree, EveryStatisticOfTheMbpMachineLivesUnderItsModule) {
   test::MbpHarness h(load_config(test::config_path("mbp16.json"), {}));
   expect_every_stat_owned(h.registry());
-  // The processors' caches of a node count together, under the node.
-  EXPECT_TRUE(h.registry().counter_value("system.node3.l1.hits").has_value());
+  // Each processor's caches and TLB count under their own modules, not summed per node.
+  EXPECT_TRUE(h.registry().counter_value("system.node3.proc1.l1.hits").has_value());
+  EXPECT_FALSE(h.registry().counter_value("system.node3.l1.hits").has_value());  // not summed per node
   EXPECT_TRUE(h.registry().counter_value("system.node3.mbp.ctlb.hits").has_value());
   EXPECT_TRUE(h.registry().counter_value("system.net.router_1_2.combining.allocated").has_value());
 }
