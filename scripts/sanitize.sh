@@ -12,6 +12,10 @@
 #                                          FUZZ_SEED=N fixes libFuzzer's random seed (default: a
 #                                          fresh one, printed); the run with the same seed and
 #                                          corpus explores the same inputs in the same order.
+#                                          FUZZ_TIMEOUT=S: an input running longer than S
+#                                          wall-clock seconds is a hang (default 10; raise it on
+#                                          a host busy with other work, where a starved fuzzer
+#                                          reports spurious timeouts).
 # CI (.ci/run) runs both, the fuzzers for 30 s each with FUZZ_SEED=1, so that CI is
 # reproducible; exploration with fresh seeds is for longer runs by hand (tests/fuzz/README.md).
 set -euo pipefail
@@ -51,7 +55,7 @@ case "$mode" in
       work=build-san/findings/$n
       rm -rf "$work" && mkdir -p "$work/corpus"
       log=$work/log.txt
-      if build-san/bin/fuzz_$n -seed="$seed" -max_total_time="$secs" -rss_limit_mb=4096 -timeout=10 -max_len=8192 \
+      if build-san/bin/fuzz_$n -seed="$seed" -max_total_time="$secs" -rss_limit_mb=4096 -timeout="${FUZZ_TIMEOUT:-10}" -max_len=8192 \
            -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "tests/fuzz/corpus/$n" >"$log" 2>&1; then
         execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
         cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1)
