@@ -182,8 +182,9 @@ class Mbp2Nic : public sc_core::sc_module {
   // Frames for no bound port, in the kernel's receive structure, oldest first.
   const std::deque<std::vector<uint8_t>>& kernel_received() const { return ip_steering_.kernel_received(); }
 
-
  private:
+  // The cards that build it, and the three parts of its firmware that are classes of their
+  // own (they work on the card's EM, units and tables as its other routines do).
   friend class Mbp2Cards;
   friend class PmeTcp;
   friend class KeyExchange;
