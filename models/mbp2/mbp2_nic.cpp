@@ -1,7 +1,8 @@
-// The MBP2 cluster: construction of each node's NIC (its units as child modules), the host side
-// (send rings, doorbells, the OS's requests to the NIC) and the NIC's power loss. The NIC side of
-// the MBCF firmware is in mbp2_nic.cpp, the frame path with its sealing in mbp2_frames.cpp, the
-// key exchange in mbp2_kx.cpp, messages in mbp2_msg.cpp and TCP in mbp2_tcp.cpp.
+// One host's MBP2 card (mbp2_nic.h): its construction (units as child modules), the host side
+// (send rings, doorbells, the OS's requests to the NIC) and the power loss. The MBCF firmware's
+// routines are in mbp2_firmware.cpp, the frame path with its sealing in mbp2_frames.cpp, sending
+// datagrams in mbp2_msg.cpp; the key exchange, IP steering and TCP are classes of their own
+// (mbp2_kx.h, mbp2_ip.h, mbp2_tcp.h).
 #include "models/mbp2/mbp2_cards.h"
 
 #include "models/core/mutant.h"

@@ -7,7 +7,7 @@
 // `dma_port.h` and `mac_fifo.h`, the firmware's view `firmware_ring.h`), frame buffers
 // (`frame_pool.h`), the CSU and OCU (`csu.h`, `ocu.h`), and the crypto units (`cau.h`,
 // `meac.h`). Each is a SystemC module with its own busy-until time, statistics, and a unit
-// test (`tests/unit/mbp2_units_test.cpp`); Mbp2Cards (mbp2_cards.h) wires them into the send
+// test (`tests/unit/mbp2_units_test.cpp`); the card, Mbp2Nic (mbp2_nic.h), wires them into the send
 // and receive paths of 8.3.3. Times are picoseconds. This header gathers them for the NIC.
 #pragma once
 #include "models/mbp2/cau.h"
