@@ -13,11 +13,15 @@
 // charges for its system calls. The CPU's clock and costs are the host's (`host.*`).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
 
 #include "models/core/calendar.h"
 
@@ -25,8 +29,17 @@ namespace mbpsim::host {
 
 class Cpu final : public sc_core::sc_module {
  public:
+  // The CPU's programmed I/O into a device's registers (the MBP2's doorbells): an initiator of
+  // the TLM-2.0 base protocol, non-blocking, so that the device may hold a store (a bus retry)
+  // until it can take it. A device with registers binds it; unbound on other hosts.
+  tlm_utils::simple_initiator_socket_optional<Cpu> pio;
   // `mhz`: the CPU clock; `poll_cycles`: one iteration of a poll loop.
   Cpu(sc_core::sc_module_name name, Calendar& cal, double mhz, double poll_cycles);
+  // An uncached store of the 32-bit `value` (big-endian) at `addr` through `pio`: `k(done, ok)`
+  // runs when the device has finished it (`done`, ps: the store's completion; ok false for an
+  // error response), at once when the device takes it at once. The CPU issues one store at a
+  // time: a later one waits for the one before. The time is the caller's to charge.
+  void pio_write(uint64_t addr, uint32_t value, std::function<void(uint64_t, bool)> k);
   uint64_t cycles_ps(double cycles) const;
   // An interrupt routine of `dur`: `fn` runs at its end. Counted as communication time.
   void interrupt(uint64_t dur, std::function<void()> fn);
@@ -49,6 +62,20 @@ class Cpu final : public sc_core::sc_module {
  private:
   // (Re)schedules the end of the user work; an earlier schedule is left to find itself stale.
   void schedule_user_end();
+  // The store in flight on `pio` and those behind it.
+  struct Store {
+    uint64_t addr;
+    uint32_t value;
+    std::function<void(uint64_t, bool)> k;
+  };
+  void pio_issue();
+  void pio_done(uint64_t done_ps);
+  tlm::tlm_sync_enum pio_bw(tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& delay);
+  tlm::tlm_generic_payload pio_gp_;
+  uint8_t pio_data_[4] = {};
+  bool pio_busy_ = false;
+  std::function<void(uint64_t, bool)> pio_k_;  // the one in flight's (empty after a power loss)
+  std::deque<Store> pio_waiting_;
 
   Calendar& cal_;
   const double mhz_, poll_cycles_;

@@ -14,12 +14,16 @@ HostBus::HostBus(const BusConfig& c, Stats& st, const std::string& n)
 HostBus::HostBus(const sc_core::sc_module_name& module, const BusConfig& c, Stats& st, const std::string& n)
     : Unit(module),
       dma_socket("dma_socket"),
+      pio_socket("pio_socket"),
       c_(c),
       grant_ps_(cycles_ps(c.overhead_cycles + static_cast<double>(c.max_burst) / c.width_bytes)),
       bytes_(st.counter(n + ".dma_bytes", "bytes moved by DMA over the host bus")),
       busy_ps_(st.counter(n + ".busy_ps", "time the host bus was in use")),
       wait_ps_(st.counter(n + ".wait_ps", "time DMA and programmed accesses waited for the bus")),
-      pios_(st.counter(n + ".pio_writes", "programmed single-word writes by the host (doorbells)")) {}
+      pios_(st.counter(n + ".pio_writes", "programmed single-word writes by the host (doorbells, and the OS's writes to EM through the KLI)")) {
+  pio_socket.register_b_transport(this, &HostBus::pio_b_transport);
+  pio_socket.register_nb_transport_fw(this, &HostBus::pio_nb_transport_fw);
+}
 
 void HostBus::before_end_of_elaboration() {
   if (!memory_) internal_error(std::string(name()) + ": no host memory for the DMA socket");
@@ -98,13 +102,97 @@ uint64_t HostBus::pio(uint64_t at) {
   return end;
 }
 
-void HostBus::power_off() { time_.stop_all(sim_now_ps()); }
+void HostBus::power_off() {
+  time_.stop_all(sim_now_ps());
+  std::deque<Retried> gone;
+  gone.swap(retried_);
+  for (Retried& r : gone) {
+    r.gp->set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+    if (r.id < 0) {
+      *r.delay = sc_core::SC_ZERO_TIME;
+      *r.done = true;
+      r.woken->notify();
+    } else {
+      tlm::tlm_phase ph = tlm::BEGIN_RESP;
+      sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+      pio_socket[r.id]->nb_transport_bw(*r.gp, ph, d);
+    }
+  }
+}
 
 // What the DMA transfers waited: the bus's running sum, which grows as later requests delay
 // transfers in progress.
 void HostBus::count_wait() {
   wait_ps_.inc(time_.wait(0) - waited_);
   waited_ = time_.wait(0);
+}
+
+// ------------------------------------------------------------------ the PIO target
+
+bool HostBus::pio_offer(tlm::tlm_generic_payload& gp, uint64_t at, sc_core::sc_time& delay, bool again) {
+  const uint32_t n = gp.get_data_length();
+  if (!gp.is_write()) {
+    gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);  // the doorbells are write-only
+  } else if (n != 4 || gp.get_streaming_width() < n) {
+    gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);  // one word at a time
+  } else if (gp.get_byte_enable_ptr()) {
+    gp.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+  } else {
+    if (!regs_) internal_error(std::string(name()) + ": no registers behind the PIO socket");
+    const uint8_t* d = gp.get_data_ptr();
+    const uint32_t v = static_cast<uint32_t>(d[0]) << 24 | static_cast<uint32_t>(d[1]) << 16 | static_cast<uint32_t>(d[2]) << 8 | d[3];
+    const PioTarget::Answer a = regs_->pio_write(gp.get_address(), v, at, again);
+    if (a.kind == PioTarget::Answer::Busy) return false;
+    if (a.kind == PioTarget::Answer::AddressError) {
+      gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    } else if (a.kind == PioTarget::Answer::Error) {
+      gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+    } else {
+      gp.set_response_status(tlm::TLM_OK_RESPONSE);
+      delay = sc_core::sc_time::from_value(a.done_ps - sim_now_ps());  // the kernel's resolution is 1 ps
+      return true;
+    }
+  }
+  delay = sc_core::sc_time::from_value(at - sim_now_ps());
+  return true;
+}
+
+tlm::tlm_sync_enum HostBus::pio_nb_transport_fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& delay) {
+  if (ph != tlm::BEGIN_REQ) return tlm::TLM_COMPLETED;  // END_RESP: nothing more to do
+  const uint64_t at = sim_now_ps() + static_cast<uint64_t>(delay.value());
+  // Behind stores already retried, a store waits its turn.
+  if (retried_.empty() && pio_offer(gp, at, delay, false)) return tlm::TLM_COMPLETED;
+  retried_.push_back({id, &gp, nullptr, nullptr, nullptr});
+  return tlm::TLM_ACCEPTED;
+}
+
+void HostBus::pio_b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+  const uint64_t at = sim_now_ps() + static_cast<uint64_t>(delay.value());
+  if (retried_.empty() && pio_offer(gp, at, delay, false)) return;
+  // Busy: the call waits while the bus retries the store; pio_ready finishes it.
+  sc_core::sc_event woken;
+  bool done = false;
+  sc_core::sc_time took;
+  retried_.push_back({-1, &gp, &woken, &took, &done});
+  while (!done) sc_core::wait(woken);
+  delay = took;
+}
+
+void HostBus::pio_ready() {
+  while (!retried_.empty()) {
+    const Retried r = retried_.front();
+    sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+    if (!pio_offer(*r.gp, sim_now_ps(), d, true)) return;  // still busy: it stays first
+    retried_.pop_front();
+    if (r.id < 0) {
+      *r.delay = d;
+      *r.done = true;
+      r.woken->notify();  // its thread returns from b_transport with `d` to wait
+    } else {
+      tlm::tlm_phase ph = tlm::BEGIN_RESP;
+      pio_socket[r.id]->nb_transport_bw(*r.gp, ph, d);
+    }
+  }
 }
 
 }  // namespace mbpsim::mbp2

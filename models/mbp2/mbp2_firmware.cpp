@@ -72,6 +72,18 @@ void Mbp2Nic::fetch_request(uint32_t ptask, uint32_t e) {
   if (kind != kSendMbcf || cbytes > kSendEntryBytes - kMbcfStructHeader || payload > mbcf::kMaxPacketBytes ||
       (src == kNoAddr) != (payload == 0) || !t || (payload && !usable(sys_->space(node_), *t, src, payload, mbcf::kPermRead)))
     return bad_request(ptask, e, true);
+  if (!mutant::on(mutant::Id::EmbCountedLate)) {
+    // The NIC counts the request for its barrier colour as it takes the doorbell, before the
+    // user can poll the counters (a barrier must not pass a request still in the queue): from
+    // the commands' options in the structure (a payload at an address stands in as zeroes).
+    std::vector<uint8_t> img(cbytes + payload, 0);
+    if (!area_copy(ptask, at + kMbcfStructHeader, img.data(), cbytes, false, Via::Biu)) return bad_request(ptask, e, true);
+    Packet p;
+    if (decode_image(img, &p)) {
+      p.src_ptask = ptask;
+      sys_->count_emb_requests(node_, p);
+    }
+  }
   const uint32_t sbytes = kMbcfStructHeader + cbytes;
   uint64_t pa_struct = 0, pa_data = 0;
   uint64_t refill = translate(ptask, send_entry_laddr(e), sbytes, &pa_struct);

@@ -152,8 +152,7 @@ bool Mbp2Nic::send_datagram(uint32_t ptask, const DatagramRequest& r, std::funct
   append_be32(s, static_cast<uint32_t>(r.src_port) << 16 | r.dst_port);
   append_be32(s, r.laddr);
   append_be32(s, r.len);
-  host_request(ptask, alias_of(ptask), sys_->cycles_ps(m_.host_request_cycles), std::move(s),
-               [this, ptask](uint32_t e) { datagram_fetch(ptask, e); }, std::move(k));
+  host_request(ptask, alias_of(ptask), sys_->cycles_ps(m_.host_request_cycles), std::move(s), kSendDatagram, std::move(k));
   return true;
 }
 

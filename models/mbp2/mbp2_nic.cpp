@@ -43,7 +43,8 @@ Mbp2Nic::Mbp2Nic(sc_core::sc_module_name nm, Mbp2Cards& cards, uint32_t node, ne
   const uint32_t nodes = c_.nodes;
   const std::string b = std::string(name()) + ".";
   host_requests = &st.counter(b + "host_requests", "requests written and rung by user tasks (no system call)");
-  rejected_requests = &st.counter(b + "rejected_requests", "requests dropped because their doorbell alias was not the task's own");
+  rejected_requests = &st.counter(b + "rejected_requests",
+                                  "doorbell stores refused: through an alias not the task's own (its MMU maps no other: the store faults on the host, counted by the card's driver) or an alias the ULI has unassigned");
   slot_retries = &st.counter(b + "doorbell_slot_waits",
                              "MBCF doorbell stores that found every EM request slot taken (mbp2.request_slots) and were retried, holding the CPU, until a request left");
   bad_requests = &st.counter(b + "bad_requests",
@@ -54,6 +55,7 @@ Mbp2Nic::Mbp2Nic(sc_core::sc_module_name nm, Mbp2Cards& cards, uint32_t node, ne
   atomic_changed = &st.counter(b + "atomic_operands_changed",
                                "atomics whose operands the host changed between the PME's check of the command and the ADMA's read of them (the result is computed from what the ADMA read)");
   bus_ = std::make_unique<HostBus>(c_.bus, st, b + "biu");
+  bus_->set_registers(*this);  // the ULI's doorbell register behind the BIU's PIO socket
   em_ = std::make_unique<Em>(c.em, st, b + "em");
   tlb_ = std::make_unique<Tlb>(c.tlb_entries, st, b + "tlb");
   frames.tlb = tlb_.get();
@@ -259,8 +261,7 @@ std::vector<uint8_t> Mbp2Nic::send_area_read(uint32_t ptask, uint32_t off, uint3
 
 void Mbp2Nic::free_entry(uint32_t ptask, uint32_t e, bool fetched) {
   SendRing& R = send_ring(ptask);
-  if (!R.posted.at(e)) internal_error("send ring entry " + std::to_string(e) + " of task " + std::to_string(ptask) + " freed twice");
-  R.posted[e] = false;
+  R.posted.at(e) = false;  // (not posted: a doorbell the library did not ring, from a user's initiator)
   if (fetched) {
     // The PGE writes its count back into the area: a task polling it sees the entry (and a
     // payload at an address) free.
@@ -309,24 +310,17 @@ bool Mbp2Nic::ring(uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::
 bool Mbp2Nic::ring_structure(uint32_t ptask, uint32_t alias, std::vector<uint8_t> structure, std::function<void()> k) {
   if (!sys_->up(node_) || !sys_->space(node_).find(ptask)) return false;
   if (structure.size() > kSendEntryBytes) structure.resize(kSendEntryBytes);  // the rest is the next entry's
-  host_request(ptask, alias, sys_->cycles_ps(m_.host_request_cycles), std::move(structure),
-               [this, ptask](uint32_t e) { fetch_request(ptask, e); }, std::move(k), true);
+  host_request(ptask, alias, sys_->cycles_ps(m_.host_request_cycles), std::move(structure), kSendMbcf, std::move(k));
   return true;
 }
 
 void Mbp2Nic::send_packet(uint32_t ptask, uint32_t alias, const mbcf::Request& r, Built b, std::function<void()> k) {
   const uint64_t build = sys_->cycles_ps(m_.host_request_cycles + (b.packet.cmds.size() - 1) * c_.user_build_cycles);
-  std::vector<uint8_t> s = mbcf_structure(r.ltask, b.packet, r.src_laddr);
-  host_request(ptask, alias, build, std::move(s), [this, ptask, p = std::move(b.packet)](uint32_t e) {
-    // The NIC counts the request for its barrier colour when it takes the doorbell, before
-    // the user can poll the counters (a barrier must not pass a request still in the queue).
-    if (!mutant::on(mutant::Id::EmbCountedLate)) sys_->count_emb_requests(node_, p);
-    fetch_request(ptask, e);
-  }, std::move(k), true);
+  host_request(ptask, alias, build, mbcf_structure(r.ltask, b.packet, r.src_laddr), kSendMbcf, std::move(k));
 }
 
-void Mbp2Nic::host_request(uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure,
-                              std::function<void(uint32_t)> nic, std::function<void()> k, bool slot) {
+void Mbp2Nic::host_request(uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure, uint32_t kind,
+                           std::function<void()> k) {
   SendRing& R = send_ring(ptask);
   const uint32_t n = static_cast<uint32_t>(R.posted.size());
   // The lowest free entry: a program with few requests out keeps to the first pages (few
@@ -337,60 +331,83 @@ void Mbp2Nic::host_request(uint32_t ptask, uint32_t alias, uint64_t build, std::
   if (e == n) {
     // Every entry is the NIC's: the program polls the PGE's count until one is free.
     ring_waits->inc();
-    R.waiters.push_back([this, ptask, alias, build, s = std::move(structure), nic = std::move(nic), k = std::move(k), slot]() mutable {
-      host_request(ptask, alias, build, std::move(s), std::move(nic), std::move(k), slot);
+    R.waiters.push_back([this, ptask, alias, build, s = std::move(structure), kind, k = std::move(k)]() mutable {
+      host_request(ptask, alias, build, std::move(s), kind, std::move(k));
     });
     return;
   }
   R.posted[e] = true;
   // The user task writes its send structure (ordinary stores, user mode), then the doorbell.
   const uint32_t inc = sys_->incarnation(node_);
-  sys_->compute(node_, build, [this, ptask, alias, e, inc, s = std::move(structure), nic = std::move(nic), k = std::move(k), build, slot]() mutable {
+  sys_->compute(node_, build, [this, ptask, alias, e, inc, s = std::move(structure), kind, k = std::move(k), build]() mutable {
     if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
     sys_->cpu(node_).charge(build);
     area_copy(ptask, kSendAreaHeader + e * kSendEntryBytes, s.data(), static_cast<uint32_t>(s.size()), true);
-    doorbell(ptask, alias, e, build, [e, nic = std::move(nic)] { nic(e); }, std::move(k), slot);
+    doorbell(ptask, alias, e, kind, std::move(k));
   });
 }
 
-// The doorbell: an uncached store across the host bus, which holds the CPU until it completes.
-// It names the entry of the task's send ring. An MBCF request needs a free request slot in EM
-// (requests taken and not yet sent, those waiting for their peer's window among them); with
-// none, the NIC retries the store and the CPU waits until a request leaves. The slot is taken
-// as the store is accepted, so no more requests are ever held than there are slots (checked: a
-// breach stops the run).
-void Mbp2Nic::doorbell(uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
-                          std::function<void()> k, bool slot) {
+// The doorbell: an uncached store across the host bus into the card's register window, which
+// holds the CPU until it completes. It names the entry of the task's send ring and what the
+// structure there is. The task can only store through its own alias (the OS maps it no other):
+// a store through another faults in its MMU, and its driver gives the entry back.
+void Mbp2Nic::doorbell(uint32_t ptask, uint32_t alias, uint32_t entry, uint32_t kind, std::function<void()> k) {
   if (!sys_->up(node_)) return;
-  if (slot && sys_->requests_in_flight(node_) >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
-    slot_retries->inc();
-    slot_waiters.push_back([this, ptask, alias, entry, build, nic = std::move(nic), k = std::move(k)]() mutable {
-      doorbell(ptask, alias, entry, build, std::move(nic), std::move(k), true);
-    });
+  if (uli_->alias_of(ptask) != static_cast<int64_t>(alias)) {
+    rejected_requests->inc();
+    free_entry(ptask, entry, false);  // the task may write it again
+    sys_->compute(node_, 0, std::move(k));
     return;
+  }
+  sys_->cpu(node_).pio_write(doorbell_offset(alias), doorbell_value(kind, entry), [this, k = std::move(k)](uint64_t done, bool ok) mutable {
+    if (!ok) return;  // (the card lost its power while it retried the store: the program is gone)
+    const uint64_t now = cal_.now_ps();
+    sys_->cpu(node_).charge(done - now);
+    sys_->compute(node_, done - now, std::move(k));
+  });
+}
+
+// A store into the card's window. The slot an MBCF structure needs is taken as the store is
+// accepted, so no more requests are ever held than there are slots (checked: a breach stops
+// the run). The NIC latches the doorbell as the store completes, before the CPU goes on (the
+// calendar runs events of one instant in the order they were scheduled).
+PioTarget::Answer Mbp2Nic::pio_write(uint64_t offset, uint32_t value, uint64_t at, bool again) {
+  const uint32_t pb = c_.page_bytes;
+  if (offset % pb || offset / pb >= Kli::kAliases) return {Answer::AddressError};
+  if (!sys_->up(node_)) return {Answer::Error};  // a card without power answers nothing
+  const uint32_t alias = static_cast<uint32_t>(offset / pb), kind = value >> 24, entry = value & 0xffffff;
+  const bool slot = kind == kSendMbcf;
+  if (slot && sys_->requests_in_flight(node_) >= m_.request_slots && !mutant::on(mutant::Id::DoorbellIgnoresSlots)) {
+    if (!again) slot_retries->inc();  // (a store counts once, however often it is retried)
+    return {Answer::Busy};
   }
   if (slot) sys_->request_taken(node_);
   if (slot && sys_->requests_in_flight(node_) > m_.request_slots)
     sys_->fail("buffer bound: node " + std::to_string(node_) + "'s NIC holds " + std::to_string(sys_->requests_in_flight(node_)) +
-         " requests, beyond mbp2.request_slots " + std::to_string(m_.request_slots));
-  const uint64_t now = cal_.now_ps();
-  const uint64_t done = bus_->pio(now);
-  sys_->cpu(node_).charge(done - now);
+               " requests, beyond mbp2.request_slots " + std::to_string(m_.request_slots));
+  const uint64_t done = bus_->pio(at);
   host_requests->inc();
-  // The NIC latches the doorbell as the store completes, before the CPU goes on (the
-  // calendar runs events of one instant in the order they were scheduled).
-  cal_.at(done, [this, ptask, alias, entry, slot, nic = std::move(nic), inc = sys_->incarnation(node_)]() mutable {
-    if (sys_->incarnation(node_) != inc) return;
-    if (uli_->ring(alias, ptask) < 0) {
-      rejected_requests->inc();
-      if (slot) sys_->request_given_up(node_);  // the slot it took is free again
-      free_entry(ptask, entry, false);  // the task may write it again
-      return;
-    }
-    nic();
+  cal_.at(done, [this, alias, kind, entry, slot, inc = sys_->incarnation(node_)] {
+    if (sys_->incarnation(node_) == inc) latch(alias, kind, entry, slot);
   });
-  sys_->compute(node_, done - now, std::move(k));
+  return {Answer::Done, done};
 }
+
+void Mbp2Nic::latch(uint32_t alias, uint32_t kind, uint32_t entry, bool slot) {
+  const int64_t t = uli_->ring(alias);
+  if (t < 0) {  // an alias the OS gave no task (a user's initiator can store anywhere)
+    rejected_requests->inc();
+    if (slot) sys_->request_given_up(node_);  // the slot it took is free again
+    return;
+  }
+  const uint32_t ptask = static_cast<uint32_t>(t);
+  if (entry >= m_.send_ring_entries) return bad_request(ptask, ~0u, slot);  // no such entry
+  if (kind == kSendMbcf) return fetch_request(ptask, entry);
+  if (kind == kSendDatagram) return datagram_fetch(ptask, entry);
+  bad_request(ptask, entry, false);  // a structure of no kind the NIC sends
+}
+
+void Mbp2Nic::before_end_of_elaboration() { sys_->cpu(node_).pio.bind(bus_->pio_socket); }
 
 void Mbp2Nic::task_created(uint32_t ptask) {
   Mbp2Nic& u = *this;
@@ -398,18 +415,14 @@ void Mbp2Nic::task_created(uint32_t ptask) {
   u.uli_->assign(u.next_alias++, ptask, cal_.now_ps());
 }
 
-// A request taken from a doorbell left EM's queue: the oldest retried doorbell goes in.
+// A request taken from a doorbell left EM's queue: the oldest retried doorbell store goes in.
 void Mbp2Nic::request_numbered() {
-  auto& w = slot_waiters;
-  if (w.empty() || sys_->requests_in_flight(node_) >= m_.request_slots) return;
-  auto f = std::move(w.front());
-  w.pop_front();
-  f();
+  if (sys_->requests_in_flight(node_) >= m_.request_slots) return;
+  bus_->pio_ready();
 }
 
 void Mbp2Nic::nic_power_off() {
   Mbp2Nic& u = *this;
-  u.slot_waiters.clear();  // the programs whose doorbells waited are gone
   // EM's frame buffers are empty; work in flight finds its buffer gone and stops.
   u.txb->reset();
   u.rxb->reset();

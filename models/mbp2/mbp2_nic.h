@@ -41,7 +41,7 @@ namespace mbpsim::mbp2 {
 
 class Mbp2Cards;
 
-class Mbp2Nic : public sc_core::sc_module {
+class Mbp2Nic : public sc_core::sc_module, private PioTarget {
  public:
   // Node `node`'s card, built inside its host while the cluster builds it (Mbp2Cards' NIC
   // factory); its MAC sends on `wire`.
@@ -58,8 +58,9 @@ class Mbp2Nic : public sc_core::sc_module {
   // receive-ring entry) and the request images (one per request slot).
   static uint64_t em_bytes_needed(const Mbp2Config& c, uint32_t rx_ring, uint32_t nodes);
   // A request rung through an explicit doorbell alias (the normal path uses the task's own):
-  // the host pays for the structure and the write; a foreign or unassigned alias is rejected
-  // by the ULI and nothing is sent. Returns false when rejected (after the host's cost).
+  // the host pays for the structure; a store through an alias not the task's own faults in its
+  // MMU (the OS maps it no other), is counted (rejected_requests) and nothing is sent. Returns
+  // false only when the library's checks refuse the request.
   bool ring(uint32_t ptask, uint32_t alias, const mbcf::Request& r, std::function<void()> k);
   uint32_t alias_of(uint32_t ptask) const;
   // ---- The send ring (8.3.3): what a task rings for lies in host memory, in pinned pages the OS
@@ -81,6 +82,18 @@ class Mbp2Nic : public sc_core::sc_module {
   static constexpr uint32_t kSendArea = 0xfff00000u, kSendAreaHeader = 64, kSendEntryBytes = 1536;
   static constexpr uint32_t kSendMbcf = 1, kSendDatagram = 2, kMbcfStructHeader = 16, kDatagramStructBytes = 20;
   static uint32_t send_entry_laddr(uint32_t e) { return kSendArea + kSendAreaHeader + e * kSendEntryBytes; }
+  // ---- The doorbell (8.3.2, the ULI's Memory-based Virtual Interface), the register behind
+  // the BIU's `pio_socket` (host_bus.h): one register with a distinct alias in each host page of
+  // the card's window (alias a at a x page_bytes). The OS maps each task's alias page into that
+  // task alone, so the alias a store comes through names the task (a task's store to any other
+  // faults in its MMU: rejected_requests). The stored word is kind << 24 | entry: what the
+  // structure in that entry of the task's send ring is (kSendMbcf, kSendDatagram). An unassigned
+  // alias is ignored (uli.rejected); an entry beyond the ring or a kind of neither is refused.
+  uint64_t doorbell_offset(uint32_t alias) const { return uint64_t{alias} * c_.page_bytes; }
+  static uint32_t doorbell_value(uint32_t kind, uint32_t entry) { return kind << 24 | entry; }
+  // The send structure the user library writes for an MBCF request to `ltask`: `p`'s commands,
+  // the payload of a single command left at `src_laddr` when that is not kNoAddr.
+  static std::vector<uint8_t> mbcf_structure(uint32_t ltask, const mbcf::Packet& p, uint32_t src_laddr);
   // The task's view of its send ring: the PGE's count of fetched structures (a load), and any
   // bytes of its area (tests: what a program might store there).
   uint32_t fetched(uint32_t ptask);
@@ -403,8 +416,8 @@ class Mbp2Nic : public sc_core::sc_module {
   std::map<uint64_t, Buf> rx_queued;  // MBCF frames handed to the receive routine, by Rx tag
   Buf rx_current;                     // the one it works on (held until it takes the next)
   Counter* rx_oversized = nullptr;
-  // The card's requests: written and rung by user tasks, dropped for a foreign doorbell
-  // alias, doorbell stores retried for want of a request slot, send structures refused,
+  // The card's requests: written and rung by user tasks, refused for a doorbell alias not the
+  // task's own, doorbell stores retried for want of a request slot, send structures refused,
   // tasks waiting for a send-ring entry; ICU messages of no known type; atomics whose
   // operands changed between the PME's check and the ADMA's read.
   Counter *host_requests = nullptr, *rejected_requests = nullptr, *slot_retries = nullptr, *bad_requests = nullptr,
@@ -430,8 +443,6 @@ class Mbp2Nic : public sc_core::sc_module {
   CryptoStats cs{};
   bool interrupt_next = false;  // the next protocol work starts with an interrupt (a receive)
   uint32_t next_alias = 0;
-  // Doorbell stores retried for want of a request slot (each holds its CPU), oldest first.
-  std::deque<std::function<void()>> slot_waiters;
   // A task's send ring: its pages (consecutive host frames) and which entries the NIC owns.
   struct SendRing {
     std::vector<uint32_t> frames;
@@ -461,7 +472,8 @@ class Mbp2Nic : public sc_core::sc_module {
   // and the host physical address of the first byte.
   uint64_t translate(uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64_t* pa);
   // The NIC side of an MBCF request in entry `e` of the task's send ring: the PGE fetches it
-  // into a request image in EM, the PME builds the packet from it.
+  // into a request image in EM, the PME builds the packet from it. Run as the doorbell is taken:
+  // the request counts for its barrier colour (EMB) at once, from the structure's commands.
   void fetch_request(uint32_t ptask, uint32_t e);
   void build_from_image(uint32_t ptask, uint32_t ltask, FramePool::Buf img);
   // The commands of a request image, decoded behind the header the PME writes; false if they
@@ -470,18 +482,24 @@ class Mbp2Nic : public sc_core::sc_module {
   // A structure the NIC refuses: counted, its entry free and its request slot too.
   void bad_request(uint32_t ptask, uint32_t e, bool slot);
   // The user task takes a free entry of its send ring (waiting for one), writes `structure`
-  // into it (`build` host time) and rings `alias`; `nic` runs with the entry when the ULI
-  // accepts the doorbell.
-  // `slot`: the request takes one of EM's request slots (an MBCF request); with none free the
-  // doorbell store is retried, holding the CPU, until a request leaves.
-  void host_request(uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure,
-                    std::function<void(uint32_t)> nic, std::function<void()> k, bool slot = false);
-  void doorbell(uint32_t ptask, uint32_t alias, uint32_t entry, uint64_t build, std::function<void()> nic,
-                std::function<void()> k, bool slot);
+  // (of `kind`: kSendMbcf, kSendDatagram) into it (`build` host time) and rings `alias`.
+  void host_request(uint32_t ptask, uint32_t alias, uint64_t build, std::vector<uint8_t> structure, uint32_t kind,
+                    std::function<void()> k);
+  // The task's doorbell store: the CPU's programmed write through its `pio` socket into the
+  // card's register window (the BIU's `pio_socket`), `doorbell_value` at `doorbell_offset`.
+  void doorbell(uint32_t ptask, uint32_t alias, uint32_t entry, uint32_t kind, std::function<void()> k);
+  // The card's side of a store into its register window (PioTarget): the ULI's doorbell
+  // register, one alias per host page. An MBCF structure needs a request slot in EM (requests
+  // taken and not yet sent, those waiting for their peer's window among them): with none, the
+  // store is retried, holding its initiator, until a request leaves.
+  Answer pio_write(uint64_t offset, uint32_t value, uint64_t at, bool again) override;
+  // The doorbell the bus completed: the ULI names the task by the alias, and the entry goes to
+  // the PGE as what the store said it is.
+  void latch(uint32_t alias, uint32_t kind, uint32_t entry, bool slot);
   void request_numbered();
+  void before_end_of_elaboration() override;
   // [laddr, laddr + n) mapped in `t` with `perm` and present.
   static bool usable(const mbcf::TaskSpace& ts, const mbcf::Task& t, uint64_t laddr, uint64_t n, uint8_t perm);
-  static std::vector<uint8_t> mbcf_structure(uint32_t ltask, const mbcf::Packet& p, uint32_t src_laddr);
   void send_packet(uint32_t ptask, uint32_t alias, const mbcf::Request& r, Built b, std::function<void()> k);
 
   // message passing

@@ -12,7 +12,7 @@ Uli::Uli(Kli& kli, Stats& st, const std::string& n)
     : Unit(n),
       kli_(kli),
       rings_(st.counter(n + ".doorbells", "doorbell writes accepted")),
-      rejected_(st.counter(n + ".rejected", "doorbell writes through an alias that is not the writer's own (ignored)")) {}
+      rejected_(st.counter(n + ".rejected", "doorbell writes through an alias the OS has given no task (ignored)")) {}
 
 namespace {
 std::array<uint8_t, 4> be_bytes(uint32_t v) {
@@ -32,9 +32,9 @@ uint64_t Uli::revoke(uint32_t alias, uint64_t at) {
   return kli_.write(at, Kli::kAliasTable + 4 * alias, b.data(), 4);
 }
 
-int64_t Uli::ring(uint32_t alias, uint32_t ringing_ptask) {
+int64_t Uli::ring(uint32_t alias) {
   const uint32_t e = alias < Kli::kAliases ? kli_.load32(Kli::kAliasTable + 4 * alias) : 0;
-  if (e == 0 || e - 1 != ringing_ptask) {
+  if (e == 0) {
     rejected_.inc();
     return -1;
   }

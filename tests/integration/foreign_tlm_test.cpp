@@ -10,6 +10,7 @@
 
 #include <systemc>
 #include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
 
 #include "models/core/module_tree.h"
 #include "models/mbcf/conventional_nic.h"
@@ -30,12 +31,11 @@ struct Cluster {
   EtherSysConfig ec;
   systems::Cluster k;
   EtherSystem* sys = nullptr;
-  explicit Cluster(uint32_t nodes) {
+  explicit Cluster(uint32_t nodes, const mbp2::Mbp2Config& mc = {}) {
     Within in(root);
     ec.nodes = nodes;
     ec.ether.medium = net::EtherConfig::Medium::Direct;
     ec.ether.rate_mbps = 1000;
-    const mbp2::Mbp2Config mc;
     k = systems::build_cluster(cal, ec, &mc, stats, 1);
     sys = k.sys.get();
   }
@@ -373,6 +373,128 @@ TEST(ForeignTlm, TheDelayAMemoryAnnotatesIsPaidByTheConventionalNicsDma) {
   ASSERT_GT(seen[1], 0u);
   EXPECT_EQ(seen[3], seen[1] + 40'000'000u);  // ps: the receiver's DMA write
   EXPECT_EQ(seen[5], seen[1] + 40'000'000u);  // the sender's DMA read
+}
+
+
+// A bus master written by a user in plain TLM-2.0 (no mbpsim header): an SC_THREAD that makes
+// its transfers one after the other through b_transport, each at its time or when the one
+// before has finished, and keeps what each was answered and when it finished.
+struct UserPioMaster : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<UserPioMaster> socket;
+  struct Transfer {
+    uint64_t addr;
+    std::vector<uint8_t> data;
+    tlm::tlm_command cmd = tlm::TLM_WRITE_COMMAND;
+    sc_core::sc_time at = sc_core::SC_ZERO_TIME;
+    tlm::tlm_response_status status = tlm::TLM_INCOMPLETE_RESPONSE;
+    sc_core::sc_time issued, done;
+  };
+  std::vector<Transfer> transfers;
+  SC_HAS_PROCESS(UserPioMaster);
+  explicit UserPioMaster(sc_core::sc_module_name n) : sc_core::sc_module(n), socket("socket") { SC_THREAD(run); }
+  void run() {
+    for (Transfer& t : transfers) {
+      if (t.at > sc_core::sc_time_stamp()) wait(t.at - sc_core::sc_time_stamp());
+      tlm::tlm_generic_payload gp;
+      gp.set_command(t.cmd);
+      gp.set_address(t.addr);
+      gp.set_data_ptr(t.data.data());
+      gp.set_data_length(static_cast<unsigned>(t.data.size()));
+      gp.set_streaming_width(static_cast<unsigned>(t.data.size()));
+      sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+      t.issued = sc_core::sc_time_stamp();
+      socket->b_transport(gp, delay);
+      wait(delay);
+      t.status = gp.get_response_status();
+      t.done = sc_core::sc_time_stamp();
+    }
+  }
+};
+
+std::vector<uint8_t> be_word(uint32_t v) {
+  return {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
+}
+
+// Task 1 of node 0's send structure in entry `e`: a one-word WRITE of `v` at `laddr` of node 1's
+// task, as the user library writes it.
+void post_word_write(Cluster& c, uint32_t e, uint32_t laddr, uint32_t v) {
+  mbcf::Packet p;
+  p.cmds = test::word_write(1, laddr, v).cmds;
+  using mbp2::Mbp2Nic;
+  c.k.mbp2->nic(0).send_area_write(1, Mbp2Nic::kSendAreaHeader + e * Mbp2Nic::kSendEntryBytes, Mbp2Nic::mbcf_structure(1, p, kNoAddr));
+}
+
+// The MBP2's doorbell register is a TLM-2.0 target on the host bus (the BIU's `pio_socket`):
+// a user's bus master, bound beside the host CPU, stores an entry's number through a task's
+// alias, and the card sends what the task wrote there. The alias names the task; a store
+// through an alias no task has is taken by the bus and ignored by the ULI; a read, a burst and
+// an address outside the aliases get the base protocol's errors.
+TEST(ForeignTlm, AUsersBusMasterRingsTheMbp2DoorbellThroughItsPioSocket) {
+  Cluster c(2);
+  c.tasks();
+  mbp2::Mbp2Nic& nic = c.k.mbp2->nic(0);
+  post_word_write(c, 0, 0x10000, 77);
+  UserPioMaster m("user_master");
+  m.socket.bind(nic.bus().pio_socket);
+  const uint64_t own = nic.doorbell_offset(nic.alias_of(1)), pb = c.ec.page_bytes;
+  const sc_core::sc_time us(1, sc_core::SC_US);
+  using T = UserPioMaster::Transfer;
+  m.transfers = {T{own, be_word(nic.doorbell_value(mbp2::Mbp2Nic::kSendMbcf, 0)), tlm::TLM_WRITE_COMMAND, us},
+                 T{nic.doorbell_offset(900), be_word(nic.doorbell_value(mbp2::Mbp2Nic::kSendMbcf, 1)), tlm::TLM_WRITE_COMMAND, 200 * us},
+                 T{own, be_word(0), tlm::TLM_READ_COMMAND},
+                 T{own, std::vector<uint8_t>(8, 0)},
+                 T{own + 4, be_word(0)},
+                 T{1024 * pb, be_word(0)}};
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_EQ(c.sys->failure(), "");
+  EXPECT_EQ(test::task_word(*c.sys, 1, 0x10000), 77u);
+  ASSERT_EQ(m.transfers[0].status, tlm::TLM_OK_RESPONSE);
+  // The store's time is the bus's, annotated: a programmed write of the SBus.
+  const uint64_t pio_ps = nic.bus().cycles_ps(nic.bus().config().pio_cycles);
+  EXPECT_EQ(m.transfers[0].done.value() - m.transfers[0].issued.value(), pio_ps);
+  EXPECT_EQ(m.transfers[1].status, tlm::TLM_OK_RESPONSE);
+  EXPECT_EQ(m.transfers[2].status, tlm::TLM_COMMAND_ERROR_RESPONSE);
+  EXPECT_EQ(m.transfers[3].status, tlm::TLM_BURST_ERROR_RESPONSE);
+  EXPECT_EQ(m.transfers[4].status, tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  EXPECT_EQ(m.transfers[5].status, tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.host_requests").value(), 2u);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.uli.doorbells").value(), 1u);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.uli.rejected").value(), 1u);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.rejected_requests").value(), 1u);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.pge.descriptors").value(), 1u);
+  EXPECT_EQ(c.stats.counter_value("system.mbcf.packets_sent").value() > 0, true);
+  EXPECT_EQ(nic.fetched(1), 1u);  // the PGE's count, as the task polls it
+}
+
+// With one request slot, the user's second store finds the slot taken by the first request:
+// the bus retries it and b_transport returns only when that request has left EM, then the
+// second goes too. Both writes land, the first before the second.
+TEST(ForeignTlm, AUsersStoreToABusyMbp2DoorbellWaitsInsideBTransport) {
+  mbp2::Mbp2Config mc;
+  mc.request_slots = 1;
+  Cluster c(2, mc);
+  c.tasks();
+  mbp2::Mbp2Nic& nic = c.k.mbp2->nic(0);
+  post_word_write(c, 0, 0x10000, 5);
+  post_word_write(c, 1, 0x10004, 6);
+  UserPioMaster m("user_master");
+  m.socket.bind(nic.bus().pio_socket);
+  const uint64_t own = nic.doorbell_offset(nic.alias_of(1));
+  using T = UserPioMaster::Transfer;
+  m.transfers = {T{own, be_word(nic.doorbell_value(mbp2::Mbp2Nic::kSendMbcf, 0))}, T{own, be_word(nic.doorbell_value(mbp2::Mbp2Nic::kSendMbcf, 1))}};
+  uint32_t first_when_second = 0;  // the first write's word when the second's has landed
+  c.sys->poll(1, [&] { return test::task_word(*c.sys, 1, 0x10004) == 6; },
+              [&] { first_when_second = test::task_word(*c.sys, 1, 0x10000); });
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_EQ(c.sys->failure(), "");
+  ASSERT_EQ(m.transfers[1].status, tlm::TLM_OK_RESPONSE);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.doorbell_slot_waits").value(), 1u);
+  const uint64_t pio_ps = nic.bus().cycles_ps(nic.bus().config().pio_cycles);
+  // Issued as the first finished, it waited for the PGE's fetch and the PME's header build.
+  EXPECT_EQ(m.transfers[1].issued, m.transfers[0].done);
+  EXPECT_GT(m.transfers[1].done.value() - m.transfers[1].issued.value(), 10 * pio_ps);
+  EXPECT_EQ(first_when_second, 5u);
+  EXPECT_EQ(nic.fetched(1), 2u);
 }
 
 }  // namespace

@@ -425,7 +425,8 @@ void ProtectionTester::build_catalogue() {
     up.cmd = Cmd::Update;
     add("update_outside_a_pattern", "tables", one(kViaDummy, {up}, A::Violation, ViolationCode::BadStructure, violation));
   }
-  // --- doorbells (8.3.2: the NIC names the task by the alias it rang)
+  // --- doorbells (8.3.2: the NIC names the task by the alias it rang; the OS maps a task its own
+  // alias page alone, so a store through another faults in its MMU and never reaches the card)
   const std::string no_doorbell = mbp2_ ? "" : "MBCF/Ether has no doorbells: requests are system calls";
   for (const bool assigned : {true, false})
     add(assigned ? "neighbours_doorbell_alias" : "unassigned_doorbell_alias", "doorbell", [this, assigned](Expect& e, std::function<void()> done) {

@@ -8,7 +8,7 @@
 //     window or into a read-only one; a dummy task's key used on the server's pages; zero,
 //     oversized and mismatched lengths; combined packets with one bad command or an atomic;
 //     commands only kernels may send; a remote INVALIDATE of a page outside any pattern; a
-//     doorbell alias that is not the task's own (MBP2);
+//     doorbell alias that is not the task's own (MBP2: the store faults in the task's MMU);
 //   - what a faulty or hostile station can put on the wire: truncated sub-commands, a wrong
 //     command count, total lengths that disagree with the frame, oversized frames, a frame
 //     claiming to come from its target;
