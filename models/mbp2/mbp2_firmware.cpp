@@ -22,14 +22,13 @@ using mbcf::Packet;
 // ------------------------------------------------------------------ NIC side
 
 uint64_t Mbp2Nic::translate(uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64_t* pa) {
-  Mbp2Nic& u = *this;
   const uint32_t pb = c_.page_bytes;
   const mbcf::Task* t = sys_->space(node_).find(ctx);
   uint64_t refill = 0;
   const uint64_t first = laddr / pb, last = (static_cast<uint64_t>(laddr) + std::max<uint32_t>(bytes, 1) - 1) / pb;
   for (uint64_t vp = first; vp <= last; ++vp) {
     uint64_t pp = 0;
-    if (!u.tlb_->lookup(ctx, vp, &pp)) {
+    if (!tlb_->lookup(ctx, vp, &pp)) {
       // The PME walks the page table in EM: the handler plus one entry read. A page the task
       // does not map has no entry to install (the transfer is refused before it moves).
       bool found = false;
@@ -45,9 +44,9 @@ uint64_t Mbp2Nic::translate(uint32_t ctx, uint32_t laddr, uint32_t bytes, uint64
           found = true;
         }
       }
-      if (found) u.tlb_->insert(ctx, vp, pp);
-      refill += u.pme_->instr_ps(m_.tlb_refill_instr) + u.pme_->interrupt_ps() + u.em_->access_ps(8);
-      u.em_->access(Route::Pme, cal_.now_ps(), 8);
+      if (found) tlb_->insert(ctx, vp, pp);
+      refill += pme_->instr_ps(m_.tlb_refill_instr) + pme_->interrupt_ps() + em_->access_ps(8);
+      em_->access(Route::Pme, cal_.now_ps(), 8);
     }
     if (vp == first && pa) *pa = pp * pb + laddr % pb;
   }
@@ -92,7 +91,6 @@ void Mbp2Nic::fetch_request(uint32_t ptask, uint32_t e) {
   // NIC's next incarnation (EM, the PGE and the PME's queues are volatile).
   const uint32_t inc = sys_->incarnation(node_);
   auto pge = [this, ptask, e, ltask, cbytes, payload, sbytes, pa_struct, pa_data, inc]() mutable {
-    Mbp2Nic& u = *this;
     // Longer than any packet's commands: the PGE refuses it before fetching (the image would
     // not fit its buffer).
     if (mbcf::kHeaderBytes + cbytes + payload > mbcf::kMaxPacketBytes) {
@@ -101,34 +99,33 @@ void Mbp2Nic::fetch_request(uint32_t ptask, uint32_t e) {
       return true;
     }
     FramePool::Buf b;
-    if (!u.reqb->alloc(&b)) {
+    if (!reqb->alloc(&b)) {
       sys_->fail("buffer bound: node " + std::to_string(node_) + "'s NIC has no request image for a request it took (mbp2.request_slots " +
            std::to_string(m_.request_slots) + ")");
       return true;
     }
     // The PGE walks the structure into the image: the commands, then the payload from its
     // address, as they are in host memory when it reads them, at the frames its TLB gives.
-    pge_fetch(ptask, e, u.reqb->offset(b), pa_struct, sbytes, pa_data, payload, cbytes + payload,
+    pge_fetch(ptask, e, reqb->offset(b), pa_struct, sbytes, pa_data, payload, cbytes + payload,
               [this, ptask, e, ltask, inc, b](const DmaEngine::Desc& d) mutable {
                 if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
-                Mbp2Nic& u = *this;
-                if (!u.reqb->live(b)) return;
+                if (!reqb->live(b)) return;
                 if (d.error()) {  // the task can no longer read what it named, or it went
-                  u.reqb->release(b);
+                  reqb->release(b);
                   return bad_request(ptask, e, true);
                 }
                 free_entry(ptask, e, true);
                 b.len = d.bytes;
-                std::vector<uint8_t> img = u.reqb->get(b);
+                std::vector<uint8_t> img = reqb->get(b);
                 // The PGE's completion interrupts the PME, which builds the header from the image
                 // and runs the protocol: the SS20 kernel's request routine, ported (longer for
                 // each further command of a combined request).
-                Mbp2Nic::Decoded& dec = u.decoded[b.serial];
+                Mbp2Nic::Decoded& dec = decoded[b.serial];
                 dec.ok = decode_image(img, &dec.packet);
                 dec.bytes = std::move(img);
                 const size_t ncmd = dec.ok ? dec.packet.cmds.size() : 1;
-                const uint64_t hdr = u.pme_->host_cycles_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
-                u.pme_->run_from(Pme::kPgeRing, "header_build", Pme::kNormal, hdr, [this, ptask, ltask, b, inc] {
+                const uint64_t hdr = pme_->host_cycles_ps(c_.syscall_cycles + (ncmd - 1) * c_.int_command_cycles);
+                pme_->run_from(Pme::kPgeRing, "header_build", Pme::kNormal, hdr, [this, ptask, ltask, b, inc] {
                   if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
                   build_from_image(ptask, ltask, b);
                 });
@@ -153,23 +150,22 @@ bool Mbp2Nic::decode_image(const std::vector<uint8_t>& img, Packet* p) {
 }
 
 void Mbp2Nic::build_from_image(uint32_t ptask, uint32_t ltask, FramePool::Buf b) {
-  Mbp2Nic& u = *this;
-  if (!u.reqb->live(b)) return;  // EM lost its contents with the power
-  const std::vector<uint8_t> img = u.reqb->get(b);
-  u.reqb->release(b);
+  if (!reqb->live(b)) return;  // EM lost its contents with the power
+  const std::vector<uint8_t> img = reqb->get(b);
+  reqb->release(b);
   // The source is the task the ULI named and the OS's entry for it; the destination is its
   // translation table's entry for the Ltask. The image supplies the commands only, and they
   // pass the same checks as the library's (a task may write anything into its structure).
   Packet q;
   bool ok = false;
-  auto it = u.decoded.find(b.serial);
-  if (it != u.decoded.end() && it->second.bytes == img) {
+  auto it = decoded.find(b.serial);
+  if (it != decoded.end() && it->second.bytes == img) {
     ok = it->second.ok;
     q = std::move(it->second.packet);
   } else {
     ok = decode_image(img, &q);
   }
-  if (it != u.decoded.end()) u.decoded.erase(it);
+  if (it != decoded.end()) decoded.erase(it);
   Built built;
   mbcf::Request r;
   r.ltask = ltask;
@@ -183,24 +179,22 @@ void Mbp2Nic::build_from_image(uint32_t ptask, uint32_t ltask, FramePool::Buf b)
 }
 
 void Mbp2Nic::pge_submit(uint64_t refill, std::function<bool()> post) {
-  Mbp2Nic& u = *this;
-  u.pge_wait.emplace_back(refill, std::move(post));
-  if (!u.pge_stalled && !u.pge_blocked) pge_next();
+  pge_wait.emplace_back(refill, std::move(post));
+  if (!pge_stalled && !pge_blocked) pge_next();
 }
 
 void Mbp2Nic::pge_next() {
-  Mbp2Nic& u = *this;
-  while (!u.pge_wait.empty()) {
-    auto [refill, post] = std::move(u.pge_wait.front());
-    u.pge_wait.pop_front();
+  while (!pge_wait.empty()) {
+    auto [refill, post] = std::move(pge_wait.front());
+    pge_wait.pop_front();
     if (refill == 0) {
       if (pge_start(post)) continue;
       return;
     }
     // A TLB miss interrupts the PME, and the PGE waits for the entry: requests behind this one
     // wait too (they never overtake it).
-    u.pge_stalled = true;
-    u.pme_->run("tlb_refill", Pme::kHigh, false, refill, [this, post = std::move(post)]() mutable {
+    pge_stalled = true;
+    pme_->run("tlb_refill", Pme::kHigh, false, refill, [this, post = std::move(post)]() mutable {
       pge_stalled = false;
       if (pge_start(post)) pge_next();
     });
@@ -211,37 +205,33 @@ void Mbp2Nic::pge_next() {
 bool Mbp2Nic::pge_start(std::function<bool()>& post) {
   if (post()) return true;
   // No room in EM for what it would fetch: the PGE waits, and the requests behind it too.
-  Mbp2Nic& u = *this;
-  u.pge_wait.emplace_front(0, std::move(post));
-  u.pge_blocked = true;
+  pge_wait.emplace_front(0, std::move(post));
+  pge_blocked = true;
   return false;
 }
 
 int32_t Mbp2Nic::take_image(bool large) {
-  Mbp2Nic& u = *this;
-  const size_t from = large ? m_.ring_entries : 0, to = large ? u.dg_held.size() : m_.ring_entries;
+  const size_t from = large ? m_.ring_entries : 0, to = large ? dg_held.size() : m_.ring_entries;
   for (size_t i = from; i < to; ++i)
-    if (u.dg_held[i] == 0) {
-      u.dg_held[i] = 1;  // the fetch
+    if (dg_held[i] == 0) {
+      dg_held[i] = 1;  // the fetch
       return static_cast<int32_t>(i);
     }
-  u.ip.tx_image_waits->inc();
+  ip.tx_image_waits->inc();
   return -1;
 }
 
 uint32_t Mbp2Nic::image_offset(int32_t img) const {
-  const Mbp2Nic& u = *this;
   const uint32_t i = static_cast<uint32_t>(img);
-  return i < m_.ring_entries ? u.dg_images + i * FramePool::kBufBytes : u.dg_large + (i - m_.ring_entries) * kLargeImageBytes;
+  return i < m_.ring_entries ? dg_images + i * FramePool::kBufBytes : dg_large + (i - m_.ring_entries) * kLargeImageBytes;
 }
 
 void Mbp2Nic::image_done(int32_t img, uint32_t inc) {
   if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;  // (EM was lost with the power, and its images)
-  Mbp2Nic& u = *this;
-  uint32_t& h = u.dg_held[static_cast<uint32_t>(img)];
+  uint32_t& h = dg_held[static_cast<uint32_t>(img)];
   if (h == 0) internal_error("node " + std::to_string(node_) + ": a datagram image released twice");
-  if (--h == 0 && u.pge_blocked) {
-    u.pge_blocked = false;
+  if (--h == 0 && pge_blocked) {
+    pge_blocked = false;
     pge_next();
   }
 }
@@ -249,12 +239,10 @@ void Mbp2Nic::image_done(int32_t img, uint32_t inc) {
 void Mbp2Nic::host_upcall(uint64_t msg, std::function<void()> k) {
   // The PME posts the 64-bit message and interrupts the host through the ICU; the host's
   // interrupt routine reads it (two programmed words) and dispatches the invocation.
-  Mbp2Nic& u = *this;
-  u.pme_->run("icu", Pme::kNormal, false, u.pme_->instr_ps(m_.icu_instr), [this, msg, k = std::move(k)]() mutable {
-    Mbp2Nic& u = *this;
-    u.icu_->to_host(msg);
+  pme_->run("icu", Pme::kNormal, false, pme_->instr_ps(m_.icu_instr), [this, msg, k = std::move(k)]() mutable {
+    icu_->to_host(msg);
     const uint64_t now = cal_.now_ps();
-    const uint64_t read = u.bus_->pio(u.bus_->pio(now));
+    const uint64_t read = bus_->pio(bus_->pio(now));
     sys_->cpu(node_).interrupt(sys_->cycles_ps(c_.int_entry_cycles) + (read - now), [this, msg, k = std::move(k)] {
       uint64_t m = 0;
       if (!icu_->take_for_host(&m) || m != msg) internal_error("an ICU message to the host out of order");
@@ -287,84 +275,75 @@ void Mbp2Nic::task_left(uint32_t ptask) {
 // count itself (mbp2.fw_order_instr of its time). The count the routine keeps for
 // acknowledgements must say the same: a disagreement is a model error.
 Mbp2Nic::Order Mbp2Nic::order_of(uint32_t src, uint8_t end_p, Order fw, uint64_t* saved) {
-  Mbp2Nic& u = *this;
   *saved = 0;
-  if (!u.ocu_ || u.mbcf_ocu.at(src) < 0) return fw;
-  const uint32_t reg = static_cast<uint32_t>(u.mbcf_ocu[src]);
-  const Ocu::Order o = u.ocu_->check_end_p(reg, end_p);
+  if (!ocu_ || mbcf_ocu.at(src) < 0) return fw;
+  const uint32_t reg = static_cast<uint32_t>(mbcf_ocu[src]);
+  const Ocu::Order o = ocu_->check_end_p(reg, end_p);
   const Order r = o == Ocu::Order::InOrder ? Order::InOrder : o == Ocu::Order::Duplicate ? Order::Duplicate : Order::Gap;
   if (r != fw)
     internal_error("node " + std::to_string(node_) + "'s OCU register for node " + std::to_string(src) + " expects END_P " +
-                   std::to_string(u.ocu_->expected(reg) & 0xff) + ", the receive routine's count says otherwise");
-  *saved = u.pme_->instr_ps(m_.fw_order_instr);
+                   std::to_string(ocu_->expected(reg) & 0xff) + ", the receive routine's count says otherwise");
+  *saved = pme_->instr_ps(m_.fw_order_instr);
   return r;
 }
 
 void Mbp2Nic::arrived_set(uint32_t src, uint8_t arrived) {
-  Mbp2Nic& u = *this;
-  if (u.ocu_ && src < u.mbcf_ocu.size() && u.mbcf_ocu[src] >= 0)
-    u.ocu_->advance(static_cast<uint32_t>(u.mbcf_ocu[src]), static_cast<uint8_t>(arrived + 1));
+  if (ocu_ && src < mbcf_ocu.size() && mbcf_ocu[src] >= 0)
+    ocu_->advance(static_cast<uint32_t>(mbcf_ocu[src]), static_cast<uint8_t>(arrived + 1));
 }
 
 void Mbp2Nic::os_to_pme(uint64_t msg) {
-  Mbp2Nic& u = *this;
-  u.icu_->to_pme(msg);
+  icu_->to_pme(msg);
   const uint64_t now = cal_.now_ps();
-  const uint64_t wrote = u.bus_->pio(u.bus_->pio(now));
+  const uint64_t wrote = bus_->pio(bus_->pio(now));
   sys_->cpu(node_).charge(wrote - now);
   cal_.at(wrote, [this] {
-    Mbp2Nic& u = *this;
-    u.pme_->run("icu", Pme::kHigh, true, u.pme_->instr_ps(m_.icu_instr), [this] {
-      Mbp2Nic& u = *this;
+    pme_->run("icu", Pme::kHigh, true, pme_->instr_ps(m_.icu_instr), [this] {
       uint64_t m = 0;
-      while (u.icu_->take_for_pme(&m)) {
+      while (icu_->take_for_pme(&m)) {
         const uint32_t ctx = static_cast<uint32_t>(m >> 32) & 0xffffff;
-        if ((m >> 56) == (kIcuInvalidatePage >> 56)) u.tlb_->invalidate(ctx, m & 0xffffffffu);
-        else if ((m >> 56) == (kIcuFlushContext >> 56)) u.tlb_->flush_context(ctx);
-        else u.icu_bad->inc();
+        if ((m >> 56) == (kIcuInvalidatePage >> 56)) tlb_->invalidate(ctx, m & 0xffffffffu);
+        else if ((m >> 56) == (kIcuFlushContext >> 56)) tlb_->flush_context(ctx);
+        else icu_bad->inc();
       }
     });
   });
 }
 
 void Mbp2Nic::protocol_work(uint64_t dur, std::function<void()> fn) {
-  Mbp2Nic& u = *this;
-  const bool intr = u.interrupt_next;
-  u.interrupt_next = false;
+  const bool intr = interrupt_next;
+  interrupt_next = false;
   const char* handler = intr ? "receive" : "protocol";
   // A receive is raised by the LDMA's receive ring (EtherSystem's routine then loops over the
   // frames it holds).
   const int source = intr ? Pme::kLdmaRxRing : Pme::kNoSource;
-  if (u.adma_posts.empty()) return u.pme_->run_from(source, handler, Pme::kNormal, dur, std::move(fn));
+  if (adma_posts.empty()) return pme_->run_from(source, handler, Pme::kNormal, dur, std::move(fn));
   // The routine posts its ADMA descriptors when its work is done, and answers only once the
   // ADMA has done them (a status reply must follow the data into the host's memory).
   const uint32_t inc = sys_->incarnation(node_);
-  u.pme_->run_from(source, handler, Pme::kNormal, dur, std::move(fn),
-             [this, inc, posts = std::move(u.adma_posts), then = std::move(u.adma_then)](std::function<void()> resume) {
-               Mbp2Nic& u = *this;
+  pme_->run_from(source, handler, Pme::kNormal, dur, std::move(fn),
+             [this, inc, posts = std::move(adma_posts), then = std::move(adma_then)](std::function<void()> resume) {
                auto lost = [this, inc] { return !sys_->up(node_) || sys_->incarnation(node_) != inc; };
                if (lost()) return resume();  // the power went: the staged data with it
                uint32_t last = 0;
                for (const auto& post : posts) last = post();
-               if (!then) return u.adma_ring->when_done(last, std::move(resume));
-               u.adma_ring->when_done(last, [lost, then, resume] { lost() ? resume() : then(resume); });
+               if (!then) return adma_ring->when_done(last, std::move(resume));
+               adma_ring->when_done(last, [lost, then, resume] { lost() ? resume() : then(resume); });
              });
-  u.adma_posts.clear();
-  u.adma_then = nullptr;
+  adma_posts.clear();
+  adma_then = nullptr;
 }
 
 void Mbp2Nic::tx_done() {
-  Mbp2Nic& u = *this;
   mac_freed();
-  u.pme_->run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, u.pme_->instr_ps(m_.tx_done_instr), [] {});
+  pme_->run_from(Pme::kLdmaTxRing, "tx_done", Pme::kLow, pme_->instr_ps(m_.tx_done_instr), [] {});
 }
 
 uint64_t Mbp2Nic::rx_entry_ps() {
-  Mbp2Nic& u = *this;
   // The LDMA's completion interrupts the PME; when the frame was sealed, that interrupt (and
   // the CAU's) came before the decryption, and the receive routine follows it directly.
-  u.interrupt_next = !m_.crypto.enabled();
-  return u.pme_->instr_ps(m_.rx_desc_instr);
+  interrupt_next = !m_.crypto.enabled();
+  return pme_->instr_ps(m_.rx_desc_instr);
 }
 
 // The receive routine's data movement (8.3.3): what the commands write, the PME stages in EM
@@ -380,13 +359,11 @@ uint64_t Mbp2Nic::rx_entry_ps() {
 // the command is not written: a host store in between is in what the ADMA read. The ADMA's
 // descriptors name host physical addresses.
 uint32_t Mbp2Nic::adma_stage() const {
-  const Mbp2Nic& u = *this;
-  return u.adma_stages + u.adma_->next_slot() * FramePool::kBufBytes;
+  return adma_stages + adma_->next_slot() * FramePool::kBufBytes;
 }
 
 uint64_t Mbp2Nic::adma_read(uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* first_pa) {
-  Mbp2Nic& u = *this;
-  Mbp2Nic::AdmaRead& ar = u.adma_reads[h];
+  Mbp2Nic::AdmaRead& ar = adma_reads[h];
   const uint32_t pb = c_.page_bytes;
   uint64_t refill = 0;
   for (uint32_t off = 0; off < n;) {
@@ -396,18 +373,16 @@ uint64_t Mbp2Nic::adma_read(uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t
     refill += translate(ptask, la, k, &pa);
     if (!off && first_pa) *first_pa = pa;
     ++ar.pending;
-    u.adma_posts.push_back([this, h, pa, k] {
-      Mbp2Nic& u = *this;
-      return u.adma_ring->post(cal_.now_ps(), pa, adma_stage(), k, [&u, pa, k](uint64_t s) { return host_transfer(*u.bus_, *u.em_, s, {{pa, k}}, k); },
+    adma_posts.push_back([this, h, pa, k] {
+      return adma_ring->post(cal_.now_ps(), pa, adma_stage(), k, [this, pa, k](uint64_t s) { return host_transfer(*bus_, *em_, s, {{pa, k}}, k); },
                           [this, h](const DmaEngine::Desc& d) {
-                            Mbp2Nic& u = *this;
-                            auto it = u.adma_reads.find(h);
-                            if (it == u.adma_reads.end()) return;
+                            auto it = adma_reads.find(h);
+                            if (it == adma_reads.end()) return;
                             --it->second.pending;
                             if (d.error()) it->second.failed = true;
                             const size_t o = it->second.bytes.size();
                             it->second.bytes.resize(o + d.bytes);
-                            u.em_->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
+                            em_->read_into(d.dst, it->second.bytes.data() + o, d.bytes);
                           },
                           DmaEngine::kNoContext, ~0u, DmaEngine::Move::Back);
     });
@@ -417,8 +392,7 @@ uint64_t Mbp2Nic::adma_read(uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t
 }
 
 uint64_t Mbp2Nic::data_move_ps(const Packet& p, mbcf::ExecResult& r) {
-  Mbp2Nic& u = *this;
-  mbcf::WriteBuffer& wb = u.adma_writes;
+  mbcf::WriteBuffer& wb = adma_writes;
   const mbcf::Command *rd = nullptr, *atomic = nullptr;
   if (r.outcome == mbcf::ExecResult::Outcome::Done)
     for (const mbcf::Command& c : p.cmds) {
@@ -426,24 +400,24 @@ uint64_t Mbp2Nic::data_move_ps(const Packet& p, mbcf::ExecResult& r) {
       if (mbcf::is_atomic(c.cmd)) atomic = &c;
     }
   if (!rd && !atomic && !wb.untaken()) return 0;
-  auto handle = [&u] { return ++u.next_read ? u.next_read : ++u.next_read; };
+  auto handle = [this] { return ++next_read ? next_read : ++next_read; };
   if (atomic) {
     if (p.cmds.size() != 1 || r.replies.size() != 1) internal_error("node " + std::to_string(node_) + ": an atomic command did not travel alone");
     wb.discard_untaken();  // (what the semantics computed: the PME computes from what the ADMA reads)
     const uint32_t h = handle();
     r.nic_reply = h;
-    Mbp2Nic::AdmaRead& ar = u.adma_reads[h];
+    Mbp2Nic::AdmaRead& ar = adma_reads[h];
     ar.atomic = *atomic;
     ar.ptask = p.dst_ptask;
     ar.exec_old = r.replies[0].data;
     ar.exec_status = static_cast<mbcf::Status>(r.replies[0].status);
-    ++u.atomics;
+    ++atomics;
     uint64_t refill = 0;
     if (atomic->cmd == Cmd::CompSwap) refill += adma_read(p.dst_ptask, atomic->flag_laddr, 4, h, nullptr);
     uint64_t pa = 0;
     refill += adma_read(p.dst_ptask, atomic->laddr, atomic->length, h, &pa);  // (one page: the semantics checked)
-    u.adma_reads[h].pa = pa;
-    u.adma_then = [this, h](std::function<void()> resume) { atomic_step(h, std::move(resume)); };
+    adma_reads[h].pa = pa;
+    adma_then = [this, h](std::function<void()> resume) { atomic_step(h, std::move(resume)); };
     return refill;
   }
   // The routine's own time: the TLB refills its translations take.
@@ -458,10 +432,9 @@ uint64_t Mbp2Nic::data_move_ps(const Packet& p, mbcf::ExecResult& r) {
     const mbcf::WriteBuffer::Write& w = wb.untaken_write(i);
     const uint32_t n = static_cast<uint32_t>(w.bytes.size());
     refill += translate(w.ptask, w.laddr, n, nullptr);
-    u.adma_posts.push_back([this, pa = w.pa, n, bytes = w.bytes] {
-      Mbp2Nic& u = *this;
-      u.adma_numbers.push_back(u.adma_->next_number());
-      return u.adma_ring->post(cal_.now_ps(), adma_stage(), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus_, *u.em_, s, {{pa, n}}, n); },
+    adma_posts.push_back([this, pa = w.pa, n, bytes = w.bytes] {
+      adma_numbers.push_back(adma_->next_number());
+      return adma_ring->post(cal_.now_ps(), adma_stage(), pa, n, [this, pa, n](uint64_t s) { return host_transfer(*bus_, *em_, s, {{pa, n}}, n); },
                           [this](const DmaEngine::Desc& d) { adma_wrote(d); }, DmaEngine::kNoContext, ~0u,
                           DmaEngine::Move::Forward, bytes);
     });
@@ -472,9 +445,8 @@ uint64_t Mbp2Nic::data_move_ps(const Packet& p, mbcf::ExecResult& r) {
 }
 
 void Mbp2Nic::atomic_step(uint32_t h, std::function<void()> resume) {
-  Mbp2Nic& u = *this;
-  auto it = u.adma_reads.find(h);
-  if (it == u.adma_reads.end()) return resume();  // (lost with the power)
+  auto it = adma_reads.find(h);
+  if (it == adma_reads.end()) return resume();  // (lost with the power)
   Mbp2Nic::AdmaRead& ar = it->second;
   const mbcf::Command& c = *ar.atomic;
   const uint32_t ref_bytes = c.cmd == Cmd::CompSwap ? 4 : 0;
@@ -487,32 +459,31 @@ void Mbp2Nic::atomic_step(uint32_t h, std::function<void()> resume) {
   ar.status = mbcf::atomic_effect(c, mutant::on(mutant::Id::AtomicFromExecute) && ar.exec_status == mbcf::Status::Succeeded ? c.flag_value : ref,
                                   mem.data());
   ar.computed = true;
-  if (ar.bytes != ar.exec_old || ar.status != ar.exec_status) u.atomic_changed->inc();
-  --u.atomics;
+  if (ar.bytes != ar.exec_old || ar.status != ar.exec_status) atomic_changed->inc();
+  --atomics;
   if (ar.status != mbcf::Status::Succeeded) {
     adma_drained();
     return resume();
   }
-  mbcf::WriteBuffer& wb = u.adma_writes;
+  mbcf::WriteBuffer& wb = adma_writes;
   wb.add(ar.pa, ar.ptask, c.laddr, mem.data(), c.length, true);
   wb.take();
-  u.adma_numbers.push_back(u.adma_->next_number());
+  adma_numbers.push_back(adma_->next_number());
   const uint64_t pa = ar.pa;
   const uint32_t n = c.length;
-  const uint32_t num = u.adma_ring->post(cal_.now_ps(), adma_stage(), pa, n, [&u, pa, n](uint64_t s) { return host_transfer(*u.bus_, *u.em_, s, {{pa, n}}, n); },
+  const uint32_t num = adma_ring->post(cal_.now_ps(), adma_stage(), pa, n, [this, pa, n](uint64_t s) { return host_transfer(*bus_, *em_, s, {{pa, n}}, n); },
                                     [this](const DmaEngine::Desc& d) { adma_wrote(d); }, DmaEngine::kNoContext, ~0u,
                                     DmaEngine::Move::Forward, mem);
-  u.adma_ring->when_done(num, std::move(resume));
+  adma_ring->when_done(num, std::move(resume));
 }
 
 // The reply leaves with what the ADMA read into EM (the routine waited for it), and an atomic's
 // with the status the PME computed from it.
 void Mbp2Nic::nic_reply_data(uint32_t handle, std::vector<mbcf::Command>& replies) {
-  Mbp2Nic& u = *this;
-  auto it = u.adma_reads.find(handle);
-  if (it == u.adma_reads.end()) return;  // (lost with the power; nothing is sent then)
+  auto it = adma_reads.find(handle);
+  if (it == adma_reads.end()) return;  // (lost with the power; nothing is sent then)
   Mbp2Nic::AdmaRead ar = std::move(it->second);
-  u.adma_reads.erase(it);
+  adma_reads.erase(it);
   if (ar.pending || ar.failed || (ar.atomic && !ar.computed))
     internal_error("node " + std::to_string(node_) + ": a reply left without the data the ADMA was to read");
   for (mbcf::Command& c : replies)
@@ -526,25 +497,23 @@ void Mbp2Nic::nic_reply_data(uint32_t handle, std::vector<mbcf::Command>& replie
 }
 
 void Mbp2Nic::adma_wrote(const DmaEngine::Desc& d) {
-  Mbp2Nic& u = *this;
   // Writes whose descriptors were lost (overwritten in the ring) never reached host memory.
-  while (!u.adma_numbers.empty()) {
-    const uint32_t num = u.adma_numbers.front();
-    u.adma_numbers.pop_front();
-    u.adma_writes.retire();
+  while (!adma_numbers.empty()) {
+    const uint32_t num = adma_numbers.front();
+    adma_numbers.pop_front();
+    adma_writes.retire();
     if (num == d.number()) break;
   }
   adma_drained();
 }
 
 void Mbp2Nic::adma_drained() {
-  Mbp2Nic& u = *this;
-  if (u.adma_writes.size() || u.atomics) return;
+  if (adma_writes.size() || atomics) return;
   std::deque<std::function<void()>> w;
-  w.swap(u.quiesce_waiters);
+  w.swap(quiesce_waiters);
   for (auto& f : w) f();
-  if (u.poll_on_drain) {
-    u.poll_on_drain = false;
+  if (poll_on_drain) {
+    poll_on_drain = false;
     sys_->cpu(node_).run_pollers(cal_.now_ps());
   }
 }
@@ -556,9 +525,8 @@ void Mbp2Nic::adma_drained() {
 // running count could come between a command that found it set and the ADMA's write of the
 // entry it stored, and that entry would never invoke its program.
 void Mbp2Nic::nic_quiesce(std::function<void()> fn) {
-  Mbp2Nic& u = *this;
-  if (!u.adma_writes.size() && !u.atomics) return fn();
-  u.quiesce_waiters.push_back(std::move(fn));
+  if (!adma_writes.size() && !atomics) return fn();
+  quiesce_waiters.push_back(std::move(fn));
 }
 
 void Mbp2Nic::fw_run_pollers(uint64_t at) {
@@ -570,24 +538,23 @@ void Mbp2Nic::fw_run_pollers(uint64_t at) {
 nlohmann::ordered_json Mbp2Nic::summary() const {
   const double t = static_cast<double>(cal_.now_ps());
   auto frac = [t](uint64_t busy) { return t > 0 ? std::round(busy / t * 1e4) / 1e4 : 0.0; };
-  const Mbp2Nic& u = *this;
   nlohmann::ordered_json j;
   j["node"] = node_;
-  j["pme_interrupts_per_s"] = t > 0 ? std::round(u.pme_->interrupts() / (t / 1e12)) : 0.0;
+  j["pme_interrupts_per_s"] = t > 0 ? std::round(pme_->interrupts() / (t / 1e12)) : 0.0;
   nlohmann::ordered_json b;
-  b["pme"] = frac(u.pme_->busy_ps());
-  b["biu"] = frac(u.bus_->busy_ps());
-  b["pge"] = frac(u.pge_->busy_ps());
-  b["adma"] = frac(u.adma_->busy_ps());
-  b["ldma_tx"] = frac(u.ldma_tx_->busy_ps());
-  b["ldma_rx"] = frac(u.ldma_rx_->busy_ps());
-  if (u.cau_) b["cau"] = frac(u.cau_->busy_ps());
+  b["pme"] = frac(pme_->busy_ps());
+  b["biu"] = frac(bus_->busy_ps());
+  b["pge"] = frac(pge_->busy_ps());
+  b["adma"] = frac(adma_->busy_ps());
+  b["ldma_tx"] = frac(ldma_tx_->busy_ps());
+  b["ldma_rx"] = frac(ldma_rx_->busy_ps());
+  if (cau_) b["cau"] = frac(cau_->busy_ps());
   uint64_t em = 0;
-  for (int r = 0; r < kRoutes; ++r) em += u.em_->busy_ps(static_cast<Route>(r));
+  for (int r = 0; r < kRoutes; ++r) em += em_->busy_ps(static_cast<Route>(r));
   b["em"] = frac(em);
   j["utilisation"] = b;
   if (m_.crypto.enabled()) {
-    const CryptoStats& x = u.cs;
+    const CryptoStats& x = cs;
     nlohmann::ordered_json c;
     c["frames_sealed"] = x.sealed->value;
     c["frames_opened"] = x.opened->value;

@@ -96,16 +96,15 @@ bool Mbp2Nic::connect_tcp(uint32_t ptask, uint16_t local_port, uint32_t remote_n
   const Task* t = ts.find(ptask);
   if (!t || local_port == 0 || remote_node >= sys_->nodes() || !usable(ts, *t, ring, kRingHeader, kPermRW)) return false;
   if (find_conn(kIpProtoTcp, local_port, remote_node, remote_port) >= 0) return false;
-  Mbp2Nic& u = *this;
   uint32_t reg = 0;  // an OCU register while there are some; beyond, the firmware checks order
-  if (u.ocu_ && u.ocu_used < u.ocu_->registers()) {
-    reg = ++u.ocu_used;
-    u.ocu_->arm(reg - 1, recv_irs);
+  if (ocu_ && ocu_used < ocu_->registers()) {
+    reg = ++ocu_used;
+    ocu_->arm(reg - 1, recv_irs);
   }
   const int64_t c = add_conn({static_cast<uint32_t>(kIpProtoTcp) << 24 | local_port, (remote_node & 0xffff) << 16 | remote_port,
                                     ptask + 1, ring, send_iss, reg, recv_irs, 0});
   if (c < 0) return false;
-  u.tcp_.open(static_cast<uint32_t>(c), ptask, remote_node, local_port, remote_port, send_iss, ts.load32(*t, ring), ts.load32(*t, ring + 4));
+  tcp_.open(static_cast<uint32_t>(c), ptask, remote_node, local_port, remote_port, send_iss, ts.load32(*t, ring), ts.load32(*t, ring + 4));
   return true;
 }
 
@@ -158,11 +157,10 @@ bool Mbp2Nic::send_datagram(uint32_t ptask, const DatagramRequest& r, std::funct
 
 void Mbp2Nic::pge_fetch(uint32_t ptask, uint32_t entry, uint32_t dst, uint64_t pa_struct, uint32_t sbytes,
                            uint64_t pa_data, uint32_t data, uint32_t image, DmaEngine::Done done) {
-  Mbp2Nic& u = *this;
   const uint32_t total = sbytes + data;
-  u.pge_ring->post(cal_.now_ps(), send_entry_laddr(entry), dst, image, [&u, pa_struct, sbytes, pa_data, data, total](uint64_t s) {
-    if (data == 0) return host_transfer(*u.bus_, *u.em_, s, {{pa_struct, sbytes}}, total);
-    return host_transfer(*u.bus_, *u.em_, s, {{pa_struct, sbytes}, {pa_data, data}}, total);
+  pge_ring->post(cal_.now_ps(), send_entry_laddr(entry), dst, image, [this, pa_struct, sbytes, pa_data, data, total](uint64_t s) {
+    if (data == 0) return host_transfer(*bus_, *em_, s, {{pa_struct, sbytes}}, total);
+    return host_transfer(*bus_, *em_, s, {{pa_struct, sbytes}, {pa_data, data}}, total);
   }, std::move(done), ptask, total, DmaEngine::Move::Forward);
 }
 
@@ -206,7 +204,6 @@ bool Mbp2Nic::pge_task_read(const mbcf::Task& t, uint32_t laddr, uint8_t* out, u
 }
 
 void Mbp2Nic::datagram_fetch(uint32_t ptask, uint32_t e) {
-  Mbp2Nic& u = *this;
   TaskSpace& ts = sys_->space(node_);
   const Task* t = ts.find(ptask);
   // The PGE reads the structure: untranslated (bypass) addresses are for the kernel only, and
@@ -224,10 +221,10 @@ void Mbp2Nic::datagram_fetch(uint32_t ptask, uint32_t e) {
   r.laddr = load_be32(&h[12]);
   r.len = load_be32(&h[16]);
   auto refuse = [&] {
-    u.ip.tx_rejected->inc();
+    ip.tx_rejected->inc();
     free_entry(ptask, e, true);
   };
-  if (r.bypass) u.ip.tx_bypass_rejected->inc();
+  if (r.bypass) ip.tx_bypass_rejected->inc();
   if (!read || pb >> 24 != kSendDatagram || (pb & 0xff00fe) != 0 || (r.proto != kIpProtoUdp && r.proto != kIpProtoTcp) || r.dst_node >= sys_->nodes() ||
       r.dst_node == node_ || !sendable(r.proto, r.len) || r.bypass || !t ||
       !usable(ts, *t, r.laddr, r.len, kPermRead))
@@ -260,47 +257,45 @@ void Mbp2Nic::datagram_fetch(uint32_t ptask, uint32_t e) {
 }
 
 void Mbp2Nic::datagram_send(uint32_t ptask, const DatagramRequest& r, std::vector<uint8_t> payload, int32_t img) {
-  Mbp2Nic& u = *this;
   // The PGE's completion interrupts the PME, which writes the headers in front of the image
   // (the CSU-T's sum plus the pseudo-header; without a CSU the firmware sums the words).
   // (A fragmented datagram: the headers of every fragment.)
   const uint32_t words = (inet_header_bytes(r.proto) - 14 + r.len + 3) / 4;
   // (A TCP segment's headers are built when it is sent: tcp_output.)
   const uint32_t frames = r.proto == kIpProtoUdp ? udp_frames(r.len, mtu()) : 0;
-  uint64_t dur = u.pme_->instr_ps(m_.ip_header_instr * frames);
-  if (!u.csu_) dur += u.pme_->kernel_ps(m_.fw_csum_instr_per_word * words, words);
+  uint64_t dur = pme_->instr_ps(m_.ip_header_instr * frames);
+  if (!csu_) dur += pme_->kernel_ps(m_.fw_csum_instr_per_word * words, words);
   const uint32_t inc = sys_->incarnation(node_);
-  u.pme_->run_from(Pme::kPgeRing, "ip_header", Pme::kNormal, dur, [this, ptask, r, img, inc, payload = std::move(payload)]() mutable {
+  pme_->run_from(Pme::kPgeRing, "ip_header", Pme::kNormal, dur, [this, ptask, r, img, inc, payload = std::move(payload)]() mutable {
     if (!sys_->up(node_) || sys_->incarnation(node_) != inc) return;
-    Mbp2Nic& u = *this;
     Datagram d;
     d.proto = r.proto;
     d.src_node = node_;
     d.dst_node = r.dst_node;
     d.src_port = r.src_port;
     d.dst_port = r.dst_port;
-    d.ip_id = ++u.ip_id;
+    d.ip_id = ++ip_id;
     if (r.proto == kIpProtoTcp) {
       const int64_t c = find_conn(kIpProtoTcp, r.src_port, r.dst_node, r.dst_port);
       const uint32_t off = kConnTable + static_cast<uint32_t>(c) * kConnBytes;
-      if (c < 0 || u.kli_->load32(off + 8) != ptask + 1) {  // closed meanwhile
-        u.ip.tx_rejected->inc();
+      if (c < 0 || kli_->load32(off + 8) != ptask + 1) {  // closed meanwhile
+        ip.tx_rejected->inc();
         return image_done(img, inc);
       }
-      d.seq = u.kli_->load32(off + 16);
-      u.kli_->store32(off + 16, d.seq + r.len);
-      u.ip.tx->inc();
-      u.ip.tx_bytes->inc(r.len);
-      return u.tcp_.queue(static_cast<uint32_t>(c), d.seq, r.len, img);  // (the image is held until acknowledged)
+      d.seq = kli_->load32(off + 16);
+      kli_->store32(off + 16, d.seq + r.len);
+      ip.tx->inc();
+      ip.tx_bytes->inc(r.len);
+      return tcp_.queue(static_cast<uint32_t>(c), d.seq, r.len, img);  // (the image is held until acknowledged)
     }
     std::vector<uint8_t> f = build_inet(d, payload.data(), r.len);
-    if (u.csu_) u.csu_->transmit(f);
-    u.ip.tx->inc();
-    u.ip.tx_bytes->inc(r.len);
+    if (csu_) csu_->transmit(f);
+    ip.tx->inc();
+    ip.tx_bytes->inc(r.len);
     const uint32_t dst = r.dst_node;
     std::vector<std::vector<uint8_t>> frames = fragment_ip(std::move(f), mtu());
-    if (frames.size() > 1) u.ip.tx_fragments->inc(static_cast<uint32_t>(frames.size()));
-    u.dg_held[static_cast<uint32_t>(img)] += static_cast<uint32_t>(frames.size()) - 1;  // the frames take the fetch's hold over
+    if (frames.size() > 1) ip.tx_fragments->inc(static_cast<uint32_t>(frames.size()));
+    dg_held[static_cast<uint32_t>(img)] += static_cast<uint32_t>(frames.size()) - 1;  // the frames take the fetch's hold over
     for (std::vector<uint8_t>& fr : frames)
       nic_transmit(dst, std::move(fr), [this, dst, img, inc](std::vector<uint8_t>&& b) {
         image_done(img, inc);  // the LDMA has read the frame from it (or gave it up)

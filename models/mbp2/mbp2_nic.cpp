@@ -410,9 +410,8 @@ void Mbp2Nic::latch(uint32_t alias, uint32_t kind, uint32_t entry, bool slot) {
 void Mbp2Nic::before_end_of_elaboration() { sys_->cpu(node_).pio.bind(bus_->pio_socket); }
 
 void Mbp2Nic::task_created(uint32_t ptask) {
-  Mbp2Nic& u = *this;
   // The OS gives the task its alias page and tells the NIC through the KLI (at set-up).
-  u.uli_->assign(u.next_alias++, ptask, cal_.now_ps());
+  uli_->assign(next_alias++, ptask, cal_.now_ps());
 }
 
 // A request taken from a doorbell left EM's queue: the oldest retried doorbell store goes in.
@@ -422,45 +421,44 @@ void Mbp2Nic::request_numbered() {
 }
 
 void Mbp2Nic::nic_power_off() {
-  Mbp2Nic& u = *this;
   // EM's frame buffers are empty; work in flight finds its buffer gone and stops.
-  u.txb->reset();
-  u.rxb->reset();
-  u.reqb->reset();
-  u.tcp_.power_off();  // TCP's segments and timers are gone with EM
-  u.ip_steering_.power_off();  // reassemblies: their buffers are gone with EM
-  u.decoded.clear();
-  u.tlb_->clear();  // its entries are lost with the power; the PME refills them again
+  txb->reset();
+  rxb->reset();
+  reqb->reset();
+  tcp_.power_off();  // TCP's segments and timers are gone with EM
+  ip_steering_.power_off();  // reassemblies: their buffers are gone with EM
+  decoded.clear();
+  tlb_->clear();  // its entries are lost with the power; the PME refills them again
   // The programs are gone too: the entries of their send rings are theirs to write again.
   for (auto& [ptask, R] : rings_) {
     R.posted.assign(R.posted.size(), false);
     R.waiters.clear();
   }
-  u.tx_wait.clear();
+  tx_wait.clear();
   // The engines stop: what they had in flight moves nothing and completes nothing.
-  for (FirmwareRing* r : {u.pge_ring.get(), u.adma_ring.get(), u.ldma_tx_ring.get(), u.ldma_rx_ring.get()}) r->reset();
-  u.em_->power_off();  // and what they had in flight takes no more of EM or the bus
-  u.bus_->power_off();
-  u.adma_writes.clear();  // staged in EM: lost
-  u.adma_numbers.clear();
-  u.adma_reads.clear();
-  u.adma_posts.clear();
-  u.adma_then = nullptr;
-  u.atomics = 0;
-  u.quiesce_waiters.clear();  // (the node's programs are gone)
-  if (u.cau_ring) u.cau_ring->reset();
-  u.mac_tx.clear();
-  u.mac_rx.clear();
-  u.mac_tx_bytes = 0;
-  u.mac_tx_lens.clear();
-  u.mac_wait.clear();
+  for (FirmwareRing* r : {pge_ring.get(), adma_ring.get(), ldma_tx_ring.get(), ldma_rx_ring.get()}) r->reset();
+  em_->power_off();  // and what they had in flight takes no more of EM or the bus
+  bus_->power_off();
+  adma_writes.clear();  // staged in EM: lost
+  adma_numbers.clear();
+  adma_reads.clear();
+  adma_posts.clear();
+  adma_then = nullptr;
+  atomics = 0;
+  quiesce_waiters.clear();  // (the node's programs are gone)
+  if (cau_ring) cau_ring->reset();
+  mac_tx.clear();
+  mac_rx.clear();
+  mac_tx_bytes = 0;
+  mac_tx_lens.clear();
+  mac_wait.clear();
   // The PGE's images are gone with EM; requests it had not started die with the power (an
   // old one left waiting for an image is dropped when it comes up: `datagram_fetch`).
-  std::fill(u.dg_held.begin(), u.dg_held.end(), 0);
-  u.pge_blocked = false;
-  u.kx_.power_off();  // frames waiting for keys: lost
-  u.rx_queued.clear();
-  u.rx_current = Buf{};
+  std::fill(dg_held.begin(), dg_held.end(), 0);
+  pge_blocked = false;
+  kx_.power_off();  // frames waiting for keys: lost
+  rx_queued.clear();
+  rx_current = Buf{};
   if (!m_.crypto.enabled() || m_.crypto.keys != CryptoConfig::Keys::Dh) return;
   for (uint32_t q = 0; q < sys_->nodes(); ++q)
     if (q != node_) kx_.drop_keys(q);

@@ -585,7 +585,7 @@ class Mbp2Nic : public sc_core::sc_module, private PioTarget {
   // A frame left the MAC's transmit FIFO (the oldest, off the wire), or `unsent` bytes the
   // LDMA reserved and did not put there.
   void mac_freed(uint32_t unsent = 0);
-  bool mac_room(const Mbp2Nic& u, uint32_t len) const;
+  bool mac_room(uint32_t len) const;
   void tx_buffers_freed();
   // The LDMA writes a frame from the MAC into a receive buffer; `k` runs at its completion
   // with the buffer (nothing happens if the power went meanwhile). False: no buffer was free,
