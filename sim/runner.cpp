@@ -412,6 +412,8 @@ int run_experiment(const RunOptions& o) {
     else if (!print_table(it.key(), it.value())) std::printf("  %-34s (in stats.json)\n", it.key().c_str());
   }
   std::printf("  results in %s/stats.json\n", o.out_dir.c_str());
+  std::fflush(stdout);
+  for (const std::string& w : wl->warnings()) std::fprintf(stderr, "mbpsim: warning: %s\n", w.c_str());
   const std::string bad = wl->check_failed();
   if (!bad.empty()) {
     std::fprintf(stderr, "mbpsim: check failed: %s\nseed %llu, config %s\n", bad.c_str(),

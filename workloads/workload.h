@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,9 @@ class Workload : public net::NetClient {
   // Non-empty when the workload's own input turned out bad during the run (a trace read on the
   // fly): the run stops and mbpsim exits 1 with this one line.
   virtual std::string input_error() const { return ""; }
+  // Warnings about the experiment (not errors: the run is valid but may not mean what the user
+  // thinks), printed on stderr after a run's results, one line each.
+  virtual std::vector<std::string> warnings() const { return {}; }
   // Extra text for the heartbeat line (progress of the workload's own work).
   virtual std::string progress(double wall_s) const { return ""; }
   // How often (network cycles) the runner asks done() after the window; simulated time is

@@ -180,6 +180,61 @@ TEST(TraceReplay, PackPlacementFillsANodeFirst) {
   EXPECT_EQ(s["summary"]["per_thread"][1]["proc"], 1);
 }
 
+// Fewer threads than nodes: spread puts them evenly over the tree (thread i on node
+// floor(i x nodes / threads)), so the top routers carry traffic, and the run warns that nodes
+// run no thread. Before, 16 threads sat on nodes 0-15, one subtree of 64 nodes, and gave the
+// 16-node result with nothing through the root.
+TEST(TraceReplay, SpreadPlacesFewerThreadsEvenlyOverTheTreeAndWarns) {
+  const auto r = test::run_config("splash-mbp16.json", std::string("--set trace.path=") + MBPSIM_SOURCE_DIR +
+                                                           "/traces/stencil-16t --set network.levels=3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto s = r.summary();
+  ASSERT_TRUE(s["finished"].get<bool>());
+  for (int t = 0; t < 16; ++t) {
+    EXPECT_EQ(s["per_thread"][t]["node"], 4 * t) << t;
+    EXPECT_EQ(s["per_thread"][t]["proc"], 0) << t;
+  }
+  EXPECT_EQ(s["idle_nodes"], 48);
+  EXPECT_NE(r.output.find("has 16 threads for 64 nodes (trace.placement spread): 48 nodes run no thread"), std::string::npos) << r.output;
+  ASSERT_EQ(s["network_bytes_per_level"].size(), 3u);
+  EXPECT_GT(s["network_bytes_per_level"][0]["down_bytes"].get<double>(), 0);  // through the root
+  // As many threads as nodes: one each, in order, and no warning.
+  const auto same = run_sample("spread16", "");
+  EXPECT_EQ(same["idle_nodes"], 0);
+  for (int t = 0; t < 16; ++t) EXPECT_EQ(same["per_thread"][t]["node"], t) << t;
+}
+
+// trace.placement map: each thread on the processor trace.map names (node x procs + proc).
+TEST(TraceReplay, AMapPlacesEachThreadWhereItSaysAndABadMapIsRefused) {
+  auto c = config(make_trace("map", {"0 begin\n0 create 1\n0 join 1\n0 end\n", "0 begin\n5 load 0x40000000 8\n0 end\n"}));
+  c["trace"]["placement"] = "map";
+  c["trace"]["map"] = {3, 6};  // node 1's second processor, node 3's first
+  const auto s = test::run_in_process(c, "map");
+  ASSERT_TRUE(s["summary"]["finished"].get<bool>());
+  EXPECT_EQ(s["summary"]["per_thread"][0]["node"], 1);
+  EXPECT_EQ(s["summary"]["per_thread"][0]["proc"], 1);
+  EXPECT_EQ(s["summary"]["per_thread"][1]["node"], 3);
+  EXPECT_EQ(s["summary"]["per_thread"][1]["proc"], 0);
+  EXPECT_EQ(s["summary"]["idle_nodes"], 2);
+  // Refused, exit 1, naming the key (and the entry): too few entries, no such processor, two
+  // threads on one processor without trace.multiplex.
+  auto list = [](int bad_at, int bad) {
+    std::string l = "[";
+    for (int t = 0; t < 16; ++t) l += (t ? "," : "") + std::to_string(t == bad_at ? bad : 4 * t);
+    return l + "]";
+  };
+  const std::string run = test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never --set trace.path=" +
+                          MBPSIM_SOURCE_DIR + "/traces/stencil-16t --set trace.placement=map --set trace.map=";
+  for (const auto& [map, says] : std::vector<std::pair<std::string, std::string>>{
+           {"[0,4]", "trace.map: has 2 entries;"},
+           {list(5, 64), "trace.map[5]: 64 is not a processor: there are 64 (16 nodes x 4)"},
+           {list(5, 16), "trace.map[5]: processor 16 already runs a thread; set trace.multiplex"}}) {
+    const auto r = test::run_cmd(run + "'" + map + "'");
+    EXPECT_EQ(r.status, 1) << map << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << map << ": " << r.output;
+  }
+}
+
 TEST(TraceReplay, BadInputExitsOneNamingTheFile) {
   // More threads than processors (4 nodes x 2).
   auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never" +

@@ -18,8 +18,12 @@ using trace::Kind;
 void declare_trace_params(ParamSchema& s) {
   using T = ParamType;
   s.add({"trace.path", T::String, "", "", "trace folder to replay (traces/FORMAT.md); relative to the config file that sets it, or to the working directory when set with --set"});
-  s.add({"trace.placement", T::String, "spread", "", "thread i on node i mod nodes (spread), filling each node's processors first (pack), or every thread on node 0's first processor (single: the one-processor baseline; needs trace.multiplex)",
-         -1e300, 1e300, {"spread", "pack", "single"}});
+  s.add({"trace.placement", T::String, "spread", "",
+         "where the threads run. spread: with no more threads than nodes, thread i on node floor(i x nodes / threads), evenly over the tree (16 threads on 64 nodes: nodes 0, 4, 8, ...), else thread i on node i mod nodes, processor i / nodes; pack: each node's processors filled first; single: every thread on node 0's first processor (the one-processor baseline; needs trace.multiplex); map: as trace.map says",
+         -1e300, 1e300, {"spread", "pack", "single", "map"}});
+  s.add({"trace.map", T::IntList, nlohmann::json::array(), "",
+         "with trace.placement map: the processor of each thread, in thread order, numbered node x node.procs + processor (one entry per thread; two threads on one processor need trace.multiplex)",
+         0, 1e9});
   s.add({"trace.validate", T::Bool, true, "", "run `mbpsim trace validate` on the trace before replaying it"});
   s.add({"trace.multiplex", T::Bool, false, "", "allow more threads than processors: threads of one processor time-share it, switching when one blocks"});
   s.add({"trace.switch_cycles", T::Int, 500, "cycles", "a context switch between threads sharing a processor (save and restore registers, scheduler)", 0, 1e9});
@@ -74,26 +78,67 @@ TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint6
   on_proc_.assign(slots, {});
   current_.assign(slots, -1);
   th_.resize(meta_.threads);
+  const std::vector<uint32_t> where = place(c, placement, meta_.threads);
   for (uint32_t t = 0; t < meta_.threads; ++t) {
     Thread& T = th_[t];
     T.in = trace::open_stream(path_, meta_, t);
-    const uint32_t s = t % slots;  // more threads than processors: they share, round robin
-    if (placement == "single") {
-      T.node = 0;
-      T.proc = 0;
-    } else if (placement == "pack") {
-      T.node = s / procs_;
-      T.proc = s % procs_;
-    } else {
-      T.node = s % nodes_;
-      T.proc = s / nodes_;
-    }
-    on_proc_[T.node * procs_ + T.proc].push_back(t);
+    T.node = where[t] / procs_;
+    T.proc = where[t] % procs_;
+    on_proc_[where[t]].push_back(t);
   }
+  uint32_t used = 0;
+  for (uint32_t n = 0; n < nodes_; ++n)
+    for (uint32_t p = 0; p < procs_; ++p)
+      if (!on_proc_[n * procs_ + p].empty()) {
+        ++used;
+        break;
+      }
+  idle_nodes_ = nodes_ - used;
+  // A trace with fewer threads than the machine has nodes leaves nodes running nothing: their
+  // memories still home pages and their routers still forward, but the figures are those of a
+  // smaller machine's computation. Said after the run (warnings) and in the summary (idle_nodes).
+  if (idle_nodes_ && placement != "single")
+    warning_ = path_ + " has " + std::to_string(meta_.threads) + " threads for " + std::to_string(nodes_) + " nodes (trace.placement " +
+               placement + "): " + std::to_string(idle_nodes_) + " nodes run no thread";
   th_[0].st = State::Running;
   block_ = sys_->node_config().block_bytes;
   cycle_ps_ = sys_->node_config().cpu_ps();
   cpi_ = sys_->node_config().cpi;
+}
+
+std::vector<uint32_t> TraceReplay::place(const Config& c, const std::string& placement, uint32_t threads) const {
+  const uint32_t slots = nodes_ * procs_;
+  std::vector<uint32_t> w(threads);
+  if (placement == "map") {
+    const std::vector<int64_t> m = c.get_int_list("trace.map");
+    if (m.size() != threads)
+      c.fail("trace.map", "has " + std::to_string(m.size()) + " entries; " + path_ + " has " + std::to_string(threads) + " threads (one entry each)");
+    std::vector<bool> taken(slots, false);
+    for (uint32_t t = 0; t < threads; ++t) {
+      const std::string at = "trace.map[" + std::to_string(t) + "]";
+      if (m[t] < 0 || m[t] >= static_cast<int64_t>(slots))
+        c.fail_at("trace.map", at, std::to_string(m[t]) + " is not a processor: there are " + std::to_string(slots) + " (" +
+                                       std::to_string(nodes_) + " nodes x " + std::to_string(procs_) + "), numbered node x node.procs + processor");
+      w[t] = static_cast<uint32_t>(m[t]);
+      if (taken[w[t]] && !c.get_bool("trace.multiplex"))
+        c.fail_at("trace.map", at, "processor " + std::to_string(w[t]) + " already runs a thread; set trace.multiplex to time-share it");
+      taken[w[t]] = true;
+    }
+    return w;
+  }
+  for (uint32_t t = 0; t < threads; ++t) {
+    const uint32_t s = t % slots;  // more threads than processors: they share, round robin
+    if (placement == "single") {
+      w[t] = 0;
+    } else if (placement == "pack") {
+      w[t] = s;
+    } else if (threads <= nodes_) {  // spread, a thread per node at most: evenly over the nodes
+      w[t] = static_cast<uint32_t>(static_cast<uint64_t>(t) * nodes_ / threads) * procs_;
+    } else {  // spread: round robin over the nodes, then their next processors
+      w[t] = (s % nodes_) * procs_ + s / nodes_;
+    }
+  }
+  return w;
 }
 
 void TraceReplay::replay_error(uint32_t t, const std::string& what) const {
@@ -496,6 +541,7 @@ ordered_json TraceReplay::summary() const {
   s["trace"] = path_;
   s["program"] = meta_.program;
   s["threads"] = meta_.threads;
+  s["idle_nodes"] = idle_nodes_;  // nodes whose processors run no thread
   s["records"] = records_;
   s["references"] = refs_;
   s["exec_time_cycles"] = static_cast<double>(last_complete_ps_) / cyc;

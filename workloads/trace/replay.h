@@ -41,6 +41,7 @@ class TraceReplay : public MbpWorkload {
   std::string stalled() const override;
   std::string progress(double wall_s) const override;
   std::string input_error() const override { return input_error_; }
+  std::vector<std::string> warnings() const override { return warning_.empty() ? std::vector<std::string>{} : std::vector<std::string>{warning_}; }
 
  private:
   enum class State : uint8_t { NotCreated, Running, Sleeping, Ended };
@@ -90,10 +91,14 @@ class TraceReplay : public MbpWorkload {
     th_[t].off = 0;
   }
   [[noreturn]] void replay_error(uint32_t t, const std::string& what) const;
+  // Each thread's processor (node x procs + proc) under trace.placement (and trace.map).
+  std::vector<uint32_t> place(const Config& c, const std::string& placement, uint32_t threads) const;
 
   std::string path_;
   std::string input_error_;  // a stream turned out bad while replaying (trace.validate off)
   bool validated_ = true;    // trace.validate: a broken rule is then the simulator's fault
+  uint32_t idle_nodes_ = 0;  // nodes with no thread on any of their processors
+  std::string warning_;      // said after the run: nodes left without a thread
   trace::Meta meta_;
   std::vector<Thread> th_;
   std::vector<std::vector<uint32_t>> on_proc_;  // per processor (node * procs + proc): its threads
