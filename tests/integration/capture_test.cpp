@@ -134,5 +134,18 @@ TEST(Capture, PausesAndLockArraysAreCapturedAndReplayed) {
   EXPECT_TRUE(nlohmann::json::parse(test::read_text(out / "stats.json"))["summary"]["finished"].get<bool>());
 }
 
+// Every shared allocation is in trace.meta, however many there are: the capture kept only the
+// first 4,096 (a fixed array) and `validate` said ok.
+TEST(Capture, EverySharedAllocationIsRecorded) {
+  const auto d = test::temp_dir("capture_allocs") / "trace";
+  const auto r = test::run_cmd("MBPTRACE_OUT=" + d.string() + " " + PIPELINE_TRACED + " 2 64 1 9000");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string meta = test::read_text(d / "trace.meta");
+  size_t allocs = 0;
+  for (size_t at = meta.find("\nalloc "); at != std::string::npos; at = meta.find("\nalloc ", at + 1)) ++allocs;
+  EXPECT_EQ(allocs, 2u + 9000);  // Global, Buf, and the 9,000
+  trace::validate(d.string());
+}
+
 }  // namespace
 }  // namespace mbpsim

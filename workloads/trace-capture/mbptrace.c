@@ -48,8 +48,8 @@ static int next_id = 0;
 static pthread_t tids[MAX_THREADS];
 static int joined_upto = 1;
 static char out_dir[4096] = "mbptrace.out";
-static struct { uint64_t addr, size; } allocs[4096];
-static int nallocs = 0;
+static struct alloc { uint64_t addr, size; } *allocs = NULL; /* every shared allocation, for trace.meta */
+static size_t nallocs = 0, allocs_cap = 0;
 static __thread thread_t *self = NULL;
 
 static void die(const char *fmt, ...) {
@@ -256,11 +256,15 @@ void *mbpt_malloc(size_t bytes) {
   const size_t at = (arena_used + 63) & ~(size_t)63; /* cache-line aligned, as G_MALLOC users expect */
   if (at + bytes > arena_limit) die("the shared arena is full (%llu MiB; set MBPTRACE_ARENA_MB)", (unsigned long long)(arena_limit >> 20));
   arena_used = at + bytes;
-  if (nallocs < (int)(sizeof allocs / sizeof allocs[0])) {
-    allocs[nallocs].addr = ARENA_BASE + at;
-    allocs[nallocs].size = bytes ? bytes : 1;
-    ++nallocs;
+  if (nallocs == allocs_cap) { /* no cap: a program may make any number (WATER-NSQUARED: 32,787) */
+    allocs_cap = allocs_cap ? 2 * allocs_cap : 4096;
+    struct alloc *grown = realloc(allocs, allocs_cap * sizeof *allocs);
+    if (!grown) die("out of memory recording shared allocation %zu", nallocs + 1);
+    allocs = grown;
   }
+  allocs[nallocs].addr = ARENA_BASE + at;
+  allocs[nallocs].size = bytes ? bytes : 1;
+  ++nallocs;
   pthread_mutex_unlock(&global);
   if (self) rec(self, K_ALLOC, ARENA_BASE + at, bytes ? bytes : 1, 0, 0, 0, 0);
   return (void *)(ARENA_BASE + at);
@@ -394,6 +398,6 @@ void mbpt_finish(void) {
   fprintf(f, "threads %d\nencoding binary-gzip\ngap_unit instructions\n", next_id);
   fprintf(f, "capture mbptrace (tsan hooks, shared arena at 0x%llx; gap = %d x private accesses + 2 per call)\n",
           (unsigned long long)ARENA_BASE, GAP_PER_PRIVATE);
-  for (int i = 0; i < nallocs; ++i) fprintf(f, "alloc 0x%llx %llu\n", (unsigned long long)allocs[i].addr, (unsigned long long)allocs[i].size);
+  for (size_t i = 0; i < nallocs; ++i) fprintf(f, "alloc 0x%llx %llu\n", (unsigned long long)allocs[i].addr, (unsigned long long)allocs[i].size);
   if (fclose(f)) die("writing %s failed", path);
 }

@@ -1,7 +1,9 @@
 /* A second PARMACS kernel for the capture tool: a producer hands a buffer to the other
  * threads through PAUSE flags (SETPAUSE / WAITPAUSE), and every thread updates a
  * histogram whose buckets are guarded by an array of locks (ALOCK), in a loop.
- *   usage: pipeline [P [N [ROUNDS]]] */
+ * ALLOCS further small shared allocations (as WATER-NSQUARED makes by the ten thousand), each
+ * written once, check that the capture keeps every one.
+ *   usage: pipeline [P [N [ROUNDS [ALLOCS]]]] */
 MAIN_ENV
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,7 @@ struct GlobalMemory {
 };
 struct GlobalMemory *Global;
 long *Buf;
-long N = 2048, P = 4, ROUNDS = 3;
+long N = 2048, P = 4, ROUNDS = 3, ALLOCS = 0;
 
 void worker(void) {
   long id, r, i;
@@ -49,6 +51,7 @@ int main(int argc, char **argv) {
   if (argc > 1) P = atol(argv[1]);
   if (argc > 2) N = atol(argv[2]);
   if (argc > 3) ROUNDS = atol(argv[3]);
+  if (argc > 4) ALLOCS = atol(argv[4]);
   MAIN_INITENV(,)
   Global = (struct GlobalMemory *) G_MALLOC(sizeof(struct GlobalMemory));
   Buf = (long *) G_MALLOC(N * sizeof(long));
@@ -58,6 +61,10 @@ int main(int argc, char **argv) {
   PAUSEINIT(Global->ready)
   Global->id = 0;
   for (i = 0; i < BUCKETS; i++) Global->hist[i] = 0;
+  for (i = 0; i < ALLOCS; i++) {
+    long *x = (long *) G_MALLOC(sizeof(long));
+    *x = i;
+  }
   for (i = 1; i < P; i++) CREATE(worker)
   worker();
   WAIT_FOR_END(P - 1)
