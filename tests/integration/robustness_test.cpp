@@ -134,6 +134,7 @@ TEST(Robustness, ARunStoppedByItsLimitExitsThreeAndNamesIt) {
   for (const Case& c : std::vector<Case>{
            {"mbp16.json", "--set workload.max_cycles=2000", "workload.max_cycles"},
            {"mbcf-ss20-100tx.json", "--set workload.max_cycles=2000", "workload.max_cycles"},
+           {"splash-mbp16.json", "--set workload.max_cycles=1000", "workload.max_cycles"},  // a trace replay
            {"net-qtree64-booksim.json", "--set workload.injection_rate=0.1", "workload.drain_cycles"}}) {
     auto r = test::run_config(c.config, c.args);
     EXPECT_EQ(r.status, 3) << r.command << "\n" << r.output;
