@@ -223,7 +223,10 @@ TEST(TraceReplay, AMapPlacesEachThreadWhereItSaysAndABadMapIsRefused) {
     for (int t = 0; t < 16; ++t) l += (t ? "," : "") + std::to_string(t == bad_at ? bad : 4 * t);
     return l + "]";
   };
-  const std::string run = test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out /tmp/mbpsim_never --set trace.path=" +
+  // (Its own --out: these fail once the run holds its folder, so a shared one would collide
+  // with other tests' runs.)
+  const std::string run = test::mbpsim_bin() + " run " + test::config_path("splash-mbp16.json") + " --quiet --out " +
+                          (test::temp_dir("replay_map_bad") / "out").string() + " --set trace.path=" +
                           MBPSIM_SOURCE_DIR + "/traces/stencil-16t --set trace.placement=map --set trace.map=";
   for (const auto& [map, says] : std::vector<std::pair<std::string, std::string>>{
            {"[0,4]", "trace.map: has 2 entries;"},
