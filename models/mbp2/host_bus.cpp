@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "models/core/bytes.h"
 #include "models/core/error.h"
 
 namespace mbpsim::mbp2 {
@@ -102,21 +103,29 @@ uint64_t HostBus::pio(uint64_t at) {
   return end;
 }
 
+namespace {
+// A retried store is answered: a b_transport call wakes with `d` to wait, an nb one gets its
+// BEGIN_RESP on the backward path.
+template <class Socket, class Retried>
+void answer(Socket& socket, const Retried& r, sc_core::sc_time d) {
+  if (r.id < 0) {
+    *r.delay = d;
+    *r.done = true;
+    r.woken->notify();
+  } else {
+    tlm::tlm_phase ph = tlm::BEGIN_RESP;
+    socket[r.id]->nb_transport_bw(*r.gp, ph, d);
+  }
+}
+}  // namespace
+
 void HostBus::power_off() {
   time_.stop_all(sim_now_ps());
   std::deque<Retried> gone;
   gone.swap(retried_);
   for (Retried& r : gone) {
     r.gp->set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
-    if (r.id < 0) {
-      *r.delay = sc_core::SC_ZERO_TIME;
-      *r.done = true;
-      r.woken->notify();
-    } else {
-      tlm::tlm_phase ph = tlm::BEGIN_RESP;
-      sc_core::sc_time d = sc_core::SC_ZERO_TIME;
-      pio_socket[r.id]->nb_transport_bw(*r.gp, ph, d);
-    }
+    answer(pio_socket, r, sc_core::SC_ZERO_TIME);
   }
 }
 
@@ -139,9 +148,7 @@ bool HostBus::pio_offer(tlm::tlm_generic_payload& gp, uint64_t at, sc_core::sc_t
     gp.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
   } else {
     if (!regs_) internal_error(std::string(name()) + ": no registers behind the PIO socket");
-    const uint8_t* d = gp.get_data_ptr();
-    const uint32_t v = static_cast<uint32_t>(d[0]) << 24 | static_cast<uint32_t>(d[1]) << 16 | static_cast<uint32_t>(d[2]) << 8 | d[3];
-    const PioTarget::Answer a = regs_->pio_write(gp.get_address(), v, at, again);
+    const PioTarget::Answer a = regs_->pio_write(gp.get_address(), load_be32(gp.get_data_ptr()), at, again);
     if (a.kind == PioTarget::Answer::Busy) return false;
     if (a.kind == PioTarget::Answer::AddressError) {
       gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
@@ -184,14 +191,7 @@ void HostBus::pio_ready() {
     sc_core::sc_time d = sc_core::SC_ZERO_TIME;
     if (!pio_offer(*r.gp, sim_now_ps(), d, true)) return;  // still busy: it stays first
     retried_.pop_front();
-    if (r.id < 0) {
-      *r.delay = d;
-      *r.done = true;
-      r.woken->notify();  // its thread returns from b_transport with `d` to wait
-    } else {
-      tlm::tlm_phase ph = tlm::BEGIN_RESP;
-      pio_socket[r.id]->nb_transport_bw(*r.gp, ph, d);
-    }
+    answer(pio_socket, r, d);
   }
 }
 
