@@ -490,23 +490,30 @@ void EtherSystem::finish_combine(uint32_t node, uint32_t origin) {
 
 void EtherSystem::run_invocation(uint32_t node, const Invocation& iv) {
   invocations_.inc();
-  const double cyc = c_.invoke_cycles * (iv.kind == Invocation::DspByUls ? 2 : 1);
+  // Through the user-level scheduler: two upcalls, the scheduler's and then the program's.
+  const uint32_t upcalls = iv.kind == Invocation::DspByUls ? 2 : 1;
   const uint32_t pc = iv.kind == Invocation::DspByUls ? iv.dsp_pc : iv.pc;
   const uint64_t msg = static_cast<uint64_t>(iv.ptask) << 32 | iv.signal_laddr;
-  ex(node).upcall(msg, [this, node, iv, cyc, pc] {
+  ex(node).upcall(msg, [this, node, iv, upcalls, pc] {
     Node& N = *n_[node];
     auto it = N.programs.find({iv.ptask, pc});
+    // The program returns through the kernel, which lowers the structure's running count
+    // (EVERY_TIME conditions): like a light-weight call, once the NIC's writes to host memory
+    // have landed, or a count a command raised but has not yet written would overwrite it.
     auto finish = [this, node, iv] {
-      Task* t = n_[node]->ts->find(iv.ptask);
-      if (t) signal_returned(*n_[node]->ts, *t, iv.signal_laddr);
-      run_pollers(node, cal_.now_ps());
+      ex(node).quiesce([this, node, iv, inc = n_[node]->incarnation] {
+        if (n_[node]->incarnation != inc) return;
+        Task* t = n_[node]->ts->find(iv.ptask);
+        if (t) signal_returned(*n_[node]->ts, *t, iv.signal_laddr);
+        run_pollers(node, cal_.now_ps());
+      });
     };
     if (it == N.programs.end()) {
-      compute(node, cycles_ps(cyc), finish);
+      N.os->invoke(upcalls, finish);
       return;
     }
     Program prog = it->second;
-    compute(node, cycles_ps(cyc), [iv, prog, finish] { prog(iv, finish); });
+    N.os->invoke(upcalls, [iv, prog, finish] { prog(iv, finish); });
   });
 }
 

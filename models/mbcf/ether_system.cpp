@@ -88,9 +88,13 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
     // The host (host<n>) holds its OS, memory, CPU, protocol stack and NIC.
     N.host = std::make_unique<Group>(("host" + std::to_string(i)).c_str());
     Within in(*N.host);
-    N.ts = std::make_unique<TaskSpace>("os", i, c.page_bytes);
     N.memory = std::make_unique<mem::Memory>("memory", c.page_bytes);
     N.cpu = std::make_unique<host::Cpu>("cpu", cal, c.cpu_mhz, c.poll_cycles);
+    N.os = std::make_unique<host::Os>("os", *N.cpu, c_.os, st);
+    {
+      Within in_os(*N.os);
+      N.ts = std::make_unique<TaskSpace>("tasks", i, c.page_bytes);
+    }
     use_host_memory(i, N.memory->socket);
     gp.self = i;
     N.gbn_host = std::make_unique<GbnHost>(*this, i);
@@ -120,7 +124,6 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
 }
 
 uint64_t EtherSystem::cycles_ps(double cycles) const { return n_.front()->cpu->cycles_ps(cycles); }  // (one clock for all hosts)
-uint64_t EtherSystem::copy_ps(uint32_t bytes) const { return static_cast<uint64_t>(std::llround(bytes * 1e6 / c_.copy_mb_s)); }
 
 // ------------------------------------------------------------------ OS
 
@@ -199,8 +202,34 @@ void EtherSystem::poll_until(uint32_t node, std::function<bool()> pred, uint64_t
 }
 
 
-void EtherSystem::lw_syscall(uint32_t node, std::function<void()> fn) {
-  compute(node, cycles_ps(c_.lw_syscall_cycles), [this, node, fn = std::move(fn)]() mutable { ex(node).quiesce(std::move(fn)); });
+void EtherSystem::lw_syscall(uint32_t node, LwOp op, std::function<void()> k) {
+  os(node).lw_enter([this, node, op = std::move(op), k = std::move(k)]() mutable {
+    ex(node).quiesce([this, node, op = std::move(op), k = std::move(k)]() mutable { os(node).lw_leave(op(), std::move(k)); });
+  });
+}
+
+void EtherSystem::lw_entry_call(uint32_t node, uint32_t ptask, LwEntryOp op, LwResult k) {
+  auto got = std::make_shared<std::optional<std::vector<uint8_t>>>();
+  lw_syscall(
+      node,
+      [this, node, ptask, got, op = std::move(op)]() -> uint64_t {
+        Task* t = n_[node]->ts->find(ptask);
+        if (t) *got = op(*n_[node]->ts, *t);
+        return *got ? (*got)->size() : 0;
+      },
+      [got, k = std::move(k)] { k(std::move(*got)); });
+}
+
+void EtherSystem::fifo_read(uint32_t node, uint32_t ptask, uint32_t fifo, LwResult k) {
+  lw_entry_call(node, ptask, [fifo](TaskSpace& ts, Task& t) { return mbcf::fifo_pop(ts, t, fifo); }, std::move(k));
+}
+
+void EtherSystem::signal_reset(uint32_t node, uint32_t ptask, uint32_t signal, LwResult k) {
+  lw_entry_call(node, ptask, [signal](TaskSpace& ts, Task& t) { return mbcf::signal_reset(ts, t, signal); }, std::move(k));
+}
+
+void EtherSystem::read_taskque(uint32_t node, uint32_t ptask, LwResult k) {
+  lw_entry_call(node, ptask, [](TaskSpace&, Task& t) { return mbcf::read_taskque(t); }, std::move(k));
 }
 
 void EtherSystem::set_program(uint32_t node, uint32_t ptask, uint32_t pc, Program p) {

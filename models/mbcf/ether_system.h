@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "models/core/stats.h"
 #include "models/host/cpu.h"
 #include "models/host/io_bus.h"
+#include "models/host/os.h"
 #include "models/mem/memory.h"
 #include "models/mbcf/engine.h"
 #include "models/mbcf/executor.h"
@@ -46,11 +48,12 @@ struct EtherSysConfig {
   uint32_t page_bytes{};
   // host CPU
   double cpu_mhz{};
-  double syscall_cycles{}, int_entry_cycles{}, int_packet_cycles{}, int_command_cycles{};
+  // the MBCF kernel's own costs (its system call and receive routine)
+  double syscall_cycles{}, int_packet_cycles{}, int_command_cycles{};
   double reply_cycles{}, ack_cycles{}, tx_done_cycles{}, poll_cycles{};
-  double lw_syscall_cycles{}, invoke_cycles{}, atomic_word_cycles{}, user_build_cycles{};
-  double copy_mb_s{};  // kernel copy bandwidth
+  double atomic_word_cycles{}, user_build_cycles{};
   double timer_read_us{};
+  host::OsConfig os;  // the host OS's costs: interrupt entry, light-weight calls, upcalls, copies
   bool user_construction{};  // mbcf.interface = user
   double page_in_us{};
   // 3.4.2's save area in kernel memory: packets held for tasks waiting for a page-in, besides
@@ -111,6 +114,8 @@ class EtherSystem : public sc_core::sc_module {
   // NIC are its children; a NIC built after the cluster is built inside it (Within).
   sc_core::sc_module& host(uint32_t node) { return *n_[node]->host; }
   host::Cpu& cpu(uint32_t node) { return *n_[node]->cpu; }
+  host::Os& os(uint32_t node) { return *n_[node]->os; }
+  const host::Os& os(uint32_t node) const { return *n_[node]->os; }
   Executor& executor(uint32_t node) { return *n_[node]->exec; }
   uint64_t cycles_ps(double cycles) const;  // host CPU cycles as time
 
@@ -188,8 +193,25 @@ class EtherSystem : public sc_core::sc_module {
   // The same with a deadline (the loop also reads the clock): `k(true)` when `pred()` held,
   // `k(false)` when the simulated time reached `deadline_ps` first.
   void poll_until(uint32_t node, std::function<bool()> pred, uint64_t deadline_ps, std::function<void(bool)> k);
-  // A light-weight system call (FIFO read, signal-flag reset, TASKQUE read): `fn` runs at its end.
-  void lw_syscall(uint32_t node, std::function<void()> fn);
+  // A light-weight system call (4.1, 4.3) on the node's host CPU: the OS's trap
+  // (host::Os::lw_enter); then, once what the node's NIC is still writing to host memory has
+  // landed, the kernel's work on the structure, `op`, atomic, which returns the bytes it hands
+  // the caller; then their copy to the user's buffer (host::Os::lw_leave); then `k`, when the
+  // call has returned to the user. (A power loss meanwhile ends it: `k` never runs.)
+  using LwOp = std::function<uint64_t()>;
+  void lw_syscall(uint32_t node, LwOp op, std::function<void()> k);
+  // The MBCF calls, made by task `ptask`; `k` gets what the call returned:
+  //   - fifo_read: the oldest entry of the FIFO whose structure is at `fifo` (nullopt: empty);
+  //   - signal_reset: the signal structure's next queued record, the running flag kept set, or
+  //     nullopt with the flag reset (the queue was empty);
+  //   - read_taskque: the oldest TASKQUE entry (nullopt: none).
+  using LwResult = std::function<void(std::optional<std::vector<uint8_t>>)>;
+  void fifo_read(uint32_t node, uint32_t ptask, uint32_t fifo, LwResult k);
+  void signal_reset(uint32_t node, uint32_t ptask, uint32_t signal, LwResult k);
+  void read_taskque(uint32_t node, uint32_t ptask, LwResult k);
+  // The one the others are: `op` on the task's structures (a task that is gone: nullopt).
+  using LwEntryOp = std::function<std::optional<std::vector<uint8_t>>(TaskSpace&, Task&)>;
+  void lw_entry_call(uint32_t node, uint32_t ptask, LwEntryOp op, LwResult k);
   // A user program invoked by MBCF_SIGNAL; it must end by calling `done()`.
   using Program = std::function<void(const Invocation&, std::function<void()> done)>;
   void set_program(uint32_t node, uint32_t ptask, uint32_t pc, Program p);
@@ -236,7 +258,7 @@ class EtherSystem : public sc_core::sc_module {
     uint64_t proto_ps(double kernel_cycles) const override { return s_.cycles_ps(kernel_cycles); }
     void work(uint64_t dur, std::function<void()> fn) override { s_.interrupt(node_, dur, std::move(fn)); }
     void issue(uint32_t ptask, const Request& r, Built b, std::function<void()> k) override;
-    uint64_t rx_entry_ps() override { return s_.cycles_ps(s_.c_.int_entry_cycles); }
+    uint64_t rx_entry_ps() override { return s_.os(node_).interrupt_entry_ps(); }
     void upcall(uint64_t msg, std::function<void()> k) override { (void)msg, k(); }
     uint64_t data_move_ps(const Packet& p, ExecResult& r) override {
       (void)p;
@@ -256,7 +278,7 @@ class EtherSystem : public sc_core::sc_module {
   // The packet goes to the protocol now: numbered and sent (or sent unnumbered without flow
   // control).
   void submit(uint32_t node, uint32_t dst, Packet p);
-  uint64_t copy_ps(uint32_t bytes) const;
+  uint64_t copy_ps(uint32_t bytes) const { return n_.front()->os->copy_ps(bytes); }  // (one OS for all hosts)
 
   // The host's side of a peer (the protocol's is in Node::gbn).
   struct Peer {
@@ -288,10 +310,11 @@ class EtherSystem : public sc_core::sc_module {
   };
   struct Node {
     std::unique_ptr<Group> host;  // the host's module, parent of the modules below (first: last to go)
-    std::unique_ptr<TaskSpace> ts;  // the OS's tasks and page tables (host<n>.os)
     std::unique_ptr<mem::Memory> memory;       // the host's own physical memory
     mem::TargetSocket* memory_target = nullptr;  // it, or a user's in its place
     std::unique_ptr<host::Cpu> cpu;  // shared by the user program, system calls and interrupts
+    std::unique_ptr<host::Os> os;    // the OS's costs (host<n>.os)
+    std::unique_ptr<TaskSpace> ts;   // the OS's tasks and page tables (host<n>.os.tasks)
     // Requests issued and not yet numbered: a system call still building its packet, or on the
     // MBP2 a doorbell the NIC is still working on (PGE fetch, header build). quiet() waits for
     // them: a request there is neither unacknowledged nor blocked yet.

@@ -243,7 +243,7 @@ void Mbp2Nic::host_upcall(uint64_t msg, std::function<void()> k) {
     icu_->to_host(msg);
     const uint64_t now = cal_.now_ps();
     const uint64_t read = bus_->pio(bus_->pio(now));
-    sys_->cpu(node_).interrupt(sys_->cycles_ps(c_.int_entry_cycles) + (read - now), [this, msg, k = std::move(k)] {
+    sys_->cpu(node_).interrupt(sys_->os(node_).interrupt_entry_ps() + (read - now), [this, msg, k = std::move(k)] {
       uint64_t m = 0;
       if (!icu_->take_for_host(&m) || m != msg) internal_error("an ICU message to the host out of order");
       k();

@@ -60,7 +60,7 @@ int run_until_posted(DmaEngine& e, uint32_t i) {
 
 TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   EtherSysConfig ec;
-  ec.lw_syscall_cycles = 0;
+  ec.os.lw_syscall_cycles = 0;
   Rig r(Mbp2Config{}, ec);
   const Command a = write_bytes(0x10100, 64, 5);
   ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {a}}, [] {}));
@@ -77,11 +77,15 @@ TEST(Mbp2, TheAdmaWritesTheCommandsBytesFromEmIntoHostMemory) {
   staged[10] ^= 0xff;
   r.mbp2->nic(1).em().write(d.src, staged.data(), 64);
   bool synced = false;
-  r.sys->lw_syscall(1, [&] {
-    synced = true;
-    EXPECT_TRUE(adma.desc(0).done());
-    EXPECT_EQ(r.byte(1, 0x10100), a.data[0]);
-  });
+  r.sys->lw_syscall(
+      1,
+      [&]() -> uint64_t {
+        synced = true;
+        EXPECT_TRUE(adma.desc(0).done());
+        EXPECT_EQ(r.byte(1, 0x10100), a.data[0]);
+        return 0;
+      },
+      [] {});
   r.run(50);  // (and its acknowledgement)
   EXPECT_TRUE(synced);
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(r.byte(1, 0x10100 + i), i == 10 ? static_cast<uint8_t>(a.data[i] ^ 0xff) : a.data[i]) << i;

@@ -149,7 +149,10 @@ TEST(ModuleTree, AClusterHostHoldsItsOsMemoryCpuStackAndNic) {
     const std::string host = "system.host" + std::to_string(n);
     EXPECT_EQ(&k.sys->host(n), sc_core::sc_find_object(host.c_str()));
     for (const char* part : {".os", ".memory", ".cpu", ".stack", ".nic"}) EXPECT_TRUE(is_module(host + part)) << host << part;
-    EXPECT_EQ(&k.sys->space(n), sc_core::sc_find_object((host + ".os").c_str()));
+    // The OS (its costs, host::Os) holds the tasks and page tables MBCF's kernel keeps.
+    EXPECT_EQ(static_cast<sc_core::sc_object*>(&k.sys->os(n)), sc_core::sc_find_object((host + ".os").c_str()));
+    EXPECT_EQ(&k.sys->space(n), sc_core::sc_find_object((host + ".os.tasks").c_str()));
+    EXPECT_TRUE(k.stats.counter_value(host + ".os.lw_syscalls").has_value());
     EXPECT_NE(sc_core::sc_find_object((host + ".memory.socket").c_str()), nullptr);
     EXPECT_EQ(dynamic_cast<sc_core::sc_object*>(&k.sys->nic(n)), sc_core::sc_find_object((host + ".nic").c_str()));
     EXPECT_EQ(sc_core::sc_find_object(host.c_str())->get_child_objects().size(), 5u) << host;

@@ -354,24 +354,24 @@ void MbcfTester::signal_program(uint32_t k, const Invocation& iv, std::function<
 
 void MbcfTester::signal_take(uint32_t k, std::function<void()> done) {
   const bool first_only = k == 1 || k == 3;
-  sys_->lw_syscall(0, [this, k, first_only, done = std::move(done)]() mutable {
-    TaskSpace& ts = sys_->space(0);
-    Task& t = task(0);
-    if (first_only) {
-      // The light-weight call takes one stored entry, or clears the running flag when none is left.
-      auto e = signal_reset(ts, t, kSignal + kSigStride * k);
-      if (e) {
-        consume(k, *e);
-        return signal_take(k, std::move(done));
-      }
-    } else {
-      auto e = fifo_pop(ts, t, kFifo + kFifoStride * k);
-      if (!e) fail(std::string(kCondNames[k]) + ": an invocation found no stored signal");
-      else consume(k, *e);
-    }
-    --sig_active_[k];
-    done();
-  });
+  const uint32_t sig = kSignal + kSigStride * k, fifo = kFifo + kFifoStride * k;
+  // Each entry is checked where the kernel takes it, in the FIFO's order: EVERY_TIME_NONBLK's
+  // programs run on top of one another (one invoked while another's call copies its entry
+  // out), so they may finish their entries in another order.
+  sys_->lw_entry_call(
+      0, kPtask,
+      [this, k, first_only, sig, fifo](TaskSpace& ts, Task& t) {
+        // FIRST_ONLY: the call takes one stored entry, or clears the running flag when none is left.
+        auto e = first_only ? signal_reset(ts, t, sig) : fifo_pop(ts, t, fifo);
+        if (e) consume(k, *e);
+        else if (!first_only) fail(std::string(kCondNames[k]) + ": an invocation found no stored signal");
+        return e;
+      },
+      [this, k, first_only, done = std::move(done)](std::optional<std::vector<uint8_t>> e) mutable {
+        if (first_only && e) return signal_take(k, std::move(done));
+        --sig_active_[k];
+        done();
+      });
 }
 
 void MbcfTester::consume(uint32_t k, const std::vector<uint8_t>& e) {
@@ -509,11 +509,14 @@ void MbcfTester::fifoe_consume() {
   // Node 0's user code takes every entry there is, at random moments.
   after(50 + rng_[0].below(450), [this, serial = check_serial_] {
     if (serial != check_serial_) return;
-    sys_->lw_syscall(0, [this, serial] {
-      if (serial != check_serial_) return;
+    // One light-weight call takes them all (the bytes it hands back are what it copies).
+    sys_->lw_syscall(0, [this, serial]() -> uint64_t {
+      if (serial != check_serial_) return 0;
+      uint64_t copied = 0;
       TaskSpace& ts = sys_->space(0);
       fifoe_max_depth_ = std::max(fifoe_max_depth_, fifo_entries(ts, task(0), kFifoeQ));
       while (auto e = fifo_pop(ts, task(0), kFifoeQ)) {
+        copied += e->size();
         if (e->size() != 8) {
           fail("an entry of " + std::to_string(e->size()) + " bytes, not 8");
           continue;
@@ -530,6 +533,9 @@ void MbcfTester::fifoe_consume() {
         want = seq + 1;
         ++fifoe_entries_;
       }
+      return copied;
+    }, [this, serial] {
+      if (serial != check_serial_) return;
       const bool senders_done = std::all_of(fifoe_.begin() + 1, fifoe_.end(), [this](const FifoeClient& c) { return c.base == ops_; });
       if (senders_done && !fifoe_consumer_done_) {
         fifoe_consumer_done_ = true;

@@ -1,0 +1,73 @@
+// A cluster host's operating system as its costs (module `host<n>.os`): what the kernel charges
+// the host CPU for the services every protocol stack of the host uses, each cost a parameter
+// declared once (`OsConfig::params()`, os.cpp) with its origin next to it:
+//   - interrupt entry and exit (`host.int_entry_cycles`): the trap, saving what the routine
+//     needs, and checking and resetting the device;
+//   - a light-weight system call (`host.lw_syscall_cycles`): a trap that cannot switch context
+//     (4.1, 6.1.3), so it saves and restores no register context: the MBCF FIFO read, the
+//     signal-flag reset and the TASKQUE read;
+//   - the copy between kernel and user memory (`host.copy_mb_s`): what a call moves to or from
+//     the user's buffer, at the kernel's copy rate;
+//   - the invocation of a user-level program (`host.invoke_cycles`): the upcall of an MBCF_SIGNAL,
+//     as a Unix signal's delivery: the interrupted context saved, the program entered, and its
+//     return through the kernel.
+// The OS runs each on the host CPU (cpu.h) and counts what it did under its own name, so a run's
+// `stats.json` says which OS services a latency contains and how long each took. What a call
+// does to memory is its caller's (a protocol stack's: MBCF's calls are in models/mbcf); the OS
+// gives the time.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include <systemc>
+
+#include "models/core/params.h"
+#include "models/core/stats.h"
+#include "models/host/cpu.h"
+
+namespace mbpsim::host {
+
+struct OsConfig {
+  // Every member is a parameter of `params()`, which gives it its default.
+  OsConfig();
+  double int_entry_cycles{};   // interrupt entry and exit
+  double lw_syscall_cycles{};  // a light-weight system call's trap, entry to exit
+  double invoke_cycles{};      // a user-level program's invocation (delivery and return)
+  double copy_mb_s{};          // the kernel's copy between kernel and user memory
+  static const ParamTable<OsConfig>& params();
+};
+
+// What the OS spent, by service, since the run began (for a workload that explains a figure).
+struct OsSpent {
+  uint64_t lw_syscalls = 0, lw_trap_ps = 0, lw_copy_bytes = 0, lw_copy_ps = 0;
+  uint64_t invocations = 0, invoke_ps = 0;
+};
+
+class Os final : public sc_core::sc_module {
+ public:
+  Os(sc_core::sc_module_name name, Cpu& cpu, const OsConfig& c, Stats& st);
+  const OsConfig& config() const { return c_; }
+  // Costs, as time on this host's CPU.
+  uint64_t interrupt_entry_ps() const { return cpu_.cycles_ps(c_.int_entry_cycles); }
+  uint64_t copy_ps(uint64_t bytes) const;
+  // A light-weight system call in two parts around the caller's kernel work. `enter` traps
+  // (the call's fixed cost on the CPU, preempting user work as any user-started work does),
+  // then `k` runs: the kernel part, which does the call's work on memory and hands `leave` the
+  // bytes it moves to the user's buffer; `leave` copies them and returns to the user, then
+  // `k`. (Two steps so that the copy is as long as what the kernel found, and a stack may wait
+  // in between: the MBP2's ADMA must have landed its writes before the kernel reads them.)
+  void lw_enter(std::function<void()> k);
+  void lw_leave(uint64_t copy_bytes, std::function<void()> k);
+  // Invokes a user-level program (`times` deliveries: the MBP2's user-level scheduler is entered
+  // before the program, two upcalls): `k` runs when the program starts.
+  void invoke(uint32_t times, std::function<void()> k);
+  const OsSpent& spent() const { return spent_; }
+
+ private:
+  Cpu& cpu_;
+  const OsConfig& c_;
+  OsSpent spent_;
+  Counter &lw_calls_, &lw_ps_, &lw_copy_bytes_, &invocations_, &invoke_ps_;
+};
+
+}  // namespace mbpsim::host

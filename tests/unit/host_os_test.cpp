@@ -1,0 +1,86 @@
+// The host OS's costs alone (models/host/os.h): a light-weight call is its trap and then the
+// copy of what the kernel found, both on the host CPU and preempting user work as any
+// user-started work does; an invocation is its upcalls; each is counted under the OS's name.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "models/core/calendar.h"
+#include "models/core/stats.h"
+#include "models/host/cpu.h"
+#include "models/host/os.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace mbpsim;
+
+constexpr uint64_t kUs = 1000000;  // ps
+
+struct Host {
+  Calendar cal{"cal"};
+  Stats st;
+  host::Cpu cpu{"cpu", cal, 100.0, 50.0};  // 100 MHz: a cycle is 10 ns
+  host::OsConfig c = [] {
+    host::OsConfig o;
+    o.lw_syscall_cycles = 200;  // 2 us
+    o.invoke_cycles = 500;      // 5 us
+    o.copy_mb_s = 100;          // 10 ns a byte
+    o.int_entry_cycles = 80;
+    return o;
+  }();
+  host::Os os{"os", cpu, c, st};
+  std::vector<std::pair<char, uint64_t>> ends;
+  std::function<void()> mark(char what) {
+    return [this, what] { ends.emplace_back(what, cal.now_ps()); };
+  }
+  void run() { sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS)); }
+  double stat(const std::string& leaf) { return test::stat_value(st, "os." + leaf); }
+};
+
+TEST(HostOs, ALightWeightCallIsItsTrapThenTheCopyOfWhatTheKernelFound) {
+  Host h;
+  EXPECT_EQ(h.os.interrupt_entry_ps(), 800000u);
+  EXPECT_EQ(h.os.copy_ps(1000), 10 * kUs);
+  uint64_t kernel_at = 0;
+  h.os.lw_enter([&] {
+    kernel_at = h.cal.now_ps();
+    h.os.lw_leave(300, h.mark('a'));  // the kernel found a 300-byte entry
+  });
+  h.run();
+  EXPECT_EQ(kernel_at, 2 * kUs);
+  ASSERT_EQ(h.ends.size(), 1u);
+  EXPECT_EQ(h.ends[0], std::make_pair('a', 5 * kUs));
+  EXPECT_EQ(h.stat("lw_syscalls"), 1);
+  EXPECT_EQ(h.stat("lw_syscall_ps"), 5.0 * kUs);
+  EXPECT_EQ(h.stat("lw_copy_bytes"), 300);
+  EXPECT_EQ(h.os.spent().lw_trap_ps, 2 * kUs);
+  EXPECT_EQ(h.os.spent().lw_copy_ps, 3 * kUs);
+}
+
+TEST(HostOs, ACallThatFindsNothingCopiesNothingAndTheUserWorkItPreemptsResumes) {
+  Host h;
+  h.cpu.compute(10 * kUs, h.mark('u'));
+  h.cal.at(4 * kUs, [&h] { h.os.lw_enter([&h] { h.os.lw_leave(0, h.mark('a')); }); });
+  h.run();
+  ASSERT_EQ(h.ends.size(), 2u);
+  EXPECT_EQ(h.ends[0], std::make_pair('a', 6 * kUs));
+  EXPECT_EQ(h.ends[1], std::make_pair('u', 12 * kUs));  // 10 us of work plus the 2 us call
+  EXPECT_EQ(h.stat("lw_copy_bytes"), 0);
+  EXPECT_EQ(h.os.spent().lw_copy_ps, 0u);
+}
+
+TEST(HostOs, AnInvocationIsItsUpcallsAndInterruptsStillDelayIt) {
+  Host h;
+  h.os.invoke(2, h.mark('p'));  // through the user-level scheduler: two upcalls
+  h.cal.at(3 * kUs, [&h] { h.cpu.interrupt(1 * kUs, h.mark('i')); });
+  h.run();
+  ASSERT_EQ(h.ends.size(), 2u);
+  EXPECT_EQ(h.ends[0], std::make_pair('i', 4 * kUs));
+  EXPECT_EQ(h.ends[1], std::make_pair('p', 11 * kUs));
+  EXPECT_EQ(h.stat("invocations"), 2);
+  EXPECT_EQ(h.stat("invoke_ps"), 10.0 * kUs);
+  EXPECT_EQ(h.os.spent().invocations, 2u);
+}
+
+}  // namespace
