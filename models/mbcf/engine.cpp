@@ -490,7 +490,12 @@ ExecResult execute(TaskSpace& ts, const Packet& p, uint32_t max_reply_bytes) {
     r.violation = ViolationCode::NoSuchTask;
     return r;
   }
-  if (t->key != p.dst_key && !(mutant::on(mutant::Id::CombinedNoKeyCheck) && p.cmds.size() > 1)) {
+  // 4.3: a client that does not know a server's access key reaches it with WRITE_TASKQUE, which
+  // stores into the server's kernel-space TASKQUE only (with the client's Pnode, Ptask and key,
+  // so that the server can answer and holds the client responsible). A packet of nothing but
+  // WRITE_TASKQUEs needs no key; any other command with a wrong key refuses the whole packet.
+  const bool keyless = !p.cmds.empty() && std::all_of(p.cmds.begin(), p.cmds.end(), [](const Command& c) { return c.cmd == Cmd::WriteTaskque; });
+  if (t->key != p.dst_key && !keyless && !(mutant::on(mutant::Id::CombinedNoKeyCheck) && p.cmds.size() > 1)) {
     r.outcome = ExecResult::Outcome::BadKey;
     r.violation = ViolationCode::BadKey;
     return r;

@@ -507,3 +507,77 @@ INSTANTIATE_TEST_SUITE_P(Seeds, MbcfTester, ::testing::Values(1, 2, 3));
 
 }  // namespace
 }  // namespace mbpsim::mbcf
+
+namespace mbpsim::mbcf {
+namespace {
+
+// 4.3: a client that does not know a server's access key reaches it with WRITE_TASKQUE, and
+// with nothing else. The server takes the entry with the READ_TASKQUE light-weight call (the
+// OS's trap and the copy of the entry), learns the client's Pnode, Ptask and key from it, and
+// answers with an ordinary MBCF_WRITE. Over the kernel's protocol and over the MBP2's PME alike.
+void write_taskque_reaches_a_server_whose_key_the_client_does_not_know(bool mbp2) {
+  Rig r(EtherSysConfig{}, 1, mbp2);
+  Task& server = r.task(1);
+  server.has_taskque = true;
+  server.taskque_capacity = 4;
+  // The client's Ltask 7 names the server, with a key it guessed (the server's is 1001).
+  r.task(0).ltt[7] = LtaskEntry{1, 1, 0};
+  Command q;
+  q.cmd = Cmd::WriteTaskque;
+  q.length = 8;
+  q.data = {'h', 'e', 'l', 'l', 'o', 0, 0, 1};
+  q.opt.reply = ReplyMode::Status;
+  q.status_laddr = 0x10000;
+  r.sys->space(0).store32(r.task(0), 0x10000, 0);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{7, {q}}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.word(0, 0x10000), static_cast<uint32_t>(Status::Succeeded)) << r.sys->state_dump();
+  // Anything else with the wrong key is refused: a WRITE alone, and a WRITE beside a
+  // WRITE_TASKQUE (the whole packet: the TASKQUE gets nothing from it).
+  const uint64_t before = mbcf_stat(r, "violations");
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{7, {write_word(0x10040, 0xbad)}}, [] {}));
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{7, {q, write_word(0x10044, 0xbad)}}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.word(1, 0x10040), 0u);
+  EXPECT_EQ(r.word(1, 0x10044), 0u);
+  EXPECT_EQ(server.taskque.size(), 1u);
+  EXPECT_EQ(mbcf_stat(r, "violations"), before + 2);
+  // The server's READ_TASKQUE: the entry, in the user's buffer after the call's trap and copy.
+  std::optional<std::vector<uint8_t>> got;
+  const uint64_t t0 = r.cal.now_ps();
+  uint64_t t1 = 0;
+  r.sys->read_taskque(1, 1, [&](std::optional<std::vector<uint8_t>> e) {
+    got = std::move(e);
+    t1 = r.cal.now_ps();
+  });
+  r.run(1);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->size(), 12u + 8u);
+  EXPECT_EQ(load_le(got->data(), 4), 0u);          // the client's Pnode
+  EXPECT_EQ(load_le(got->data() + 4, 4), 1u);      // Ptask
+  EXPECT_EQ(load_le(got->data() + 8, 4), 1000u);   // and key
+  EXPECT_EQ(std::vector<uint8_t>(got->begin() + 12, got->end()), q.data);
+  const host::Os& os = r.sys->os(1);
+  EXPECT_EQ(t1 - t0, r.sys->cycles_ps(r.cfg.os.lw_syscall_cycles) + os.copy_ps(20));
+  EXPECT_EQ(os.spent().lw_syscalls, 1u);
+  EXPECT_EQ(os.spent().lw_copy_bytes, 20u);
+  EXPECT_TRUE(server.taskque.empty());
+  // It answers with what it learned: an ordinary MBCF_WRITE into the client, with its key.
+  auto field = [&got](size_t at) { return static_cast<uint32_t>(load_le(got->data() + at, 4)); };
+  r.task(1).ltt[9] = LtaskEntry{field(0), field(4), field(8)};
+  ASSERT_TRUE(r.sys->syscall(1, 1, Request{9, {write_word(0x10080, 0x600d)}}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.word(0, 0x10080), 0x600du);
+  // And a READ_TASKQUE of an empty TASKQUE returns nothing and copies nothing.
+  bool empty = false;
+  r.sys->read_taskque(1, 1, [&](std::optional<std::vector<uint8_t>> e) { empty = !e; });
+  r.run(1);
+  EXPECT_TRUE(empty);
+  EXPECT_EQ(os.spent().lw_copy_bytes, 20u);
+}
+
+TEST(MbcfEther, WriteTaskqueReachesAServerWhoseKeyTheClientDoesNotKnow) { write_taskque_reaches_a_server_whose_key_the_client_does_not_know(false); }
+TEST(Mbp2, WriteTaskqueReachesAServerWhoseKeyTheClientDoesNotKnow) { write_taskque_reaches_a_server_whose_key_the_client_does_not_know(true); }
+
+}  // namespace
+}  // namespace mbpsim::mbcf

@@ -497,3 +497,40 @@ INSTANTIATE_TEST_SUITE_P(Seeds, CrashSeeded, ::testing::ValuesIn(nic_seeds(8)), 
 
 }  // namespace
 }  // namespace mbpsim::mbcf
+
+namespace mbpsim::mbcf {
+namespace {
+
+// A packet sent without flow control (4.2's option) is not numbered, so Go-back-N never learns
+// it was lost and never resends it: one lost on the wire is gone, while a numbered packet lost
+// the same way comes again. The one not lost arrives.
+TEST(GoBackN, ALostNoFlowControlPacketIsNotResentWhileANumberedOneIs) {
+  EtherSysConfig c;
+  c.ether.medium = net::EtherConfig::Medium::Switch;
+  Rig r(c);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  auto unnumbered = [](uint32_t laddr, uint32_t v) {
+    Command w = write_word(laddr, v);
+    w.opt.no_flow_control = true;
+    return w;
+  };
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {unnumbered(0x10100, 1)}}, [] {}));
+  r.run(1);
+  EXPECT_EQ(r.word(1, 0x10100), 1u);  // not lost: it arrives
+  r.sys->ether().set_deaf(1, true);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {unnumbered(0x10104, 2)}}, [] {}));
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {write_word(0x10108, 3)}}, [] {}));
+  r.run(1);
+  r.sys->ether().set_deaf(1, false);
+  // Well past the acknowledgement timeout (20 ms) and its resends.
+  for (int i = 0; i < 40 && !r.sys->quiet(); ++i) r.run(5);
+  r.run(100);
+  EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
+  EXPECT_EQ(r.word(1, 0x10108), 3u) << "the numbered write is resent";
+  EXPECT_GE(mbcf_stat(r, "retransmissions"), 1u);
+  EXPECT_EQ(r.word(1, 0x10104), 0u) << "the unnumbered write was lost and never resent";
+  EXPECT_EQ(r.sys->unacked(0, 1), 0u);
+}
+
+}  // namespace
+}  // namespace mbpsim::mbcf

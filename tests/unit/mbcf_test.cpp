@@ -281,6 +281,22 @@ TEST_F(Fixture, TaskqueAndScheduling) {
   EXPECT_FALSE(t->blocked);
 }
 
+// 4.3: WRITE_TASKQUE needs no key (a client does not know its server's); nothing else does
+// without one, not even beside a WRITE_TASKQUE in the same packet.
+TEST_F(Fixture, WriteTaskqueAloneNeedsNoKey) {
+  t->has_taskque = true;
+  t->taskque_capacity = 4;
+  Command q = cmd(Cmd::WriteTaskque, 0, {1, 2}, ReplyMode::Status);
+  const ExecResult a = execute(ts, pkt({q, q}, 0));
+  EXPECT_EQ(a.outcome, ExecResult::Outcome::Done);
+  EXPECT_EQ(t->taskque.size(), 2u);
+  Command w = cmd(Cmd::Write, 0x10000, {9});
+  const ExecResult b = execute(ts, pkt({q, w}, 0));
+  EXPECT_EQ(b.outcome, ExecResult::Outcome::BadKey);
+  EXPECT_EQ(t->taskque.size(), 2u);
+  EXPECT_EQ(word(0x10000) & 0xff, 0u);
+}
+
 TEST_F(Fixture, ForgedKeyOutOfWindowAndPageCrossingChangeNothing) {
   Command w = cmd(Cmd::Write, 0x10000, {9, 9, 9, 9}, ReplyMode::Status);
   EXPECT_EQ(execute(ts, pkt({w}, 0xBAD)).outcome, ExecResult::Outcome::BadKey);
