@@ -54,8 +54,27 @@ MbcfWorkload::MbcfWorkload(const Config& c, Stats& stats, uint64_t seed) {
     ts.map(t, kStatus, (kFifoBuf + 0x4000 - kStatus + ts.page_bytes() - 1) / ts.page_bytes(), kPermRW);
     ts.map(t, kSrc, 0x20000 / ts.page_bytes(), kPermRW);
   }
+  if (cfg_.user_construction)
+    for (uint32_t n = 0; n < cfg_.nodes; ++n) {
+      TaskSpace& ts = sys_->space(n);
+      ts.map(*ts.find(kPtask), kImage, (kMaxPacketBytes + ts.page_bytes() - 1) / ts.page_bytes(), kPermRW);
+    }
   for (uint32_t n = 0; n < cfg_.nodes; ++n)
     for (uint32_t m = 0; m < cfg_.nodes; ++m) sys_->set_ltask(n, kPtask, m, m, kPtask);
+}
+
+bool MbcfWorkload::request(uint32_t node, Request r, std::function<void()> k) {
+  if (cfg_.user_construction && r.src_laddr == kNoAddr) {
+    Packet p;  // the kernel's fields stay zero: it fills them
+    p.cmds = std::move(r.cmds);
+    std::vector<uint8_t> image;
+    if (!encode(p, image)) return false;
+    TaskSpace& ts = sys_->space(node);
+    ts.write(*ts.find(kPtask), kImage, image.data(), static_cast<uint32_t>(image.size()));
+    r.cmds.clear();
+    r.image_laddr = kImage;
+  }
+  return sys_->syscall(node, kPtask, r, std::move(k));
 }
 
 std::string MbcfWorkload::stalled() const {
@@ -119,7 +138,7 @@ class RttWorkload : public MbcfWorkload {
     if (name == "send") {
       // Table 6.1: the MBCF-requesting system call alone, timed around the call.
       const uint64_t t0 = now();
-      sys_->syscall(0, kPtask, Request{1, {c}}, [this, t0] {
+      request(0, Request{1, {c}}, [this, t0] {
         // The clock is read before and after; the wait keeps earlier sends off the measured call.
         if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
         sys_->compute(0, 1000000000ull, [this] { measured(); });
@@ -133,7 +152,7 @@ class RttWorkload : public MbcfWorkload {
     sys_->space(0).store32(t, kStatus, 0);
     if (i_ == 2) mark_cpu();
     const uint64_t t0 = now();
-    sys_->syscall(0, kPtask, Request{1, {c}}, [this, t0] {
+    request(0, Request{1, {c}}, [this, t0] {
       sys_->poll(0, [this] { return sys_->space(0).load32(*sys_->space(0).find(kPtask), kStatus) != 0; },
                  [this, t0] {
                    if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
@@ -242,7 +261,7 @@ class OnewayWorkload : public MbcfWorkload {
     else c = cmd_of(Cmd::Signal, kSignal, n, d);
     ++seq_;
     const uint32_t to = 1 - from;
-    sys_->syscall(from, kPtask, Request{to, {c}}, [this, to, k] {
+    request(from, Request{to, {c}}, [this, to, k] {
       if (k == "signal") return;  // the receiver's program takes it from here
       TaskSpace& ts = sys_->space(to);
       Task& t = *ts.find(kPtask);
@@ -338,7 +357,7 @@ class PeakWorkload : public MbcfWorkload {
       ts.store32(t, kStatus + 4 * (group() % 2), 0);
     }
     ++k_;
-    sys_->syscall(0, kPtask, Request{1, {c}}, [this] { step(); });
+    request(0, Request{1, {c}}, [this] { step(); });
   }
 
  protected:
@@ -377,7 +396,7 @@ class SecureWorkload : public PeakWorkload {
     Task& t = *sys_->space(0).find(kPtask);
     sys_->space(0).store32(t, kStatus + 8, 0);
     const uint64_t t0 = now();
-    sys_->syscall(0, kPtask, Request{1, {c}}, [this, t0] {
+    request(0, Request{1, {c}}, [this, t0] {
       sys_->poll(0, [this] { return sys_->space(0).load32(*sys_->space(0).find(kPtask), kStatus + 8) != 0; }, [this, t0] {
         first_us_ = (now() - t0) / 1e6;
         PeakWorkload::start();
@@ -481,7 +500,7 @@ class RaytraceWorkload : public MbcfWorkload {
         c.status_laddr = kStatus;
       }
       next_[n] = k + calc_;
-      sys_->syscall(n, kPtask, Request{0, {c}}, [this, n, last] {
+      request(n, Request{0, {c}}, [this, n, last] {
         if (!last) return work(n);
         TaskSpace& ts = sys_->space(n);
         Task& t = *ts.find(kPtask);

@@ -41,9 +41,14 @@ class MbcfWorkload : public Workload {
   static constexpr uint32_t kSrc = 0x20000;      // data to send (64 KiB)
   static constexpr uint32_t kDst = 0x30000;      // where data arrives (64 KiB)
   static constexpr uint32_t kFrame = 0x100000;   // ray tracing: the display's frame buffer
+  static constexpr uint32_t kImage = 0x40000;    // mbcf.interface user: where the user builds a packet
 
  protected:
   uint64_t now() const { return cal_->now_ps(); }
+  // Task kPtask of `node` asks for `r` through the MBCF-requesting system call: with
+  // mbcf.interface kernel, pointers to its commands; with user (6.1.3), it first builds the
+  // packet's bytes itself at kImage, leaving the kernel's fields zero. Returns what syscall does.
+  bool request(uint32_t node, mbcf::Request r, std::function<void()> k);
   void finish() { done_ = true; }
   double timer_read_ps() const { return cfg_.timer_read_us * 1e6; }
   // The sender's host CPU time (system calls and interrupt routines) since `mark_cpu()`.

@@ -250,15 +250,45 @@ nlohmann::ordered_json EtherSystem::nic_summary() const {
 
 // ------------------------------------------------------------------ system call
 
+bool EtherSystem::user_image(uint32_t node, const Task& t, uint32_t laddr, std::vector<Command>& cmds) const {
+  const TaskSpace& ts = *n_[node]->ts;
+  // The user's bytes must be there, readable and present, as a payload must.
+  auto readable = [&](uint32_t n) {
+    bool present = false;
+    return ts.check(t, laddr, n, kPermRead, &present) == ViolationCode::None && present;
+  };
+  if (!readable(kHeaderBytes)) return false;
+  uint8_t head[kHeaderBytes];
+  ts.read(t, laddr, head, kHeaderBytes);
+  const uint32_t total = static_cast<uint32_t>(head[14] << 8 | head[15]);
+  if (total < kHeaderBytes || total > kMaxPacketBytes || !readable(total)) return false;
+  std::vector<uint8_t> image(total);
+  ts.read(t, laddr, image.data(), total);
+  // The kernel's fields: the Ethernet addresses (0-11), the source Pnode, the reserved byte and
+  // the protocol bytes (16-23), the source Ptask and key and the destination Ptask and key
+  // (24-39). A user that sets any of them is forging what only the kernel may say.
+  for (uint32_t i = 0; i < kHeaderBytes; ++i)
+    if ((i < 12 || i >= 16) && image[i] != 0) return false;
+  Packet p;
+  if (decode(image.data(), image.size(), p) != DecodeError::None) return false;
+  cmds = std::move(p.cmds);
+  return true;
+}
+
 bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const {
   const Task* t = n_[node]->ts->find(ptask);
-  if (!t || r.cmds.empty()) return false;
+  if (!t) return false;
+  std::vector<Command> built;
+  if (r.image_laddr != kNoAddr && (!r.cmds.empty() || r.src_laddr != kNoAddr || !user_image(node, *t, r.image_laddr, built))) return false;
+  const std::vector<Command>& cmds = r.image_laddr != kNoAddr ? built : r.cmds;
+  b.user_built = r.image_laddr != kNoAddr;
+  if (cmds.empty()) return false;
   auto it = t->ltt.find(r.ltask);
   if (it == t->ltt.end()) return false;
-  if (r.cmds.size() > 1)
-    for (const Command& c : r.cmds)
+  if (cmds.size() > 1)
+    for (const Command& c : cmds)
       if (is_atomic(c.cmd)) return false;
-  for (const Command& c : r.cmds)
+  for (const Command& c : cmds)
     if (!is_user_command(c.cmd)) return false;
   Packet& p = b.packet;
   p.src_pnode = node;
@@ -266,11 +296,11 @@ bool EtherSystem::build_request(uint32_t node, uint32_t ptask, const Request& r,
   p.src_key = t->key;
   p.dst_ptask = it->second.ptask;
   p.dst_key = it->second.key;
-  p.cmds = r.cmds;
+  p.cmds = cmds;
   if (r.src_laddr != kNoAddr) {
     // The payload is in the requester's memory: it must be there, readable and present (a
     // page-in is the caller's business, not the call's).
-    if (r.cmds.size() != 1) return false;
+    if (cmds.size() != 1) return false;
     std::vector<uint8_t>& d = p.cmds[0].data;
     bool present = false;
     if (!d.empty()) {
@@ -360,7 +390,7 @@ void EtherSystem::kernel_issue(uint32_t node, Built b, std::function<void()> k) 
   uint64_t cost = cycles_ps(c_.syscall_cycles + (p.cmds.size() - 1) * c_.int_command_cycles);
   // Kernel construction copies the user's data once into the NIC-DMA buffer; user
   // construction builds the body in user space first, and the kernel copies the whole packet.
-  cost += c_.user_construction ? cycles_ps(c_.user_build_cycles) + copy_ps(data) + copy_ps(wire_bytes) : copy_ps(data);
+  cost += b.user_built ? cycles_ps(c_.user_build_cycles) + copy_ps(data) + copy_ps(wire_bytes) : copy_ps(data);
   // The request counts for its barrier colour once issued, whenever it leaves (the user is
   // held in the system call until then anyway).
   count_emb_requests(node, p);

@@ -144,6 +144,9 @@ class EtherSystem : public sc_core::sc_module {
   // named by Request::src_laddr readable, the frame and its reply within the MTU with what the
   // NIC adds, Nic::frame_overhead) and made into its packet; false if it cannot be sent.
   bool build_request(uint32_t node, uint32_t ptask, const Request& r, Built& b) const;
+  // The commands of a user-built packet (Request::image_laddr) at `laddr` of task `t`: false
+  // when the bytes are not readable, do not decode, or set a field only the kernel fills.
+  bool user_image(uint32_t node, const Task& t, uint32_t laddr, std::vector<Command>& cmds) const;
   // The same as a user's library call does it: false, counted as refused, when the node has no
   // power or the request cannot be sent.
   bool take_request(uint32_t node, uint32_t ptask, const Request& r, Built& b);

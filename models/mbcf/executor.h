@@ -31,6 +31,13 @@ struct Request {
   // it fetches the request (MBP2: the task must leave them alone until then, see
   // Mbp2Nic::fetched).
   uint32_t src_laddr = kNoAddr;
+  // User construction (6.1.3): kNoAddr, or the requester built the packet's bytes itself in its
+  // memory at image_laddr (the MBCF/Ether layout of packet.h: type, total length and the
+  // commands; every field the kernel fills, the Ethernet addresses, the source and destination
+  // tasks and keys and the three protocol bytes, left zero). The kernel reads them when it
+  // takes the request, refuses an image it cannot decode or whose kernel fields are not zero,
+  // and completes the header from the calling task and `ltask`. `cmds` is then empty.
+  uint32_t image_laddr = kNoAddr;
 };
 
 class Executor {
@@ -40,6 +47,7 @@ class Executor {
   struct Built {
     Packet packet;
     uint32_t dst = 0, data = 0, wire_bytes = 0;
+    bool user_built = false;  // from the requester's image (Request::image_laddr)
   };
   virtual ~Executor() = default;
 

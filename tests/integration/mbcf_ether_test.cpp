@@ -581,3 +581,82 @@ TEST(Mbp2, WriteTaskqueReachesAServerWhoseKeyTheClientDoesNotKnow) { write_taskq
 
 }  // namespace
 }  // namespace mbpsim::mbcf
+
+namespace mbpsim::mbcf {
+namespace {
+
+// 6.1.3's user construction: the user builds the packet's bytes in its own memory and the
+// kernel reads, checks and completes them. A well-built image is sent as if the kernel had built
+// it; one that sets a field only the kernel fills (a forged source key, Pnode or Ptask, a
+// destination key, an Ethernet address, a protocol byte), that does not decode, that holds a
+// command only kernels send, or that lies outside the user's readable memory, is refused
+// before anything leaves the node.
+TEST(MbcfEther, AUserBuiltPacketIsCompletedByTheKernelAndAForgedHeaderFieldIsRefused) {
+  Rig r(EtherSysConfig{});
+  TaskSpace& ts = r.sys->space(0);
+  auto image_of = [](std::vector<Command> cmds) {
+    Packet p;
+    p.cmds = std::move(cmds);
+    std::vector<uint8_t> b;
+    EXPECT_TRUE(encode(p, b));
+    return b;
+  };
+  auto send_image = [&](const std::vector<uint8_t>& bytes, uint32_t at = 0x10800) {
+    ts.write(r.task(0), at, bytes.data(), static_cast<uint32_t>(bytes.size()));
+    Request q;
+    q.ltask = 1;
+    q.image_laddr = at;
+    return r.sys->syscall(0, 1, q, [] {});
+  };
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  const std::vector<uint8_t> good = image_of({write_word(0x10100, 0x1234), write_word(0x10104, 0x5678)});
+  ASSERT_TRUE(send_image(good));
+  r.run(2);
+  EXPECT_EQ(r.word(1, 0x10100), 0x1234u);
+  EXPECT_EQ(r.word(1, 0x10104), 0x5678u);
+  const uint64_t sent = mbcf_stat(r, "packets_sent"), refused = mbcf_stat(r, "requests_refused");
+  // Each kernel field forged in turn: byte 0 (destination MAC), 6 (source MAC), 19 (source
+  // Pnode), 21 (END_P), 22 (CTRL_P), 27 (source Ptask), 31 (source key), 35 (destination
+  // Ptask), 39 (destination key).
+  uint32_t forged = 0;
+  for (uint32_t at : {0u, 6u, 19u, 21u, 22u, 27u, 31u, 35u, 39u}) {
+    std::vector<uint8_t> f = good;
+    f[at] = 0x5a;
+    EXPECT_FALSE(send_image(f)) << "a user image with byte " << at << " set was taken";
+    ++forged;
+  }
+  // Bytes that do not decode: a total length past the image, an unknown command.
+  std::vector<uint8_t> bad = good;
+  bad[40 + 3] = 0x7f;  // the first command word's code
+  EXPECT_FALSE(send_image(bad));
+  // A command only kernels send (a REPLY), built by the user.
+  Command reply;
+  reply.cmd = Cmd::Reply;
+  reply.status_laddr = 0x10000;
+  EXPECT_FALSE(send_image(image_of({reply})));
+  // An image the user cannot read: one running past its pages (the header is there), and one
+  // where it has no page at all.
+  {
+    const uint32_t at = 0x10000 + 16 * 4096 - kHeaderBytes;
+    ts.write(r.task(0), at, good.data(), kHeaderBytes);
+    Request q;
+    q.ltask = 1;
+    q.image_laddr = at;
+    EXPECT_FALSE(r.sys->syscall(0, 1, q, [] {}));
+    q.image_laddr = 0x900000;
+    EXPECT_FALSE(r.sys->syscall(0, 1, q, [] {}));
+  }
+  // Commands beside an image: refused (the image is the request).
+  Request both;
+  both.ltask = 1;
+  both.image_laddr = 0x10800;
+  both.cmds = {write_word(0x10108, 1)};
+  EXPECT_FALSE(r.sys->syscall(0, 1, both, [] {}));
+  r.run(2);
+  EXPECT_EQ(mbcf_stat(r, "packets_sent"), sent);
+  EXPECT_EQ(mbcf_stat(r, "requests_refused"), refused + forged + 5);
+  EXPECT_EQ(r.word(1, 0x10108), 0u);
+}
+
+}  // namespace
+}  // namespace mbpsim::mbcf
