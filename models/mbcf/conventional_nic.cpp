@@ -9,15 +9,17 @@
 #include <cstring>
 
 #include "models/core/error.h"
+#include "models/core/module_tree.h"
 #include "models/mbcf/ether_system.h"
 
 namespace mbpsim::mbcf {
 
 ConventionalNic::ConventionalNic(sc_core::sc_module_name name, Calendar& cal, const EtherSysConfig& c, net::EtherSegment& wire,
-                                 uint32_t station, TaskSpace& os, std::function<mem::TargetSocket&()> memory,
-                                 std::function<void()> tx_interrupt, std::function<void(const std::string&)> fail)
+                                 uint32_t station, TaskSpace& os, std::function<mem::TargetSocket&()> memory, host::Cpu& cpu,
+                                 Stats& st, std::function<void()> tx_interrupt, std::function<void(const std::string&)> fail)
     : sc_core::sc_module(name),
       dma("dma"),
+      pio_socket("pio_socket"),
       cal_(cal),
       c_(c),
       wire_(wire),
@@ -25,9 +27,59 @@ ConventionalNic::ConventionalNic(sc_core::sc_module_name name, Calendar& cal, co
       os_(os),
       memory_(std::move(memory)),
       tx_interrupt_(std::move(tx_interrupt)),
-      fail_(std::move(fail)) {}
+      fail_(std::move(fail)),
+      cpu_(cpu),
+      demands_(st.counter(stat_name(*this, "tx_demands"), "transmit demands stored into CSR0 (TDMD): one per frame the driver posts")),
+      csr_errors_(st.counter(stat_name(*this, "csr_errors"), "programmed accesses to the registers answered with an error response")) {
+  pio_socket.register_b_transport(this, &ConventionalNic::pio_b_transport);
+  pio_socket.register_nb_transport_fw(this, &ConventionalNic::pio_nb_transport_fw);
+}
 
-void ConventionalNic::before_end_of_elaboration() { dma.bind(memory_()); }
+void ConventionalNic::before_end_of_elaboration() {
+  dma.bind(memory_());
+  cpu_.pio.bind(pio_socket);  // the driver's stores into the registers
+}
+
+// ------------------------------------------------------------------ the registers
+
+void ConventionalNic::csr_write(tlm::tlm_generic_payload& gp) {
+  if (gp.get_command() != tlm::TLM_WRITE_COMMAND) {
+    gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+  } else if (gp.get_data_length() != 4 || gp.get_streaming_width() != 4) {
+    gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+  } else if (gp.get_byte_enable_ptr()) {
+    gp.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+  } else if (gp.get_address() != kCsr0) {
+    gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  } else {
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    const uint8_t* d = gp.get_data_ptr();
+    const uint32_t v = static_cast<uint32_t>(d[0]) << 24 | static_cast<uint32_t>(d[1]) << 16 | static_cast<uint32_t>(d[2]) << 8 | d[3];
+    if (v & kTdmd) {
+      demands_.inc();
+      demand();
+    }
+    return;
+  }
+  csr_errors_.inc();
+}
+
+void ConventionalNic::pio_b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time&) { csr_write(gp); }
+
+tlm::tlm_sync_enum ConventionalNic::pio_nb_transport_fw(int, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time&) {
+  if (ph != tlm::BEGIN_REQ) return tlm::TLM_ACCEPTED;
+  csr_write(gp);  // posted: taken at once
+  ph = tlm::BEGIN_RESP;
+  return tlm::TLM_COMPLETED;
+}
+
+void ConventionalNic::demand() {
+  while (!posted_.empty()) {
+    Queued q = std::move(posted_.front());
+    posted_.pop_front();
+    start(q.dst, q.buf, std::move(q.frame), std::move(q.sent));
+  }
+}
 
 uint64_t ConventionalNic::dma_ps(uint32_t bytes) const {
   const double burst = c_.bus.max_burst, width = c_.bus.width_bytes;
@@ -102,6 +154,15 @@ void ConventionalNic::transmit(uint32_t dst, Frame&& frame, Sent sent) {
   const uint32_t len = static_cast<uint32_t>(frame.size());
   bufs_[b].len = len;
   kernel_copy(true, bufs_[b].pa, frame.data(), len);
+  // The descriptor, then the demand: the NIC takes it when the store reaches its register.
+  posted_.push_back(Queued{dst, b, std::move(frame), std::move(sent)});
+  cpu_.pio_write(kCsr0, kTdmd, [this](uint64_t, bool ok) {
+    if (!ok) fail_("node " + std::to_string(station_) + ": the NIC refused the transmit demand");
+  });
+}
+
+void ConventionalNic::start(uint32_t dst, uint32_t b, Frame&& frame, Sent sent) {
+  const uint32_t len = bufs_[b].len;
   if (c_.nic_tx_streams) {
     tx_stream_.push_back(Queued{dst, b, std::move(frame), std::move(sent)});
     if (!tx_streaming_) stream_next();
@@ -216,6 +277,7 @@ uint64_t ConventionalNic::rx_ready_ps(uint32_t len) {
 
 void ConventionalNic::power_off() {
   tx_stream_.clear();
+  posted_.clear();
   tx_streaming_ = false;
   ++epoch_;
   // The driver starts again with every buffer free (the stack's ring is empty too).

@@ -26,6 +26,18 @@
 // on top. A memory that refuses the DMA (an error response) stops the run, naming the node and
 // the address. A frame longer than a buffer (kBufBytes; Ethernet's longest is 1514 bytes) is
 // not sent (`sent(false)`) or, received, dropped (`ready(nullptr)`).
+//
+// The driver starts the transmitter as on the machine: it posts the frame's descriptor, then
+// stores the transmit-demand bit into the NIC's command and status register (the LANCE's CSR0
+// TDMD) with a programmed write of the host CPU, through the CPU's `pio` socket into the NIC's
+// `pio_socket`, a TLM-2.0 target of the base protocol (bound when elaboration ends; any other
+// bus master may bind to it too). The NIC takes every posted descriptor when the demand
+// arrives. The store is posted: the device accepts it at once (TLM_COMPLETED, no delay), its
+// bus time being part of the calibrated nic.tx_latency_ns (the kick's write and the descriptor
+// read) and of the system call's cost. The register file: CSR0 at offset 0, written as one
+// 32-bit big-endian word, TDMD = 0x8 (other bits are accepted and change nothing: the rest of
+// the LANCE's start-up is not modelled); a read (not modelled), a length other than 4, byte
+// enables or another offset get the base protocol's error responses.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -36,9 +48,12 @@
 
 #include <systemc>
 #include <tlm>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "models/core/calendar.h"
+#include "models/core/stats.h"
+#include "models/host/cpu.h"
 #include "models/mbcf/nic.h"
 #include "models/mem/memory.h"
 #include "models/net/ether.h"
@@ -52,13 +67,18 @@ class ConventionalNic final : public sc_core::sc_module, public Nic {
  public:
   // The NIC's DMA master into host memory.
   tlm_utils::simple_initiator_socket<ConventionalNic> dma;
+  // Its command and status register, the target of programmed writes on the host I/O bus.
+  tlm_utils::multi_passthrough_target_socket<ConventionalNic> pio_socket;
+  static constexpr uint64_t kCsr0 = 0;
+  static constexpr uint32_t kTdmd = 0x8;  // CSR0's transmit demand
   // `station`: the node's port on `wire`. `os`: the host's OS, which gives the driver the pages
-  // of its buffers (frames of `memory`, the socket `dma` is bound to). `tx_interrupt`: the NIC
-  // raises its transmit-completion interrupt (the host's driver decides what its routine
-  // costs). `fail`: the run cannot go on (a memory refused the NIC's DMA).
+  // of its buffers (frames of `memory`, the socket `dma` is bound to). `cpu`: the host CPU,
+  // whose programmed write demands transmission. `tx_interrupt`: the NIC raises its
+  // transmit-completion interrupt (the host's driver decides what its routine costs). `fail`:
+  // the run cannot go on (a memory refused the NIC's DMA).
   ConventionalNic(sc_core::sc_module_name name, Calendar& cal, const EtherSysConfig& c, net::EtherSegment& wire, uint32_t station,
-                  TaskSpace& os, std::function<mem::TargetSocket&()> memory, std::function<void()> tx_interrupt,
-                  std::function<void(const std::string&)> fail);
+                  TaskSpace& os, std::function<mem::TargetSocket&()> memory, host::Cpu& cpu, Stats& st,
+                  std::function<void()> tx_interrupt, std::function<void(const std::string&)> fail);
   void transmit(uint32_t dst, Frame&& frame, Sent sent) override;
   void receive(Frame&& frame, RxReady ready) override;
   // The receive routine reads the frame from the buffer the NIC wrote it into, and frees it.
@@ -76,6 +96,14 @@ class ConventionalNic final : public sc_core::sc_module, public Nic {
 
  private:
   void before_end_of_elaboration() override;
+  // The register file behind pio_socket.
+  void pio_b_transport(int id, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  tlm::tlm_sync_enum pio_nb_transport_fw(int id, tlm::tlm_generic_payload& gp, tlm::tlm_phase& ph, sc_core::sc_time& delay);
+  void csr_write(tlm::tlm_generic_payload& gp);
+  // The transmitter takes the descriptors posted since it last looked.
+  void demand();
+  // A frame in buffer `b` whose descriptor the transmitter has taken: into the MAC.
+  void start(uint32_t dst, uint32_t b, Frame&& frame, Sent sent);
   // A free buffer (the driver makes one more from a page of the OS when none is).
   uint32_t take_buffer();
   void free_buffer(uint32_t b) { free_.push_back(b); }
@@ -125,6 +153,9 @@ class ConventionalNic final : public sc_core::sc_module, public Nic {
     Sent sent;
   };
   std::deque<Queued> tx_stream_;
+  std::deque<Queued> posted_;  // descriptors the driver posted, not yet taken by the NIC
+  host::Cpu& cpu_;
+  Counter &demands_, &csr_errors_;
   bool tx_streaming_ = false;
   uint64_t epoch_ = 0;  // bumped at power_off: work scheduled before it finds it changed
 };

@@ -115,7 +115,7 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
     // The conventional NIC's DMA reaches the host's memory; its transmit completion runs the
     // driver's routine on the host CPU.
     n_[i]->nic = std::make_unique<ConventionalNic>(
-        "nic", cal, c_, *ether_, i, *n_[i]->ts, [this, i]() -> mem::TargetSocket& { return host_memory(i); },
+        "nic", cal, c_, *ether_, i, *n_[i]->ts, [this, i]() -> mem::TargetSocket& { return host_memory(i); }, *n_[i]->cpu, stats_,
         [this, i] {
           if (c_.tx_done_cycles > 0) interrupt(i, cycles_ps(c_.tx_done_cycles), [] {});
         },

@@ -31,12 +31,14 @@ struct Cluster {
   EtherSysConfig ec;
   systems::Cluster k;
   EtherSystem* sys = nullptr;
-  explicit Cluster(uint32_t nodes, const mbp2::Mbp2Config& mc = {}) {
+  explicit Cluster(uint32_t nodes, const mbp2::Mbp2Config& mc = {}) : Cluster(nodes, &mc) {}
+  // nullptr: the conventional NICs of MBCF/Ether.
+  Cluster(uint32_t nodes, const mbp2::Mbp2Config* mc) {
     Within in(root);
     ec.nodes = nodes;
     ec.ether.medium = net::EtherConfig::Medium::Direct;
     ec.ether.rate_mbps = 1000;
-    k = systems::build_cluster(cal, ec, &mc, stats, 1);
+    k = systems::build_cluster(cal, ec, mc, stats, 1);
     sys = k.sys.get();
   }
   void tasks() {
@@ -495,6 +497,43 @@ TEST(ForeignTlm, AUsersStoreToABusyMbp2DoorbellWaitsInsideBTransport) {
   EXPECT_GT(m.transfers[1].done.value() - m.transfers[1].issued.value(), 10 * pio_ps);
   EXPECT_EQ(first_when_second, 5u);
   EXPECT_EQ(nic.fetched(1), 2u);
+}
+
+// The conventional NIC's command and status register is a TLM-2.0 target on the host bus too
+// (`pio_socket`): the driver demands transmission by storing CSR0's TDMD through the host
+// CPU's `pio` socket, once per frame it posts, and a user's bus master bound beside the CPU may
+// store there as well: a demand with nothing posted sends nothing. A read, a burst and another
+// register get the base protocol's errors.
+TEST(ForeignTlm, AUsersBusMasterStoresIntoTheConventionalNicsCsrBesideTheDriver) {
+  Cluster c(2, nullptr);
+  c.tasks();
+  auto& nic = dynamic_cast<ConventionalNic&>(c.sys->nic(0));
+  UserPioMaster m("user_master");
+  m.socket.bind(nic.pio_socket);
+  using T = UserPioMaster::Transfer;
+  const sc_core::sc_time us(1, sc_core::SC_US);
+  m.transfers = {T{ConventionalNic::kCsr0, be_word(ConventionalNic::kTdmd), tlm::TLM_WRITE_COMMAND, us},
+                 T{ConventionalNic::kCsr0, be_word(0), tlm::TLM_READ_COMMAND},
+                 T{ConventionalNic::kCsr0, std::vector<uint8_t>(8, 0)},
+                 T{4, be_word(ConventionalNic::kTdmd)}};
+  sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_US));
+  EXPECT_EQ(m.transfers[0].status, tlm::TLM_OK_RESPONSE);
+  EXPECT_EQ(m.transfers[0].done, m.transfers[0].issued);  // posted: taken at once
+  EXPECT_EQ(m.transfers[1].status, tlm::TLM_COMMAND_ERROR_RESPONSE);
+  EXPECT_EQ(m.transfers[2].status, tlm::TLM_BURST_ERROR_RESPONSE);
+  EXPECT_EQ(m.transfers[3].status, tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.tx_demands").value(), 1u);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.csr_errors").value(), 3u);
+  EXPECT_EQ(c.stats.counter_value("system.ether.frames").value(), 0u);  // nothing was posted
+  // The driver's own demands: one per frame it sends, and the frames arrive.
+  test::stream_writes(*c.sys, 0, 1, 5, 40);
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_MS));
+  EXPECT_EQ(c.sys->failure(), "");
+  for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(test::task_word(*c.sys, 1, 0x10000 + 4 * i), 40u + i);
+  const uint64_t frames0 = c.stats.counter_value("system.mbcf.packets_sent").value();
+  EXPECT_GE(frames0, 5u);
+  EXPECT_EQ(c.stats.counter_value("system.host0.nic.tx_demands").value() + c.stats.counter_value("system.host1.nic.tx_demands").value(),
+            1u + frames0);
 }
 
 }  // namespace
