@@ -212,6 +212,20 @@ class OnewayWorkload : public MbcfWorkload {
             });
       });
     }
+    // Where each message's time goes (`path` of each point): the sender hands the frame to its
+    // NIC (the tx hook), the receiving routine takes the packet (the accept hook).
+    sys_->set_tx_hook([this](uint32_t from, uint32_t, const Packet& p) {
+      if (!kicked_ && from == leg_from_ && !p.cmds.empty() && p.cmds[0].cmd == leg_cmd_) {
+        kicked_ = true;
+        t_kick_ = now();
+      }
+    });
+    sys_->set_accept_hook([this](uint32_t from, uint32_t to, const Packet& p) {
+      if (kicked_ && !accepted_ && from == leg_from_ && to == 1 - leg_from_ && !p.cmds.empty() && p.cmds[0].cmd == leg_cmd_) {
+        accepted_ = true;
+        t_accept_ = now();
+      }
+    });
   }
   void start() override { next_point(); }
 
@@ -221,6 +235,8 @@ class OnewayWorkload : public MbcfWorkload {
     if (ci_ == cmds_.size()) return finish();
     i_ = 0;
     sum_ = 0;
+    path_[0] = path_[1] = path_[2] = 0;
+    legs_ = 0;
     round();
   }
   void round() {
@@ -261,6 +277,10 @@ class OnewayWorkload : public MbcfWorkload {
     else c = cmd_of(Cmd::Signal, kSignal, n, d);
     ++seq_;
     const uint32_t to = 1 - from;
+    leg_from_ = from;
+    leg_cmd_ = c.cmd;
+    kicked_ = accepted_ = false;
+    t_req_ = now();
     request(from, Request{to, {c}}, [this, to, k] {
       if (k == "signal") return;  // the receiver's program takes it from here
       TaskSpace& ts = sys_->space(to);
@@ -279,6 +299,12 @@ class OnewayWorkload : public MbcfWorkload {
     });
   }
   void arrived(uint32_t at) {
+    if (i_ >= 2 && kicked_ && accepted_) {
+      path_[0] += static_cast<double>(t_kick_ - t_req_);
+      path_[1] += static_cast<double>(t_accept_ - t_kick_);
+      path_[2] += static_cast<double>(now() - t_accept_);
+      ++legs_;
+    }
     if (at == 1) return send(1);
     if (i_ >= 2) sum_ += static_cast<double>(now() - t0_) + timer_read_ps();
     if (++i_ < iters_ + 2) return round();
@@ -286,6 +312,15 @@ class OnewayWorkload : public MbcfWorkload {
     std::string name = cmds_[ci_] == "write" ? "MBCF_WRITE" : cmds_[ci_] == "fifo" ? "MBCF_FIFO" : "MBCF_SIGNAL";
     points_.push_back(point(name, sizes_[si_], lat, "us", cpu_us_since_mark() / iters_ / 2));
     if (cmds_[ci_] != "write") points_.back()["receiver_os"] = os_terms();
+    if (legs_ == 2 * iters_) {  // (every leg seen by both hooks: otherwise unmeasured, left out)
+      auto us = [this](double ps) { return std::round(ps / legs_ / 1e6 * 1000) / 1000; };
+      nlohmann::ordered_json path;
+      path["sender_us"] = us(path_[0]);
+      path["network_us"] = us(path_[1]);
+      path["receiver_us"] = us(path_[2]);
+      path["timer_read_us"] = std::round(timer_read_ps() / 2 / 1e6 * 1000) / 1000;
+      points_.back()["path"] = path;
+    }
     if (++si_ == sizes_.size()) {
       si_ = 0;
       ++ci_;
@@ -298,6 +333,14 @@ class OnewayWorkload : public MbcfWorkload {
   uint64_t t0_ = 0;
   double sum_ = 0;
   host::OsSpent os_mark_[2];
+  // The message on its way: who sent it, its command, when it was asked for, handed to the
+  // NIC and taken by the receiving routine; and the sums over the measured legs.
+  uint32_t leg_from_ = 0;
+  Cmd leg_cmd_ = Cmd::Write;
+  bool kicked_ = false, accepted_ = false;
+  uint64_t t_req_ = 0, t_kick_ = 0, t_accept_ = 0;
+  double path_[3] = {};
+  uint32_t legs_ = 0;
 };
 
 // ------------------------------------------------------------------ peak (6.2.3)

@@ -144,6 +144,17 @@ TEST(MbcfEther, FifoAndSignalOneWayAreWriteOnesPlusTheOsTermsTheyContain) {
       ASSERT_EQ(f["command"], "MBCF_FIFO");
       ASSERT_EQ(g["command"], "MBCF_SIGNAL");
       EXPECT_FALSE(w.contains("receiver_os")) << "a WRITE uses no OS service on the receiver";
+      // Where the time goes: the parts of each path add up to its one-way latency, and FIFO's
+      // extra time is all on the receiver, after the routine has taken the packet.
+      for (const auto* q : {&w, &f, &g}) {
+        const auto& path = (*q)["path"];
+        ASSERT_TRUE(path.is_object()) << (*q).dump();
+        double sum = 0;
+        for (const auto& [k, v] : path.items()) sum += v.get<double>();
+        EXPECT_NEAR(sum, (*q)["value"].get<double>(), 0.005) << machine << " " << (*q).dump();
+      }
+      EXPECT_EQ(f["path"]["sender_us"], w["path"]["sender_us"]);
+      EXPECT_EQ(f["path"]["network_us"], w["path"]["network_us"]);
       const double copy = size / copy_mb_s;
       EXPECT_NEAR(f["receiver_os"]["lw_syscall_us"].get<double>(), lw_us, 0.001) << machine << " " << size;
       EXPECT_NEAR(f["receiver_os"]["lw_copy_us"].get<double>(), copy, 0.002) << machine << " " << size;
