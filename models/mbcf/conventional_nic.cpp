@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "models/core/bytes.h"
 #include "models/core/error.h"
 #include "models/core/module_tree.h"
 #include "models/mbcf/ether_system.h"
@@ -53,9 +54,7 @@ void ConventionalNic::csr_write(tlm::tlm_generic_payload& gp) {
     gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
   } else {
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    const uint8_t* d = gp.get_data_ptr();
-    const uint32_t v = static_cast<uint32_t>(d[0]) << 24 | static_cast<uint32_t>(d[1]) << 16 | static_cast<uint32_t>(d[2]) << 8 | d[3];
-    if (v & kTdmd) {
+    if (load_be32(gp.get_data_ptr()) & kTdmd) {
       demands_.inc();
       demand();
     }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "models/core/bytes.h"
 #include "models/core/error.h"
 #include "models/core/module_tree.h"
 #include "models/mbcf/conventional_nic.h"
@@ -260,7 +261,7 @@ bool EtherSystem::user_image(uint32_t node, const Task& t, uint32_t laddr, std::
   if (!readable(kHeaderBytes)) return false;
   uint8_t head[kHeaderBytes];
   ts.read(t, laddr, head, kHeaderBytes);
-  const uint32_t total = static_cast<uint32_t>(head[14] << 8 | head[15]);
+  const uint32_t total = load_be16(head + 14);  // the total-length field
   if (total < kHeaderBytes || total > kMaxPacketBytes || !readable(total)) return false;
   std::vector<uint8_t> image(total);
   ts.read(t, laddr, image.data(), total);
