@@ -233,8 +233,48 @@ json::parser_callback_t duplicate_key_check(const std::string& path) {
 
 }  // namespace
 
+namespace {
+json parse_config_file(const std::string& path);
+}
+
 Config Config::load_file(const ParamSchema& schema, const std::string& path) {
-  // A config is a regular file of at most kMaxConfigBytes: a folder, a device (/dev/zero,
+  // A file may name a `base` (a path relative to its own folder): the base's values first, then
+  // the file's own over them, so configs of one machine share its parameters instead of copying
+  // them. A chain of at most kMaxBaseDepth files; a file that is its own base is refused.
+  constexpr int kMaxBaseDepth = 8;
+  std::vector<std::pair<std::string, json>> chain;  // the file first, its bases after it
+  std::string at = path;
+  for (;;) {
+    json j = parse_config_file(at);
+    if (!j.is_object()) throw UserError(at + ": top level must be a JSON object");
+    std::string next;
+    if (auto it = j.find("base"); it != j.end()) {
+      if (!it->is_string() || it->get<std::string>().empty())
+        throw UserError(at + ": base: expected the path of another config file, got " + describe(*it));
+      const std::filesystem::path b = std::filesystem::path(at).parent_path() / it->get<std::string>();
+      next = b.lexically_normal().string();
+      j.erase(it);
+    }
+    for (const auto& [seen, unused] : chain) {
+      (void)unused;
+      std::error_code ec;
+      if (std::filesystem::equivalent(seen, at, ec)) throw UserError(at + ": base: the chain of bases comes back to " + seen);
+    }
+    chain.emplace_back(at, std::move(j));
+    if (next.empty()) break;
+    if (static_cast<int>(chain.size()) == kMaxBaseDepth)
+      throw UserError(at + ": base: more than " + std::to_string(kMaxBaseDepth) + " files in the chain of bases");
+    at = next;
+  }
+  Config c(schema);
+  c.origin_ = path;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) c.merge(it->second, "", it->first);
+  return c;
+}
+
+namespace {
+json parse_config_file(const std::string& path) {
+  // A config is a regular file of at most Config::kMaxConfigBytes: a folder, a device (/dev/zero,
   // /dev/urandom) or a pipe is refused before a byte is read.
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
@@ -243,8 +283,8 @@ Config Config::load_file(const ParamSchema& schema, const std::string& path) {
   if (!std::filesystem::is_regular_file(st)) throw UserError(path + ": not a regular file (a config is a JSON file)");
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw UserError(path + ": cannot read its size: " + ec.message());
-  if (size > kMaxConfigBytes)
-    throw UserError(path + ": " + std::to_string(size) + " bytes, more than a config may hold (" + std::to_string(kMaxConfigBytes) + ")");
+  if (size > Config::kMaxConfigBytes)
+    throw UserError(path + ": " + std::to_string(size) + " bytes, more than a config may hold (" + std::to_string(Config::kMaxConfigBytes) + ")");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open file");
   std::stringstream ss;
@@ -281,8 +321,9 @@ Config Config::load_file(const ParamSchema& schema, const std::string& path) {
     }
     throw UserError(path + where + ": malformed JSON: " + json_error_text(e));
   }
-  return from_json(schema, j, path);
+  return j;
 }
+}  // namespace
 
 void Config::apply_set(const std::string& a) {
   auto eq = a.find('=');

@@ -63,6 +63,36 @@ TEST(Config, BadSetIsAnError) {
   EXPECT_NE(error_of([&] { c.apply_set("network.radix=abc"); }).find("expected int"), std::string::npos);
 }
 
+// A config may name a base (relative to its own folder): the base's values first, the file's
+// over them, and the origin of each value is the file that set it. A bad base, a chain that
+// comes back on itself, or an error inside a base, is an error naming the file.
+TEST(Config, ABaseFileGivesItsValuesAndTheFileOverridesThem) {
+  auto d = test::temp_dir("base");
+  std::filesystem::create_directories(d / "machines");
+  test::write_text(d / "machines" / "m.json", "{ \"network\": { \"levels\": 3, \"radix\": 4 }, \"workload\": { \"injection_rate\": 0.2 } }");
+  test::write_text(d / "e.json", "{ \"base\": \"machines/m.json\", \"network\": { \"levels\": 2 } }");
+  const Config c = Config::load_file(schema(), (d / "e.json").string());
+  EXPECT_EQ(c.get_int("network.levels"), 2);
+  EXPECT_DOUBLE_EQ(c.get_double("workload.injection_rate"), 0.2);
+  EXPECT_EQ(c.origin_of("network.levels"), (d / "e.json").string());
+  EXPECT_NE(c.origin_of("workload.injection_rate").find("m.json"), std::string::npos);
+  EXPECT_EQ(c.origin(), (d / "e.json").string());
+  test::write_text(d / "loop1.json", "{ \"base\": \"loop2.json\" }");
+  test::write_text(d / "loop2.json", "{ \"base\": \"loop1.json\" }");
+  auto e = error_of([&] { Config::load_file(schema(), (d / "loop1.json").string()); });
+  EXPECT_NE(e.find("comes back to"), std::string::npos) << e;
+  test::write_text(d / "nobase.json", "{ \"base\": 7 }");
+  e = error_of([&] { Config::load_file(schema(), (d / "nobase.json").string()); });
+  EXPECT_NE(e.find("nobase.json: base: expected the path of another config file"), std::string::npos) << e;
+  test::write_text(d / "missing.json", "{ \"base\": \"absent.json\" }");
+  e = error_of([&] { Config::load_file(schema(), (d / "missing.json").string()); });
+  EXPECT_NE(e.find("absent.json: cannot open file"), std::string::npos) << e;
+  test::write_text(d / "badbase.json", "{ \"network\": { \"levls\": 3 } }");
+  test::write_text(d / "child.json", "{ \"base\": \"badbase.json\" }");
+  e = error_of([&] { Config::load_file(schema(), (d / "child.json").string()); });
+  EXPECT_NE(e.find("badbase.json: network.levls: unknown parameter"), std::string::npos) << e;
+}
+
 TEST(Config, MalformedJsonReportsLineAndColumn) {
   auto d = test::temp_dir("badjson");
   test::write_text(d / "c.json", "{\n  \"network\": {\n    \"radix\": 4,\n  }\n}\n");
