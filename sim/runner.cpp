@@ -25,6 +25,7 @@
 #include "models/mbp/mbp_config.h"
 #include "models/node/node_config.h"
 #include "models/mbcf/ether_system.h"
+#include "models/sockets/inet_stack.h"
 #include "workloads/trace/replay.h"
 #include "workloads/mbcf_workloads.h"
 #include "workloads/testers/mbcf_tester.h"
@@ -55,6 +56,7 @@ const ParamSchema& schema() {
     declare_litmus_params(s);
     declare_trace_params(s);
     mbcf::declare_mbcf_params(s);
+    sockets::declare_socket_params(s);
     mbp2::declare_mbp2_params(s);
     declare_mbcf_workload_params(s);
     declare_protection_params(s);

@@ -24,6 +24,7 @@ void declare_mbcf_workload_params(ParamSchema& s) {
   using T = ParamType;
   s.add({"workload.sizes", T::IntList, json::array({4, 16, 64, 256, 1024}), "bytes", "rtt, oneway, peak: payload sizes to measure (at most 1408: one MBCF packet's data); datagram: payload sizes (UDP up to 65507, in IP fragments beyond one frame; TCP one frame)", 1, 65507});
   s.add({"workload.commands", T::Json, json::array(), "", "the commands measured: rtt [write, read, swap] by default, or send; oneway [write, fifo, signal]; peak, secure and raytrace write only; datagram none (empty: the workload's default)", -1e300, 1e300});
+  s.add({"workload.over", T::String, "mbcf", "", "rtt, oneway, peak: what carries the messages: mbcf (MBCF/Ether's commands) | udp (each host's UDP/IP socket stack, sockets.*, with MBCF/Ether's Go-back-N as user-level routines on top, as the thesis's UDP figures)", -1e300, 1e300, {"mbcf", "udp"}});
   s.add({"workload.iterations", T::Int, 20, "", "rtt, oneway: measured repetitions per point (after 2 unmeasured ones)", 1, 1e9});
   s.add({"workload.transfers", T::Int, 1024, "", "peak: MBCF_WRITEs per size", 16, 1e9});
   s.add({"workload.ack_every", T::Int, 16, "", "peak: a status check every N transmissions (6.2.3)", 1, 1e6});
@@ -592,6 +593,7 @@ bool is_mbcf_workload(const std::string& kind) {
 }
 
 std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed) {
+  if (is_mbcf_workload(kind) && c.get_string("workload.over") != "mbcf") return make_socket_workload(kind, c, stats, seed);
   for (const auto& [name, mk] : kClusterKinds)
     if (kind == name) return mk(c, stats, seed);
   return nullptr;

@@ -72,6 +72,8 @@ class MbcfWorkload : public Workload {
 std::unique_ptr<Workload> make_mbcf_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed);
 // The workload kind runs on a cluster (make_mbcf_workload makes it).
 bool is_mbcf_workload(const std::string& kind);
+// rtt, oneway and peak over the hosts' socket stacks (workload.over udp; socket_workloads.cpp).
+std::unique_ptr<Workload> make_socket_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed);
 // The MBP2's message passing (`datagram`, mbp2_datagram.cpp).
 std::unique_ptr<Workload> make_datagram_workload(const Config& c, Stats& stats, uint64_t seed);
 

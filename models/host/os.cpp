@@ -17,6 +17,17 @@ const ParamTable<OsConfig>& OsConfig::params() {
          "light-weight system call (FIFO read, signal-flag reset, TASKQUE read), trap to return without what it copies: no context switch is possible, so no register context is saved (4.1, 6.1.3); 2.0 us, an estimate: more than the 1.0 us interrupt entry (a trap, argument checks, the structure's pointers read and written atomically), well under the 3.6 us MBCF-requesting call that also builds and sends a packet", 0, 1e9})
       .add(&OsConfig::invoke_cycles, {"host.invoke_cycles", 425.0, "cycles",
          "invoking a user-level program for MBCF_SIGNAL, as a Unix signal's delivery: the interrupted context saved (SPARC register windows flushed), the program entered, and its return through the kernel restoring the context; 5.0 us, an estimate", 0, 1e9})
+      .add(&OsConfig::kernel_cpi, {"host.kernel_cpi", 4.75, "cycles",
+         "cycles per instruction of the conventional kernel's code paths (system calls, socket layers, drivers): kernel code run after a user program misses the SuperSPARC's 20 KB instruction and 16 KB data caches; an estimate, twice the pipeline's best", 0.1, 100})
+      .add(&OsConfig::syscall_instr, {"host.syscall_instr", 400.0, "instructions",
+         "a conventional system call's entry and exit (SunOS 4.1.4): the trap, saving the caller's register window, the dispatcher with its argument copy, and the signal and reschedule checks on the way out; an estimate from the code's structure", 0, 1e9})
+      .add(&OsConfig::switch_instr, {"host.switch_instr", 1000.0, "instructions",
+         "a process's sleep, its wakeup from an interrupt or software interrupt, and the context switch back to it (run queue, MMU context, register windows flushed and refilled); an estimate from the code's structure", 0, 1e9})
+      .add(&OsConfig::softint_instr, {"host.softint_instr", 150.0, "instructions",
+         "posting a software interrupt from a driver and dispatching it (BSD's schednetisr and the netisr loop's entry); an estimate", 0, 1e9})
+      .add(&OsConfig::select_instr, {"host.select_instr", 300.0, "instructions",
+         "select() on one descriptor with nothing to read, beyond the system call: the descriptor scan and each socket's poll routine; an estimate", 0, 1e9})
+      .add(&OsConfig::clock_hz, {"host.clock_hz", 100.0, "Hz", "the kernel clock (BSD's hz = 100: a 10 ms tick); a user-level timer fires on a tick", 1, 1e6})
       .add(&OsConfig::copy_mb_s, {"host.copy_mb_s", 68.0, "MB/s", "kernel copy between kernel and user memory: the slope of Table 6.1, (20.0-5.0) us / 1020 B = 14.7 ns/B [calibrated]", 0.001, 1e6});
   return t;
 }
@@ -31,7 +42,13 @@ Os::Os(sc_core::sc_module_name name, Cpu& cpu, const OsConfig& c, Stats& st)
       lw_ps_(st.counter(stat_name(*this, "lw_syscall_ps"), "host CPU time in light-weight system calls, their copies included", "ps")),
       lw_copy_bytes_(st.counter(stat_name(*this, "lw_copy_bytes"), "bytes light-weight system calls copied to their callers' buffers", "bytes")),
       invocations_(st.counter(stat_name(*this, "invocations"), "user-level programs invoked (MBCF_SIGNAL upcalls; two for a program entered through the user-level scheduler)")),
-      invoke_ps_(st.counter(stat_name(*this, "invoke_ps"), "host CPU time in invoking user-level programs", "ps")) {}
+      invoke_ps_(st.counter(stat_name(*this, "invoke_ps"), "host CPU time in invoking user-level programs", "ps")),
+      syscalls_(st.counter(stat_name(*this, "syscalls"), "conventional system calls (socket calls, select)")),
+      syscall_ps_(st.counter(stat_name(*this, "syscall_ps"), "host CPU time in conventional system calls' entry and exit", "ps")),
+      switches_(st.counter(stat_name(*this, "context_switches"), "sleeping processes woken and switched back to")),
+      switch_ps_(st.counter(stat_name(*this, "switch_ps"), "host CPU time in sleep, wakeup and context switches", "ps")),
+      softints_(st.counter(stat_name(*this, "softints"), "software interrupts dispatched (netisr)")),
+      softint_ps_(st.counter(stat_name(*this, "softint_ps"), "host CPU time in software interrupts, their work included", "ps")) {}
 
 uint64_t Os::copy_ps(uint64_t bytes) const { return static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * 1e6 / c_.copy_mb_s)); }
 
@@ -61,6 +78,62 @@ void Os::invoke(uint32_t times, std::function<void()> k) {
   spent_.invocations += times;
   spent_.invoke_ps += ps;
   cpu_.compute(ps, std::move(k));
+}
+
+void Os::kernel(uint64_t ps, std::function<void()> k) {
+  cpu_.charge(ps);
+  cpu_.compute(ps, std::move(k));
+}
+
+void Os::syscall(Body body, std::function<void()> k) {
+  // Entry and exit are one path length, half on each side of the call's own work.
+  const uint64_t whole = instr_ps(c_.syscall_instr), in = whole / 2, out = whole - in;
+  syscalls_.inc();
+  syscall_ps_.inc(whole);
+  ++spent_.syscalls;
+  spent_.syscall_ps += whole;
+  kernel(in, [this, body = std::move(body), out, k = std::move(k)]() mutable {
+    body([this, out, k = std::move(k)]() mutable { kernel(out, std::move(k)); });
+  });
+}
+
+void Os::sleep(uint64_t chan, std::function<void()> k) { sleepers_.emplace_back(chan, std::move(k)); }
+
+bool Os::sleeping(uint64_t chan) const {
+  for (const auto& [c, k] : sleepers_)
+    if (c == chan) return true;
+  return false;
+}
+
+void Os::wakeup(uint64_t chan) {
+  for (size_t i = 0; i < sleepers_.size();) {
+    if (sleepers_[i].first != chan) {
+      ++i;
+      continue;
+    }
+    auto k = std::move(sleepers_[i].second);
+    sleepers_.erase(sleepers_.begin() + static_cast<long>(i));
+    const uint64_t ps = instr_ps(c_.switch_instr);
+    switches_.inc();
+    switch_ps_.inc(ps);
+    ++spent_.switches;
+    spent_.switch_ps += ps;
+    kernel(ps, std::move(k));
+  }
+}
+
+void Os::softint(uint64_t ps, std::function<void()> fn) {
+  const uint64_t all = instr_ps(c_.softint_instr) + ps;
+  softints_.inc();
+  softint_ps_.inc(all);
+  ++spent_.softints;
+  spent_.softint_ps += all;
+  cpu_.interrupt(all, std::move(fn));
+}
+
+uint64_t Os::next_tick(uint64_t ps) const {
+  const double tick = 1e12 / c_.clock_hz;
+  return static_cast<uint64_t>(std::ceil(static_cast<double>(ps) / tick) * tick);
 }
 
 }  // namespace mbpsim::host

@@ -11,6 +11,16 @@
 //   - the invocation of a user-level program (`host.invoke_cycles`): the upcall of an MBCF_SIGNAL,
 //     as a Unix signal's delivery: the interrupted context saved, the program entered, and its
 //     return through the kernel.
+// The conventional services a socket stack uses (models/sockets), each as the instructions its
+// path executes (a code path's length, an estimate from the BSD code's structure named next to
+// the value) at the kernel's cycles per instruction on this machine (`host.kernel_cpi`: kernel
+// code after a user program ran misses its caches):
+//   - a system call's entry and exit (`host.syscall_instr`): trap, register windows, the
+//     dispatcher, the signal check on the way out;
+//   - sleep, wakeup and the context switch to the woken process (`host.switch_instr`);
+//   - posting and dispatching a software interrupt (`host.softint_instr`: BSD's netisr);
+//   - select() on a descriptor that has nothing to read, beyond the call (`host.select_instr`);
+//   - the kernel clock's resolution (`host.clock_hz`: a user timer fires on a tick).
 // The OS runs each on the host CPU (cpu.h) and counts what it did under its own name, so a run's
 // `stats.json` says which OS services a latency contains and how long each took. What a call
 // does to memory is its caller's (a protocol stack's: MBCF's calls are in models/mbcf); the OS
@@ -18,6 +28,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include <systemc>
 
@@ -34,6 +46,9 @@ struct OsConfig {
   double lw_syscall_cycles{};  // a light-weight system call's trap, entry to exit
   double invoke_cycles{};      // a user-level program's invocation (delivery and return)
   double copy_mb_s{};          // the kernel's copy between kernel and user memory
+  // the conventional services (instructions at kernel_cpi cycles each)
+  double kernel_cpi{}, syscall_instr{}, switch_instr{}, softint_instr{}, select_instr{};
+  double clock_hz{};
   static const ParamTable<OsConfig>& params();
 };
 
@@ -41,6 +56,7 @@ struct OsConfig {
 struct OsSpent {
   uint64_t lw_syscalls = 0, lw_trap_ps = 0, lw_copy_bytes = 0, lw_copy_ps = 0;
   uint64_t invocations = 0, invoke_ps = 0;
+  uint64_t syscalls = 0, syscall_ps = 0, switches = 0, switch_ps = 0, softints = 0, softint_ps = 0;
 };
 
 class Os final : public sc_core::sc_module {
@@ -63,11 +79,35 @@ class Os final : public sc_core::sc_module {
   void invoke(uint32_t times, std::function<void()> k);
   const OsSpent& spent() const { return spent_; }
 
+  // --- the conventional services
+  // Kernel code of `instr` instructions, as time on this CPU (at host.kernel_cpi).
+  uint64_t instr_ps(double instr) const { return cpu_.cycles_ps(instr * c_.kernel_cpi); }
+  // A system call: the trap and entry, then `body` (the call's own kernel work, `k` after it:
+  // the call may sleep in it), then the exit and `k`. The time is the caller's process's, on
+  // the CPU, and counted as communication time.
+  using Body = std::function<void(std::function<void()> done)>;
+  void syscall(Body body, std::function<void()> k);
+  // Kernel work of `ps` inside a system call (or user work the process does), then `k`.
+  void kernel(uint64_t ps, std::function<void()> k);
+  // The calling process sleeps on channel `chan` until `wakeup(chan)`; then the context switch
+  // back to it, then `k`. (One program per host: the CPU is otherwise idle or interrupted.)
+  void sleep(uint64_t chan, std::function<void()> k);
+  // Wakes what sleeps on `chan` (at the end of the kernel work that calls it).
+  void wakeup(uint64_t chan);
+  bool sleeping(uint64_t chan) const;
+  // Software interrupt work: after the hardware interrupt routines queued so far, the dispatch
+  // and then `ps` of work, then `fn` (at interrupt level: counted as interrupt time).
+  void softint(uint64_t ps, std::function<void()> fn);
+  // The first tick of the kernel clock at or after `ps` (a timer's expiry, rounded up).
+  uint64_t next_tick(uint64_t ps) const;
+
  private:
   Cpu& cpu_;
   const OsConfig& c_;
   OsSpent spent_;
   Counter &lw_calls_, &lw_ps_, &lw_copy_bytes_, &invocations_, &invoke_ps_;
+  Counter &syscalls_, &syscall_ps_, &switches_, &switch_ps_, &softints_, &softint_ps_;
+  std::vector<std::pair<uint64_t, std::function<void()>>> sleepers_;
 };
 
 }  // namespace mbpsim::host

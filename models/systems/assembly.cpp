@@ -40,7 +40,14 @@ Cluster make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed
   if (!mbp2 && (c.get_string("crypto.cipher") != "none" || c.get_string("crypto.auth") != "none"))
     c.fail(c.get_string("crypto.cipher") != "none" ? "crypto.cipher" : "crypto.auth",
            "encryption is done by the MBP2's CAU or firmware: needs mbcf.nic = mbp2");
-  if (!mbp2) return build_cluster(cal, ec, nullptr, stats, seed);
+  const bool sockets = c.get_string("workload.over") != "mbcf";
+  if (sockets && mbp2)
+    c.fail("workload.over", "the socket stacks run on hosts with conventional NICs (the MBP2 carries IP in its own firmware: workload.kind datagram)");
+  if (!mbp2) {
+    Cluster cl = build_cluster(cal, ec, nullptr, stats, seed);
+    if (sockets) cl.inet = sockets::InetStack::attach(cal, *cl.sys, sockets::SocketConfig::from(c), stats);
+    return cl;
+  }
   const mbp2::Mbp2Config mc = mbp2::Mbp2Config::from(c);
   return build_cluster(cal, ec, &mc, stats, seed);
 }

@@ -12,6 +12,7 @@
 #include "models/mbp/system.h"
 #include "models/mbp2/mbp2_cards.h"
 #include "models/net/network.h"
+#include "models/sockets/inet_stack.h"
 
 namespace mbpsim::systems {
 
@@ -30,6 +31,9 @@ void mbp_machine_footprint(const Config& c, uint64_t nodes, const AddressUse& us
 struct Cluster {
   std::unique_ptr<mbcf::EtherSystem> sys;
   std::unique_ptr<mbp2::Mbp2Cards> mbp2;  // null with conventional NICs
+  // The hosts' UDP/IP socket stacks (host<n>.inet), beside MBCF's: built when the workload runs
+  // over sockets (workload.over udp); empty otherwise.
+  std::vector<std::unique_ptr<sockets::InetStack>> inet;
 };
 
 // The cluster of `ec`: conventional NICs and the host kernel's MBCF, or, given `mbp2`, MBP2
@@ -37,8 +41,9 @@ struct Cluster {
 Cluster build_cluster(Calendar& cal, const mbcf::EtherSysConfig& ec, const mbp2::Mbp2Config* mbp2, Stats& stats, uint64_t seed);
 
 // The cluster (mbcf.*, host.*, nic.*, bus.*, ether.*): hosts running the MBCF kernel behind a
-// conventional NIC, or, with mbcf.nic = mbp2, behind MBP2 NICs (mbp2.*, pme.*, em.*, crypto.*).
-// A config error names its key: encryption asked of a NIC that has none.
+// conventional NIC, or, with mbcf.nic = mbp2, behind MBP2 NICs (mbp2.*, pme.*, em.*, crypto.*);
+// with workload.over = udp, each host's socket stack too (sockets.*). A config error names its
+// key: encryption asked of a NIC that has none, sockets over the MBP2.
 Cluster make_cluster(Calendar& cal, const Config& c, Stats& stats, uint64_t seed);
 // Adds to `f` the host memory the cluster of `c` holds (EtherSystem::footprint, and the cards').
 void cluster_footprint(const Config& c, MemoryForecast& f);

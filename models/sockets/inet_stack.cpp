@@ -1,0 +1,331 @@
+// The UDP/IP socket stack (inet_stack.h).
+#include "models/sockets/inet_stack.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/core/module_tree.h"
+#include "models/mbcf/ether_system.h"
+
+namespace mbpsim::sockets {
+
+using mbp2::InetError;
+
+const char* to_string(Errno e) {
+  switch (e) {
+    case Errno::Ok: return "ok";
+    case Errno::BadDescriptor: return "EBADF (not an open socket)";
+    case Errno::AddrInUse: return "EADDRINUSE (the port is taken)";
+    case Errno::AlreadyBound: return "EINVAL (the socket is bound already)";
+    case Errno::MsgSize: return "EMSGSIZE (longer than the socket's send space)";
+    case Errno::HostUnreach: return "EHOSTUNREACH (not another host of the segment)";
+    case Errno::NoBufs: return "ENOBUFS (the interface queue was full)";
+    case Errno::BadPort: return "EINVAL (destination port 0)";
+  }
+  return "?";
+}
+
+std::vector<std::unique_ptr<InetStack>> InetStack::attach(Calendar& cal, mbcf::EtherSystem& sys, const SocketConfig& c,
+                                                          Stats& st) {
+  std::vector<std::unique_ptr<InetStack>> v;
+  for (uint32_t n = 0; n < sys.nodes(); ++n) {
+    Within in(sys.host(n));
+    v.push_back(std::make_unique<InetStack>("inet", cal, sys, n, c, st));
+  }
+  std::vector<InetStack*> by_node;
+  for (auto& s : v) by_node.push_back(s.get());
+  sys.add_protocol(mbp2::kEtherTypeIpv4, [by_node](uint32_t node, std::vector<uint8_t>&& f) { return by_node[node]->rx_frame(std::move(f)); });
+  return v;
+}
+
+InetStack::InetStack(sc_core::sc_module_name name, Calendar& cal, mbcf::EtherSystem& sys, uint32_t node, const SocketConfig& c,
+                     Stats& st)
+    : sc_core::sc_module(name),
+      cal_(cal),
+      sys_(sys),
+      node_(node),
+      c_(c),
+      os_(sys.os(node)),
+      cpu_(sys.cpu(node)),
+      udp_out_(st.counter(stat_name(*this, "udp_sent"), "UDP datagrams sent")),
+      frames_out_(st.counter(stat_name(*this, "frames_sent"), "IPv4 frames handed to the NIC (fragments counted one by one)")),
+      frags_out_(st.counter(stat_name(*this, "fragments_sent"), "IP fragments sent (datagrams longer than the MTU)")),
+      ifq_drops_(st.counter(stat_name(*this, "ifq_drops"), "frames dropped because the interface queue was full (the call failed with ENOBUFS)")),
+      udp_in_(st.counter(stat_name(*this, "udp_received"), "UDP datagrams appended to a socket's receive buffer")),
+      frames_in_(st.counter(stat_name(*this, "frames_received"), "IPv4 frames the driver took")),
+      ipintrq_drops_(st.counter(stat_name(*this, "ipintrq_drops"), "frames dropped because ipintrq was full")),
+      reassembled_(st.counter(stat_name(*this, "reassembled"), "datagrams reassembled from fragments")),
+      reass_timeouts_(st.counter(stat_name(*this, "reass_timeouts"), "datagrams whose fragments did not all come within sockets.ipfrag_ttl_s (dropped)")),
+      reass_bad_(st.counter(stat_name(*this, "reass_bad"), "datagrams dropped for fragments that overlap or disagree")),
+      bad_(st.counter(stat_name(*this, "bad_frames"), "frames dropped by IP or UDP input: a bad header, length or checksum, or not UDP")),
+      noport_(st.counter(stat_name(*this, "no_port"), "datagrams for a port no socket is bound to (dropped)")),
+      fullsock_(st.counter(stat_name(*this, "full_socket"), "datagrams dropped because the socket's receive buffer was full (udp_recvspace)")) {}
+
+InetStack::Socket* InetStack::sock(int fd) {
+  if (fd < 0 || static_cast<size_t>(fd) >= socks_.size()) return nullptr;
+  return socks_[static_cast<size_t>(fd)].get();
+}
+const InetStack::Socket* InetStack::sock(int fd) const { return const_cast<InetStack*>(this)->sock(fd); }
+
+int InetStack::udp_socket() {
+  socks_.push_back(std::make_unique<Socket>());
+  return static_cast<int>(socks_.size() - 1);
+}
+
+bool InetStack::port_taken(uint16_t port) const {
+  for (const auto& s : socks_)
+    if (s && s->port == port) return true;
+  return false;
+}
+
+uint16_t InetStack::ephemeral() {
+  // BSD's in_pcbbind: the next free port from IPPORT_RESERVED (1024) up to 5000, then again.
+  for (;;) {
+    const uint16_t p = next_ephemeral_;
+    next_ephemeral_ = next_ephemeral_ >= 5000 ? 1024 : static_cast<uint16_t>(next_ephemeral_ + 1);
+    if (!port_taken(p)) return p;
+  }
+}
+
+Errno InetStack::bind(int fd, uint16_t port) {
+  Socket* s = sock(fd);
+  if (!s) return Errno::BadDescriptor;
+  if (s->port) return Errno::AlreadyBound;
+  if (port == 0) port = ephemeral();
+  else if (port_taken(port)) return Errno::AddrInUse;
+  s->port = port;
+  return Errno::Ok;
+}
+
+uint16_t InetStack::port_of(int fd) const {
+  const Socket* s = sock(fd);
+  return s ? s->port : 0;
+}
+
+size_t InetStack::queued(int fd) const {
+  const Socket* s = sock(fd);
+  return s ? s->rcv.size() : 0;
+}
+
+uint64_t InetStack::cksum_ps(uint64_t bytes) const { return cpu_.cycles_ps(c_.cksum_cycles_per_byte * static_cast<double>(bytes)); }
+
+// ------------------------------------------------------------------ send
+
+void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector<uint8_t> data, std::function<void(Errno)> k) {
+  auto err = std::make_shared<Errno>(Errno::Ok);
+  os_.syscall(
+      [this, fd, dst_node, dst_port, data = std::move(data), err](std::function<void()> done) mutable {
+        Socket* s = sock(fd);
+        if (!s) *err = Errno::BadDescriptor;
+        else if (data.size() > c_.udp_sendspace || data.size() > mbp2::kUdpMaxPayload) *err = Errno::MsgSize;
+        else if (dst_node >= sys_.nodes() || dst_node == node_) *err = Errno::HostUnreach;
+        else if (dst_port == 0) *err = Errno::BadPort;
+        if (*err != Errno::Ok) return done();
+        if (!s->port) s->port = ephemeral();
+        mbp2::Datagram d;
+        d.proto = mbp2::kIpProtoUdp;
+        d.src_node = node_;
+        d.dst_node = dst_node;
+        d.src_port = s->port;
+        d.dst_port = dst_port;
+        d.ip_id = ip_id_++;
+        const uint64_t n = data.size();
+        auto frames = std::make_shared<std::vector<std::vector<uint8_t>>>(
+            mbp2::fragment_ip(mbp2::build_inet(d, data.data(), static_cast<uint32_t>(n)), c_.mtu));
+        udp_out_.inc();
+        // sosend and the copy from the user's buffer; udp_output with the checksum over header
+        // and data; ip_output's fixed part (its per-fragment part is paid frame by frame).
+        const uint64_t ps = cycles(c_.sosend_instr) + os_.copy_ps(n) + cycles(c_.udp_output_instr) +
+                            cksum_ps(n + mbp2::kUdpHeader) + cycles(c_.ip_output_instr);
+        os_.kernel(ps, [this, frames, dst_node, err, done = std::move(done)]() mutable {
+          output_frames(frames, dst_node, 0, [err, done = std::move(done)](Errno e) {
+            *err = e;
+            done();
+          });
+        });
+      },
+      [err, k = std::move(k)] { k(*err); });
+}
+
+void InetStack::output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames, uint32_t dst, size_t i,
+                              std::function<void(Errno)> k) {
+  if (i == frames->size()) return k(Errno::Ok);
+  if (ifq_len_ >= c_.ifq_maxlen) {  // IF_QFULL: this frame and the rest of the datagram are lost
+    ifq_drops_.inc();
+    return k(Errno::NoBufs);
+  }
+  const std::vector<uint8_t>& f = (*frames)[i];
+  const bool fragmented = frames->size() > 1;
+  uint64_t ps = cycles(c_.ether_output_instr + c_.driver_tx_instr + (fragmented ? c_.frag_instr : 0));
+  if (c_.driver_copies) ps += os_.copy_ps(f.size());
+  ++ifq_len_;
+  os_.kernel(ps, [this, frames, dst, i, fragmented, k = std::move(k)]() mutable {
+    std::vector<uint8_t> f = std::move((*frames)[i]);
+    frames_out_.inc();
+    if (fragmented) frags_out_.inc();
+    sys_.nic(node_).transmit(dst, std::move(f), [this](bool) { --ifq_len_; });
+    output_frames(frames, dst, i + 1, std::move(k));
+  });
+}
+
+// ------------------------------------------------------------------ receive
+
+uint64_t InetStack::rx_frame(std::vector<uint8_t>&& frame) {
+  frames_in_.inc();
+  uint64_t ps = cycles(c_.driver_rx_instr);
+  if (c_.driver_copies) ps += os_.copy_ps(frame.size());
+  if (ipintrq_.size() >= c_.ipintrq_maxlen) {
+    ipintrq_drops_.inc();
+    return ps;
+  }
+  ipintrq_.push_back(std::move(frame));
+  if (!netisr_posted_) {
+    netisr_posted_ = true;
+    // schednetisr: the software interrupt runs once the hardware routine that posted it (whose
+    // cost the host's receive routine queues when this returns) has ended.
+    cal_.at(cal_.now_ps(), [this] {
+      os_.softint(0, [this] { netisr(); });
+    });
+  }
+  return ps;
+}
+
+void InetStack::netisr() {
+  if (ipintrq_.empty()) {
+    netisr_posted_ = false;
+    return;
+  }
+  std::vector<uint8_t> f = std::move(ipintrq_.front());
+  ipintrq_.pop_front();
+  std::function<void()> effect;
+  const uint64_t ps = ip_input(f, effect);
+  cpu_.interrupt(ps, [this, effect = std::move(effect)] {
+    if (effect) effect();
+    netisr();
+  });
+}
+
+uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect) {
+  uint64_t ps = cycles(c_.ipintr_instr);
+  if (!mbp2::is_fragment(frame)) {
+    // (parse_inet checks the transport checksum too: its cost is udp_input's, below)
+    ps += cycles(c_.udp_input_instr) + cksum_ps(frame.size() > 34 ? frame.size() - 34 : 0);
+    effect = [this, f = std::move(frame)]() mutable { udp_input(std::move(f)); };
+    return ps;
+  }
+  ps += cycles(c_.reass_instr);
+  mbp2::Fragment fr;
+  if (mbp2::parse_fragment(frame, fr) != InetError::None || fr.proto != mbp2::kIpProtoUdp) {
+    effect = [this] { bad_.inc(); };
+    return ps;
+  }
+  const auto key = std::make_pair(fr.src_node, fr.ip_id);
+  Reass& r = reass_[key];
+  if (r.frames.empty()) {
+    r.gen = ++reass_gen_;
+    // ip_slowtimo: a datagram still incomplete when its time to live runs out is dropped.
+    const uint64_t gen = r.gen;
+    cal_.at(cal_.now_ps() + static_cast<uint64_t>(std::llround(c_.ipfrag_ttl_s * 1e12)), [this, key, gen] {
+      auto it = reass_.find(key);
+      if (it == reass_.end() || it->second.gen != gen) return;
+      reass_.erase(it);
+      reass_timeouts_.inc();
+    });
+  }
+  const uint32_t tag = static_cast<uint32_t>(r.frames.size());
+  const auto add = r.r.add(fr.offset, fr.len, fr.more, tag);
+  if (add == mbp2::Reassembly::Add::Duplicate) return ps;
+  if (add == mbp2::Reassembly::Add::Bad) {
+    reass_.erase(key);
+    effect = [this] { reass_bad_.inc(); };
+    return ps;
+  }
+  r.frames.push_back(std::move(frame));
+  if (add != mbp2::Reassembly::Add::Complete) return ps;
+  std::vector<std::vector<uint8_t>> pieces;
+  for (const auto& pc : r.r.pieces()) pieces.push_back(std::move(r.frames[pc.tag]));
+  reass_.erase(key);
+  std::vector<uint8_t> whole = mbp2::join_fragments(pieces);
+  ps += cycles(c_.udp_input_instr) + cksum_ps(whole.size() > 34 ? whole.size() - 34 : 0);
+  effect = [this, w = std::move(whole)]() mutable {
+    reassembled_.inc();
+    udp_input(std::move(w));
+  };
+  return ps;
+}
+
+void InetStack::udp_input(std::vector<uint8_t>&& datagram) {
+  mbp2::Parsed p;
+  if (mbp2::parse_inet(datagram, p) != InetError::None || p.d.proto != mbp2::kIpProtoUdp || p.d.dst_node != node_) {
+    bad_.inc();
+    return;
+  }
+  Socket* s = nullptr;
+  int fd = -1;
+  for (size_t i = 0; i < socks_.size(); ++i)
+    if (socks_[i] && socks_[i]->port == p.d.dst_port) {
+      s = socks_[i].get();
+      fd = static_cast<int>(i);
+    }
+  if (!s) {
+    noport_.inc();
+    return;
+  }
+  // sbappendaddr: the datagram and an mbuf with the sender's address (a sockaddr_in, 16 bytes).
+  constexpr uint32_t kAddrBytes = 16;
+  if (s->rcv_bytes + p.payload_len + kAddrBytes > c_.udp_recvspace) {
+    fullsock_.inc();
+    return;
+  }
+  Received r;
+  r.src_node = p.d.src_node;
+  r.src_port = p.d.src_port;
+  r.data.assign(datagram.begin() + p.payload_off, datagram.begin() + p.payload_off + p.payload_len);
+  s->rcv_bytes += p.payload_len + kAddrBytes;
+  s->rcv.push_back(std::move(r));
+  udp_in_.inc();
+  os_.wakeup(chan(fd));  // sorwakeup
+}
+
+void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
+  auto out = std::make_shared<std::pair<Errno, Received>>();
+  os_.syscall(
+      [this, fd, out](std::function<void()> done) {
+        // soreceive: sleeps while the receive buffer is empty, then takes the first datagram
+        // and copies it out. (The sleeper holds the routine; it holds itself only weakly.)
+        auto take = std::make_shared<std::function<void()>>();
+        std::weak_ptr<std::function<void()>> self = take;
+        *take = [this, fd, out, self, done = std::move(done)]() mutable {
+          Socket* s = sock(fd);
+          if (!s) {
+            out->first = Errno::BadDescriptor;
+            return done();
+          }
+          if (s->rcv.empty()) {
+            os_.sleep(chan(fd), [t = self.lock()] { (*t)(); });
+            return;
+          }
+          out->second = std::move(s->rcv.front());
+          s->rcv.pop_front();
+          s->rcv_bytes -= static_cast<uint32_t>(out->second.data.size()) + 16;
+          const uint64_t ps = cycles(c_.soreceive_instr) + os_.copy_ps(out->second.data.size());
+          os_.kernel(ps, [d = std::move(done)]() mutable { d(); });
+        };
+        (*take)();
+      },
+      [out, k = std::move(k)] { k(out->first, std::move(out->second)); });
+}
+
+void InetStack::select_readable(int fd, std::function<void(bool)> k) {
+  auto ready = std::make_shared<bool>(false);
+  os_.syscall(
+      [this, fd, ready](std::function<void()> done) {
+        os_.kernel(cycles(os_.config().select_instr), [this, fd, ready, done = std::move(done)] {
+          *ready = queued(fd) > 0;
+          done();
+        });
+      },
+      [ready, k = std::move(k)] { k(*ready); });
+}
+
+}  // namespace mbpsim::sockets

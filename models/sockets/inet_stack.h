@@ -1,0 +1,158 @@
+// A conventional host's UDP/IP socket stack (module `host<n>.inet`), BSD 4.3-derived as in SunOS
+// 4.1.4: the stack the thesis's UDP10/UDP100 figures run on (6.2.3, 6.2.4, 6.2.6), beside the
+// MBCF kernel on the same host, NIC and wire. Frames are byte-exact IPv4/UDP with real checksums
+// (models/mbp2/inet.h builds, fragments, parses and reassembles them).
+//
+// Send, in the caller's system call (host::Os::syscall): sosend (socket buffer check, mbufs,
+// the copy from the user's buffer), udp_output (header, checksum over the whole datagram),
+// ip_output (route, header; a datagram larger than the interface's MTU cut into fragments,
+// RFC 791), ether_output (ARP cache hit, the Ethernet header, the interface queue: IFQ_MAXLEN
+// frames; a full queue drops the fragment and the call fails with ENOBUFS), the driver's start
+// routine (mapping the mbufs for the NIC's DMA, or copying them into the NIC's buffers when the
+// driver copies, as the SS20's LANCE driver does) and the NIC.
+//
+// Receive, at interrupt level: the NIC's receive interrupt (the host's receive routine hands
+// every IPv4 frame here) runs the driver's receive path and queues the frame on ipintrq
+// (IFQ_MAXLEN: a full queue drops it) and posts the software interrupt; netisr's ipintr checks
+// the IP header, reassembles fragments (a datagram whose pieces do not all come within
+// sockets.ipfrag_ttl_s is dropped), and udp_input checks the checksum, finds the socket bound
+// to the port (none: dropped), appends the datagram to its receive buffer (udp_recvspace: a
+// full buffer drops it) and wakes the process sleeping in recvfrom.
+//
+// Every cost is a path length in instructions (sockets.*, an estimate from the BSD code's
+// structure, each named next to its value) at the host's kernel CPI (host.kernel_cpi), or a
+// copy at the kernel's rate; the checksum costs cycles per byte it covers.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "models/core/calendar.h"
+#include "models/core/params.h"
+#include "models/core/stats.h"
+#include "models/host/cpu.h"
+#include "models/host/os.h"
+#include "models/mbp2/inet.h"
+
+namespace mbpsim::mbcf {
+class EtherSystem;
+}
+
+namespace mbpsim::sockets {
+
+struct SocketConfig {
+  // Every member is a parameter of `params()` (socket_params.cpp), which gives it its default.
+  SocketConfig();
+  // path lengths (instructions)
+  double sosend_instr{}, udp_output_instr{}, ip_output_instr{}, frag_instr{}, ether_output_instr{};
+  double driver_tx_instr{}, driver_rx_instr{}, ipintr_instr{}, reass_instr{}, udp_input_instr{};
+  double soreceive_instr{}, rudp_instr{};
+  double cksum_cycles_per_byte{};
+  bool driver_copies{};  // the driver copies frames to and from the NIC's own buffers
+  // BSD's limits
+  uint32_t ifq_maxlen{}, ipintrq_maxlen{}, udp_sendspace{}, udp_recvspace{}, mtu{};
+  double ipfrag_ttl_s{};
+  static const ParamTable<SocketConfig>& params();
+  static SocketConfig from(const Config& c);
+};
+void declare_socket_params(ParamSchema& s);
+
+// What a socket call can fail with (the errno a BSD call sets).
+enum class Errno : uint8_t {
+  Ok,
+  BadDescriptor,   // EBADF: not an open socket of this host
+  AddrInUse,       // EADDRINUSE: another socket of the host is bound to the port
+  AlreadyBound,    // EINVAL: bind on a bound socket
+  MsgSize,         // EMSGSIZE: more than udp_sendspace (or IP's 65,507 bytes)
+  HostUnreach,     // EHOSTUNREACH: not a host of the segment (no ARP entry), or this host
+  NoBufs,          // ENOBUFS: the interface queue was full; the datagram (or its rest) was dropped
+  BadPort,         // EINVAL: destination port 0
+};
+const char* to_string(Errno e);
+
+struct Received {
+  uint32_t src_node = 0;
+  uint16_t src_port = 0;
+  std::vector<uint8_t> data;
+};
+
+class InetStack final : public sc_core::sc_module {
+ public:
+  InetStack(sc_core::sc_module_name name, Calendar& cal, mbcf::EtherSystem& sys, uint32_t node, const SocketConfig& c,
+            Stats& st);
+  // A UDP/IP stack on every host of `sys`, each its host's child `host<n>.inet`, given the
+  // frames of EtherType IPv4 that the hosts' receive routines take.
+  static std::vector<std::unique_ptr<InetStack>> attach(Calendar& cal, mbcf::EtherSystem& sys, const SocketConfig& c,
+                                                        Stats& st);
+  InetStack(const InetStack&) = delete;
+  InetStack& operator=(const InetStack&) = delete;
+
+  // --- the socket calls (set-up calls cost nothing: they happen before a measurement)
+  int udp_socket();                       // socket(AF_INET, SOCK_DGRAM, 0): a descriptor
+  Errno bind(int fd, uint16_t port);      // port 0: the next ephemeral port
+  uint16_t port_of(int fd) const;         // 0: unbound (or not a socket)
+  // sendto: a system call on the host CPU; `k` gets the outcome when it returns. An unbound
+  // socket is bound to an ephemeral port first (as BSD's udp_output does).
+  void sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector<uint8_t> data, std::function<void(Errno)> k);
+  // recvfrom, blocking: sleeps until a datagram is in the socket's receive buffer, then copies
+  // it out. (One caller at a time per socket.)
+  void recvfrom(int fd, std::function<void(Errno, Received)> k);
+  // select() on the socket with a zero timeout: whether a datagram is waiting (a system call).
+  void select_readable(int fd, std::function<void(bool)> k);
+  // (For tests: no cost.) Datagrams in the socket's receive buffer.
+  size_t queued(int fd) const;
+
+  // The driver's receive path for an IPv4 frame: ps of interrupt-level work.
+  uint64_t rx_frame(std::vector<uint8_t>&& frame);
+
+ private:
+  struct Socket {
+    uint16_t port = 0;
+    std::deque<Received> rcv;
+    uint32_t rcv_bytes = 0;
+  };
+  struct Reass {
+    mbp2::Reassembly r;
+    std::vector<std::vector<uint8_t>> frames;  // by tag
+    uint64_t gen = 0;
+  };
+  Socket* sock(int fd);
+  const Socket* sock(int fd) const;
+  bool port_taken(uint16_t port) const;
+  uint16_t ephemeral();
+  uint64_t cycles(double instr) const { return os_.instr_ps(instr); }
+  uint64_t cksum_ps(uint64_t bytes) const;
+  // Sends the frames of one datagram, one after another through ether_output and the driver.
+  void output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames, uint32_t dst, size_t i,
+                     std::function<void(Errno)> k);
+  void netisr();
+  // ipintr and udp_input for one frame taken off ipintrq: their cost, and what they do at its end.
+  uint64_t ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect);
+  void udp_input(std::vector<uint8_t>&& datagram);
+  uint64_t chan(int fd) const { return (static_cast<uint64_t>(node_) << 32) | static_cast<uint32_t>(fd); }
+
+  Calendar& cal_;
+  mbcf::EtherSystem& sys_;
+  const uint32_t node_;
+  const SocketConfig c_;
+  host::Os& os_;
+  host::Cpu& cpu_;
+  std::vector<std::unique_ptr<Socket>> socks_;  // by descriptor (null: closed)
+  uint16_t next_ephemeral_ = 1024;
+  uint16_t ip_id_ = 0;
+  uint32_t ifq_len_ = 0;  // frames handed to the NIC that have not left it
+  std::deque<std::vector<uint8_t>> ipintrq_;
+  bool netisr_posted_ = false;
+  std::map<std::pair<uint32_t, uint16_t>, Reass> reass_;  // (source, IP id)
+  uint64_t reass_gen_ = 0;
+  Counter &udp_out_, &frames_out_, &frags_out_, &ifq_drops_, &udp_in_, &frames_in_, &ipintrq_drops_, &reassembled_,
+      &reass_timeouts_, &reass_bad_, &bad_, &noport_, &fullsock_;
+};
+
+}  // namespace mbpsim::sockets

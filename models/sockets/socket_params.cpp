@@ -1,0 +1,55 @@
+// Parameters of the conventional hosts' socket stack (inet_stack.h). Defaults describe SunOS
+// 4.1.4 (4.3BSD-derived) on the thesis's first cluster (6.2.1): SPARCstation 20, Sun
+// FastEthernet SBus Adapter 2.0. Path lengths are estimates from the BSD code's structure (no
+// figure of the thesis sets them: docs/VALIDATION.md, "UDP/IP on SunOS 4.1.4"); limits are the
+// BSD sources' constants.
+#include "models/core/config.h"
+#include "models/core/params.h"
+#include "models/mbp2/inet.h"
+#include "models/sockets/inet_stack.h"
+
+namespace mbpsim::sockets {
+
+const ParamTable<SocketConfig>& SocketConfig::params() {
+  static const ParamTable<SocketConfig> t = ParamTable<SocketConfig>()
+      .add(&SocketConfig::sosend_instr, {"sockets.sosend_instr", 600.0, "instructions",
+         "sosend for a datagram: sblock, the space check, MGET/MCLGET of the mbufs, uiomove's set-up and the protocol's user request (the copy itself at host.copy_mb_s); an estimate", 0, 1e9})
+      .add(&SocketConfig::udp_output_instr, {"sockets.udp_output_instr", 250.0, "instructions", "udp_output: the UDP and pseudo headers prepended (the checksum at sockets.cksum_cycles_per_byte); an estimate", 0, 1e9})
+      .add(&SocketConfig::ip_output_instr, {"sockets.ip_output_instr", 350.0, "instructions", "ip_output: the cached route, the IP header and its checksum; an estimate", 0, 1e9})
+      .add(&SocketConfig::frag_instr, {"sockets.frag_instr", 200.0, "instructions", "ip_output per fragment of a datagram larger than the MTU: a header mbuf, the header copied, m_copy of the piece, the fragment's header checksum; an estimate", 0, 1e9})
+      .add(&SocketConfig::ether_output_instr, {"sockets.ether_output_instr", 300.0, "instructions", "ether_output per frame: the ARP cache hit, the Ethernet header, IF_ENQUEUE on the interface queue; an estimate", 0, 1e9})
+      .add(&SocketConfig::driver_tx_instr, {"sockets.driver_tx_instr", 500.0, "instructions",
+         "the driver's start routine per frame: the SBus FastEthernet adapter's mbufs mapped for its DVMA, a descriptor written and the adapter kicked; an estimate", 0, 1e9})
+      .add(&SocketConfig::driver_rx_instr, {"sockets.driver_rx_instr", 500.0, "instructions",
+         "the driver's receive path per frame: a fresh mbuf cluster mapped for DVMA in place of the filled one, the frame's mbuf on ipintrq, schednetisr; an estimate", 0, 1e9})
+      .add(&SocketConfig::driver_copies, {"sockets.driver_copies", false, "",
+         "the driver copies each frame between mbufs and the NIC's own DVMA buffers at host.copy_mb_s (the SS20's on-board LANCE, whose driver keeps premapped buffers) instead of mapping mbufs", 0, 1})
+      .add(&SocketConfig::ipintr_instr, {"sockets.ipintr_instr", 300.0, "instructions", "ipintr per frame taken off ipintrq: the header checks and its checksum, the destination check; an estimate", 0, 1e9})
+      .add(&SocketConfig::reass_instr, {"sockets.reass_instr", 200.0, "instructions", "ip_reass per fragment: the reassembly queue's search and insertion; an estimate", 0, 1e9})
+      .add(&SocketConfig::udp_input_instr, {"sockets.udp_input_instr", 400.0, "instructions",
+         "udp_input: the checksum's set-up (its bytes at sockets.cksum_cycles_per_byte), the PCB lookup, sbappendaddr and sorwakeup; an estimate", 0, 1e9})
+      .add(&SocketConfig::soreceive_instr, {"sockets.soreceive_instr", 600.0, "instructions", "soreceive for a datagram: sblock, the address mbuf, uiomove's set-up, the mbufs freed (the copy at host.copy_mb_s); an estimate", 0, 1e9})
+      .add(&SocketConfig::rudp_instr, {"sockets.rudp_instr", 300.0, "instructions",
+         "the user-level Go-back-N routine per packet sent or received over UDP (6.2.3: MBCF/Ether's protocol 'in terms of user-level routines'): its header, the protocol's tables; an estimate", 0, 1e9})
+      .add(&SocketConfig::cksum_cycles_per_byte, {"sockets.cksum_cycles_per_byte", 1.3, "cycles/byte",
+         "in_cksum: about 0.6 instructions per byte unrolled, plus a 32-byte line missed per 32 bytes of data not in the cache (about 21 cycles at the SS20's 250 ns memory latency); an estimate", 0, 1e6})
+      .add(&SocketConfig::ifq_maxlen, {"sockets.ifq_maxlen", 50, "frames", "the interface's send queue (4.3BSD IFQ_MAXLEN): a frame that finds it full is dropped and the call fails with ENOBUFS", 1, 1 << 20})
+      .add(&SocketConfig::ipintrq_maxlen, {"sockets.ipintrq_maxlen", 50, "frames", "ipintrq, between the driver and netisr (4.3BSD IFQ_MAXLEN): a frame that finds it full is dropped", 1, 1 << 20})
+      .add(&SocketConfig::udp_sendspace, {"sockets.udp_sendspace", 9216, "bytes", "the largest datagram a UDP socket sends (4.3BSD-Reno udp_sendspace, 'really max datagram size'): longer is EMSGSIZE", 1, mbp2::kUdpMaxPayload})
+      .add(&SocketConfig::udp_recvspace, {"sockets.udp_recvspace", 41600, "bytes", "a UDP socket's receive buffer (4.3BSD-Reno: 40 x (1024 + 16), forty 1 KB datagrams with their addresses): a datagram that does not fit is dropped", 64, 1 << 30})
+      .add(&SocketConfig::mtu, {"sockets.mtu", 1500, "bytes", "the interface's MTU (Ethernet): IP packets larger are fragmented", 68, 1500})
+      .add(&SocketConfig::ipfrag_ttl_s, {"sockets.ipfrag_ttl_s", 30.0, "s", "how long IP keeps the fragments of an incomplete datagram (4.3BSD IPFRAGTTL: 60 ticks of the 500 ms slow timer)", 0.001, 1e6});
+  return t;
+}
+
+SocketConfig::SocketConfig() { params().set_defaults(*this); }
+
+void declare_socket_params(ParamSchema& s) { SocketConfig::params().declare(s); }
+
+SocketConfig SocketConfig::from(const Config& c) {
+  SocketConfig s;
+  params().load(s, c);
+  return s;
+}
+
+}  // namespace mbpsim::sockets

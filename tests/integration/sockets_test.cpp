@@ -1,0 +1,257 @@
+// The conventional hosts' UDP/IP socket stack (models/sockets/inet_stack.h) and the user-level
+// Go-back-N library over it (reliable_udp.h), on the cluster's hosts, conventional NICs and
+// wire; and the `workload.over udp` runs of rtt, oneway and peak.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "models/core/module_tree.h"
+#include "models/mbcf/ether_system.h"
+#include "models/sockets/inet_stack.h"
+#include "models/sockets/reliable_udp.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace mbpsim;
+using namespace mbpsim::sockets;
+
+std::vector<uint8_t> bytes(uint32_t n, uint32_t salt) {
+  std::vector<uint8_t> d(n);
+  for (uint32_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(i * 7 + salt);
+  return d;
+}
+
+// Two SS20 hosts on 100BASE-TX (the schema's defaults) with their socket stacks.
+struct Hosts {
+  Stats stats;
+  Root root;
+  Calendar cal{"cal"};
+  mbcf::EtherSysConfig ec;
+  SocketConfig sc;
+  std::unique_ptr<mbcf::EtherSystem> sys;
+  std::vector<std::unique_ptr<InetStack>> inet;
+  explicit Hosts(std::function<void(mbcf::EtherSysConfig&, SocketConfig&)> tweak = nullptr) {
+    Within in(root);
+    ec.nodes = 2;
+    if (tweak) tweak(ec, sc);
+    sys = std::make_unique<mbcf::EtherSystem>(cal, ec, stats, 1);
+    inet = InetStack::attach(cal, *sys, sc, stats);
+  }
+  uint64_t stat(uint32_t node, const char* leaf) {
+    return stats.dump()["system"]["host" + std::to_string(node)]["inet"][leaf].get<uint64_t>();
+  }
+};
+
+// A datagram longer than the MTU goes out in IP fragments and comes back whole, byte for byte;
+// one that fits a frame goes whole.
+TEST(Sockets, ADatagramLongerThanTheMtuIsFragmentedAndReassembled) {
+  Hosts h;
+  const int s0 = h.inet[0]->udp_socket(), s1 = h.inet[1]->udp_socket();
+  ASSERT_EQ(h.inet[1]->bind(s1, 9000), Errno::Ok);
+  const std::vector<uint8_t> big = bytes(4000, 3), small = bytes(100, 5);
+  std::vector<Received> got;
+  Errno sent_big = Errno::BadPort, sent_small = Errno::BadPort;
+  h.cal.at(0, [&] {
+    h.inet[0]->sendto(s0, 1, 9000, big, [&](Errno e) {
+      sent_big = e;
+      h.inet[0]->sendto(s0, 1, 9000, small, [&](Errno e2) { sent_small = e2; });
+    });
+    h.inet[1]->recvfrom(s1, [&](Errno e, Received r) {
+      EXPECT_EQ(e, Errno::Ok);
+      got.push_back(std::move(r));
+      h.inet[1]->recvfrom(s1, [&](Errno e2, Received r2) {
+        EXPECT_EQ(e2, Errno::Ok);
+        got.push_back(std::move(r2));
+      });
+    });
+  });
+  sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_MS));
+  EXPECT_EQ(sent_big, Errno::Ok);
+  EXPECT_EQ(sent_small, Errno::Ok);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].data, big);
+  EXPECT_EQ(got[1].data, small);
+  EXPECT_EQ(got[0].src_node, 0u);
+  EXPECT_EQ(got[0].src_port, h.inet[0]->port_of(s0));
+  EXPECT_GE(got[0].src_port, 1024u);  // bound to an ephemeral port by its first sendto
+  // 4,008 bytes of UDP in 1,480-byte pieces: three fragments; the small one whole.
+  EXPECT_EQ(h.stat(0, "fragments_sent"), 3u);
+  EXPECT_EQ(h.stat(0, "frames_sent"), 4u);
+  EXPECT_EQ(h.stat(1, "reassembled"), 1u);
+  EXPECT_EQ(h.stat(1, "udp_received"), 2u);
+  EXPECT_EQ(h.stat(1, "bad_frames"), 0u);
+  // The receiver slept in recvfrom until the software interrupt's udp_input woke it (the second
+  // datagram may be waiting when it asks again); netisr ran once per burst of frames at most
+  // once per frame.
+  const auto os1 = h.stats.dump()["system"]["host1"]["os"];
+  EXPECT_GE(os1["context_switches"].get<uint64_t>(), 1u);
+  EXPECT_LE(os1["context_switches"].get<uint64_t>(), 2u);
+  EXPECT_GE(os1["softints"].get<uint64_t>(), 1u);
+  EXPECT_LE(os1["softints"].get<uint64_t>(), 4u);
+  EXPECT_EQ(os1["syscalls"].get<uint64_t>(), 2u);
+}
+
+// A datagram one of whose fragments is lost never reaches the socket; its pieces are dropped
+// when sockets.ipfrag_ttl_s runs out.
+TEST(Sockets, ADatagramWithALostFragmentIsDroppedWhenItsTimeToLiveRunsOut) {
+  Hosts h([](mbcf::EtherSysConfig&, SocketConfig& sc) { sc.ipfrag_ttl_s = 0.05; });
+  const int s1 = h.inet[1]->udp_socket();
+  ASSERT_EQ(h.inet[1]->bind(s1, 9000), Errno::Ok);
+  // Host 0 builds the fragments itself and hands all but the second to its NIC.
+  mbp2::Datagram d;
+  d.src_node = 0;
+  d.dst_node = 1;
+  d.src_port = 5000;
+  d.dst_port = 9000;
+  d.ip_id = 77;
+  const std::vector<uint8_t> payload = bytes(3000, 1);
+  auto frames = mbp2::fragment_ip(mbp2::build_inet(d, payload.data(), 3000), 1500);
+  ASSERT_EQ(frames.size(), 3u);
+  h.cal.at(0, [&] {
+    h.sys->nic(0).transmit(1, std::vector<uint8_t>(frames[0]), [](bool) {});
+    h.sys->nic(0).transmit(1, std::vector<uint8_t>(frames[2]), [](bool) {});
+  });
+  sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_MS));
+  EXPECT_EQ(h.stat(1, "frames_received"), 2u);
+  EXPECT_EQ(h.stat(1, "reass_timeouts"), 0u);  // still waiting for the missing piece
+  sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_MS));
+  EXPECT_EQ(h.stat(1, "reass_timeouts"), 1u);
+  EXPECT_EQ(h.stat(1, "reassembled"), 0u);
+  EXPECT_EQ(h.stat(1, "udp_received"), 0u);
+  EXPECT_EQ(h.inet[1]->queued(s1), 0u);
+}
+
+// Bad socket arguments fail with the errno BSD gives, and nothing goes on the wire.
+TEST(Sockets, BadSocketArgumentsFailWithTheirErrno) {
+  Hosts h;
+  const int s0 = h.inet[0]->udp_socket(), s0b = h.inet[0]->udp_socket();
+  EXPECT_EQ(h.inet[0]->bind(s0, 9000), Errno::Ok);
+  EXPECT_EQ(h.inet[0]->bind(s0, 9001), Errno::AlreadyBound);
+  EXPECT_EQ(h.inet[0]->bind(s0b, 9000), Errno::AddrInUse);
+  EXPECT_EQ(h.inet[0]->bind(42, 9002), Errno::BadDescriptor);
+  std::vector<Errno> out;
+  auto rec = [&out](Errno e) { out.push_back(e); };
+  h.cal.at(0, [&] {
+    h.inet[0]->sendto(42, 1, 9000, bytes(4, 0), [&](Errno e) {
+      rec(e);
+      h.inet[0]->sendto(s0, 1, 9000, bytes(h.sc.udp_sendspace + 1, 0), [&](Errno e2) {
+        rec(e2);
+        h.inet[0]->sendto(s0, 0, 9000, bytes(4, 0), [&](Errno e3) {
+          rec(e3);
+          h.inet[0]->sendto(s0, 7, 9000, bytes(4, 0), [&](Errno e4) {
+            rec(e4);
+            h.inet[0]->sendto(s0, 1, 0, bytes(4, 0), rec);
+          });
+        });
+      });
+    });
+  });
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_MS));
+  EXPECT_EQ(out, (std::vector<Errno>{Errno::BadDescriptor, Errno::MsgSize, Errno::HostUnreach, Errno::HostUnreach, Errno::BadPort}));
+  EXPECT_EQ(h.stat(0, "frames_sent"), 0u);
+  EXPECT_STREQ(to_string(Errno::MsgSize), "EMSGSIZE (longer than the socket's send space)");
+}
+
+// A stream faster than the wire fills the interface queue: sendto fails with ENOBUFS, and the
+// user-level library sends the datagram again until it goes; every message arrives, in order,
+// once.
+TEST(Sockets, TheLibraryRetriesOnEnobufsAndDeliversEveryMessageInOrder) {
+  Hosts h([](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    ec.ether.rate_mbps = 10;
+    sc.ifq_maxlen = 4;
+  });
+  mbcf::gbn::Params gp;
+  gp.ack_timeout_us = 20000;
+  gp.resend_timeout_us = 20000;
+  gp.max_backoff_us = 1e6;
+  gp.max_timeouts = 32;
+  ReliableUdp a(h.cal, *h.inet[0], h.sys->os(0), 0, 2, 7000, gp, h.sc.rudp_instr, h.stats);
+  ReliableUdp b(h.cal, *h.inet[1], h.sys->os(1), 1, 2, 7000, gp, h.sc.rudp_instr, h.stats);
+  constexpr uint32_t kMsgs = 100;
+  uint32_t got = 0;
+  bool flushed = false;
+  std::function<void()> serve = [&] {
+    b.recv([&](uint32_t src, std::vector<uint8_t> d) {
+      EXPECT_EQ(src, 0u);
+      EXPECT_EQ(d, bytes(1000, got)) << "message " << got;
+      ++got;
+      serve();
+    });
+  };
+  std::function<void(uint32_t)> send = [&](uint32_t i) {
+    if (i == kMsgs) return a.flush([&] { flushed = true; });
+    a.send(1, bytes(1000, i), [&, i] { send(i + 1); });
+  };
+  h.cal.at(0, [&] {
+    serve();
+    send(0);
+  });
+  sc_core::sc_start(sc_core::sc_time(2, sc_core::SC_SEC));
+  EXPECT_EQ(got, kMsgs);
+  EXPECT_TRUE(flushed);
+  const auto in0 = h.stats.dump()["system"]["host0"]["inet"];
+  EXPECT_GT(in0["ifq_drops"].get<uint64_t>(), 0u);
+  EXPECT_EQ(in0["rudp_enobufs_retries"].get<uint64_t>(), in0["ifq_drops"].get<uint64_t>());
+  EXPECT_EQ(in0["rudp_send_errors"].get<uint64_t>(), 0u);
+}
+
+// Over a lossy wire the library's Go-back-N (timers on the kernel clock's tick) brings every
+// message, in order, once.
+TEST(Sockets, OverALossyWireTheLibraryResendsAndEveryMessageArrivesInOrder) {
+  const auto r = test::run_config("sockets-ss20-100t-half-udp.json",
+                                  "--set workload.kind=peak --set 'workload.sizes=[512]' --set workload.transfers=512 --set ether.loss=0.02 --seed 3");
+  ASSERT_EQ(r.status, 0) << r.command << "\n" << r.output;
+  EXPECT_TRUE(r.summary()["finished"].get<bool>());
+  const auto in0 = r.stats["stats"]["system"]["host0"]["inet"];
+  EXPECT_GT(in0["rudp_retransmissions"].get<uint64_t>(), 0u) << "seed 3";
+  const auto in1 = r.stats["stats"]["system"]["host1"]["inet"];
+  EXPECT_GT(in1["rudp_out_of_order"].get<uint64_t>() + in1["rudp_resend_requests"].get<uint64_t>(), 0u);
+}
+
+// The round trip is the two one-way trips: each the sender's system call through the stack and
+// the driver, the wire, and the receiver's interrupt, netisr, wakeup and recvfrom; the OS terms
+// a message pays are counted where they happen.
+TEST(Sockets, UdpRoundTripsRunOnBothSs20ConfigsAndCostMoreThanMbcfs) {
+  const auto u = test::run_config("sockets-ss20-100t-half-udp.json", "--set 'workload.sizes=[4,1024]' --set workload.iterations=5");
+  ASSERT_EQ(u.status, 0) << u.command << "\n" << u.output;
+  const auto m = test::run_config("mbcf-ss20-100t-half.json", "--set 'workload.sizes=[4,1024]' --set 'workload.commands=[\"write\"]' --set workload.iterations=5");
+  ASSERT_EQ(m.status, 0) << m.output;
+  const auto& up = u.summary()["points"];
+  const auto& mp = m.summary()["points"];
+  ASSERT_EQ(up.size(), 2u);
+  EXPECT_EQ(u.summary()["over"], "udp");
+  EXPECT_EQ(up[0]["command"], "UDP");
+  EXPECT_EQ(up[0]["unit"], "us");
+  // 6.2.4: "more than 10 times" MBCF's below 64 bytes; more at every size.
+  EXPECT_GT(up[0]["value"].get<double>(), 10 * mp[0]["value"].get<double>());
+  EXPECT_GT(up[1]["value"].get<double>(), 2 * mp[1]["value"].get<double>());
+  EXPECT_GT(up[1]["value"].get<double>(), up[0]["value"].get<double>());  // copies and checksums grow with the size
+  const auto os1 = u.stats["stats"]["system"]["host1"]["os"];
+  // Host 1 takes (5 + 2) x 2 messages in recvfrom and answers each with a sendto.
+  EXPECT_EQ(os1["syscalls"].get<uint64_t>(), 2u * 7 * 2);
+  EXPECT_EQ(os1["context_switches"].get<uint64_t>(), 7u * 2);
+  const auto t = test::run_config("sockets-ss20-10t-udp.json", "--set workload.kind=oneway --set 'workload.sizes=[64]' --set workload.iterations=3");
+  ASSERT_EQ(t.status, 0) << t.output;
+  EXPECT_GT(t.summary()["points"][0]["value"].get<double>(), 100.0);
+}
+
+TEST(Sockets, ConfigErrorsNameTheirKey) {
+  const auto a = test::run_config("sockets-ss20-100t-half-udp.json", "--set mbcf.nic=mbp2");
+  EXPECT_EQ(a.status, 1);
+  EXPECT_NE(a.output.find("workload.over"), std::string::npos) << a.output;
+  const auto b = test::run_config("sockets-ss20-100t-half-udp.json", "--set 'workload.sizes=[9213]'");
+  EXPECT_EQ(b.status, 1);
+  EXPECT_NE(b.output.find("workload.sizes[0]"), std::string::npos) << b.output;
+  const auto c = test::run_config("sockets-ss20-100t-half-udp.json", "--set workload.kind=raytrace");
+  EXPECT_EQ(c.status, 1);
+  EXPECT_NE(c.output.find("workload.over"), std::string::npos) << c.output;
+  const auto d = test::run_config("sockets-ss20-100t-half-udp.json", "--set 'workload.commands=[\"write\"]'");
+  EXPECT_EQ(d.status, 1);
+  EXPECT_NE(d.output.find("workload.commands"), std::string::npos) << d.output;
+}
+
+}  // namespace
