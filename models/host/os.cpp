@@ -18,7 +18,7 @@ const ParamTable<OsConfig>& OsConfig::params() {
       .add(&OsConfig::invoke_cycles, {"host.invoke_cycles", 425.0, "cycles",
          "invoking a user-level program for MBCF_SIGNAL, as a Unix signal's delivery: the interrupted context saved (SPARC register windows flushed), the program entered, and its return through the kernel restoring the context; 5.0 us, an estimate", 0, 1e9})
       .add(&OsConfig::kernel_cpi, {"host.kernel_cpi", 4.75, "cycles",
-         "cycles per instruction of the conventional kernel's code paths (system calls, socket layers, drivers): kernel code run after a user program misses the SuperSPARC's 20 KB instruction and 16 KB data caches; an estimate, twice the pipeline's best", 0.1, 100})
+         "cycles per instruction of the conventional kernel's code paths (system calls, socket layers, drivers; the path lengths are *_instr): kernel code run after a user program misses the SuperSPARC's 20 KB instruction and 16 KB data caches [calibrated: 6.2.4 says UDP100/SunOS round trips are 'greater than 700 usec' below 64 bytes; taken at that bound, the 4-byte round trip of configs/sockets-ss20-100t-half-udp.json is 700 us (docs/VALIDATION.md): a lower bound]", 0.1, 100})
       .add(&OsConfig::syscall_instr, {"host.syscall_instr", 400.0, "instructions",
          "a conventional system call's entry and exit (SunOS 4.1.4): the trap, saving the caller's register window, the dispatcher with its argument copy, and the signal and reschedule checks on the way out; an estimate from the code's structure", 0, 1e9})
       .add(&OsConfig::switch_instr, {"host.switch_instr", 1000.0, "instructions",
@@ -48,7 +48,7 @@ Os::Os(sc_core::sc_module_name name, Cpu& cpu, const OsConfig& c, Stats& st)
       switches_(st.counter(stat_name(*this, "context_switches"), "sleeping processes woken and switched back to")),
       switch_ps_(st.counter(stat_name(*this, "switch_ps"), "host CPU time in sleep, wakeup and context switches", "ps")),
       softints_(st.counter(stat_name(*this, "softints"), "software interrupts dispatched (netisr)")),
-      softint_ps_(st.counter(stat_name(*this, "softint_ps"), "host CPU time in software interrupts, their work included", "ps")) {}
+      softint_ps_(st.counter(stat_name(*this, "softint_ps"), "host CPU time in posting and dispatching software interrupts (their work is the stack's: inet.netisr_ps)", "ps")) {}
 
 uint64_t Os::copy_ps(uint64_t bytes) const { return static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * 1e6 / c_.copy_mb_s)); }
 

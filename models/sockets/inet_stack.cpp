@@ -59,7 +59,11 @@ InetStack::InetStack(sc_core::sc_module_name name, Calendar& cal, mbcf::EtherSys
       reass_bad_(st.counter(stat_name(*this, "reass_bad"), "datagrams dropped for fragments that overlap or disagree")),
       bad_(st.counter(stat_name(*this, "bad_frames"), "frames dropped by IP or UDP input: a bad header, length or checksum, or not UDP")),
       noport_(st.counter(stat_name(*this, "no_port"), "datagrams for a port no socket is bound to (dropped)")),
-      fullsock_(st.counter(stat_name(*this, "full_socket"), "datagrams dropped because the socket's receive buffer was full (udp_recvspace)")) {}
+      fullsock_(st.counter(stat_name(*this, "full_socket"), "datagrams dropped because the socket's receive buffer was full (udp_recvspace)")),
+      tx_ps_(st.counter(stat_name(*this, "tx_ps"), "host CPU time in sendto below the system call's entry and exit: sosend, the copy, UDP, IP, ether_output and the driver", "ps")),
+      rx_intr_ps_(st.counter(stat_name(*this, "rx_intr_ps"), "host CPU time in the driver's receive path, in the receive interrupt routine", "ps")),
+      netisr_ps_(st.counter(stat_name(*this, "netisr_ps"), "host CPU time in netisr's ipintr, ip_reass and udp_input (its dispatch is the OS's softint_ps)", "ps")),
+      rx_ps_(st.counter(stat_name(*this, "rx_ps"), "host CPU time in recvfrom below the system call's entry and exit: soreceive and the copy out", "ps")) {}
 
 InetStack::Socket* InetStack::sock(int fd) {
   if (fd < 0 || static_cast<size_t>(fd) >= socks_.size()) return nullptr;
@@ -137,6 +141,7 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
         // and data; ip_output's fixed part (its per-fragment part is paid frame by frame).
         const uint64_t ps = cycles(c_.sosend_instr) + os_.copy_ps(n) + cycles(c_.udp_output_instr) +
                             cksum_ps(n + mbp2::kUdpHeader) + cycles(c_.ip_output_instr);
+        tx_ps_.inc(ps);
         os_.kernel(ps, [this, frames, dst_node, err, done = std::move(done)]() mutable {
           output_frames(frames, dst_node, 0, [err, done = std::move(done)](Errno e) {
             *err = e;
@@ -158,6 +163,7 @@ void InetStack::output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>>
   const bool fragmented = frames->size() > 1;
   uint64_t ps = cycles(c_.ether_output_instr + c_.driver_tx_instr + (fragmented ? c_.frag_instr : 0));
   if (c_.driver_copies) ps += os_.copy_ps(f.size());
+  tx_ps_.inc(ps);
   ++ifq_len_;
   os_.kernel(ps, [this, frames, dst, i, fragmented, k = std::move(k)]() mutable {
     std::vector<uint8_t> f = std::move((*frames)[i]);
@@ -174,6 +180,7 @@ uint64_t InetStack::rx_frame(std::vector<uint8_t>&& frame) {
   frames_in_.inc();
   uint64_t ps = cycles(c_.driver_rx_instr);
   if (c_.driver_copies) ps += os_.copy_ps(frame.size());
+  rx_intr_ps_.inc(ps);
   if (ipintrq_.size() >= c_.ipintrq_maxlen) {
     ipintrq_drops_.inc();
     return ps;
@@ -199,6 +206,7 @@ void InetStack::netisr() {
   ipintrq_.pop_front();
   std::function<void()> effect;
   const uint64_t ps = ip_input(f, effect);
+  netisr_ps_.inc(ps);
   cpu_.interrupt(ps, [this, effect = std::move(effect)] {
     if (effect) effect();
     netisr();
@@ -309,6 +317,7 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
           s->rcv.pop_front();
           s->rcv_bytes -= static_cast<uint32_t>(out->second.data.size()) + 16;
           const uint64_t ps = cycles(c_.soreceive_instr) + os_.copy_ps(out->second.data.size());
+          rx_ps_.inc(ps);
           os_.kernel(ps, [d = std::move(done)]() mutable { d(); });
         };
         (*take)();

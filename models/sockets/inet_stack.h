@@ -152,7 +152,7 @@ class InetStack final : public sc_core::sc_module {
   std::map<std::pair<uint32_t, uint16_t>, Reass> reass_;  // (source, IP id)
   uint64_t reass_gen_ = 0;
   Counter &udp_out_, &frames_out_, &frags_out_, &ifq_drops_, &udp_in_, &frames_in_, &ipintrq_drops_, &reassembled_,
-      &reass_timeouts_, &reass_bad_, &bad_, &noport_, &fullsock_;
+      &reass_timeouts_, &reass_bad_, &bad_, &noport_, &fullsock_, &tx_ps_, &rx_intr_ps_, &netisr_ps_, &rx_ps_;
 };
 
 }  // namespace mbpsim::sockets

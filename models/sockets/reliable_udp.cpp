@@ -32,7 +32,8 @@ ReliableUdp::ReliableUdp(Calendar& cal, InetStack& stack, host::Os& os, uint32_t
       stale_(st.counter(stat_name(stack, "rudp_stale"), "user-level Go-back-N: packets dropped as from before a restart")),
       errors_(st.counter(stat_name(stack, "rudp_send_errors"), "user-level Go-back-N: sendto calls that failed otherwise (the packet is left to Go-back-N)")),
       short_(st.counter(stat_name(stack, "rudp_short"), "user-level Go-back-N: datagrams too short for the library's header (dropped)")),
-      enobufs_(st.counter(stat_name(stack, "rudp_enobufs_retries"), "user-level Go-back-N: sendto calls that failed with ENOBUFS (a full interface queue) and were made again")) {
+      enobufs_(st.counter(stat_name(stack, "rudp_enobufs_retries"), "user-level Go-back-N: sendto calls that failed with ENOBUFS (a full interface queue) and were made again")),
+      lib_ps_(st.counter(stat_name(stack, "rudp_ps"), "host CPU time in the user-level Go-back-N routines (their system calls are the OS's and the stack's)", "ps")) {
   fd_ = stack_.udp_socket();
   const Errno e = stack_.bind(fd_, port_);
   if (e != Errno::Ok) internal_error(std::string("ReliableUdp: bind: ") + to_string(e));
@@ -55,6 +56,7 @@ void ReliableUdp::send(uint32_t dst, std::vector<uint8_t> data, std::function<vo
     recv_one([this, dst, data = std::move(data), k = std::move(k)]() mutable { send(dst, std::move(data), std::move(k)); });
     return;
   }
+  lib_ps_.inc(os_.instr_ps(rudp_instr_));
   os_.kernel(os_.instr_ps(rudp_instr_), [this, dst, data = std::move(data), k = std::move(k)]() mutable {
     Packet p;
     p.src_pnode = node_;
@@ -129,6 +131,7 @@ void ReliableUdp::set_timer(gbn::Timer t, uint32_t peer, double us, uint64_t tag
 void ReliableUdp::recv_one(std::function<void()> k) {
   stack_.recvfrom(fd_, [this, k = std::move(k)](Errno e, Received r) mutable {
     if (e != Errno::Ok) internal_error(std::string("ReliableUdp: recvfrom: ") + to_string(e));
+    lib_ps_.inc(os_.instr_ps(rudp_instr_));
     os_.kernel(os_.instr_ps(rudp_instr_), [this, r = std::move(r), k = std::move(k)]() mutable {
       if (r.data.size() < kHeader || r.src_node >= nodes_ || r.src_node == node_) {
         short_.inc();

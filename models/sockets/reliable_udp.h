@@ -77,7 +77,7 @@ class ReliableUdp final : public mbcf::gbn::Actions {
   std::deque<std::pair<uint32_t, std::vector<uint8_t>>> inbox_;
   Errno first_error_ = Errno::Ok;
   Counter &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_, &timeouts_, &ack_polls_, &th1_cuts_, &peer_resets_,
-      &unresponsive_, &abandoned_, &hellos_, &stale_, &errors_, &short_, &enobufs_;
+      &unresponsive_, &abandoned_, &hellos_, &stale_, &errors_, &short_, &enobufs_, &lib_ps_;
 };
 
 }  // namespace mbpsim::sockets
