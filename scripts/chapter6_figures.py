@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Draws the thesis's chapter-6 comparison figures from mbpsim runs, one PNG each, into
+docs/figures/ (or the folder given): peak rates (Figures 6.5, 6.6) and round trips (6.7-6.10)
+of MBCF/Ether and of UDP/IP on SunOS 4.1.4, on the shipped configs. TCP's curves and Figures
+6.13/6.14 (TCP1000/Solaris) follow when the TCP stack exists (issue 38).
+
+    python3 scripts/chapter6_figures.py [OUT_DIR]      (needs build/bin/mbpsim, python3-matplotlib)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "build", "bin", "mbpsim")
+SIZES5 = [4, 16, 64, 256, 1024]
+SIZES6 = [4, 16, 64, 256, 1024, 1408]
+
+
+def points(config, *sets):
+    """The summary points of one run: [(command, size, value)]."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [BIN, "run", os.path.join(ROOT, "configs", config), "--quiet", "--out", out]
+        for s in sets:
+            cmd += ["--set", s]
+        env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            sys.exit("chapter6_figures: %s failed (exit %d):\n%s" % (" ".join(cmd), r.returncode, r.stdout + r.stderr))
+        with open(os.path.join(out, "stats.json")) as f:
+            pts = json.load(f)["summary"]["points"]
+    return [(p["command"], p["size"], p["value"]) for p in pts]
+
+
+def series(config, command, *sets):
+    pts = [p for p in points(config, *sets) if p[0] == command]
+    return [p[1] for p in pts], [p[2] for p in pts]
+
+
+def figure(path, title, ylabel, curves, logy=False):
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, (x, y), style in curves:
+        ax.plot(x, y, style, label=label)
+    ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel("data in one packet (bytes)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print("wrote", os.path.relpath(path, ROOT))
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "docs", "figures")
+    os.makedirs(out, exist_ok=True)
+    s5 = "workload.sizes=" + json.dumps(SIZES5)
+    s6 = "workload.sizes=" + json.dumps(SIZES6)
+    write = 'workload.commands=["write"]'
+    for fig, cfg_m, cfg_u, name in (("6-5", "mbcf-ss20-100t-half.json", "sockets-ss20-100t-half-udp.json", "100"),
+                                    ("6-6", "mbcf-ss20-10t.json", "sockets-ss20-10t-udp.json", "10")):
+        figure(os.path.join(out, "fig%s-peak-%s.png" % (fig, name)),
+               "Figure %s: peak data-transfer rates, MBCF%s and UDP%s/SunOS (mbpsim)" % (fig.replace("-", "."), name, name),
+               "MB/s",
+               [("MBCF%s" % name, series(cfg_m, "MBCF_WRITE", "workload.kind=peak", s6), "o-"),
+                ("UDP%s/SunOS" % name, series(cfg_u, "UDP", "workload.kind=peak", s6), "s--")])
+    for fig, cfg, name in (("6-7", "mbcf-ss20-100t-half.json", "100BASE-TX"), ("6-9", "mbcf-ss20-10t.json", "10BASE-T")):
+        figure(os.path.join(out, "fig%s-rtt-mbcf-%s.png" % (fig, name.lower())),
+               "Figure %s: round-trip latency of MBCF/%s (mbpsim)" % (fig.replace("-", "."), name), "us",
+               [(c, series(cfg, c, "workload.kind=rtt", s5), st)
+                for c, st in (("MBCF_WRITE_STAT", "o-"), ("MBCF_READ_STAT", "^-"), ("MBCF_SWAP_STAT", "s-"))])
+    for fig, cfg_m, cfg_u, name in (("6-8", "mbcf-ss20-100t-half.json", "sockets-ss20-100t-half-udp.json", "100"),
+                                    ("6-10", "mbcf-ss20-10t.json", "sockets-ss20-10t-udp.json", "10")):
+        figure(os.path.join(out, "fig%s-rtt-%s.png" % (fig, name)),
+               "Figure %s: round-trip latencies, MBCF%s and UDP%s/SunOS (mbpsim)" % (fig.replace("-", "."), name, name),
+               "us",
+               [("MBCF%s (MBCF_WRITE with status)" % name, series(cfg_m, "MBCF_WRITE_STAT", "workload.kind=rtt", s5, write), "o-"),
+                ("UDP%s/SunOS" % name, series(cfg_u, "UDP", "workload.kind=rtt", s5), "s--")], logy=True)
+
+
+if __name__ == "__main__":
+    main()
