@@ -26,15 +26,7 @@ class SocketWorkload : public MbcfWorkload {
   static constexpr uint16_t kPort = 7000;  // every host's library's socket
   SocketWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
     const sockets::SocketConfig sc = sockets::SocketConfig::from(c);
-    mbcf::gbn::Params gp;
-    gp.th1 = cfg_.th1;
-    gp.th1_min = cfg_.th1_min;
-    gp.th2 = cfg_.th2;
-    gp.tx_buffers = cfg_.tx_buffers;
-    gp.ack_timeout_us = cfg_.ack_timeout_us;
-    gp.resend_timeout_us = cfg_.resend_timeout_us;
-    gp.max_backoff_us = cfg_.max_backoff_us;
-    gp.max_timeouts = cfg_.max_timeouts;
+    const mbcf::gbn::Params gp = cfg_.gbn_params();
     for (uint32_t n = 0; n < cfg_.nodes; ++n)
       lib_.push_back(std::make_unique<sockets::ReliableUdp>(*cal_, *cluster_.inet[n], sys_->os(n), n, cfg_.nodes, kPort, gp,
                                                             sc.rudp_instr, st));

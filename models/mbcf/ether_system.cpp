@@ -70,16 +70,7 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
       save_full_(st.counter(stat_name(*this, "save_area_full"),
                             "packets for a task waiting for a page-in that found the save area full (mbcf.save_area): not accepted, so Go-back-N brings them again; a local request waits")),
       isr_batch_(st.histogram(stat_name(*this, "isr_batch"), "packets handled per receive interrupt", "packets")) {
-  gbn::Params gp;
-  gp.nodes = c.nodes;
-  gp.th1 = c.th1;
-  gp.th1_min = c.th1_min;
-  gp.th2 = c.th2;
-  gp.tx_buffers = c.tx_buffers;
-  gp.ack_timeout_us = c.ack_timeout_us;
-  gp.resend_timeout_us = c.resend_timeout_us;
-  gp.max_backoff_us = c.max_backoff_us;
-  gp.max_timeouts = c.max_timeouts;
+  gbn::Params gp = c.gbn_params();
   const gbn::Counters counts{dup_,      gap_,        resends_,     resend_reqs_,        acks_sent_, timeouts_, ack_polls_,
                              th1_cuts_, peer_resets_, peers_unresponsive_, abandoned_, hellos_,   stale_};
   for (uint32_t i = 0; i < c.nodes; ++i) {
@@ -122,6 +113,20 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
         },
         [this](const std::string& why) { fail(why); });
   }
+}
+
+gbn::Params EtherSysConfig::gbn_params() const {
+  gbn::Params gp;
+  gp.nodes = nodes;
+  gp.th1 = th1;
+  gp.th1_min = th1_min;
+  gp.th2 = th2;
+  gp.tx_buffers = tx_buffers;
+  gp.ack_timeout_us = ack_timeout_us;
+  gp.resend_timeout_us = resend_timeout_us;
+  gp.max_backoff_us = max_backoff_us;
+  gp.max_timeouts = max_timeouts;
+  return gp;
 }
 
 uint64_t EtherSystem::cycles_ps(double cycles) const { return n_.front()->cpu->cycles_ps(cycles); }  // (one clock for all hosts)

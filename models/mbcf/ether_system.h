@@ -80,6 +80,9 @@ struct EtherSysConfig {
   net::EtherConfig ether;
   static const ParamTable<EtherSysConfig>& params();
   static EtherSysConfig from(const Config& c);  // params() loaded, then cross-checked
+  // Go-back-N's parameters (mbcf.th1 ... mbcf.max_backoff_us), for any host that runs it (the
+  // kernel, the MBP2's firmware, a user-level library over UDP); nodes and self are the host's.
+  gbn::Params gbn_params() const;
 };
 void declare_mbcf_params(ParamSchema& s);
 
