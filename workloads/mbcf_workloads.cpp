@@ -1,6 +1,7 @@
 #include "workloads/mbcf_workloads.h"
 
 #include "workloads/mbcf_points.h"
+#include "workloads/raytrace_scene.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,7 +25,7 @@ void declare_mbcf_workload_params(ParamSchema& s) {
   using T = ParamType;
   s.add({"workload.sizes", T::IntList, json::array({4, 16, 64, 256, 1024}), "bytes", "rtt, oneway, peak: payload sizes to measure (at most 1408: one MBCF packet's data); datagram: payload sizes (UDP up to 65507, in IP fragments beyond one frame; TCP one frame)", 1, 65507});
   s.add({"workload.commands", T::Json, json::array(), "", "the commands measured: rtt [write, read, swap] by default, or send; oneway [write, fifo, signal]; peak, secure and raytrace write only; datagram none (empty: the workload's default)", -1e300, 1e300});
-  s.add({"workload.over", T::String, "mbcf", "", "rtt, oneway, peak: what carries the messages: mbcf (MBCF/Ether's commands) | udp (each host's UDP/IP socket stack, sockets.*, with MBCF/Ether's Go-back-N as user-level routines on top, as the thesis's UDP figures)", -1e300, 1e300, {"mbcf", "udp"}});
+  s.add({"workload.over", T::String, "mbcf", "", "rtt, oneway, peak: what carries the messages: mbcf (MBCF/Ether's commands) | udp (each host's UDP/IP socket stack, sockets.*, with MBCF/Ether's Go-back-N as user-level routines on top, as the thesis's UDP figures) | tcp (each host's TCP/IP socket stack: rtt and oneway with TCP_NODELAY, peak and raytrace without, as the thesis's TCP figures)", -1e300, 1e300, {"mbcf", "udp", "tcp"}});
   s.add({"workload.iterations", T::Int, 20, "", "rtt, oneway: measured repetitions per point (after 2 unmeasured ones)", 1, 1e9});
   s.add({"workload.transfers", T::Int, 1024, "", "peak: MBCF_WRITEs per size", 16, 1e9});
   s.add({"workload.ack_every", T::Int, 16, "", "peak: a status check every N transmissions (6.2.3)", 1, 1e6});
@@ -484,72 +485,51 @@ class SecureWorkload : public PeakWorkload {
 
 class RaytraceWorkload : public MbcfWorkload {
  public:
-  RaytraceWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {
+  RaytraceWorkload(const Config& c, Stats& st, uint64_t seed)
+      : MbcfWorkload(c, st, seed), sc_(c, cfg_.nodes, [this](double cy) { return sys_->cycles_ps(cy); }) {
     commands(c, {"write"}, {"write"});  // 6.2.6: each chunk is one MBCF_WRITE
-    calc_ = static_cast<uint32_t>(c.get_int("workload.calc_nodes"));
-    if (calc_ + 1 > cfg_.nodes)
-      c.fail("workload.calc_nodes", std::to_string(calc_) + " calculators and a display need mbcf.nodes >= " + std::to_string(calc_ + 1));
-    chunk_ = static_cast<uint32_t>(c.get_int("workload.payload_bytes"));
-    w_ = static_cast<uint32_t>(c.get_int("workload.width"));
-    h_ = static_cast<uint32_t>(c.get_int("workload.height"));
-    pixel_ps_ = static_cast<uint64_t>(c.get_double("workload.pixel_us") * 1e6);
-    skip_ps_ = sys_->cycles_ps(c.get_double("workload.skip_cycles"));
     TaskSpace& ts = sys_->space(0);
-    const uint32_t bytes = w_ * h_;
+    const uint32_t bytes = sc_.bytes();
     ts.map(*ts.find(kPtask), kFrame, (bytes + ts.page_bytes() - 1) / ts.page_bytes(), kPermRW);
-    chunks_ = (bytes + chunk_ - 1) / chunk_;
-    next_.assign(calc_ + 1, 0);
-    for (uint32_t n = 1; n <= calc_; ++n) {
+    next_.assign(sc_.calc + 1, 0);
+    for (uint32_t n = 1; n <= sc_.calc; ++n) {
       Task& t = *sys_->space(n).find(kPtask);
       sys_->space(n).store32(t, kStatus, 0);
     }
   }
   void start() override {
-    for (uint32_t n = 1; n <= calc_; ++n) {
+    for (uint32_t n = 1; n <= sc_.calc; ++n) {
       next_[n] = n - 1;
       work(n);
     }
   }
   ordered_json summary() const override {
-    ordered_json s;
-    s["finished"] = done_;
-    s["exec_time_s"] = std::round(exec_ps_ / 1e9) / 1e3;
-    s["calc_nodes"] = calc_;
-    s["payload_bytes"] = chunk_;
-    s["packets"] = chunks_;
-    s["frame_correct"] = frame_ok_;
+    ordered_json s = sc_.summary(done_, exec_ps_, frame_ok_);
     add_nic(s);
     return s;
   }
 
  private:
-  static uint8_t pixel(uint32_t i) { return static_cast<uint8_t>((i * 2654435761u) >> 24); }
   // Calculator `n` computes its next chunk (and skips the pixels of the others), then writes
   // it to the display's frame buffer; the last write asks for a status to know it has landed.
   void work(uint32_t n) {
     const uint32_t k = next_[n];
-    if (k >= chunks_) return;
-    const uint32_t first = k * chunk_, len = std::min(chunk_, w_ * h_ - first);
-    const uint32_t skipped = k + calc_ < chunks_ ? (calc_ - 1) * chunk_ : 0;
-    compute_and_send(n, k, first, len, static_cast<uint64_t>(len) * pixel_ps_ + skipped * skip_ps_);
-  }
-  void compute_and_send(uint32_t n, uint32_t k, uint32_t first, uint32_t len, uint64_t ps) {
-    sys_->compute(n, ps, [this, n, k, first, len] {
-      std::vector<uint8_t> d(len);
-      for (uint32_t i = 0; i < len; ++i) d[i] = pixel(first + i);
-      Command c = cmd_of(Cmd::Write, kFrame + first, len, d);
-      const bool last = k + calc_ >= chunks_;
+    if (k >= sc_.chunks) return;
+    sys_->compute(n, sc_.compute_ps(k), [this, n, k] {
+      const std::vector<uint8_t> d = sc_.pixels(k);
+      Command c = cmd_of(Cmd::Write, kFrame + sc_.first(k), static_cast<uint32_t>(d.size()), d);
+      const bool last = sc_.last_of_calculator(k);
       if (last) {
         c.opt.reply = ReplyMode::Status;
         c.status_laddr = kStatus;
       }
-      next_[n] = k + calc_;
+      next_[n] = k + sc_.calc;
       request(n, Request{0, {c}}, [this, n, last] {
         if (!last) return work(n);
         TaskSpace& ts = sys_->space(n);
         Task& t = *ts.find(kPtask);
         sys_->poll(n, [&ts, &t] { return ts.load32(t, kStatus) != 0; }, [this] {
-          if (++finished_ < calc_) return;
+          if (++finished_ < sc_.calc) return;
           exec_ps_ = now();
           check_frame();
           finish();
@@ -559,13 +539,13 @@ class RaytraceWorkload : public MbcfWorkload {
   }
   void check_frame() {
     TaskSpace& ts = sys_->space(0);
-    std::vector<uint8_t> f(w_ * h_);
-    ts.read(*ts.find(kPtask), kFrame, f.data(), w_ * h_);
-    frame_ok_ = true;
-    for (uint32_t i = 0; i < f.size(); ++i) frame_ok_ &= f[i] == pixel(i);
+    std::vector<uint8_t> f(sc_.bytes());
+    ts.read(*ts.find(kPtask), kFrame, f.data(), sc_.bytes());
+    frame_ok_ = sc_.correct(f);
   }
-  uint32_t calc_, chunk_, w_, h_, chunks_, finished_ = 0;
-  uint64_t pixel_ps_, skip_ps_, exec_ps_ = 0;
+  const RayScene sc_;
+  uint32_t finished_ = 0;
+  uint64_t exec_ps_ = 0;
   std::vector<uint32_t> next_;
   bool frame_ok_ = false;
 };

@@ -13,6 +13,7 @@
 #include "models/sockets/reliable_udp.h"
 #include "workloads/mbcf_points.h"
 #include "workloads/mbcf_workloads.h"
+#include "workloads/raytrace_scene.h"
 
 namespace mbpsim {
 
@@ -172,77 +173,343 @@ class SocketPeak : public SocketWorkload {
 // chunk; the frame is then checked pixel by pixel.
 class SocketRaytrace : public SocketWorkload {
  public:
-  SocketRaytrace(const Config& c, Stats& st, uint64_t seed) : SocketWorkload(c, st, seed) {
+  SocketRaytrace(const Config& c, Stats& st, uint64_t seed)
+      : SocketWorkload(c, st, seed), sc_(c, cfg_.nodes, [this](double cy) { return sys_->cycles_ps(cy); }) {
     commands(c, {}, {});
-    calc_ = static_cast<uint32_t>(c.get_int("workload.calc_nodes"));
-    if (calc_ + 1 > cfg_.nodes)
-      c.fail("workload.calc_nodes", std::to_string(calc_) + " calculators and a display need mbcf.nodes >= " + std::to_string(calc_ + 1));
-    chunk_ = static_cast<uint32_t>(c.get_int("workload.payload_bytes"));
-    w_ = static_cast<uint32_t>(c.get_int("workload.width"));
-    h_ = static_cast<uint32_t>(c.get_int("workload.height"));
-    pixel_ps_ = static_cast<uint64_t>(c.get_double("workload.pixel_us") * 1e6);
-    skip_ps_ = sys_->cycles_ps(c.get_double("workload.skip_cycles"));
-    chunks_ = (w_ * h_ + chunk_ - 1) / chunk_;
-    frame_.assign(w_ * h_, 0);
+    frame_.assign(sc_.bytes(), 0);
   }
   void start() override {
     display();
-    for (uint32_t n = 1; n <= calc_; ++n) work(n, n - 1);
+    for (uint32_t n = 1; n <= sc_.calc; ++n) work(n, n - 1);
   }
   ordered_json summary() const override {
-    ordered_json s;
-    s["finished"] = done_;
-    s["exec_time_s"] = std::round(exec_ps_ / 1e9) / 1e3;
-    s["calc_nodes"] = calc_;
-    s["payload_bytes"] = chunk_;
-    s["packets"] = chunks_;
-    s["frame_correct"] = frame_ok_;
+    ordered_json s = sc_.summary(done_, exec_ps_, frame_ok_);
     s["over"] = "udp";
     return s;
   }
 
  private:
-  static uint8_t pixel(uint32_t i) { return static_cast<uint8_t>((i * 2654435761u) >> 24); }
   void display() {
     lib_[0]->recv([this](uint32_t, std::vector<uint8_t> m) {
       if (m.size() < 4) return sys_->fail("the display received a message without its chunk's offset");
-      const uint32_t first = static_cast<uint32_t>(m[0]) << 24 | static_cast<uint32_t>(m[1]) << 16 | static_cast<uint32_t>(m[2]) << 8 | m[3];
+      const uint32_t first = RayScene::offset_of(m.data());
       const uint32_t len = static_cast<uint32_t>(m.size() - 4);
       if (first + len > frame_.size()) return sys_->fail("the display received a chunk outside its frame");
       std::copy(m.begin() + 4, m.end(), frame_.begin() + first);
-      if (++received_ < chunks_) return display();
+      if (++received_ < sc_.chunks) return display();
       exec_ps_ = now();
-      frame_ok_ = true;
-      for (uint32_t i = 0; i < frame_.size(); ++i) frame_ok_ &= frame_[i] == pixel(i);
+      frame_ok_ = sc_.correct(frame_);
       finish();
     });
   }
   void work(uint32_t n, uint32_t k) {
-    if (k >= chunks_) return;
-    const uint32_t first = k * chunk_, len = std::min(chunk_, w_ * h_ - first);
-    const uint32_t skipped = k + calc_ < chunks_ ? (calc_ - 1) * chunk_ : 0;
-    sys_->compute(n, static_cast<uint64_t>(len) * pixel_ps_ + skipped * skip_ps_, [this, n, k, first, len] {
-      std::vector<uint8_t> m(4 + len);
-      for (int b = 0; b < 4; ++b) m[b] = static_cast<uint8_t>(first >> (24 - 8 * b));
-      for (uint32_t i = 0; i < len; ++i) m[4 + i] = pixel(first + i);
-      lib_[n]->send(0, std::move(m), [this, n, k] { work(n, k + calc_); });
+    if (k >= sc_.chunks) return;
+    sys_->compute(n, sc_.compute_ps(k), [this, n, k] {
+      lib_[n]->send(0, sc_.message(k), [this, n, k] { work(n, k + sc_.calc); });
     });
   }
-  uint32_t calc_, chunk_, w_, h_, chunks_, received_ = 0;
-  uint64_t pixel_ps_, skip_ps_, exec_ps_ = 0;
+  const RayScene sc_;
+  uint32_t received_ = 0;
+  uint64_t exec_ps_ = 0;
   std::vector<uint8_t> frame_;
+  bool frame_ok_ = false;
+};
+
+
+// ------------------------------------------------------------------ over TCP (workload.over tcp)
+
+// The thesis's TCP figures (6.2.3, 6.2.4, 6.3.3): a byte stream between host 0 and host 1 over
+// each host's TCP (models/sockets/tcp.h), set up (listen, connect, accept) before the first
+// measurement. A message is a run of bytes the receiver reads until it has all of them, and
+// checks.
+class TcpWorkload : public MbcfWorkload {
+ public:
+  static constexpr uint16_t kPort = 7000;
+  TcpWorkload(const Config& c, Stats& st, uint64_t seed) : MbcfWorkload(c, st, seed) {}
+  ordered_json summary() const override {
+    ordered_json s = MbcfWorkload::summary();
+    s["over"] = "tcp";
+    return s;
+  }
+  std::string stalled() const override {
+    if (!error_.empty()) return error_;
+    return MbcfWorkload::stalled();
+  }
+
+ protected:
+  sockets::Tcp& tcp(uint32_t n) { return cluster_.inet[n]->tcp(); }
+  // A call failed: the run stops (exit 2) with the errno named.
+  void failed(uint32_t host, const char* call, sockets::Errno e) {
+    error_ = "host " + std::to_string(host) + ": " + call + " failed: " + to_string(e);
+    sys_->fail(error_);
+  }
+  // Host `b` listens on `port`, host `a` connects, `b` accepts: then `k(fd at a, fd at b)`.
+  void link(uint32_t a, uint32_t b, bool nodelay, uint16_t port, std::function<void(int, int)> k) {
+    const int lfd = tcp(b).socket();
+    if (auto e = tcp(b).listen(lfd, port); e != sockets::Errno::Ok) return failed(b, "listen", e);
+    auto fds = std::make_shared<std::pair<int, int>>(-1, -1);
+    auto both = [fds, k](bool) {
+      if (fds->first >= 0 && fds->second >= 0) k(fds->first, fds->second);
+    };
+    tcp(b).accept(lfd, [this, b, fds, nodelay, both](sockets::Errno e, int fd) {
+      if (e != sockets::Errno::Ok) return failed(b, "accept", e);
+      tcp(b).set_nodelay(fd, nodelay);
+      fds->second = fd;
+      both(true);
+    });
+    const int cfd = tcp(a).socket();
+    tcp(a).set_nodelay(cfd, nodelay);
+    tcp(a).connect(cfd, b, port, [this, a, cfd, fds, both](sockets::Errno e) {
+      if (e != sockets::Errno::Ok) return failed(a, "connect", e);
+      fds->first = cfd;
+      both(true);
+    });
+  }
+  // Reads from `fd` at host `h` until `n` bytes came (each recv asks for what is still missing).
+  void read_n(uint32_t h, int fd, uint32_t n, std::function<void(std::vector<uint8_t>)> k) {
+    auto got = std::make_shared<std::vector<uint8_t>>();
+    got->reserve(n);
+    read_more(h, fd, n, got, std::move(k));
+  }
+  void check(uint32_t at, const std::vector<uint8_t>& got, uint32_t n, uint32_t salt) {
+    if (got != pattern(n, salt))
+      sys_->fail("host " + std::to_string(at) + " received a " + std::to_string(got.size()) + "-byte message that is not the " +
+                 std::to_string(n) + "-byte message sent");
+  }
+
+ private:
+  void read_more(uint32_t h, int fd, uint32_t n, std::shared_ptr<std::vector<uint8_t>> got,
+                 std::function<void(std::vector<uint8_t>)> k) {
+    tcp(h).recv(fd, n - static_cast<uint32_t>(got->size()), [this, h, fd, n, got, k = std::move(k)](sockets::Errno e, std::vector<uint8_t> d) mutable {
+      if (e != sockets::Errno::Ok) return failed(h, "recv", e);
+      if (d.empty()) return failed(h, "recv", sockets::Errno::NotConn);  // the peer closed mid-message
+      got->insert(got->end(), d.begin(), d.end());
+      if (got->size() < n) return read_more(h, fd, n, got, std::move(k));
+      k(std::move(*got));
+    });
+  }
+  std::string error_;
+};
+
+// rtt and oneway over TCP with TCP_NODELAY on both ends (6.3.3: the latencies of TCP1000 are
+// measured with it): host 0 sends a message, host 1 sends one of the same size back when it has
+// read it all.
+class TcpPingPong : public TcpWorkload {
+ public:
+  TcpPingPong(const Config& c, Stats& st, uint64_t seed, bool oneway) : TcpWorkload(c, st, seed), oneway_(oneway) {
+    commands(c, {}, {});
+    sizes_ = sizes(c, 1, 1u << 20, "a message of at most 1 MB");
+    iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
+  }
+  void start() override {
+    link(0, 1, true, kPort, [this](int a, int b) {
+      fd0_ = a;
+      fd1_ = b;
+      serve();
+      next_point();
+    });
+  }
+
+ private:
+  // Host 1 echoes every message; it knows the schedule (iterations + 2 rounds of each size).
+  void serve() {
+    if (ssi_ == sizes_.size()) return;
+    read_n(1, fd1_, sizes_[ssi_], [this](std::vector<uint8_t> d) {
+      check(1, d, sizes_[ssi_], sk_);
+      if (++sk_ == iters_ + 2) {
+        sk_ = 0;
+        ++ssi_;
+      }
+      tcp(1).send(fd1_, std::move(d), [this](sockets::Errno e) {
+        if (e != sockets::Errno::Ok) return failed(1, "send", e);
+        serve();
+      });
+    });
+  }
+  void next_point() {
+    if (si_ == sizes_.size()) return finish();
+    i_ = 0;
+    sum_ = 0;
+    round();
+  }
+  void round() {
+    if (i_ == 2) mark_cpu();
+    const uint64_t t0 = now();
+    const uint32_t n = sizes_[si_];
+    tcp(0).send(fd0_, pattern(n, i_), [this, t0, n](sockets::Errno e) {
+      if (e != sockets::Errno::Ok) return failed(0, "send", e);
+      read_n(0, fd0_, n, [this, t0, n](std::vector<uint8_t> d) {
+        check(0, d, n, i_);
+        if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
+        if (++i_ < iters_ + 2) return round();
+        const double rtt = sum_ / iters_ / 1e6;
+        points_.push_back(point("TCP", n, oneway_ ? rtt / 2 : rtt, "us", cpu_us_since_mark() / iters_ / (oneway_ ? 2 : 1)));
+        ++si_;
+        next_point();
+      });
+    });
+  }
+  const bool oneway_;
+  std::vector<uint32_t> sizes_;
+  uint32_t iters_, si_ = 0, i_ = 0, ssi_ = 0, sk_ = 0;
+  int fd0_ = -1, fd1_ = -1;
+  double sum_ = 0;
+};
+
+// peak over TCP without TCP_NODELAY (6.2.3, 6.3.3): host 0 sends workload.transfers messages of
+// each size, one send() each, as fast as the send buffer takes them; host 1 reads them. The
+// rate is the data over the time from the first send() to the last byte read.
+class TcpPeak : public TcpWorkload {
+ public:
+  TcpPeak(const Config& c, Stats& st, uint64_t seed) : TcpWorkload(c, st, seed) {
+    commands(c, {}, {});
+    sizes_ = sizes(c, 1, 1u << 20, "a message of at most 1 MB");
+    count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
+  }
+  void start() override { next_point(); }
+
+ private:
+  // Every size on a connection of its own (as a benchmark program run once per size), set up
+  // before the clock starts: no size inherits another's congestion window or ACK timing.
+  void next_point() {
+    if (si_ == sizes_.size()) return finish();
+    link(0, 1, false, static_cast<uint16_t>(kPort + si_), [this](int a, int b) {
+      fd0_ = a;
+      fd1_ = b;
+      measure();
+    });
+  }
+  void measure() {
+    k_ = rk_ = 0;
+    sent_all_ = read_all_ = false;
+    mark_cpu();
+    t0_ = now();
+    receive();
+    step();
+  }
+  void receive() {
+    const uint32_t n = sizes_[si_];
+    read_n(1, fd1_, n, [this, n](std::vector<uint8_t> d) {
+      check(1, d, n, rk_);
+      if (++rk_ < count_) return receive();
+      t_end_ = now();
+      read_all_ = true;
+      point_done();
+    });
+  }
+  void step() {
+    const uint32_t n = sizes_[si_];
+    if (k_ == count_) {
+      sent_all_ = true;
+      return point_done();
+    }
+    const uint32_t k = k_++;
+    tcp(0).send(fd0_, pattern(n, k), [this](sockets::Errno e) {
+      if (e != sockets::Errno::Ok) return failed(0, "send", e);
+      step();
+    });
+  }
+  void point_done() {
+    if (!sent_all_ || !read_all_) return;
+    const uint32_t n = sizes_[si_];
+    const double s = (t_end_ - t0_) / 1e12;
+    points_.push_back(point("TCP", n, count_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_since_mark() / count_));
+    ++si_;
+    next_point();
+  }
+  std::vector<uint32_t> sizes_;
+  uint32_t count_, si_ = 0, k_ = 0, rk_ = 0;
+  int fd0_ = -1, fd1_ = -1;
+  bool sent_all_ = false, read_all_ = false;
+  uint64_t t0_ = 0, t_end_ = 0;
+};
+
+// raytrace over TCP: the ray tracer of the UDP run, each calculator with a connection to the
+// display (host 0), which accepts them all and then, in one process, select()s over them and
+// reads each message (the chunk's 4-byte offset, then its pixels) from the socket select()
+// gave. Nagle on, as an application that sets no option. exec_time_s counts from time 0, the
+// connections' set-up included (as the program's own start-up).
+class TcpRaytrace : public TcpWorkload {
+ public:
+  TcpRaytrace(const Config& c, Stats& st, uint64_t seed)
+      : TcpWorkload(c, st, seed), sc_(c, cfg_.nodes, [this](double cy) { return sys_->cycles_ps(cy); }) {
+    commands(c, {}, {});
+    frame_.assign(sc_.bytes(), 0);
+  }
+  void start() override {
+    const int l = tcp(0).socket();
+    if (auto e = tcp(0).listen(l, kPort); e != sockets::Errno::Ok) return failed(0, "listen", e);
+    accept_all(l);
+    for (uint32_t n = 1; n <= sc_.calc; ++n) {
+      const int fd = tcp(n).socket();
+      tcp(n).connect(fd, 0, kPort, [this, n, fd](sockets::Errno e) {
+        if (e != sockets::Errno::Ok) return failed(n, "connect", e);
+        work(n, fd, n - 1);
+      });
+    }
+  }
+  ordered_json summary() const override {
+    ordered_json s = sc_.summary(done_, exec_ps_, frame_ok_);
+    s["over"] = "tcp";
+    return s;
+  }
+
+ private:
+  void accept_all(int l) {
+    tcp(0).accept(l, [this, l](sockets::Errno e, int fd) {
+      if (e != sockets::Errno::Ok) return failed(0, "accept", e);
+      fds_.push_back(fd);
+      if (fds_.size() < sc_.calc) return accept_all(l);
+      display();
+    });
+  }
+  void display() {
+    tcp(0).select(fds_, [this](sockets::Errno e, int fd) {
+      if (e != sockets::Errno::Ok) return failed(0, "select", e);
+      read_n(0, fd, 4, [this, fd](std::vector<uint8_t> hdr) {
+        const uint32_t first = RayScene::offset_of(hdr.data());
+        if (first >= frame_.size() || first % sc_.chunk) return sys_->fail("the display received a chunk outside its frame");
+        read_n(0, fd, sc_.len(first / sc_.chunk), [this, first](std::vector<uint8_t> px) {
+          std::copy(px.begin(), px.end(), frame_.begin() + first);
+          if (++received_ < sc_.chunks) return display();
+          exec_ps_ = now();
+          frame_ok_ = sc_.correct(frame_);
+          finish();
+        });
+      });
+    });
+  }
+  void work(uint32_t n, int fd, uint32_t k) {
+    if (k >= sc_.chunks) return;
+    sys_->compute(n, sc_.compute_ps(k), [this, n, fd, k] {
+      tcp(n).send(fd, sc_.message(k), [this, n, fd, k](sockets::Errno e) {
+        if (e != sockets::Errno::Ok) return failed(n, "send", e);
+        work(n, fd, k + sc_.calc);
+      });
+    });
+  }
+  const RayScene sc_;
+  uint32_t received_ = 0;
+  uint64_t exec_ps_ = 0;
+  std::vector<uint8_t> frame_;
+  std::vector<int> fds_;
   bool frame_ok_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<Workload> make_socket_workload(const std::string& kind, const Config& c, Stats& stats, uint64_t seed) {
-  if (kind == "raytrace") return std::make_unique<SocketRaytrace>(c, stats, seed);
+  const bool tcp = c.get_string("workload.over") == "tcp";
+  if (kind == "raytrace") return tcp ? std::unique_ptr<Workload>(std::make_unique<TcpRaytrace>(c, stats, seed))
+                                     : std::unique_ptr<Workload>(std::make_unique<SocketRaytrace>(c, stats, seed));
   if (c.get_int("mbcf.nodes") != 2) c.fail("mbcf.nodes", "rtt, oneway and peak over sockets run between 2 hosts");
+  if (tcp && kind == "rtt") return std::make_unique<TcpPingPong>(c, stats, seed, false);
+  if (tcp && kind == "oneway") return std::make_unique<TcpPingPong>(c, stats, seed, true);
+  if (tcp && kind == "peak") return std::make_unique<TcpPeak>(c, stats, seed);
   if (kind == "rtt") return std::make_unique<SocketPingPong>(c, stats, seed, false);
   if (kind == "oneway") return std::make_unique<SocketPingPong>(c, stats, seed, true);
   if (kind == "peak") return std::make_unique<SocketPeak>(c, stats, seed);
-  c.fail("workload.over", "workload.kind " + kind + " runs over mbcf only (udp carries rtt, oneway, peak and raytrace)");
+  c.fail("workload.over", "workload.kind " + kind + " runs over mbcf only (udp and tcp carry rtt, oneway, peak and raytrace)");
 }
 
 }  // namespace mbpsim

@@ -20,7 +20,14 @@ const char* to_string(Errno e) {
     case Errno::MsgSize: return "EMSGSIZE (longer than the socket's send space)";
     case Errno::HostUnreach: return "EHOSTUNREACH (not another host of the segment)";
     case Errno::NoBufs: return "ENOBUFS (the interface queue was full)";
-    case Errno::BadPort: return "EINVAL (destination port 0)";
+    case Errno::BadPort: return "EINVAL (port 0)";
+    case Errno::Invalid: return "EINVAL (not a listening socket, or a read of 0 bytes)";
+    case Errno::IsConn: return "EISCONN (the socket is connected already)";
+    case Errno::NotConn: return "ENOTCONN (the socket is not connected)";
+    case Errno::Pipe: return "EPIPE (this side has closed the connection)";
+    case Errno::ConnRefused: return "ECONNREFUSED (nothing listens on the port)";
+    case Errno::ConnReset: return "ECONNRESET (the peer reset the connection)";
+    case Errno::TimedOut: return "ETIMEDOUT (the peer stopped answering)";
   }
   return "?";
 }
@@ -63,7 +70,8 @@ InetStack::InetStack(sc_core::sc_module_name name, Calendar& cal, mbcf::EtherSys
       tx_ps_(st.counter(stat_name(*this, "tx_ps"), "host CPU time in sendto below the system call's entry and exit: sosend, the copy, UDP, IP, ether_output and the driver", "ps")),
       rx_intr_ps_(st.counter(stat_name(*this, "rx_intr_ps"), "host CPU time in the driver's receive path, in the receive interrupt routine", "ps")),
       netisr_ps_(st.counter(stat_name(*this, "netisr_ps"), "host CPU time in netisr's ipintr, ip_reass and udp_input (its dispatch is the OS's softint_ps)", "ps")),
-      rx_ps_(st.counter(stat_name(*this, "rx_ps"), "host CPU time in recvfrom below the system call's entry and exit: soreceive and the copy out", "ps")) {}
+      rx_ps_(st.counter(stat_name(*this, "rx_ps"), "host CPU time in recvfrom below the system call's entry and exit: soreceive and the copy out", "ps")),
+      tcp_(std::make_unique<Tcp>("tcp", cal, *this, os_, cpu_, node, sys.nodes(), c_, st)) {}
 
 InetStack::Socket* InetStack::sock(int fd) {
   if (fd < 0 || static_cast<size_t>(fd) >= socks_.size()) return nullptr;
@@ -112,6 +120,23 @@ size_t InetStack::queued(int fd) const {
 }
 
 uint64_t InetStack::cksum_ps(uint64_t bytes) const { return cpu_.cycles_ps(c_.cksum_cycles_per_byte * static_cast<double>(bytes)); }
+
+uint64_t InetStack::frame_out_ps(uint64_t bytes) const {
+  uint64_t ps = cycles(c_.ip_output_instr + c_.ether_output_instr + c_.driver_tx_instr);
+  if (c_.driver_copies) ps += os_.copy_ps(bytes);
+  return ps;
+}
+
+bool InetStack::transmit(std::vector<uint8_t>&& frame, uint32_t dst) {
+  if (ifq_len_ >= c_.ifq_maxlen) {
+    ifq_drops_.inc();
+    return false;
+  }
+  ++ifq_len_;
+  frames_out_.inc();
+  sys_.nic(node_).transmit(dst, std::move(frame), [this](bool) { --ifq_len_; });
+  return true;
+}
 
 // ------------------------------------------------------------------ send
 
@@ -215,6 +240,12 @@ void InetStack::netisr() {
 
 uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect) {
   uint64_t ps = cycles(c_.ipintr_instr);
+  constexpr size_t kIpProtoAt = 14 + 9;
+  if (!mbp2::is_fragment(frame) && frame.size() > kIpProtoAt && frame[kIpProtoAt] == mbp2::kIpProtoTcp) {
+    ps += tcp_->input_ps(frame);  // tcp_input, header prediction deciding its length
+    effect = [this, f = std::move(frame)]() mutable { tcp_->input(std::move(f)); };
+    return ps;
+  }
   if (!mbp2::is_fragment(frame)) {
     // (parse_inet checks the transport checksum too: its cost is udp_input's, below)
     ps += cycles(c_.udp_input_instr) + cksum_ps(frame.size() > 34 ? frame.size() - 34 : 0);

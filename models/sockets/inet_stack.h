@@ -39,6 +39,7 @@
 #include "models/host/cpu.h"
 #include "models/host/os.h"
 #include "models/mbp2/inet.h"
+#include "models/sockets/tcp.h"
 
 namespace mbpsim::mbcf {
 class EtherSystem;
@@ -50,6 +51,7 @@ struct SocketConfig {
   // Every member is a parameter of `params()` (socket_params.cpp), which gives it its default.
   SocketConfig();
   // path lengths (instructions)
+  double tcp_output_instr{}, tcp_input_instr{}, tcp_predict_instr{};
   double sosend_instr{}, udp_output_instr{}, ip_output_instr{}, frag_instr{}, ether_output_instr{};
   double driver_tx_instr{}, driver_rx_instr{}, ipintr_instr{}, reass_instr{}, udp_input_instr{};
   double soreceive_instr{}, rudp_instr{};
@@ -58,6 +60,9 @@ struct SocketConfig {
   // BSD's limits
   uint32_t ifq_maxlen{}, ipintrq_maxlen{}, udp_sendspace{}, udp_recvspace{}, mtu{};
   double ipfrag_ttl_s{};
+  // TCP's buffers, segment size and timers
+  uint32_t tcp_sendspace{}, tcp_recvspace{}, tcp_send_lowat{}, tcp_mss{}, tcp_dupack_thresh{}, tcp_max_rexmt{};
+  double tcp_delack_ms{}, tcp_slowtimo_ms{}, tcp_rto_min_s{}, tcp_rto_initial_s{}, tcp_rto_max_s{}, tcp_persist_min_s{}, tcp_msl_s{};
   static const ParamTable<SocketConfig>& params();
   static SocketConfig from(const Config& c);
 };
@@ -72,7 +77,15 @@ enum class Errno : uint8_t {
   MsgSize,         // EMSGSIZE: more than udp_sendspace (or IP's 65,507 bytes)
   HostUnreach,     // EHOSTUNREACH: not a host of the segment (no ARP entry), or this host
   NoBufs,          // ENOBUFS: the interface queue was full; the datagram (or its rest) was dropped
-  BadPort,         // EINVAL: destination port 0
+  BadPort,         // EINVAL: destination port 0 (or listen on port 0)
+  // TCP's
+  Invalid,         // EINVAL: accept on a socket that is not listening, recv of 0 bytes
+  IsConn,          // EISCONN: connect on a socket that is connected (or was)
+  NotConn,         // ENOTCONN: send or recv on a socket that is not connected
+  Pipe,            // EPIPE: send after this side closed
+  ConnRefused,     // ECONNREFUSED: the peer answered the SYN with a RST (nothing listens there)
+  ConnReset,       // ECONNRESET: the peer reset the connection
+  TimedOut,        // ETIMEDOUT: retransmitted sockets.tcp_max_rexmt times without an answer
 };
 const char* to_string(Errno e);
 
@@ -111,6 +124,17 @@ class InetStack final : public sc_core::sc_module {
   // The driver's receive path for an IPv4 frame: ps of interrupt-level work.
   uint64_t rx_frame(std::vector<uint8_t>&& frame);
 
+  // TCP (tcp.h), the child `tcp` of this module.
+  Tcp& tcp() { return *tcp_; }
+  // For TCP's segments: ip_output's per-packet work, ether_output and the driver for one frame
+  // of `bytes`, as time on the host CPU; and the checksum over `bytes`.
+  uint64_t frame_out_ps(uint64_t bytes) const;
+  uint64_t cksum_ps(uint64_t bytes) const;
+  uint16_t next_ip_id() { return ip_id_++; }
+  // Hands one built frame to the NIC: false when the interface queue was full (the frame is
+  // dropped, as IF_QFULL drops it; TCP's retransmission recovers it).
+  bool transmit(std::vector<uint8_t>&& frame, uint32_t dst);
+
  private:
   struct Socket {
     uint16_t port = 0;
@@ -127,7 +151,6 @@ class InetStack final : public sc_core::sc_module {
   bool port_taken(uint16_t port) const;
   uint16_t ephemeral();
   uint64_t cycles(double instr) const { return os_.instr_ps(instr); }
-  uint64_t cksum_ps(uint64_t bytes) const;
   // Sends the frames of one datagram, one after another through ether_output and the driver.
   void output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames, uint32_t dst, size_t i,
                      std::function<void(Errno)> k);
@@ -153,6 +176,7 @@ class InetStack final : public sc_core::sc_module {
   uint64_t reass_gen_ = 0;
   Counter &udp_out_, &frames_out_, &frags_out_, &ifq_drops_, &udp_in_, &frames_in_, &ipintrq_drops_, &reassembled_,
       &reass_timeouts_, &reass_bad_, &bad_, &noport_, &fullsock_, &tx_ps_, &rx_intr_ps_, &netisr_ps_, &rx_ps_;
+  std::unique_ptr<Tcp> tcp_;
 };
 
 }  // namespace mbpsim::sockets

@@ -38,7 +38,28 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
       .add(&SocketConfig::udp_sendspace, {"sockets.udp_sendspace", 9216, "bytes", "the largest datagram a UDP socket sends (4.3BSD-Reno udp_sendspace, 'really max datagram size'): longer is EMSGSIZE", 1, mbp2::kUdpMaxPayload})
       .add(&SocketConfig::udp_recvspace, {"sockets.udp_recvspace", 41600, "bytes", "a UDP socket's receive buffer (4.3BSD-Reno: 40 x (1024 + 16), forty 1 KB datagrams with their addresses): a datagram that does not fit is dropped", 64, 1 << 30})
       .add(&SocketConfig::mtu, {"sockets.mtu", 1500, "bytes", "the interface's MTU (Ethernet): IP packets larger are fragmented", 68, 1500})
-      .add(&SocketConfig::ipfrag_ttl_s, {"sockets.ipfrag_ttl_s", 30.0, "s", "how long IP keeps the fragments of an incomplete datagram (4.3BSD IPFRAGTTL: 60 ticks of the 500 ms slow timer)", 0.001, 1e6});
+      .add(&SocketConfig::ipfrag_ttl_s, {"sockets.ipfrag_ttl_s", 30.0, "s", "how long IP keeps the fragments of an incomplete datagram (4.3BSD IPFRAGTTL: 60 ticks of the 500 ms slow timer)", 0.001, 1e6})
+      // TCP (tcp.h)
+      .add(&SocketConfig::tcp_output_instr, {"sockets.tcp_output_instr", 700.0, "instructions",
+         "tcp_output per segment: the send decision (window, Nagle, window update), the header template, m_copy of the data from the send buffer, the timers set (the checksum at sockets.cksum_cycles_per_byte, ip_output, ether_output and the driver at their own lengths); an estimate", 0, 1e9})
+      .add(&SocketConfig::tcp_input_instr, {"sockets.tcp_input_instr", 1100.0, "instructions",
+         "tcp_input's full path per segment: the PCB lookup, the sequence and window checks, the ACK (sbdrop, RTT, cwnd, timers), the data through tcp_reass, sbappend and sorwakeup (the checksum at sockets.cksum_cycles_per_byte); an estimate", 0, 1e9})
+      .add(&SocketConfig::tcp_predict_instr, {"sockets.tcp_predict_instr", 400.0, "instructions",
+         "tcp_input when header prediction holds (Van Jacobson, 4.3BSD-Reno): the cached PCB, a pure ACK for new data (sbdrop, RTT, sowwakeup) or pure in-order data (sbappend, sorwakeup); an estimate", 0, 1e9})
+      .add(&SocketConfig::tcp_sendspace, {"sockets.tcp_sendspace", 4096, "bytes", "a TCP socket's send buffer (4.3BSD tcp_sendspace, 1024 x 4, SunOS 4.1's default)", 1, 1 << 30})
+      .add(&SocketConfig::tcp_recvspace, {"sockets.tcp_recvspace", 4096, "bytes", "a TCP socket's receive buffer and so the largest window it offers (4.3BSD tcp_recvspace, 1024 x 4, SunOS 4.1's default)", 64, 65535})
+      .add(&SocketConfig::tcp_send_lowat, {"sockets.tcp_send_lowat", 1024, "bytes",
+         "sosend waits for this much send-buffer space (or for all it has left to copy) before it copies more: 4.3BSD-Tahoe's test of one mbuf cluster (MCLBYTES, 1024 on SunOS 4.1)", 1, 1 << 30})
+      .add(&SocketConfig::tcp_mss, {"sockets.tcp_mss", 1460, "bytes", "the largest segment's data (tcp_mss: the interface's MTU less 40 bytes of IP and TCP headers on the local network; the smaller of this and sockets.mtu - 40 is used)", 1, 65495})
+      .add(&SocketConfig::tcp_dupack_thresh, {"sockets.tcp_dupack_thresh", 3, "ACKs", "duplicate ACKs that trigger a fast retransmission (4.3BSD-Tahoe tcprexmtthresh)", 1, 1000})
+      .add(&SocketConfig::tcp_max_rexmt, {"sockets.tcp_max_rexmt", 12, "", "retransmission back-offs before the connection is dropped with ETIMEDOUT (4.3BSD TCP_MAXRXTSHIFT)", 1, 64})
+      .add(&SocketConfig::tcp_delack_ms, {"sockets.tcp_delack_ms", 200.0, "ms", "the delayed-ACK tick: tcp_fasttimo's period from boot (4.3BSD PR_FASTHZ = 5 per second)", 0.001, 1e6})
+      .add(&SocketConfig::tcp_slowtimo_ms, {"sockets.tcp_slowtimo_ms", 500.0, "ms", "the slow timer's tick that counts the retransmission, persist and keep-alive timers (4.3BSD PR_SLOWHZ = 2 per second)", 0.001, 1e6})
+      .add(&SocketConfig::tcp_rto_min_s, {"sockets.tcp_rto_min_s", 1.0, "s", "the smallest retransmission timeout (4.3BSD TCPTV_MIN: 2 slow ticks)", 0, 1e6})
+      .add(&SocketConfig::tcp_rto_initial_s, {"sockets.tcp_rto_initial_s", 6.0, "s", "the retransmission timeout before the first round-trip measurement (4.3BSD-Reno: t_rxtcur from TCPTV_SRTTDFLT, 12 slow ticks)", 0, 1e6})
+      .add(&SocketConfig::tcp_rto_max_s, {"sockets.tcp_rto_max_s", 64.0, "s", "the largest retransmission timeout after back-off (4.3BSD TCPTV_REXMTMAX)", 0, 1e6})
+      .add(&SocketConfig::tcp_persist_min_s, {"sockets.tcp_persist_min_s", 5.0, "s", "the smallest interval between probes of a zero window (4.3BSD TCPTV_PERSMIN)", 0, 1e6})
+      .add(&SocketConfig::tcp_msl_s, {"sockets.tcp_msl_s", 30.0, "s", "the maximum segment lifetime: TIME_WAIT lasts two (4.3BSD TCPTV_MSL)", 0, 1e6});
   return t;
 }
 

@@ -1,0 +1,229 @@
+// A conventional host's TCP (module `host<n>.inet.tcp`), 4.3BSD-derived as in SunOS 4.1.4 (and,
+// with other parameters, the Solaris 2.6 of the thesis's Ultra 60s): the stack the thesis's
+// TCP10/TCP100/TCP1000 figures run on (6.2.3, 6.2.4, 6.3.3). Segments are byte-exact TCP/IPv4
+// frames with real checksums (models/mbp2/inet.h), carried by the host's IP (inet_stack.h).
+//
+// A connection is one state x event table (`kTable`, tcp.cpp): RFC 793's eleven states against
+// the user's calls (connect, listen, close), the segments that arrive (classified by their SYN,
+// ACK, FIN and RST flags) and the timers (retransmission and persist, the delayed ACK, 2MSL).
+// Each cell is one action that returns the next state; an empty cell is the table's default
+// (a segment dropped, with an ACK or a RST where RFC 793 asks for one; a call refused).
+//
+// What the BSD code does and this does, each a rule of tcp_output or tcp_input:
+//   - the send buffer (tcp_sendspace) and receive buffer (tcp_recvspace) of the OS; sosend waits
+//     for space (at least its low-water mark, or all of what is left), then copies and calls
+//     tcp_output once for what it copied;
+//   - sliding window: the peer's advertised window, never shrunk by the receiver; receiver-side
+//     silly-window avoidance (a window under a quarter of the buffer and under an MSS is 0) and
+//     the window update sent when the user's reads open it by two segments or half the buffer;
+//   - Nagle (RFC 896): a segment shorter than the MSS goes only when nothing is outstanding
+//     (or TCP_NODELAY is set), when it ends the data or reaches half the largest window seen;
+//   - delayed ACK: in-order data is acknowledged by the next tcp_fasttimo tick (every
+//     sockets.tcp_delack_ms from boot), unless a segment (data or window update) carries it
+//     first; out-of-order data and a duplicate are acknowledged at once;
+//   - slow start and congestion avoidance (Jacobson 1988): cwnd starts at one MSS and grows by
+//     an MSS per ACK up to ssthresh, then by MSS*MSS/cwnd; a timeout or three duplicate ACKs
+//     (fast retransmit, as 4.3BSD-Tahoe) set ssthresh to half the window and cwnd to one MSS;
+//   - the retransmission timer: RTO = srtt + 4 rttvar (Jacobson), at least tcp_rto_min_s,
+//     doubled per back-off, counted in ticks of the 500 ms slow timer (a timer fires on a tick);
+//     after tcp_max_rexmt back-offs the connection is dropped (ETIMEDOUT); the persist timer
+//     probes a zero window with one byte;
+//   - header prediction (Van Jacobson): an in-order segment in ESTABLISHED that is a pure ACK
+//     for new data or pure in-order data costs tcp_predict_instr instead of tcp_input_instr.
+// The MSS option is not carried (the codec writes no TCP options): both ends use the MSS they
+// would agree on, min(sockets.tcp_mss, MTU - 40).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <systemc>
+
+#include "models/core/calendar.h"
+#include "models/core/stats.h"
+#include "models/mbp2/inet.h"
+
+namespace mbpsim::host {
+class Os;
+class Cpu;
+}  // namespace mbpsim::host
+
+namespace mbpsim::sockets {
+
+class InetStack;
+struct SocketConfig;
+enum class Errno : uint8_t;
+
+namespace tcp {
+// RFC 793's states.
+enum class State : uint8_t { Closed, Listen, SynSent, SynRcvd, Established, FinWait1, FinWait2, CloseWait, Closing, LastAck, TimeWait };
+constexpr size_t kStates = 11;
+const char* to_string(State s);
+// What happens to a connection.
+enum class Event : uint8_t {
+  Connect,   // the user's connect() (active open)
+  Listen,    // the user's listen() (passive open)
+  Close,     // the user's close()
+  Syn,       // a segment with SYN and no ACK
+  SynAck,    // SYN and ACK
+  Ack,       // ACK without SYN, FIN or RST (with or without data)
+  Fin,       // ACK and FIN (with or without data)
+  Rst,       // RST
+  Rexmt,     // the retransmission (or persist) timer
+  DelAck,    // the delayed-ACK tick
+  TwoMsl,    // the TIME_WAIT timer
+};
+constexpr size_t kEvents = 11;
+const char* to_string(Event e);
+constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10;
+}  // namespace tcp
+
+class Tcp final : public sc_core::sc_module {
+ public:
+  Tcp(sc_core::sc_module_name name, Calendar& cal, InetStack& ip, host::Os& os, host::Cpu& cpu, uint32_t node,
+      uint32_t nodes, const SocketConfig& c, Stats& st);
+  Tcp(const Tcp&) = delete;
+  Tcp& operator=(const Tcp&) = delete;
+
+  // --- the socket calls. Set-up calls (socket, listen, setsockopt) cost nothing: they happen
+  // before a measurement. The others are system calls on the host CPU; `k` gets the outcome.
+  int socket();                                 // socket(AF_INET, SOCK_STREAM, 0)
+  Errno listen(int fd, uint16_t port);          // bind and listen
+  Errno set_nodelay(int fd, bool on);           // setsockopt(TCP_NODELAY)
+  // connect: sends the SYN and sleeps until the connection is established (or refused: a RST;
+  // or timed out).
+  void connect(int fd, uint32_t dst_node, uint16_t dst_port, std::function<void(Errno)> k);
+  // accept: sleeps until a connection on the listening socket is established; its descriptor.
+  void accept(int fd, std::function<void(Errno, int)> k);
+  // send: copies all of `data` into the send buffer, sleeping for space as sosend does.
+  void send(int fd, std::vector<uint8_t> data, std::function<void(Errno)> k);
+  // recv: sleeps until data (or the peer's FIN: an empty result) is there, then copies out up to
+  // `max` bytes.
+  void recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8_t>)> k);
+  // select() for reading on `fds`, blocking: sleeps until one has data (or end of file, or an
+  // error) and gives the first such in `fds`' order. A closed or bad descriptor: EBADF.
+  void select(std::vector<int> fds, std::function<void(Errno, int)> k);
+  // close: sends FIN after what is in the send buffer; returns at once (the connection closes
+  // in the background, as BSD's close without SO_LINGER).
+  void close(int fd, std::function<void(Errno)> k);
+
+  // (For tests and workloads: no cost.)
+  tcp::State state(int fd) const;
+  size_t readable(int fd) const;   // bytes in the receive buffer
+  uint32_t cwnd(int fd) const;
+  uint32_t mss() const { return mss_; }
+
+  // tcp_input for a TCP segment that IP took (called when netisr has spent `input_ps` on it).
+  void input(std::vector<uint8_t>&& frame);
+  // The cost of tcp_input for this segment (header prediction decides), checksum included.
+  uint64_t input_ps(const std::vector<uint8_t>& frame);
+
+ private:
+  struct Tcb;
+  using Action = tcp::State (Tcp::*)(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);
+  struct Cell {
+    Action act = nullptr;
+  };
+  static const std::array<std::array<Cell, tcp::kEvents>, tcp::kStates> kTable;
+
+  struct Tcb {
+    int fd = -1;
+    tcp::State state = tcp::State::Closed;
+    uint16_t lport = 0, rport = 0;
+    uint32_t rnode = 0;
+    int listener = -1;          // the listening socket that made it (SYN_RCVD)
+    std::deque<int> accept_q;   // a listening socket's established connections
+    bool nodelay = false, acknow = false, delack = false, force = false, closing = false, error_set = false;
+    bool user_closed = false, want_output = false;
+    Errno error{};
+    // send side (RFC 793's names)
+    uint32_t iss = 0, snd_una = 0, snd_nxt = 0, snd_max = 0, snd_wl1 = 0, snd_wl2 = 0;
+    uint32_t snd_wnd = 0, max_sndwnd = 0, cwnd = 0, ssthresh = 0;
+    std::deque<uint8_t> sndbuf;  // bytes from snd_una (SYN and FIN take sequence space, no bytes)
+    bool fin_sent = false;
+    uint32_t dupacks = 0;
+    // receive side
+    uint32_t irs = 0, rcv_nxt = 0, rcv_adv = 0;
+    std::deque<uint8_t> rcvbuf;
+    std::map<uint32_t, std::vector<uint8_t>> reass;  // out-of-order data by sequence
+    bool fin_rcvd = false;
+    // timers
+    uint64_t rexmt_gen = 0, twomsl_gen = 0;
+    bool rexmt_on = false, persist = false;
+    uint32_t rxtshift = 0;
+    double srtt_s = 0, rttvar_s = 0;
+    bool timing = false;
+    uint32_t rtseq = 0;
+    uint64_t rtt_start = 0;
+  };
+
+  Tcb* tcb(int fd);
+  const Tcb* tcb(int fd) const;
+  Tcb* lookup(uint16_t lport, uint32_t rnode, uint16_t rport);
+  bool port_taken(uint16_t port) const;
+  uint16_t ephemeral();
+  uint64_t chan(int fd, uint32_t kind) const;
+  // Sleeps on `ch` until `ready()` (checked now and at each wakeup), then `then`.
+  void wait(uint64_t ch, std::function<bool()> ready, std::function<void()> then);
+  void sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, std::shared_ptr<Errno> err, std::function<void()> done);
+  bool predicted(const mbp2::Parsed& p) const;
+  void rtt_sample(Tcb& t);
+  tcp::State enter_time_wait(Tcb& t);
+  void dispatch(Tcb& t, tcp::Event e, const mbp2::Parsed* p = nullptr, const std::vector<uint8_t>* f = nullptr);
+
+  // --- the actions (one per cell of kTable)
+  tcp::State a_connect(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);
+  tcp::State a_listen(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);
+  tcp::State a_close_now(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);   // nothing sent yet
+  tcp::State a_close_fin(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);   // FIN after the data
+  tcp::State a_syn_listen(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);  // a child in SYN_RCVD
+  tcp::State a_synack(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);      // SYN_SENT: established
+  tcp::State a_synrcvd_ack(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);
+  tcp::State a_segment(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);     // ACK/data/FIN processing
+  tcp::State a_reset(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);
+  tcp::State a_rexmt(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);
+  tcp::State a_delack(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);
+  tcp::State a_twomsl(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);
+  tcp::State a_reack(Tcb&, const mbp2::Parsed*, const std::vector<uint8_t>*);      // a retransmitted SYN|ACK or FIN: ACK again
+
+  // tcp_output: the segments the connection may send now, built and handed to IP one after
+  // another, their cost charged at interrupt level (`intr`) or to the calling process; then `k`.
+  void output(Tcb& t, bool intr, std::function<void()> k = {});
+  void send_segment(Tcb& t, uint8_t flags, uint32_t seq, uint32_t len, std::vector<std::function<void()>>& frames,
+                    uint64_t& ps, std::vector<uint64_t>& costs);
+  void respond_rst(const mbp2::Parsed& p);
+  void emit(uint64_t ticket, std::vector<uint8_t>&& frame, uint32_t dst);
+  uint16_t rcv_window(const Tcb& t) const;
+  void arm_rexmt(Tcb& t);
+  void cancel_rexmt(Tcb& t);
+  void schedule_delack();  // the next tcp_fasttimo tick
+  void fasttimo();
+  uint64_t rto_ps(const Tcb& t) const;
+  void drop(Tcb& t, Errno e);
+  void wake_all(Tcb& t);
+  void sorwakeup(Tcb& t);  // the reader of `t`, and a process in select()
+  uint64_t select_chan() const;
+
+  Calendar& cal_;
+  InetStack& ip_;
+  host::Os& os_;
+  host::Cpu& cpu_;
+  const uint32_t node_, nodes_;
+  const SocketConfig& c_;
+  const uint32_t mss_;
+  std::vector<std::unique_ptr<Tcb>> tcbs_;  // by descriptor
+  uint16_t next_ephemeral_ = 1024;
+  uint32_t next_iss_;
+  bool fasttimo_armed_ = false;
+  uint64_t next_ticket_ = 0, next_out_ = 0;  // segments in the order tcp_output decided them
+  std::map<uint64_t, std::pair<std::vector<uint8_t>, uint32_t>> held_;
+  Counter &segs_out_, &data_segs_out_, &data_bytes_out_, &rexmt_segs_, &acks_out_, &delacks_, &winupd_out_, &rst_out_,
+      &segs_in_, &predicted_, &dupacks_in_, &fast_rexmt_, &timeouts_, &ooo_in_, &dup_in_, &persist_probes_, &conns_,
+      &drops_, &tx_ps_, &rx_ps_, &input_ps_, &bad_;
+};
+
+}  // namespace mbpsim::sockets
