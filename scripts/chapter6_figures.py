@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Draws the thesis's chapter-6 comparison figures from mbpsim runs, one PNG each, into
 docs/figures/ (or the folder given): peak rates (Figures 6.5, 6.6) and round trips (6.7-6.10)
-of MBCF/Ether and of UDP/IP on SunOS 4.1.4, on the shipped configs. TCP's curves and Figures
-6.13/6.14 (TCP1000/Solaris) follow when the TCP stack exists (issue 38).
+of MBCF/Ether, UDP/IP and TCP/IP on SunOS 4.1.4, and the second cluster's peak rates (6.13) and
+one-way latencies (6.14) of MBCF/1000BASE-SX and TCP1000 on Solaris 2.6, on the shipped configs.
+TCP's peak runs send 16,384 messages per size (with the default 1,024 the first delayed ACK
+dominates the small sizes: docs/VALIDATION.md, "TCP/IP on SunOS 4.1.4 and Solaris 2.6").
 
     python3 scripts/chapter6_figures.py [OUT_DIR]      (needs build/bin/mbpsim, python3-matplotlib)
 """
@@ -52,7 +54,7 @@ def figure(path, title, ylabel, curves, logy=False):
         ax.set_yscale("log")
     ax.set_xlabel("data in one packet (bytes)")
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=8.5)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -67,12 +69,15 @@ def main():
     s5 = "workload.sizes=" + json.dumps(SIZES5)
     s6 = "workload.sizes=" + json.dumps(SIZES6)
     write = 'workload.commands=["write"]'
+    tcp_peak = ("workload.kind=peak", s6, "workload.transfers=16384", "workload.max_cycles=100000000000")
     for fig, cfg_m, cfg_u, name in (("6-5", "mbcf-ss20-100t-half.json", "sockets-ss20-100t-half-udp.json", "100"),
                                     ("6-6", "mbcf-ss20-10t.json", "sockets-ss20-10t-udp.json", "10")):
+        cfg_t = cfg_u.replace("-udp.json", "-tcp.json")
         figure(os.path.join(out, "fig%s-peak-%s.png" % (fig, name)),
-               "Figure %s: peak data-transfer rates, MBCF%s and UDP%s/SunOS (mbpsim)" % (fig.replace("-", "."), name, name),
+               "Figure %s: peak data-transfer rates, MBCF%s, TCP%s and UDP%s/SunOS (mbpsim)" % (fig.replace("-", "."), name, name, name),
                "MB/s",
                [("MBCF%s" % name, series(cfg_m, "MBCF_WRITE", "workload.kind=peak", s6), "o-"),
+                ("TCP%s/SunOS" % name, series(cfg_t, "TCP", *tcp_peak), "^-."),
                 ("UDP%s/SunOS" % name, series(cfg_u, "UDP", "workload.kind=peak", s6), "s--")])
     for fig, cfg, name in (("6-7", "mbcf-ss20-100t-half.json", "100BASE-TX"), ("6-9", "mbcf-ss20-10t.json", "10BASE-T")):
         figure(os.path.join(out, "fig%s-rtt-mbcf-%s.png" % (fig, name.lower())),
@@ -85,7 +90,17 @@ def main():
                "Figure %s: round-trip latencies, MBCF%s and UDP%s/SunOS (mbpsim)" % (fig.replace("-", "."), name, name),
                "us",
                [("MBCF%s (MBCF_WRITE with status)" % name, series(cfg_m, "MBCF_WRITE_STAT", "workload.kind=rtt", s5, write), "o-"),
+                ("TCP%s/SunOS (TCP_NODELAY)" % name, series(cfg_u.replace("-udp.json", "-tcp.json"), "TCP", "workload.kind=rtt", s5), "^-."),
                 ("UDP%s/SunOS" % name, series(cfg_u, "UDP", "workload.kind=rtt", s5), "s--")], logy=True)
+    figure(os.path.join(out, "fig6-13-peak-1000.png"),
+           "Figure 6.13: peak data-transfer rates, MBCF/1000BASE-SX and TCP1000/Solaris (mbpsim)", "MB/s",
+           [("MBCF/1000BASE-SX", series("mbcf-ultra60-1000sx.json", "MBCF_WRITE", "workload.kind=peak", s6), "o-"),
+            ("TCP1000/Solaris", series("sockets-ultra60-1000sx-tcp.json", "TCP", *tcp_peak), "^-.")])
+    figure(os.path.join(out, "fig6-14-oneway-1000.png"),
+           "Figure 6.14: one-way latencies, MBCF/1000BASE-SX and TCP1000/Solaris (mbpsim)", "us",
+           [("MBCF/1000BASE-SX (MBCF_WRITE)", series("mbcf-ultra60-1000sx.json", "MBCF_WRITE", "workload.kind=oneway", s5), "o-"),
+            ("TCP1000/Solaris (TCP_NODELAY)", series("sockets-ultra60-1000sx-tcp.json", "TCP", "workload.kind=oneway", s5), "^-.")],
+           logy=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Prints every UDP/SunOS figure of docs/VALIDATION.md ("UDP/IP on SunOS 4.1.4 against
-# MBCF/Ether"): round trips and peak rates of UDP100 and UDP10 beside MBCF/Ether's on the same
-# hardware, and the ray-tracing predictions of Tables 6.6 and 6.8 (withheld from the shared
-# thesis), all from the shipped configs.
+# Prints every socket figure of docs/VALIDATION.md ("UDP/IP on SunOS 4.1.4 against MBCF/Ether"
+# and "TCP/IP on SunOS 4.1.4 and Solaris 2.6"): round trips and peak rates of UDP100, UDP10,
+# TCP100 and TCP10 beside MBCF/Ether's on the same hardware, TCP1000/Solaris's Tables 6.9 and
+# 6.10, and the ray-tracing predictions of Tables 6.6 and 6.8 (withheld from the shared thesis),
+# all from the shipped configs.
 #   scripts/sockets-validation.sh [--quick]     (--quick: skip the ray-tracing tables)
 # Both settings are hubs: each ray-tracing entry is the mean of seeds 1-3 (CSMA/CD back-off is
 # random), marked * where they spread by more than 0.1 s (the spread follows).
@@ -38,6 +39,21 @@ row "UDP100/SunOS" sockets-ss20-100t-half-udp.json --set workload.kind=peak --se
 row "MBCF100" mbcf-ss20-100t-half.json --set workload.kind=peak --set "$sizes6"
 row "UDP10/SunOS" sockets-ss20-10t-udp.json --set "$sizes6"
 row "MBCF10" mbcf-ss20-10t.json --set "$sizes6"
+echo
+sizes7='workload.sizes=[4,16,64,256,512,1024,1408]'
+many='workload.transfers=16384'
+echo "| TCP/SunOS | 4 | 16 | 64 | 256 | 512 | 1024 | 1408 |"
+echo "|---|---|---|---|---|---|---|---|"
+row "TCP100 round trip (us)" sockets-ss20-100t-half-tcp.json --set "$sizes7"
+row "TCP100 peak (MB/s)" sockets-ss20-100t-half-tcp.json --set workload.kind=peak --set "$many" --set "$sizes7"
+row "TCP10 round trip (us)" sockets-ss20-10t-tcp.json --set workload.kind=rtt --set "$sizes7"
+row "TCP10 peak (MB/s, to 1024)" sockets-ss20-10t-tcp.json --set "$many" --set 'workload.sizes=[4,16,64,256,512,1024]'
+echo
+echo "| TCP1000/Solaris | 4 | 16 | 64 | 256 | 1024 | 1408 | 64 KB |"
+echo "|---|---|---|---|---|---|---|---|"
+row "one way (us), Table 6.10" sockets-ultra60-1000sx-tcp.json
+row "peak (MB/s), Table 6.9" sockets-ultra60-1000sx-tcp.json --set workload.kind=peak --set "$many" --set "$sizes6"
+row "peak (MB/s), 64 KB send" sockets-ultra60-1000sx-tcp.json --set workload.kind=peak --set 'workload.sizes=[65507]'
 [ "${1:-}" = --quick ] && exit 0
 
 for cfg in sockets-ss20-100t-half-udp.json sockets-ss20-10t-udp.json; do
