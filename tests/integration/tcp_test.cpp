@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <sstream>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -335,6 +338,37 @@ TEST(Tcp, RayTracingOverTcpFillsTheDisplaysFrameExactly) {
   const auto t0 = r.stats["stats"]["system"]["host0"]["inet"]["tcp"];
   EXPECT_EQ(t0["connections"].get<uint64_t>(), 3u);
   EXPECT_GT(r.stats["stats"]["system"]["host0"]["os"]["syscalls"].get<uint64_t>(), 3u * 80);  // select and two reads per chunk
+}
+
+}  // namespace
+
+namespace {
+
+// scripts/table6-12.sh: Table 6.12's two figures for every transport on the thesis's clusters;
+// its MBCF rows stay within 10% of the thesis's, and the conventional OS's round trips on the
+// SS20 are more than ten times MBCF's (6.2.4).
+TEST(Tcp, Table612ScriptPrintsEveryTransport) {
+  const auto r = test::run_cmd(std::string("MBPSIM=") + MBPSIM_BINARY + " bash " + MBPSIM_SOURCE_DIR + "/scripts/table6-12.sh");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::map<std::string, std::pair<double, double>> rows;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| ", 0) != 0 || line.find("---") != std::string::npos || line.find("machine") != std::string::npos) continue;
+    std::vector<std::string> cells;
+    std::istringstream ls(line.substr(2));
+    for (std::string c; std::getline(ls, c, '|');) cells.push_back(c.substr(0, c.find_last_not_of(' ') + 1));
+    ASSERT_GE(cells.size(), 3u) << line;
+    rows[cells[0]] = {std::stod(cells[1]), std::stod(cells[2])};
+  }
+  ASSERT_EQ(rows.size(), 8u) << r.output;
+  const auto mbcf100 = rows.at("SS-20 + MBCF/100BASE-TX"), mbcf1000 = rows.at("ULTRA 60 + MBCF/1000BASE-SX");
+  EXPECT_NEAR(mbcf100.first, 11.9, 1.19);
+  EXPECT_NEAR(mbcf100.second, 49, 4.9);
+  EXPECT_NEAR(mbcf1000.first, 80.9, 8.09);
+  EXPECT_NEAR(mbcf1000.second, 19.2, 1.92);
+  EXPECT_GT(rows.at("SS-20 + UDP/SunOS 4.1.4, 100BASE-T").second, 10 * mbcf100.second);
+  EXPECT_GT(rows.at("SS-20 + TCP/SunOS 4.1.4, 100BASE-T").second, 10 * mbcf100.second);
+  EXPECT_LT(rows.at("ULTRA 60 + TCP/Solaris 2.6").first, mbcf1000.first);
 }
 
 }  // namespace
