@@ -3,6 +3,8 @@
 // FastEthernet SBus Adapter 2.0. Path lengths are estimates from the BSD code's structure (no
 // figure of the thesis sets them: docs/VALIDATION.md, "UDP/IP on SunOS 4.1.4"); limits are the
 // BSD sources' constants.
+#include <string>
+
 #include "models/core/config.h"
 #include "models/core/params.h"
 #include "models/mbp2/inet.h"
@@ -70,6 +72,10 @@ void declare_socket_params(ParamSchema& s) { SocketConfig::params().declare(s); 
 SocketConfig SocketConfig::from(const Config& c) {
   SocketConfig s;
   params().load(s, c);
+  // sosend waits for the low-water mark's space: more than the buffer holds would wait forever
+  if (s.tcp_send_lowat > s.tcp_sendspace)
+    c.fail("sockets.tcp_send_lowat", std::to_string(s.tcp_send_lowat) + " bytes is more than the send buffer holds (sockets.tcp_sendspace " +
+                                         std::to_string(s.tcp_sendspace) + ")");
   return s;
 }
 

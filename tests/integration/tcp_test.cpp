@@ -301,7 +301,8 @@ TEST(Tcp, BadSocketCallsFailWithTheirErrno) {
 
 // The workloads over TCP: round trips with TCP_NODELAY on the SS20 (more than 700 us below 64
 // bytes, 6.2.4), a peak stream whose bytes are checked message by message, the Ultra 60's
-// config; a workload that runs over MBCF only is refused with the key named.
+// config; a workload that runs over MBCF only, and a send low-water mark above the send buffer
+// (sosend would wait forever), are refused with the key named.
 TEST(Tcp, WorkloadsRunOverTcpOnTheSs20AndUltra60Configs) {
   const auto r = test::run_config("sockets-ss20-100t-half-tcp.json", "--set 'workload.sizes=[4,1024]' --set workload.iterations=5");
   ASSERT_EQ(r.status, 0) << r.command << "\n" << r.output;
@@ -322,6 +323,10 @@ TEST(Tcp, WorkloadsRunOverTcpOnTheSs20AndUltra60Configs) {
   const auto bad = test::run_config("sockets-ss20-100t-half-tcp.json", "--set workload.kind=mbcf_tester");
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.output.find("workload.over"), std::string::npos) << bad.output;
+  const auto lowat = test::run_config("sockets-ss20-100t-half-tcp.json", "--set sockets.tcp_send_lowat=8192");
+  EXPECT_EQ(lowat.status, 1);
+  EXPECT_NE(lowat.output.find("sockets.tcp_send_lowat"), std::string::npos) << lowat.output;
+  EXPECT_NE(lowat.output.find("tcp_sendspace 4096"), std::string::npos) << lowat.output;
 }
 
 // Ray tracing over TCP: the display accepts a connection from each calculator and select()s
