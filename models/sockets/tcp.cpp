@@ -541,7 +541,8 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
     }
   }
   const uint32_t space = c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size()));
-  const uint32_t wnd_end = t.rcv_nxt + std::max(space, t.rcv_adv - t.rcv_nxt);
+  const uint32_t offered = seq_gt(t.rcv_adv, t.rcv_nxt) ? t.rcv_adv - t.rcv_nxt : 0;  // what we advertised is still open
+  const uint32_t wnd_end = t.rcv_nxt + std::max(space, offered);
   if (seq_gt(seq + len, wnd_end)) {
     const uint32_t over = seq + len - wnd_end;
     len = over >= len ? 0 : len - over;
@@ -692,7 +693,7 @@ bool Tcp::predicted(const mbp2::Parsed& p) const {
       t->snd_nxt != t->snd_max)
     return false;
   if (p.payload_len == 0) return seq_gt(d.ack, t->snd_una) && seq_le(d.ack, t->snd_max) && t->cwnd >= t->snd_wnd;
-  return d.ack == t->snd_una && t->reass.empty() && p.payload_len <= c_.tcp_recvspace - t->rcvbuf.size();
+  return d.ack == t->snd_una && t->reass.empty() && t->rcvbuf.size() + p.payload_len <= c_.tcp_recvspace;
 }
 
 void Tcp::input(std::vector<uint8_t>&& frame) {
@@ -767,7 +768,8 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     bool winupd = false;
     if (sync && !go) {  // a window update, when the user's reads opened it enough
       const uint32_t w = std::min<uint32_t>(kMaxWin, c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size())));
-      const int64_t adv = static_cast<int64_t>(w) - static_cast<int64_t>(t.rcv_adv - t.rcv_nxt);
+      const uint32_t offered = seq_gt(t.rcv_adv, t.rcv_nxt) ? t.rcv_adv - t.rcv_nxt : 0;
+      const int64_t adv = static_cast<int64_t>(w) - static_cast<int64_t>(offered);
       if (adv >= 2 * static_cast<int64_t>(mss_) || 2 * adv >= static_cast<int64_t>(c_.tcp_recvspace)) go = winupd = true;
     }
     if (!go) {
@@ -795,7 +797,9 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     d.flags = flags;
     d.window = rcv_window(t);
     d.ip_id = ip_.next_ip_id();
-    std::vector<uint8_t> data(t.sndbuf.begin() + off, t.sndbuf.begin() + off + len);
+    // (off may pass the buffer's end when the FIN or a SYN took sequence space; len is 0 then)
+    std::vector<uint8_t> data;
+    if (len > 0) data.assign(t.sndbuf.begin() + off, t.sndbuf.begin() + off + len);
     std::vector<uint8_t> frame = mbp2::build_inet(d, data.data(), len);
     const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(mbp2::kTcpHeader + len) + ip_.frame_out_ps(frame.size());
     // Counters, and the send state advanced as tcp_output does when it hands the segment on.
