@@ -59,15 +59,57 @@ class SocketWorkload : public MbcfWorkload {
 
 // ------------------------------------------------------------------ rtt, oneway (6.2.4, 6.3.3)
 
-// Ping-pong: host 0 sends a message, host 1 sends one of the same size back when it has it.
-// rtt reports the round trip, oneway half of it (the thesis's one-way latencies of TCP1000 are
-// half round trips), each with the clock's read.
-class SocketPingPong : public SocketWorkload {
+// The client side of a ping-pong over a socket transport, one definition for UDP and TCP: for
+// each size, workload.iterations + 2 rounds (the first two unmeasured), a round being host 0's
+// message and the reply; rtt reports the mean round trip, oneway half of it (the thesis's
+// one-way latencies of TCP1000 are half round trips), each with the clock's read. `Base` gives
+// the transport: `exchange(n, salt, k)` sends host 0's message and gives `k` the reply.
+template <class Base>
+class PingPongClient : public Base {
  public:
-  SocketPingPong(const Config& c, Stats& st, uint64_t seed, bool oneway) : SocketWorkload(c, st, seed), oneway_(oneway) {
+  PingPongClient(const Config& c, Stats& st, uint64_t seed, bool oneway, const char* label)
+      : Base(c, st, seed), oneway_(oneway), label_(label) {
+    iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
+  }
+
+ protected:
+  virtual void exchange(uint32_t n, uint32_t salt, std::function<void(std::vector<uint8_t>)> k) = 0;
+  void next_point() {
+    if (si_ == sizes_.size()) return this->finish();
+    i_ = 0;
+    sum_ = 0;
+    round();
+  }
+  std::vector<uint32_t> sizes_;
+  uint32_t iters_ = 0, si_ = 0, i_ = 0;
+
+ private:
+  void round() {
+    if (i_ == 2) this->mark_cpu();
+    const uint64_t t0 = this->now();
+    const uint32_t n = sizes_[si_];
+    exchange(n, i_, [this, t0, n](std::vector<uint8_t> d) {
+      this->check(0, d, n, i_);
+      if (i_ >= 2) sum_ += static_cast<double>(this->now() - t0) + this->timer_read_ps();
+      if (++i_ < iters_ + 2) return round();
+      const double rtt = sum_ / iters_ / 1e6;
+      this->points_.push_back(point(label_, n, oneway_ ? rtt / 2 : rtt, "us", this->cpu_us_since_mark() / iters_ / (oneway_ ? 2 : 1)));
+      ++si_;
+      next_point();
+    });
+  }
+  const bool oneway_;
+  const char* const label_;
+  double sum_ = 0;
+};
+
+// Ping-pong over UDP: host 1's library echoes every message, forever (the run ends with host
+// 0's last point).
+class SocketPingPong : public PingPongClient<SocketWorkload> {
+ public:
+  SocketPingPong(const Config& c, Stats& st, uint64_t seed, bool oneway) : PingPongClient(c, st, seed, oneway, "UDP") {
     commands(c, {}, {});  // the message is the transport's: no MBCF command by name
     sizes_ = sizes(c, 1, max_size_, "one UDP datagram under the library's header: sockets.udp_sendspace less 4");
-    iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
   }
   void start() override {
     serve();
@@ -75,39 +117,17 @@ class SocketPingPong : public SocketWorkload {
   }
 
  private:
-  // Host 1 echoes every message, forever (the run ends with host 0's last point).
   void serve() {
     lib_[1]->recv([this](uint32_t src, std::vector<uint8_t> d) {
       check(1, d, sizes_[si_], i_);
       lib_[1]->send(src, std::move(d), [this] { serve(); });
     });
   }
-  void next_point() {
-    if (si_ == sizes_.size()) return finish();
-    i_ = 0;
-    sum_ = 0;
-    round();
-  }
-  void round() {
-    if (i_ == 2) mark_cpu();
-    const uint64_t t0 = now();
-    const uint32_t n = sizes_[si_];
-    lib_[0]->send(1, pattern(n, i_), [this, t0, n] {
-      lib_[0]->recv([this, t0, n](uint32_t, std::vector<uint8_t> d) {
-        check(0, d, n, i_);
-        if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
-        if (++i_ < iters_ + 2) return round();
-        const double rtt = sum_ / iters_ / 1e6;
-        points_.push_back(point("UDP", n, oneway_ ? rtt / 2 : rtt, "us", cpu_us_since_mark() / iters_ / (oneway_ ? 2 : 1)));
-        ++si_;
-        next_point();
-      });
+  void exchange(uint32_t n, uint32_t salt, std::function<void(std::vector<uint8_t>)> k) override {
+    lib_[0]->send(1, pattern(n, salt), [this, k = std::move(k)]() mutable {
+      lib_[0]->recv([k = std::move(k)](uint32_t, std::vector<uint8_t> d) { k(std::move(d)); });
     });
   }
-  const bool oneway_;
-  std::vector<uint32_t> sizes_;
-  uint32_t iters_, si_ = 0, i_ = 0;
-  double sum_ = 0;
 };
 
 // ------------------------------------------------------------------ peak (6.2.3)
@@ -294,12 +314,11 @@ class TcpWorkload : public MbcfWorkload {
 // rtt and oneway over TCP with TCP_NODELAY on both ends (6.3.3: the latencies of TCP1000 are
 // measured with it): host 0 sends a message, host 1 sends one of the same size back when it has
 // read it all.
-class TcpPingPong : public TcpWorkload {
+class TcpPingPong : public PingPongClient<TcpWorkload> {
  public:
-  TcpPingPong(const Config& c, Stats& st, uint64_t seed, bool oneway) : TcpWorkload(c, st, seed), oneway_(oneway) {
+  TcpPingPong(const Config& c, Stats& st, uint64_t seed, bool oneway) : PingPongClient(c, st, seed, oneway, "TCP") {
     commands(c, {}, {});
     sizes_ = sizes(c, 1, 1u << 20, "a message of at most 1 MB");
-    iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
   }
   void start() override {
     link(0, 1, true, kPort, [this](int a, int b) {
@@ -326,34 +345,14 @@ class TcpPingPong : public TcpWorkload {
       });
     });
   }
-  void next_point() {
-    if (si_ == sizes_.size()) return finish();
-    i_ = 0;
-    sum_ = 0;
-    round();
-  }
-  void round() {
-    if (i_ == 2) mark_cpu();
-    const uint64_t t0 = now();
-    const uint32_t n = sizes_[si_];
-    tcp(0).send(fd0_, pattern(n, i_), [this, t0, n](sockets::Errno e) {
+  void exchange(uint32_t n, uint32_t salt, std::function<void(std::vector<uint8_t>)> k) override {
+    tcp(0).send(fd0_, pattern(n, salt), [this, n, k = std::move(k)](sockets::Errno e) mutable {
       if (e != sockets::Errno::Ok) return failed(0, "send", e);
-      read_n(0, fd0_, n, [this, t0, n](std::vector<uint8_t> d) {
-        check(0, d, n, i_);
-        if (i_ >= 2) sum_ += static_cast<double>(now() - t0) + timer_read_ps();
-        if (++i_ < iters_ + 2) return round();
-        const double rtt = sum_ / iters_ / 1e6;
-        points_.push_back(point("TCP", n, oneway_ ? rtt / 2 : rtt, "us", cpu_us_since_mark() / iters_ / (oneway_ ? 2 : 1)));
-        ++si_;
-        next_point();
-      });
+      read_n(0, fd0_, n, std::move(k));
     });
   }
-  const bool oneway_;
-  std::vector<uint32_t> sizes_;
-  uint32_t iters_, si_ = 0, i_ = 0, ssi_ = 0, sk_ = 0;
+  uint32_t ssi_ = 0, sk_ = 0;
   int fd0_ = -1, fd1_ = -1;
-  double sum_ = 0;
 };
 
 // peak over TCP without TCP_NODELAY (6.2.3, 6.3.3): host 0 sends workload.transfers messages of

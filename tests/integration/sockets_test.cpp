@@ -12,6 +12,7 @@
 #include "models/mbcf/ether_system.h"
 #include "models/sockets/inet_stack.h"
 #include "models/sockets/reliable_udp.h"
+#include "tests/integration/socket_hosts.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -25,25 +26,10 @@ std::vector<uint8_t> bytes(uint32_t n, uint32_t salt) {
   return d;
 }
 
-// Two SS20 hosts on 100BASE-TX (the schema's defaults) with their socket stacks.
-struct Hosts {
-  Stats stats;
-  Root root;
-  Calendar cal{"cal"};
-  mbcf::EtherSysConfig ec;
-  SocketConfig sc;
-  std::unique_ptr<mbcf::EtherSystem> sys;
-  std::vector<std::unique_ptr<InetStack>> inet;
-  explicit Hosts(std::function<void(mbcf::EtherSysConfig&, SocketConfig&)> tweak = nullptr) {
-    Within in(root);
-    ec.nodes = 2;
-    if (tweak) tweak(ec, sc);
-    sys = std::make_unique<mbcf::EtherSystem>(cal, ec, stats, 1);
-    inet = InetStack::attach(cal, *sys, sc, stats);
-  }
-  uint64_t stat(uint32_t node, const char* leaf) {
-    return stats.dump()["system"]["host" + std::to_string(node)]["inet"][leaf].get<uint64_t>();
-  }
+// Two SS20 hosts with their socket stacks (socket_hosts.h).
+struct Hosts : test::SocketHosts {
+  using SocketHosts::SocketHosts;
+  uint64_t stat(uint32_t node, const char* leaf) { return inet_stats(node)[leaf].get<uint64_t>(); }
 };
 
 // A datagram longer than the MTU goes out in IP fragments and comes back whole, byte for byte;

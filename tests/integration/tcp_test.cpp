@@ -15,6 +15,7 @@
 #include "models/core/module_tree.h"
 #include "models/mbcf/ether_system.h"
 #include "models/sockets/inet_stack.h"
+#include "tests/integration/socket_hosts.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -29,26 +30,20 @@ std::vector<uint8_t> bytes(uint32_t n, uint32_t salt) {
   return d;
 }
 
-// Two SS20 hosts on 100BASE-TX (the schema's defaults: SunOS 4.1.4's TCP) with their stacks.
-struct Hosts {
-  Stats stats;
-  Root root;
-  Calendar cal{"cal"};
-  mbcf::EtherSysConfig ec;
-  SocketConfig sc;
-  std::unique_ptr<mbcf::EtherSystem> sys;
-  std::vector<std::unique_ptr<InetStack>> inet;
+// Two SS20 hosts with their socket stacks (socket_hosts.h; the schema's TCP is SunOS 4.1.4's),
+// and a connection between them.
+struct Hosts : test::SocketHosts {
+  using SocketHosts::SocketHosts;
   int a = -1, b = -1;  // the connection's descriptors on host 0 and host 1
-  explicit Hosts(std::function<void(mbcf::EtherSysConfig&, SocketConfig&)> tweak = nullptr, uint64_t seed = 1) {
-    Within in(root);
-    ec.nodes = 2;
-    if (tweak) tweak(ec, sc);
-    sys = std::make_unique<mbcf::EtherSystem>(cal, ec, stats, seed);
-    inet = InetStack::attach(cal, *sys, sc, stats);
-  }
   Tcp& tcp(uint32_t n) { return inet[n]->tcp(); }
-  uint64_t stat(uint32_t node, const char* leaf) {
-    return stats.dump()["system"]["host" + std::to_string(node)]["inet"]["tcp"][leaf].get<uint64_t>();
+  uint64_t stat(uint32_t node, const char* leaf) { return inet_stats(node)["tcp"][leaf].get<uint64_t>(); }
+  // Host 0 sends 4-byte messages k .. count-1, each when the call before has returned.
+  void send_small(uint32_t k, uint32_t count) {
+    if (k == count) return;
+    tcp(0).send(a, bytes(4, k), [this, k, count](Errno e) {
+      EXPECT_EQ(e, Errno::Ok);
+      send_small(k + 1, count);
+    });
   }
   // Host 1 listens on 80, host 0 connects (at time 0), both with `nodelay`; then `k`.
   void connect(bool nodelay, std::function<void()> k) {
@@ -160,18 +155,8 @@ TEST(Tcp, ALoneSegmentIsAcknowledgedByTheDelayedAckTick) {
 TEST(Tcp, NagleCoalescesSmallSendsWhileDataIsOutstanding) {
   Hosts h;
   auto got = std::make_shared<std::vector<uint8_t>>();
-  auto k = std::make_shared<int>(0);
-  auto next = std::make_shared<std::function<void()>>();
-  *next = [&h, k, next] {
-    if (*k == 10) return;
-    h.tcp(0).send(h.a, bytes(4, static_cast<uint32_t>(*k)), [next, k](Errno e) {
-      EXPECT_EQ(e, Errno::Ok);
-      ++*k;
-      (*next)();
-    });
-  };
   h.connect(false, [&] {
-    (*next)();
+    h.send_small(0, 10);
     h.read_all(1, h.b, got, 40, [] {});
   });
   run_ms(199);  // before the delayed-ACK tick: only the first has gone
@@ -186,18 +171,8 @@ TEST(Tcp, NagleCoalescesSmallSendsWhileDataIsOutstanding) {
 TEST(Tcp, WithTcpNodelayEverySmallSendIsASegment) {
   Hosts h;
   auto got = std::make_shared<std::vector<uint8_t>>();
-  auto k = std::make_shared<int>(0);
-  auto next = std::make_shared<std::function<void()>>();
-  *next = [&h, k, next] {
-    if (*k == 10) return;
-    h.tcp(0).send(h.a, bytes(4, static_cast<uint32_t>(*k)), [next, k](Errno e) {
-      EXPECT_EQ(e, Errno::Ok);
-      ++*k;
-      (*next)();
-    });
-  };
   h.connect(true, [&] {
-    (*next)();
+    h.send_small(0, 10);
     h.read_all(1, h.b, got, 40, [] {});
   });
   run_ms(1000);
