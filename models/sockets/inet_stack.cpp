@@ -121,20 +121,31 @@ size_t InetStack::queued(int fd) const {
 
 uint64_t InetStack::cksum_ps(uint64_t bytes) const { return cpu_.cycles_ps(c_.cksum_cycles_per_byte * static_cast<double>(bytes)); }
 
-uint64_t InetStack::frame_out_ps(uint64_t bytes) const {
-  uint64_t ps = cycles(c_.ip_output_instr + c_.ether_output_instr + c_.driver_tx_instr);
+uint64_t InetStack::frame_out_ps(uint64_t bytes) const { return cycles(c_.ip_output_instr) + link_out_ps(bytes); }
+
+uint64_t InetStack::link_out_ps(uint64_t bytes) const {
+  uint64_t ps = cycles(c_.ether_output_instr + c_.driver_tx_instr);
   if (c_.driver_copies) ps += os_.copy_ps(bytes);
   return ps;
 }
 
-bool InetStack::transmit(std::vector<uint8_t>&& frame, uint32_t dst) {
-  if (ifq_len_ >= c_.ifq_maxlen) {
+bool InetStack::ifq_enter() {
+  if (ifq_len_ >= c_.ifq_maxlen) {  // IF_QFULL: the frame is dropped
     ifq_drops_.inc();
     return false;
   }
   ++ifq_len_;
+  return true;
+}
+
+void InetStack::to_nic(std::vector<uint8_t>&& frame, uint32_t dst) {
   frames_out_.inc();
   sys_.nic(node_).transmit(dst, std::move(frame), [this](bool) { --ifq_len_; });
+}
+
+bool InetStack::transmit(std::vector<uint8_t>&& frame, uint32_t dst) {
+  if (!ifq_enter()) return false;
+  to_nic(std::move(frame), dst);
   return true;
 }
 
@@ -180,21 +191,13 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
 void InetStack::output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames, uint32_t dst, size_t i,
                               std::function<void(Errno)> k) {
   if (i == frames->size()) return k(Errno::Ok);
-  if (ifq_len_ >= c_.ifq_maxlen) {  // IF_QFULL: this frame and the rest of the datagram are lost
-    ifq_drops_.inc();
-    return k(Errno::NoBufs);
-  }
-  const std::vector<uint8_t>& f = (*frames)[i];
+  if (!ifq_enter()) return k(Errno::NoBufs);  // this frame and the rest of the datagram are lost
   const bool fragmented = frames->size() > 1;
-  uint64_t ps = cycles(c_.ether_output_instr + c_.driver_tx_instr + (fragmented ? c_.frag_instr : 0));
-  if (c_.driver_copies) ps += os_.copy_ps(f.size());
+  const uint64_t ps = link_out_ps((*frames)[i].size()) + (fragmented ? cycles(c_.frag_instr) : 0);
   tx_ps_.inc(ps);
-  ++ifq_len_;
   os_.kernel(ps, [this, frames, dst, i, fragmented, k = std::move(k)]() mutable {
-    std::vector<uint8_t> f = std::move((*frames)[i]);
-    frames_out_.inc();
     if (fragmented) frags_out_.inc();
-    sys_.nic(node_).transmit(dst, std::move(f), [this](bool) { --ifq_len_; });
+    to_nic(std::move((*frames)[i]), dst);
     output_frames(frames, dst, i + 1, std::move(k));
   });
 }
@@ -242,8 +245,9 @@ uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>&
   uint64_t ps = cycles(c_.ipintr_instr);
   constexpr size_t kIpProtoAt = 14 + 9;
   if (!mbp2::is_fragment(frame) && frame.size() > kIpProtoAt && frame[kIpProtoAt] == mbp2::kIpProtoTcp) {
-    ps += tcp_->input_ps(frame);  // tcp_input, header prediction deciding its length
-    effect = [this, f = std::move(frame)]() mutable { tcp_->input(std::move(f)); };
+    bool fast = false;
+    ps += tcp_->input_ps(frame, fast);  // tcp_input, header prediction deciding its length
+    effect = [this, fast, f = std::move(frame)]() mutable { tcp_->input(std::move(f), fast); };
     return ps;
   }
   if (!mbp2::is_fragment(frame)) {

@@ -151,6 +151,12 @@ class InetStack final : public sc_core::sc_module {
   bool port_taken(uint16_t port) const;
   uint16_t ephemeral();
   uint64_t cycles(double instr) const { return os_.instr_ps(instr); }
+  // ether_output and the driver for one frame of `bytes` (its copy when the driver copies).
+  uint64_t link_out_ps(uint64_t bytes) const;
+  // A place on the interface queue (false, counted as a drop, when it is full), and the frame
+  // handed to the NIC from it (the place is freed when the NIC has sent it).
+  bool ifq_enter();
+  void to_nic(std::vector<uint8_t>&& frame, uint32_t dst);
   // Sends the frames of one datagram, one after another through ether_output and the driver.
   void output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames, uint32_t dst, size_t i,
                      std::function<void(Errno)> k);

@@ -131,6 +131,24 @@ uint64_t Tcp::chan(int fd, uint32_t kind) const {
   return (static_cast<uint64_t>(node_) << 32) | 0x80000000u | (kind << 24) | static_cast<uint32_t>(fd);
 }
 
+uint32_t Tcp::snd_space(const Tcb& t) const {
+  return c_.tcp_sendspace - std::min<uint32_t>(c_.tcp_sendspace, static_cast<uint32_t>(t.sndbuf.size()));
+}
+uint32_t Tcp::rcv_space(const Tcb& t) const {
+  return c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size()));
+}
+uint32_t Tcp::offered(const Tcb& t) { return seq_gt(t.rcv_adv, t.rcv_nxt) ? t.rcv_adv - t.rcv_nxt : 0; }
+
+void Tcp::collapse_window(Tcb& t) {
+  // A loss (a timeout or three duplicate ACKs): half the window into ssthresh, cwnd one MSS, and
+  // back to the oldest unacknowledged byte, the RTT measurement abandoned.
+  const uint32_t w = std::max<uint32_t>(std::min(t.snd_wnd, t.cwnd) / 2 / mss_, 2);
+  t.ssthresh = w * mss_;
+  t.cwnd = mss_;
+  t.snd_nxt = t.snd_una;
+  t.timing = false;
+}
+
 tcp::State Tcp::state(int fd) const {
   const Tcb* t = tcb(fd);
   return t ? t->state : State::Closed;
@@ -260,7 +278,7 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
       chan(fd, kChanSend),
       [this, fd, rem] {
         const Tcb* t = tcb(fd);
-        const size_t space = c_.tcp_sendspace - std::min<size_t>(c_.tcp_sendspace, t->sndbuf.size());
+        const size_t space = snd_space(*t);
         return t->error_set || !can_send(t->state) || space >= rem || space >= c_.tcp_send_lowat;
       },
       [this, fd, buf, pos, rem, err, done = std::move(done)]() mutable {
@@ -269,8 +287,7 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
           *err = t->error_set ? t->error : Errno::Pipe;
           return done();
         }
-        const size_t space = c_.tcp_sendspace - std::min<size_t>(c_.tcp_sendspace, t->sndbuf.size());
-        const size_t n = std::min(space, rem);
+        const size_t n = std::min<size_t>(snd_space(*t), rem);
         const uint64_t ps = os_.instr_ps(c_.sosend_instr) + os_.copy_ps(n);
         rx_ps_.inc(ps);
         os_.kernel(ps, [this, fd, buf, pos, n, err, done = std::move(done)]() mutable {
@@ -346,19 +363,25 @@ void Tcp::select(std::vector<int> fds, std::function<void(Errno, int)> k) {
           }
           return false;
         };
-        const uint64_t scan = os_.instr_ps(os_.config().select_instr * static_cast<double>(set->size()));
-        auto pass = std::make_shared<std::function<void()>>();
-        std::weak_ptr<std::function<void()>> self = pass;
-        // (The routine holds itself only weakly; the scan in progress and a sleeper hold it.)
-        *pass = [this, scan, ready, self, done = std::move(done)]() mutable {
-          os_.kernel(scan, [this, ready, p = self.lock(), done]() mutable {
-            if (ready()) return done();
-            os_.sleep(select_chan(), [p] { (*p)(); });
-          });
-        };
-        (*pass)();
+        select_pass(set, out, std::move(done));
       },
       [out, k = std::move(k)] { k(out->first, out->second); });
+}
+
+// selscan: each descriptor polled, on the first pass and after each wakeup; the first with
+// something to read (or end of file, or an error) ends the call.
+void Tcp::select_pass(std::shared_ptr<std::vector<int>> set, std::shared_ptr<std::pair<Errno, int>> out, std::function<void()> done) {
+  const uint64_t scan = os_.instr_ps(os_.config().select_instr * static_cast<double>(set->size()));
+  os_.kernel(scan, [this, set, out, done = std::move(done)]() mutable {
+    for (int fd : *set) {
+      const Tcb* t = tcb(fd);
+      if (!t->rcvbuf.empty() || t->fin_rcvd || t->error_set) {
+        out->second = fd;
+        return done();
+      }
+    }
+    os_.sleep(select_chan(), [this, set, out, done = std::move(done)]() mutable { select_pass(set, out, std::move(done)); });
+  });
 }
 
 uint64_t Tcp::select_chan() const { return chan(0, kChanSelect); }
@@ -402,7 +425,8 @@ State Tcp::a_close_now(Tcb& t, const mbp2::Parsed*, const std::vector<uint8_t>*)
 }
 
 State Tcp::a_close_fin(Tcb& t, const mbp2::Parsed*, const std::vector<uint8_t>*) {
-  t.closing = true;  // output sends the FIN after the send buffer's data
+  // output sends the FIN after the send buffer's data (FIN_WAIT_1, CLOSING and LAST_ACK are the
+  // states of a side that has closed and whose FIN is not yet acknowledged)
   return t.state == State::CloseWait ? State::LastAck : State::FinWait1;
 }
 
@@ -488,12 +512,7 @@ State Tcp::a_rexmt(Tcb& t, const mbp2::Parsed*, const std::vector<uint8_t>*) {
     return State::Closed;
   }
   timeouts_.inc();
-  // Go back to the oldest unacknowledged byte; the window halves into ssthresh, cwnd is one MSS.
-  const uint32_t w = std::max<uint32_t>(std::min(t.snd_wnd, t.cwnd) / 2 / mss_, 2);
-  t.ssthresh = w * mss_;
-  t.cwnd = mss_;
-  t.snd_nxt = t.snd_una;
-  t.timing = false;
+  collapse_window(t);
   t.dupacks = 0;
   if (t.state == State::SynRcvd || t.state == State::SynSent) t.snd_nxt = t.iss;
   return t.state;
@@ -540,9 +559,7 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
       t.acknow = true;
     }
   }
-  const uint32_t space = c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size()));
-  const uint32_t offered = seq_gt(t.rcv_adv, t.rcv_nxt) ? t.rcv_adv - t.rcv_nxt : 0;  // what we advertised is still open
-  const uint32_t wnd_end = t.rcv_nxt + std::max(space, offered);
+  const uint32_t wnd_end = t.rcv_nxt + std::max(rcv_space(t), offered(t));  // what we advertised stays open
   if (seq_gt(seq + len, wnd_end)) {
     const uint32_t over = seq + len - wnd_end;
     len = over >= len ? 0 : len - over;
@@ -557,12 +574,8 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
       dupacks_in_.inc();
       if (++t.dupacks == c_.tcp_dupack_thresh) {  // fast retransmit (4.3BSD-Tahoe): as a timeout, without waiting
         fast_rexmt_.inc();
-        const uint32_t w = std::max<uint32_t>(std::min(t.snd_wnd, t.cwnd) / 2 / mss_, 2);
-        t.ssthresh = w * mss_;
         cancel_rexmt(t);
-        t.timing = false;
-        t.snd_nxt = t.snd_una;
-        t.cwnd = mss_;
+        collapse_window(t);
         t.want_output = true;
       }
     } else {
@@ -673,10 +686,10 @@ State Tcp::enter_time_wait(Tcb& t) {
 
 // ------------------------------------------------------------------ input
 
-uint64_t Tcp::input_ps(const std::vector<uint8_t>& frame) {
+uint64_t Tcp::input_ps(const std::vector<uint8_t>& frame, bool& fast) {
   mbp2::Parsed p;
   const uint64_t ck = ip_.cksum_ps(frame.size() > 34 ? frame.size() - 34 : 0);
-  const bool fast = mbp2::parse_inet(frame, p, false) == mbp2::InetError::None && predicted(p);
+  fast = mbp2::parse_inet(frame, p, false) == mbp2::InetError::None && predicted(p);
   const uint64_t ps = os_.instr_ps(fast ? c_.tcp_predict_instr : c_.tcp_input_instr) + ck;
   input_ps_.inc(ps);
   return ps;
@@ -696,14 +709,14 @@ bool Tcp::predicted(const mbp2::Parsed& p) const {
   return d.ack == t->snd_una && t->reass.empty() && t->rcvbuf.size() + p.payload_len <= c_.tcp_recvspace;
 }
 
-void Tcp::input(std::vector<uint8_t>&& frame) {
+void Tcp::input(std::vector<uint8_t>&& frame, bool fast) {
   mbp2::Parsed p;
   if (mbp2::parse_inet(frame, p) != mbp2::InetError::None || p.d.proto != mbp2::kIpProtoTcp || p.d.dst_node != node_) {
     bad_.inc();
     return;
   }
   segs_in_.inc();
-  if (predicted(p)) predicted_.inc();
+  if (fast) predicted_.inc();
   const uint8_t fl = p.d.flags;
   Event e;
   if (fl & kRst) e = Event::Rst;
@@ -726,7 +739,7 @@ void Tcp::input(std::vector<uint8_t>&& frame) {
 // ------------------------------------------------------------------ output
 
 uint16_t Tcp::rcv_window(const Tcb& t) const {
-  uint32_t win = c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size()));
+  uint32_t win = rcv_space(t);
   if (win < c_.tcp_recvspace / 4 && win < mss_) win = 0;  // receiver silly-window avoidance
   if (seq_lt(t.rcv_nxt + win, t.rcv_adv)) win = t.rcv_adv - t.rcv_nxt;  // never shrink the window offered
   return static_cast<uint16_t>(std::min(win, kMaxWin));
@@ -734,12 +747,7 @@ uint16_t Tcp::rcv_window(const Tcb& t) const {
 
 void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
   t.want_output = false;
-  struct Seg {
-    std::vector<uint8_t> frame;
-    uint64_t ps;
-    uint64_t ticket;
-  };
-  std::vector<Seg> segs;
+  auto segs = std::make_shared<std::deque<Seg>>();
   const uint32_t cc = static_cast<uint32_t>(t.sndbuf.size());
   for (;;) {
     const bool syn = (t.state == State::SynSent || t.state == State::SynRcvd) && t.snd_nxt == t.iss;
@@ -754,7 +762,7 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
       len = mss_;
       sendalot = true;
     }
-    const bool fin_state = t.closing && (t.state == State::FinWait1 || t.state == State::Closing || t.state == State::LastAck);
+    const bool fin_state = t.state == State::FinWait1 || t.state == State::Closing || t.state == State::LastAck;
     const bool fin = fin_state && off + len == cc;
     bool go = syn || t.acknow || fin;
     if (len > 0) {
@@ -767,9 +775,7 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     }
     bool winupd = false;
     if (sync && !go) {  // a window update, when the user's reads opened it enough
-      const uint32_t w = std::min<uint32_t>(kMaxWin, c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size())));
-      const uint32_t offered = seq_gt(t.rcv_adv, t.rcv_nxt) ? t.rcv_adv - t.rcv_nxt : 0;
-      const int64_t adv = static_cast<int64_t>(w) - static_cast<int64_t>(offered);
+      const int64_t adv = static_cast<int64_t>(std::min(kMaxWin, rcv_space(t))) - static_cast<int64_t>(offered(t));
       if (adv >= 2 * static_cast<int64_t>(mss_) || 2 * adv >= static_cast<int64_t>(c_.tcp_recvspace)) go = winupd = true;
     }
     if (!go) {
@@ -834,34 +840,28 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     if (seq_gt(t.rcv_nxt + d.window, t.rcv_adv)) t.rcv_adv = t.rcv_nxt + d.window;
     t.acknow = false;
     t.delack = false;
-    segs.push_back({std::move(frame), ps, next_ticket_++});
+    segs->push_back({std::move(frame), ps, next_ticket_++});
     if (!sendalot) break;
   }
-  if (segs.empty()) {
+  hand_on(segs, t.rnode, intr, std::move(k));
+}
+
+// The segments tcp_output built, handed to IP one after another, each after its CPU time (at
+// interrupt level or in the calling process); then `k`.
+void Tcp::hand_on(std::shared_ptr<std::deque<Seg>> q, uint32_t dst, bool intr, std::function<void()> k) {
+  if (q->empty()) {
     if (k) k();
     return;
   }
-  // Hand the segments to IP one after another, each after its CPU time.
-  auto q = std::make_shared<std::deque<Seg>>(std::make_move_iterator(segs.begin()), std::make_move_iterator(segs.end()));
-  const uint32_t dst = t.rnode;
-  auto step = std::make_shared<std::function<void()>>();
-  std::weak_ptr<std::function<void()>> self = step;
-  *step = [this, q, dst, intr, self, k = std::move(k)]() mutable {
-    if (q->empty()) {
-      if (k) k();
-      return;
-    }
-    const uint64_t ps = q->front().ps;
-    tx_ps_.inc(ps);
-    auto run = [this, q, dst, s = self.lock()] {
-      emit(q->front().ticket, std::move(q->front().frame), dst);
-      q->pop_front();
-      (*s)();
-    };
-    if (intr) cpu_.interrupt(ps, std::move(run));
-    else os_.kernel(ps, std::move(run));
+  const uint64_t ps = q->front().ps;
+  tx_ps_.inc(ps);
+  auto next = [this, q, dst, intr, k = std::move(k)]() mutable {
+    emit(q->front().ticket, std::move(q->front().frame), dst);
+    q->pop_front();
+    hand_on(q, dst, intr, std::move(k));
   };
-  (*step)();
+  if (intr) cpu_.interrupt(ps, std::move(next));
+  else os_.kernel(ps, std::move(next));
 }
 
 void Tcp::respond_rst(const mbp2::Parsed& p) {

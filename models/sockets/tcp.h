@@ -117,10 +117,11 @@ class Tcp final : public sc_core::sc_module {
   uint32_t cwnd(int fd) const;
   uint32_t mss() const { return mss_; }
 
-  // tcp_input for a TCP segment that IP took (called when netisr has spent `input_ps` on it).
-  void input(std::vector<uint8_t>&& frame);
-  // The cost of tcp_input for this segment (header prediction decides), checksum included.
-  uint64_t input_ps(const std::vector<uint8_t>& frame);
+  // The cost of tcp_input for this segment, checksum included: header prediction decides, and
+  // `fast` says what it decided.
+  uint64_t input_ps(const std::vector<uint8_t>& frame, bool& fast);
+  // tcp_input for a TCP segment that IP took, when netisr has spent `input_ps` on it.
+  void input(std::vector<uint8_t>&& frame, bool fast);
 
  private:
   struct Tcb;
@@ -137,7 +138,7 @@ class Tcp final : public sc_core::sc_module {
     uint32_t rnode = 0;
     int listener = -1;          // the listening socket that made it (SYN_RCVD)
     std::deque<int> accept_q;   // a listening socket's established connections
-    bool nodelay = false, acknow = false, delack = false, force = false, closing = false, error_set = false;
+    bool nodelay = false, acknow = false, delack = false, force = false, error_set = false;
     bool user_closed = false, want_output = false;
     Errno error{};
     // send side (RFC 793's names)
@@ -193,6 +194,17 @@ class Tcp final : public sc_core::sc_module {
   // tcp_output: the segments the connection may send now, built and handed to IP one after
   // another, their cost charged at interrupt level (`intr`) or to the calling process; then `k`.
   void output(Tcb& t, bool intr, std::function<void()> k = {});
+  struct Seg {
+    std::vector<uint8_t> frame;
+    uint64_t ps;      // its CPU time: tcp_output, the checksum, IP, ether_output, the driver
+    uint64_t ticket;  // its place in the order tcp_output decided
+  };
+  void hand_on(std::shared_ptr<std::deque<Seg>> q, uint32_t dst, bool intr, std::function<void()> k);
+  void select_pass(std::shared_ptr<std::vector<int>> set, std::shared_ptr<std::pair<Errno, int>> out, std::function<void()> done);
+  uint32_t snd_space(const Tcb& t) const;  // room in the send buffer
+  uint32_t rcv_space(const Tcb& t) const;  // room in the receive buffer
+  static uint32_t offered(const Tcb& t);   // of the window last advertised, what is still open
+  void collapse_window(Tcb& t);
   void send_segment(Tcb& t, uint8_t flags, uint32_t seq, uint32_t len, std::vector<std::function<void()>>& frames,
                     uint64_t& ps, std::vector<uint64_t>& costs);
   void respond_rst(const mbp2::Parsed& p);
