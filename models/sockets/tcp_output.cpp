@@ -1,0 +1,190 @@
+// TCP's output (4.3BSD tcp_output): what to send and when, RSTs, and the segments' hand-off in
+// the order they were decided.
+#include "models/sockets/tcp.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/core/error.h"
+#include "models/core/module_tree.h"
+#include "models/host/os.h"
+#include "models/sockets/inet_stack.h"
+#include "models/sockets/tcp_internal.h"
+
+namespace mbpsim::sockets {
+
+using tcp::Event;
+using tcp::State;
+using namespace tcp;
+using namespace tcp_internal;
+
+// ------------------------------------------------------------------ output
+
+uint16_t Tcp::rcv_window(const Tcb& t) const {
+  uint32_t win = rcv_space(t);
+  if (win < c_.tcp_recvspace / 4 && win < mss_) win = 0;  // receiver silly-window avoidance
+  if (seq_lt(t.rcv_nxt + win, t.rcv_adv)) win = t.rcv_adv - t.rcv_nxt;  // never shrink the window offered
+  return static_cast<uint16_t>(std::min(win, kMaxWin));
+}
+
+void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
+  t.want_output = false;
+  auto segs = std::make_shared<std::deque<Seg>>();
+  const uint32_t cc = static_cast<uint32_t>(t.sndbuf.size());
+  for (;;) {
+    const bool syn = (t.state == State::SynSent || t.state == State::SynRcvd) && t.snd_nxt == t.iss;
+    const bool sync = connected(t.state);
+    uint32_t off = t.snd_nxt - t.snd_una;
+    uint32_t win = std::min(t.snd_wnd, t.cwnd);
+    if (t.force && win == 0) win = 1;
+    int64_t avail = sync ? static_cast<int64_t>(std::min(cc, win)) - off : 0;
+    uint32_t len = avail > 0 ? static_cast<uint32_t>(avail) : 0;
+    bool sendalot = false;
+    if (len > mss_) {
+      len = mss_;
+      sendalot = true;
+    }
+    const bool fin_state = t.state == State::FinWait1 || t.state == State::Closing || t.state == State::LastAck;
+    const bool fin = fin_state && off + len == cc;
+    bool go = syn || t.acknow || fin;
+    if (len > 0) {
+      const bool idle = t.snd_max == t.snd_una;
+      if (len == mss_) go = true;
+      else if ((idle || t.nodelay) && off + len >= cc) go = true;  // Nagle's rule and TCP_NODELAY
+      else if (t.force) go = true;
+      else if (t.max_sndwnd > 0 && len >= t.max_sndwnd / 2) go = true;
+      else if (seq_lt(t.snd_nxt, t.snd_max)) go = true;  // a retransmission
+    }
+    bool winupd = false;
+    if (sync && !go) {  // a window update, when the user's reads opened it enough
+      const int64_t adv = static_cast<int64_t>(std::min(kMaxWin, rcv_space(t))) - static_cast<int64_t>(offered(t));
+      if (adv >= 2 * static_cast<int64_t>(mss_) || 2 * adv >= static_cast<int64_t>(c_.tcp_recvspace)) go = winupd = true;
+    }
+    if (!go) {
+      // tcp_setpersist: data waits, nothing is outstanding and the window is closed
+      if (sync && cc > 0 && !t.rexmt_on) {
+        t.persist = true;
+        arm_rexmt(t);
+      }
+      break;
+    }
+    // Build the segment.
+    uint8_t flags = syn ? kSyn : 0;
+    if (t.state != State::SynSent) flags |= kAck;
+    if (fin) flags |= kFin;
+    if (len > 0 && off + len == cc) flags |= kPsh;
+    const uint32_t seq = t.snd_nxt;
+    mbp2::Datagram d;
+    d.proto = mbp2::kIpProtoTcp;
+    d.src_node = node_;
+    d.dst_node = t.rnode;
+    d.src_port = t.lport;
+    d.dst_port = t.rport;
+    d.seq = seq;
+    d.ack = (flags & kAck) ? t.rcv_nxt : 0;
+    d.flags = flags;
+    d.window = rcv_window(t);
+    d.ip_id = ip_.next_ip_id();
+    // (off may pass the buffer's end when the FIN or a SYN took sequence space; len is 0 then)
+    std::vector<uint8_t> data;
+    if (len > 0) data.assign(t.sndbuf.begin() + off, t.sndbuf.begin() + off + len);
+    std::vector<uint8_t> frame = mbp2::build_inet(d, data.data(), len);
+    const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(mbp2::kTcpHeader + len) + ip_.frame_out_ps(frame.size());
+    // Counters, and the send state advanced as tcp_output does when it hands the segment on.
+    segs_out_.inc();
+    if (len > 0) {
+      data_segs_out_.inc();
+      data_bytes_out_.inc(len);
+      if (seq_lt(seq, t.snd_max)) rexmt_segs_.inc();
+    } else if (!syn && !fin) {
+      acks_out_.inc();
+      if (winupd) winupd_out_.inc();
+    }
+    if (t.force) {
+      t.force = false;
+      sendalot = false;
+    }
+    t.snd_nxt += len + (syn ? 1 : 0) + (fin ? 1 : 0);
+    if (fin) t.fin_sent = true;
+    if (seq_gt(t.snd_nxt, t.snd_max)) {
+      t.snd_max = t.snd_nxt;
+      if (!t.timing && (len > 0 || syn)) {
+        t.timing = true;
+        t.rtseq = seq;
+        t.rtt_start = cal_.now_ps();
+      }
+    }
+    if ((!t.rexmt_on || t.persist) && t.snd_nxt != t.snd_una) {  // something outstanding: the retransmission timer
+      if (t.persist) t.rxtshift = 0;
+      cancel_rexmt(t);
+      arm_rexmt(t);
+    }
+    if (seq_gt(t.rcv_nxt + d.window, t.rcv_adv)) t.rcv_adv = t.rcv_nxt + d.window;
+    t.acknow = false;
+    t.delack = false;
+    segs->push_back({std::move(frame), ps, next_ticket_++});
+    if (!sendalot) break;
+  }
+  hand_on(segs, t.rnode, intr, std::move(k));
+}
+
+// The segments tcp_output built, handed to IP one after another, each after its CPU time (at
+// interrupt level or in the calling process); then `k`.
+void Tcp::hand_on(std::shared_ptr<std::deque<Seg>> q, uint32_t dst, bool intr, std::function<void()> k) {
+  if (q->empty()) {
+    if (k) k();
+    return;
+  }
+  const uint64_t ps = q->front().ps;
+  tx_ps_.inc(ps);
+  auto next = [this, q, dst, intr, k = std::move(k)]() mutable {
+    emit(q->front().ticket, std::move(q->front().frame), dst);
+    q->pop_front();
+    hand_on(q, dst, intr, std::move(k));
+  };
+  if (intr) cpu_.interrupt(ps, std::move(next));
+  else os_.kernel(ps, std::move(next));
+}
+
+void Tcp::respond_rst(const mbp2::Parsed& p) {
+  // RFC 793: a RST for a segment that belongs to no connection; its sequence is the segment's
+  // ACK if it had one, otherwise zero with an ACK of what the segment occupied.
+  mbp2::Datagram d;
+  d.proto = mbp2::kIpProtoTcp;
+  d.src_node = node_;
+  d.dst_node = p.d.src_node;
+  d.src_port = p.d.dst_port;
+  d.dst_port = p.d.src_port;
+  if (p.d.flags & kAck) {
+    d.seq = p.d.ack;
+    d.flags = kRst;
+  } else {
+    d.seq = 0;
+    d.ack = p.d.seq + p.payload_len + ((p.d.flags & kSyn) ? 1 : 0) + ((p.d.flags & kFin) ? 1 : 0);
+    d.flags = kRst | kAck;
+  }
+  d.window = 0;
+  d.ip_id = ip_.next_ip_id();
+  std::vector<uint8_t> frame = mbp2::build_inet(d, nullptr, 0);
+  const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(mbp2::kTcpHeader) + ip_.frame_out_ps(frame.size());
+  rst_out_.inc();
+  segs_out_.inc();
+  tx_ps_.inc(ps);
+  const uint32_t dst = d.dst_node;
+  const uint64_t ticket = next_ticket_++;
+  cpu_.interrupt(ps, [this, ticket, f = std::move(frame), dst]() mutable { emit(ticket, std::move(f), dst); });
+}
+
+void Tcp::emit(uint64_t ticket, std::vector<uint8_t>&& frame, uint32_t dst) {
+  // tcp_output decides and queues a segment in one critical section (splnet), so segments reach
+  // the interface in the order they were decided even when a call's output and an interrupt's
+  // finish their CPU time in the other order: a frame waits for those decided before it.
+  held_.emplace(ticket, std::make_pair(std::move(frame), dst));
+  while (!held_.empty() && held_.begin()->first == next_out_) {
+    ip_.transmit(std::move(held_.begin()->second.first), held_.begin()->second.second);
+    held_.erase(held_.begin());
+    ++next_out_;
+  }
+}
+
+}  // namespace mbpsim::sockets
