@@ -306,7 +306,8 @@ void System::remote_request(Proc& p, Frame* f, uint32_t bi, REvent e) {
   ms.since = now;
   Msg* m = proc_request(row->action == RAction::GetS ? MsgType::GetS : MsgType::GetX, p, f, nblk);
   block_proc(p, now, row->action == RAction::GetS ? "read miss at the home" : "write miss at the home");
-  send(m, bus_time(nd, now, false, false, f->frame_no * nc_.page_bytes));
+  uint64_t at = now;
+  bus_op(p.node, p.bus, BusOp::Kind::Request, paddr_of(f, bi), at, nullptr, m);
 }
 
 // Returns true when the message was kept (a recall deferred until an exclusive fill).
@@ -339,14 +340,14 @@ bool System::remote_event(uint32_t n, Frame* f, uint32_t bi, REvent e, Msg* m, c
       finish_mshr(n, f, bi, nullptr);
       return false;
     case RAction::InvCopy:
-      if (snoop(nd, -1, f, bi, true)) nd.bus_snoop_inv->inc();
+      if (mbp_snoop(nd, f, bi, true)) nd.bus_snoop_inv->inc();
       f->st[bi] = static_cast<uint8_t>(row->next);
       if (ack) ack_round(n, m, mcast, true);
       return false;
     case RAction::UpdCopy:
       for (uint32_t i = 0; i < nc_.block_bytes; ++i)
         if (mask_test(m->mask, i)) blk[i] = m->data[i];
-      if (snoop(nd, -1, f, bi, true)) nd.bus_snoop_inv->inc();
+      if (mbp_snoop(nd, f, bi, true)) nd.bus_snoop_inv->inc();
       if (ack) ack_round(n, m, mcast, true);
       return false;
     case RAction::AckNo:
@@ -357,7 +358,7 @@ bool System::remote_event(uint32_t n, Frame* f, uint32_t bi, REvent e, Msg* m, c
       if (ack) ack_round(n, m, mcast, false);
       return false;
     case RAction::RecallReply: {
-      if (snoop(nd, -1, f, bi, !m->down)) nd.bus_snoop_inv->inc();
+      if (mbp_snoop(nd, f, bi, !m->down)) nd.bus_snoop_inv->inc();
       f->st[bi] = static_cast<uint8_t>(m->down ? RState::S : RState::I);
       Msg* r = new_msg(MsgType::RecallData, n, f->home_node);
       r->nblk = nblk;

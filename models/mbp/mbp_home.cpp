@@ -260,10 +260,7 @@ bool System::perform_write(Frame* f, uint32_t bi, Msg* m) {
 
 void System::home_flush_local(Frame* f, uint32_t bi, bool invalidate) {
   Node& nd = *node_[f->node];
-  if (snoop(nd, -1, f, bi, invalidate)) {
-    nd.bus_snoop_inv->inc();
-    bus_time(nd, now_ps(), true, false, f->frame_no * nc_.page_bytes);
-  }
+  if (mbp_snoop(nd, f, bi, invalidate, true)) nd.bus_snoop_inv->inc();
 }
 
 void System::reply(Msg* req, MsgType t, Frame* f, uint32_t bi) {

@@ -1,6 +1,7 @@
-// mbp::System: the processors (loosely timed, write buffer, P-TLB, L1/L2) and the snooping node
-// bus with its banks' timing. A processor's hit is a lookup here; a miss becomes a node-bus
-// transaction, or a request to the MBP (mbp.cpp).
+// mbp::System: the processors (loosely timed, write buffer, P-TLB, L1/L2). A processor's hit is
+// a lookup here; a miss becomes a transaction through its socket to the node bus (node_bus.h,
+// node_bus.cpp), which another cache or the node's memory serves, or the MBP claims: then the
+// processor asks the MBP (mbp.cpp) with a Request on the bus.
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -24,70 +25,9 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, uint32_t n) {
 }
 }  // namespace
 
-// ---------------------------------------------------------------- node bus and caches
+// ---------------------------------------------------------------- the bus socket and the caches
 
-uint64_t System::bank_access(Node& n, uint64_t t, uint64_t paddr) {
-  const uint32_t b = bank_of(paddr);
-  uint64_t& bf = n.bank_free[b];
-  const uint64_t s = std::max(t, bf);
-  bf = s + bank_busy_ps_;
-  return s + n.bank_lat[b];
-}
-
-// A bus transaction started at t: arbitration, address and snoop phases on the address bus
-// (the C-TLB watches it), then, when `data`, the block's beats on the data bus once the
-// supplier (a bank when `from_memory`, else a cache) has it. Split transactions: the address
-// bus is free again after the snoop phase.
-uint64_t System::bus_time(Node& n, uint64_t t, bool data, bool from_memory, uint64_t paddr) {
-  n.bus_tx->inc();
-  uint64_t ctlb_pen = 0;
-  if (n.mbp.ctlb.lookup(paddr / nc_.page_bytes, nullptr)) {
-    n.ctlb_hits->inc();
-  } else {
-    n.ctlb_misses->inc();
-    n.mbp.ctlb.insert(paddr / nc_.page_bytes, 0);
-    ctlb_pen = mc_.ctlb_miss_cycles * mbp_ps_;
-  }
-  const uint64_t a = std::max(t, n.bus.addr_free);
-  const uint64_t addr_end = a + (nc_.bus_arb_cycles + nc_.bus_addr_cycles + nc_.bus_snoop_cycles) * bus_ps_;
-  n.bus.addr_free = addr_end;
-  if (!data) return addr_end + ctlb_pen;
-  uint64_t ready = addr_end;
-  if (from_memory) ready = std::max(ready, bank_access(n, a + (nc_.bus_arb_cycles + nc_.bus_addr_cycles) * bus_ps_, paddr));
-  const uint64_t d = std::max(ready, n.bus.data_free);
-  n.bus.data_free = d + nc_.data_beats() * bus_ps_;
-  return n.bus.data_free + ctlb_pen;
-}
-
-bool System::node_l2_holds(Node& n, uint64_t pblk) {
-  for (auto& q : n.procs)
-    if (q->l2.find(pblk)) return true;
-  return false;
-}
-
-bool System::snoop(Node& n, int except, Frame* f, uint32_t bi, bool invalidate) {
-  const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
-  bool any = false;
-  for (auto& q : n.procs) {
-    if (static_cast<int>(q->id) == except) continue;
-    node::Cache::Line* l = q->l2.find(pblk);
-    if (!l) continue;
-    any = true;
-    if (l->state == kL2M) std::memcpy(mem(f, bi), q->l2.data(l), nc_.block_bytes);
-    node::Cache::Line* l1 = q->l1.find(pblk);
-    if (invalidate) {
-      l->state = 0;
-      if (l1) l1->state = 0;
-    } else {
-      l->state = kL2S;
-      if (l1) l1->state = kL1Read;
-    }
-  }
-  return any;
-}
-
-void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state) {
-  Node& nd = *node_[p.node];
+void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state, uint64_t t) {
   node::Cache::Line* l = p.l2.find(pblk);
   if (!l) {
     l = p.l2.victim(pblk);
@@ -96,9 +36,8 @@ void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2
       node::Cache::Line* v1 = p.l1.find(l->blk);
       if (v1) v1->state = 0;
       if (l->state == kL2M) {
-        Frame* vf = nd.frames[l->blk / blocks_per_page_ - kFrameBase].get();
-        std::memcpy(mem(vf, static_cast<uint32_t>(l->blk % blocks_per_page_)), p.l2.data(l), nc_.block_bytes);
-        nd.bus_tx->inc();
+        uint64_t wt = t;  // (a buffered write-back: no bus time)
+        bus_op(p.node, p.bus, BusOp::Kind::WriteBack, l->blk * nc_.block_bytes, wt, p.l2.data(l));
       }
     }
     l->blk = pblk;
@@ -250,7 +189,8 @@ System::Outcome System::execute(Proc& p, uint64_t& t, uint64_t now) {
       m->aoff = static_cast<uint32_t>(op.addr % nc_.block_bytes);
       p.lvl = 4;
       block_proc(p, now, op.kind == OpKind::Atomic ? "atomic at the home" : "protocol switch at the home");
-      send(m, bus_time(*node_[p.node], now, true, false, f->frame_no * nc_.page_bytes));
+      uint64_t at = now;
+      bus_op(p.node, p.bus, BusOp::Kind::RequestData, paddr_of(f, static_cast<uint32_t>((op.addr / nc_.block_bytes) % blocks_per_page_)), at, m->data, m);
       return Outcome::Wait;
     }
   }
@@ -289,17 +229,17 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
   };
   if (f->proto == Protocol::NonCacheable) {
     // Non-cacheable: never in L1/L2; the home's memory is the only copy.
-    if (f->home && !f->dir->switching && !f->dir->switch_waiting &&
-        static_cast<HState>(f->st[bi]) == HState::None) {
-      t = bus_time(nd, t, true, true, paddr);
-      nd.local_mem->inc();
-      return done(mem(f, bi), 3);
+    uint64_t at = t;
+    if (bus_op(p.node, p.bus, BusOp::Kind::ReadUncached, paddr, at, p.bus.line.data()) != BusOp::Supplier::Claimed) {
+      t = at;
+      return done(p.bus.line.data(), 3);
     }
     if (t > now) return Outcome::Sync;
     Msg* m = proc_request(MsgType::ReadH, p, f, nblk);
     p.lvl = 4;
     block_proc(p, now, "non-cacheable read at the home");
-    send(m, bus_time(nd, now, false, false, paddr));
+    at = now;
+    bus_op(p.node, p.bus, BusOp::Kind::Request, paddr, at, nullptr, m);
     return Outcome::Wait;
   }
   if (node::Cache::Line* l = p.l1.find(pblk)) {
@@ -319,43 +259,19 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
     return done(p.l2.data(l), 2);
   }
   t += nc_.l2_latency * cpu_ps_;
-  // The node bus: another L2, the bank (home memory or the L3 copy), or the MBP.
-  bool node_ok;
-  if (f->home) {
-    const HState s = static_cast<HState>(f->st[bi]);
-    node_ok = s == HState::None || s == HState::Shared || s == HState::InvRound || s == HState::UpdRound;
-  } else {
-    const RState s = static_cast<RState>(f->st[bi]);
-    node_ok = s == RState::S || s == RState::E || s == RState::SE;
-  }
-  const bool other = node_l2_holds(nd, pblk);
-  f->last_use = t;
-  if (!node_ok && !other) {
+  // The node bus: another L2, the bank (home memory or the L3 copy), or the MBP claims it.
+  uint64_t at = t;
+  if (bus_op(p.node, p.bus, BusOp::Kind::Read, paddr, at, p.bus.line.data()) == BusOp::Supplier::Claimed) {
     if (t > now) return Outcome::Sync;
     return ask_mbp(p, f, bi, false, now);
   }
-  uint8_t st = kL2S;
-  if (other) {
-    snoop(nd, static_cast<int>(p.id), f, bi, false);
-    t = bus_time(nd, t, true, false, paddr);
-    nd.c2c->inc();
-  } else {
-    t = bus_time(nd, t, true, true, paddr);
-    if (f->home) {
-      nd.local_mem->inc();
-      if (f->proto == Protocol::Invalidate && static_cast<HState>(f->st[bi]) == HState::None) st = kL2E;
-    } else {
-      nd.l3_hits->inc();
-      if (static_cast<RState>(f->st[bi]) == RState::E) st = kL2E;
-    }
-  }
-  fill_caches(p, pblk, mem(f, bi), st);
-  return done(mem(f, bi), 3);
+  t = at;
+  fill_caches(p, pblk, p.bus.line.data(), p.bus.cmd->granted, t);
+  return done(p.bus.line.data(), 3);
 }
 
 System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
   MemOp& op = p.op;
-  Node& nd = *node_[p.node];
   const Addr a = decode(op.addr);  // (named copies: C++17 lambdas cannot capture bindings)
   const uint64_t page = a.page, nblk = a.nblk;
   const uint32_t boff = a.boff, bi = a.bi;
@@ -395,27 +311,17 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
     return write(own, 2);
   }
   t += nc_.l2_latency * cpu_ps_;
-  bool node_ok;
-  if (f->home) {
-    node_ok = static_cast<HState>(f->st[bi]) == HState::None && !f->dir->switching && !f->dir->switch_waiting;
-  } else {
-    node_ok = static_cast<RState>(f->st[bi]) == RState::E;
-  }
-  f->last_use = t;
-  if (!node_ok) {
+  // Read-exclusive (or upgrade) on the bus: other L2 copies go, an M copy first lands in the
+  // frame; or the MBP claims it.
+  uint64_t at = t;
+  if (bus_op(p.node, p.bus, own ? BusOp::Kind::Upgrade : BusOp::Kind::ReadExclusive, paddr, at, own ? nullptr : p.bus.line.data()) ==
+      BusOp::Supplier::Claimed) {
     if (t > now) return Outcome::Sync;
     return ask_mbp(p, f, bi, true, now);
   }
-  // Read-exclusive (or upgrade) on the bus: other L2 copies go, an M copy first lands in the frame.
-  const bool other = snoop(nd, static_cast<int>(p.id), f, bi, true);
-  if (own) {
-    t = bus_time(nd, t, false, false, paddr);
-  } else {
-    t = bus_time(nd, t, true, !other, paddr);
-    if (other) nd.c2c->inc();
-    else if (f->home) nd.local_mem->inc();
-    else nd.l3_hits->inc();
-    fill_caches(p, pblk, mem(f, bi), kL2E);
+  t = at;
+  if (!own) {
+    fill_caches(p, pblk, p.bus.line.data(), kL2E, t);
     own = p.l2.find(pblk);
   }
   return write(own, 3);
@@ -470,7 +376,8 @@ void System::issue_wb(Proc& p, size_t idx, uint64_t now) {
   m->mask = e.mask;
   std::memcpy(m->data, e.data.data(), nc_.block_bytes);
   // One bus write carries the bytes to the MBP.
-  send(m, bus_time(*node_[p.node], now, true, false, f->frame_no * nc_.page_bytes));
+  uint64_t at = now;
+  bus_op(p.node, p.bus, BusOp::Kind::RequestData, paddr_of(f, static_cast<uint32_t>(e.nblk % blocks_per_page_)), at, m->data, m);
 }
 
 // A request of processor p to the home of frame f's page, about block nblk.
@@ -494,7 +401,8 @@ System::Outcome System::ask_mbp(Proc& p, Frame* f, uint32_t bi, bool write, uint
   }
   Msg* m = proc_request(write ? MsgType::GetX : MsgType::GetS, p, f, f->npage * blocks_per_page_ + bi);
   block_proc(p, now, write ? "local write of a block shared or owned elsewhere" : "local read of a block owned elsewhere");
-  send(m, bus_time(*node_[p.node], now, false, false, f->frame_no * nc_.page_bytes));
+  uint64_t at = now;
+  bus_op(p.node, p.bus, BusOp::Kind::Request, paddr_of(f, bi), at, nullptr, m);
   return Outcome::Wait;
 }
 

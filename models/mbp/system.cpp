@@ -38,16 +38,19 @@ void System::footprint(const node::NodeConfig& nc, const MbpConfig& mc, uint64_t
   b = node::Cache::footprint_bytes(nc.l2_bytes, nc.l2_assoc, nc.block_bytes, node_blocks, &worst);
   f.add("L2 caches", cached_procs * b + (procs - cached_procs) * node::Cache::footprint_bytes(nc.l2_bytes, nc.l2_assoc, nc.block_bytes, 0),
         "node.l2_bytes x node.procs x nodes", procs * worst);
-  // A processor: its module and its caches' and TLB's, the TLB's entries, the write buffer; the
-  // caches' and TLB's statistics.
+  // A processor: its module and its caches' and TLB's, the TLB's entries, its bus socket and the
+  // transaction's extension, the write buffer; the caches' and TLB's statistics.
   const uint64_t proc = module_bytes<Proc>(24) + 3 * module_overhead_bytes(28) + node::Tlb::footprint_bytes(nc.ptlb_entries) +
+                        kInitiatorSocketHeap + heap_bytes(sizeof(BusOp)) +
                         vector_bytes<WbEntry>(mc.write_buffer) + vector_bytes<std::unique_ptr<Proc>>(nc.procs) / nc.procs +
                         6 * Stats::bytes_per_stat(32);
   f.add("processors", procs * proc, "node.procs x nodes, mbp.write_buffer");
   // A node: its module with the bus, the MBP (C-TLB, N-TLB, directory) and the banks with
   // their sockets; its statistics.
   const uint64_t banks = static_cast<uint64_t>(nc.banks);
+  // The bus's target socket, the MBP's initiator and its transaction's extension.
   const uint64_t node_bytes = module_bytes<Node>(12) + 4 * module_overhead_bytes(20) + node::Tlb::footprint_bytes(mc.ctlb_entries) +
+                              kTargetSocketHeap + kInitiatorSocketHeap + heap_bytes(sizeof(BusOp)) +
                               node::Tlb::footprint_bytes(mc.ntlb_entries) +
                               banks * (module_bytes<mem::Memory>(18) + kTargetSocketHeap + heap_bytes(sizeof(NodeBus::Socket<Node>)) +
                                        kInitiatorSocketHeap + module_overhead_bytes(24) + 4 * sizeof(uint64_t)) +
@@ -261,8 +264,11 @@ ProcPort& System::processor_port(uint32_t node, uint32_t proc) {
 }
 
 void System::before_end_of_elaboration() {
-  for (auto& nd : node_)
+  for (auto& nd : node_) {
     for (size_t b = 0; b < nd->to_bank.size(); ++b) nd->to_bank[b]->bind(*nd->bank_target[b]);
+    for (auto& p : nd->procs) p->bus.socket.bind(p->bus_path ? *p->bus_path : static_cast<mem::TargetSocket&>(nd->bus.socket));
+    nd->mbp.bus.socket.bind(nd->bus.socket);
+  }
 }
 
 // ---------------------------------------------------------------- event calendar
@@ -535,7 +541,7 @@ bool System::evict_page(uint32_t n) {
   for (uint32_t bi = 0; bi < blocks_per_page_; ++bi) {
     const RState s = static_cast<RState>(v->st[bi]);
     if (s == RState::I) continue;
-    snoop(nd, -1, v, bi, true);  // the node's caches lose the page; an M line lands in the frame
+    mbp_snoop(nd, v, bi, true);  // the node's caches lose the page; an M line lands in the frame
     if (s != RState::E) continue;
     const uint64_t nblk = v->npage * blocks_per_page_ + bi;
     Msg* m = new_msg(MsgType::PutX, n, v->home_node);
@@ -545,7 +551,8 @@ bool System::evict_page(uint32_t n) {
     std::memcpy(m->data, mem(v, bi), nc_.block_bytes);
     nd.wb_pending[nblk].data.assign(m->data, m->data + nc_.block_bytes);
     nd.l3_writebacks->inc();
-    send(m, bus_time(nd, now, true, false, v->frame_no * nc_.page_bytes));
+    uint64_t at = now;
+    bus_op(n, nd.mbp.bus, BusOp::Kind::RequestData, paddr_of(v, bi), at, m->data, m);
   }
   // TLB shootdown: the processors' P-TLBs, the C-TLB and the N-TLB forget the page.
   for (auto& p : nd.procs) p->ptlb.invalidate(v->npage);

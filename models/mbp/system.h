@@ -36,6 +36,7 @@
 #include "models/mem/memory.h"
 #include "models/mbp/directory.h"
 #include "models/mbp/mbp_config.h"
+#include "models/mbp/node_bus.h"
 #include "models/mbp/proc_port.h"
 #include "models/mbp/protocol.h"
 #include "models/net/network.h"
@@ -45,6 +46,7 @@
 
 namespace mbpsim::mbp {
 
+struct BusMaster;
 using node::MemOp;
 using node::OpKind;
 using node::Protocol;
@@ -83,6 +85,16 @@ class System : public sc_core::sc_module, public net::NetClient {
   // std::logic_error when asked for a new port after elaboration, std::out_of_range for a
   // processor the machine lacks; afterwards it returns the port made.
   ProcPort& processor_port(uint32_t node, uint32_t proc);
+  // A user's TLM-2.0 module between processor `proc` of node `node` and its node bus (node_bus.h:
+  // the transactions and their BusOp extension), before elaboration ends: the processor's
+  // initiator socket (system.node<n>.proc<i>.bus) is bound to `first`, and the user binds their
+  // module's initiator to bus_socket(node). The module must pass every transaction on without
+  // waiting. Throws std::logic_error after elaboration, std::out_of_range for a processor the
+  // machine lacks.
+  void use_bus_path(uint32_t node, uint32_t proc, mem::TargetSocket& first);
+  // The node bus's target socket (system.node<n>.bus.socket): the processors bind to it, and so
+  // may a user's module (any number of initiators).
+  mem::TargetSocket& bus_socket(uint32_t node);
   // Starts every processor (call after elaboration, before sc_start runs the workload).
   void start();
   // The driver has work for a sleeping processor.
@@ -127,6 +139,7 @@ class System : public sc_core::sc_module, public net::NetClient {
 
  private:
   struct Frame;
+  struct NodeBus;
   struct DirPage;
   struct Directory;
   struct NodeMbp;
@@ -180,12 +193,22 @@ class System : public sc_core::sc_module, public net::NetClient {
   void wb_retire(Proc& p, uint64_t id);
   void complete_from_msg(Proc& p, Msg* m);
 
-  // Node bus, banks and caches.
+  // Node bus, banks and caches (node_bus.cpp; the transactions are node_bus.h's).
+  // Serves a transaction of node `node`'s bus.
+  void bus_transport(uint32_t node, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+  // A transaction of node `node`'s bus master m (a processor, the MBP) through its socket, started
+  // at time t (on return, the time it completed): a block `data` (Read*: the block arrives
+  // there), the Request's message `msg`, a snoop's `flush`. A path that answers with an error
+  // fails the run, naming the node, the master and the transaction.
+  BusOp::Supplier bus_op(uint32_t node, BusMaster& m, BusOp::Kind k, uint64_t paddr, uint64_t& t, uint8_t* data, Msg* msg = nullptr,
+                         bool flush = false);
   // The bank that holds node-physical address p, and p's address inside that bank.
   uint32_t bank_of(uint64_t p) const { return static_cast<uint32_t>((p >> unit_shift_) % nc_.banks); }
   uint64_t bank_local(uint64_t p) const { return (p / (uint64_t{unit_} * nc_.banks)) * unit_ + (p & (unit_ - 1)); }
   // Takes a new frame's bytes from its banks (DMI through the node bus) and zeroes them.
   void attach_memory(Node& n, Frame* f);
+  // The node-physical address of block bi of frame f.
+  uint64_t paddr_of(const Frame* f, uint32_t bi) const;
   // The bytes of block bi of frame f, in its bank.
   uint8_t* mem(const Frame* f, uint32_t bi) const;
   uint64_t bus_time(Node& n, uint64_t t, bool data, bool from_memory, uint64_t paddr);
@@ -193,8 +216,13 @@ class System : public sc_core::sc_module, public net::NetClient {
   // Snoops the L2s of a node (but `except_proc`'s): an M copy lands in the frame, then every
   // copy is downgraded to S or invalidated. Returns whether some L2 held the block.
   bool snoop(Node& n, int except_proc, Frame* f, uint32_t bi, bool invalidate);
+  // The node's MBP snoops its caches through its bus socket (an Invalidate or a Downgrade, with a
+  // data phase when `flush` and a cache held the block). Returns whether some L2 held it.
+  bool mbp_snoop(Node& nd, Frame* f, uint32_t bi, bool invalidate, bool flush = false);
   bool node_l2_holds(Node& n, uint64_t pblk);
-  void fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state);
+  // Processor p's L2 and L1 take the block in L2 state `l2state` at its time t (a modified L2
+  // victim is written back through its socket).
+  void fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state, uint64_t t);
 
   // MBP: messages.
   Msg* new_msg(MsgType t, uint32_t src, uint32_t dst);

@@ -7,12 +7,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include <tlm_utils/multi_passthrough_target_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <cstdio>
 #include <string>
 
 #include "models/core/module_tree.h"
+#include "models/mbp/node_bus.h"
 #include "models/mbp/system.h"
 
 namespace mbpsim::mbp {
@@ -83,13 +85,34 @@ enum class WaitKind : uint8_t { None, Mbp, Mshr, WriteBuffer };
 
 // A processor of a node (system.node<n>.proc<i>) with its L1, L2 and TLB (`l1`, `l2`, `ptlb`,
 // child modules): cache hits are lookups here, as in the processor itself.
+// What issues node-bus transactions (node_bus.h): a processor, the node's MBP. Its initiator
+// socket (`bus`, a child of the module that owns it) and its one transaction: b_transport
+// returns it completed, so one payload serves every transaction.
+struct BusMaster {
+  BusMaster(uint32_t block_bytes, uint32_t proc) : socket("bus") {
+    tx.set_extension(cmd);  // the payload owns it
+    tx.set_byte_enable_ptr(nullptr);
+    tx.set_streaming_width(block_bytes);
+    tx.set_data_length(block_bytes);
+    cmd->proc = proc;
+  }
+  tlm_utils::simple_initiator_socket<BusMaster> socket;
+  BusOp* cmd = new BusOp;
+  tlm::tlm_generic_payload tx;
+  std::array<uint8_t, 256> line{};  // the block a Read brings (node.block_bytes <= 256)
+};
+
+// Its misses, write-backs and requests to the MBP are node-bus transactions through its initiator
+// socket `bus`, bound to the node bus or to a user's module in between.
 struct System::Proc : sc_core::sc_module {
   Proc(sc_core::sc_module_name name, uint32_t n, uint32_t i, const node::NodeConfig& c)
       : sc_core::sc_module(name), node(n), id(i), l1("l1", c.l1_bytes, c.l1_assoc, c.block_bytes),
-        l2("l2", c.l2_bytes, c.l2_assoc, c.block_bytes), ptlb("ptlb", c.ptlb_entries, c.ptlb_assoc) {}
+        l2("l2", c.l2_bytes, c.l2_assoc, c.block_bytes), ptlb("ptlb", c.ptlb_entries, c.ptlb_assoc), bus(c.block_bytes, i) {}
   uint32_t node, id;
   Part<node::Cache> l1, l2;
   Part<node::Tlb> ptlb;
+  BusMaster bus;
+  mem::TargetSocket* bus_path = nullptr;  // a user's module between it and the bus (use_bus_path)
   // Its loads and stores by the level that served them, and its translations.
   Counter *l1_hits = nullptr, *l1_misses = nullptr, *l2_hits = nullptr, *l2_misses = nullptr, *ptlb_hits = nullptr, *ptlb_misses = nullptr;
   uint64_t t = 0;
@@ -170,13 +193,22 @@ class PageTable {
   int shift_ = 64;
 };
 
-// The node bus (system.node<n>.bus): its initiator socket to each bank (`to_bank<b>`) and when
-// its address and data phases are next free.
-struct NodeBus : sc_core::sc_module {
-  explicit NodeBus(sc_core::sc_module_name name) : sc_core::sc_module(name) {}
+// The node bus (system.node<n>.bus): its target socket for the processors' transactions
+// (`socket`, node_bus.h; System::bus_transport serves them), its initiator socket to each bank
+// (`to_bank<b>`) and when its address and data phases are next free.
+struct System::NodeBus : sc_core::sc_module {
+  NodeBus(sc_core::sc_module_name name, System& s, uint32_t n) : sc_core::sc_module(name), socket("socket"), sys(s), node(n) {
+    socket.register_b_transport(this, &NodeBus::b_transport);
+  }
   template <class Owner>
   using Socket = tlm_utils::simple_initiator_socket_tagged<Owner>;
+  tlm_utils::multi_passthrough_target_socket<NodeBus> socket;
   uint64_t addr_free = 0, data_free = 0;
+
+ private:
+  void b_transport(int, tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) { sys.bus_transport(node, gp, delay); }
+  System& sys;
+  uint32_t node;
 };
 
 // The MBP's directory (system.node<n>.mbp.dir): one entry for each page the node is the home
@@ -195,13 +227,17 @@ struct System::Directory : sc_core::sc_module {
   std::vector<std::unique_ptr<DirPage>> entries;  // in the order the home pages were made
 };
 
-// A node's MBP (system.node<n>.mbp): its C-TLB and N-TLB (`ctlb`, `ntlb`) and its directory
-// (`dir`). What it does is the protocol engine's, mbp::System's (mbp.cpp, mbp_home.cpp).
+// A node's MBP (system.node<n>.mbp): its C-TLB and N-TLB (`ctlb`, `ntlb`), its directory
+// (`dir`) and its initiator socket on the node bus (`bus`: its snoops of the node's caches, its
+// flushes and the write-backs of evicted L3 pages). What it does is the protocol engine's,
+// mbp::System's (mbp.cpp, mbp_home.cpp).
 struct System::NodeMbp : sc_core::sc_module {
-  NodeMbp(sc_core::sc_module_name name, const MbpConfig& mc)
-      : sc_core::sc_module(name), ctlb("ctlb", mc.ctlb_entries, mc.ctlb_assoc), ntlb("ntlb", mc.ntlb_entries, mc.ntlb_assoc), dir("dir") {}
+  NodeMbp(sc_core::sc_module_name name, const MbpConfig& mc, uint32_t block_bytes)
+      : sc_core::sc_module(name), ctlb("ctlb", mc.ctlb_entries, mc.ctlb_assoc), ntlb("ntlb", mc.ntlb_entries, mc.ntlb_assoc), dir("dir"),
+        bus(block_bytes, BusOp::kNoProc) {}
   Part<node::Tlb> ctlb, ntlb;
   Directory dir;
+  BusMaster bus;
 };
 
 // A node of the machine, as a module (system.node<n>, a child of the root beside the network):
@@ -210,7 +246,7 @@ struct System::NodeMbp : sc_core::sc_module {
 // System's calendar.
 struct System::Node : sc_core::sc_module {
   Node(sc_core::sc_module_name name, System& sys, uint32_t i, const node::NodeConfig& nc, const MbpConfig& mc)
-      : sc_core::sc_module(name), id(i), bus("bus"), mbp("mbp", mc), bank_free(nc.banks, 0), mbp_free(nc.banks, 0), sys_(sys) {
+      : sc_core::sc_module(name), id(i), bus("bus", sys, i), mbp("mbp", mc, nc.block_bytes), bank_free(nc.banks, 0), mbp_free(nc.banks, 0), sys_(sys) {
     for (int p = 0; p < nc.procs; ++p)
       procs.push_back(std::make_unique<Proc>(("proc" + std::to_string(p)).c_str(), i, static_cast<uint32_t>(p), nc));
     for (uint32_t b = 0; b < static_cast<uint32_t>(nc.banks); ++b) {
@@ -268,6 +304,8 @@ struct System::Node : sc_core::sc_module {
 };
 
 constexpr uint64_t kFrameBase = 16;  // node-physical frames below this are the kernel's
+
+inline uint64_t System::paddr_of(const Frame* f, uint32_t bi) const { return f->frame_no * nc_.page_bytes + uint64_t{bi} * nc_.block_bytes; }
 
 inline uint8_t* System::mem(const Frame* f, uint32_t bi) const {
   const uint64_t off = uint64_t{bi} * nc_.block_bytes;
