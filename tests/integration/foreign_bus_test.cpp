@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <systemc>
@@ -204,7 +205,7 @@ struct UserBusMaster : sc_core::sc_module {
 
 TEST(ForeignBus, AUsersBusMasterReadsTheHomeMemoryAndMalformedTransactionsGetErrors) {
   UserBusMaster master("user_master");
-  const json steps = {step(2, 0, 0, "store", 0x1000)};
+  const json steps = json::array({step(2, 0, 0, "store", 0x1000)});  // (not {x}: clang reads a one-element list as a copy of x)
   test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1,
                      [&](mbp::System& s) { master.socket.bind(s.bus_socket(2)); });
   h.run();
@@ -246,13 +247,43 @@ struct BrokenBus : sc_core::sc_module {
 
 TEST(ForeignBus, APathThatAnswersAnErrorFailsTheRunNamingNodeProcessorAndTransaction) {
   BrokenBus broken("broken_bus");
-  const json steps = {step(1, 1, 0, "load", 0x20)};
+  const json steps = json::array({step(1, 1, 0, "load", 0x20)});  // (not {x}: clang reads a one-element list as a copy of x)
   test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1,
                      [&](mbp::System& s) { s.use_bus_path(1, 1, broken.socket); });
   h.run();
   EXPECT_FALSE(h.workload().done());
   EXPECT_NE(h.sys().failure().find("node 1 processor 1: the node bus answered TLM_ADDRESS_ERROR_RESPONSE to a Read of 0x"), std::string::npos)
       << h.sys().failure();
+}
+
+// A module in the path that waits: the machine's processors issue their transactions from its
+// SC_METHOD, so the wait is SystemC's error, thrown out of sc_start, not a hang or a crash.
+struct WaitingPath : sc_core::sc_module {
+  tlm_utils::simple_target_socket<WaitingPath> in{"in"};
+  tlm_utils::simple_initiator_socket<WaitingPath> out{"out"};
+  explicit WaitingPath(sc_core::sc_module_name n) : sc_core::sc_module(n) { in.register_b_transport(this, &WaitingPath::b_transport); }
+  void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    wait(delay);
+    delay = sc_core::SC_ZERO_TIME;
+    out->b_transport(gp, delay);
+  }
+};
+
+TEST(ForeignBus, AModuleThatWaitsInThePathGetsSystemCsError) {
+  WaitingPath waits("waiting_path");
+  const json steps = json::array({step(0, 0, 0, "load", 0x20)});  // (not {x}: clang reads a one-element list as a copy of x)
+  test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1, [&](mbp::System& s) {
+    s.use_bus_path(0, 0, waits.in);
+    waits.out.bind(s.bus_socket(0));
+  });
+  std::string what;
+  try {
+    h.run();
+  } catch (const sc_core::sc_report& r) {
+    what = r.what();
+  }
+  EXPECT_NE(what.find("wait() is only allowed in SC_THREADs and SC_CTHREADs"), std::string::npos) << what;
+  EXPECT_FALSE(h.workload().done());
 }
 
 TEST(ForeignBus, APathIsBoundOnlyBeforeTheRunAndOnlyToAProcessorTheMachineHas) {

@@ -66,6 +66,9 @@ TEST(ModuleTree, TheMbpMachineIsAModuleTreeUnderTheRoot) {
       EXPECT_TRUE(is_module(node + ".bank" + std::to_string(b))) << node;
       EXPECT_NE(sc_core::sc_find_object((node + ".bus.to_bank" + std::to_string(b)).c_str()), nullptr) << node;
     }
+    // The node bus's target socket and its initiators: each processor's and the MBP's.
+    for (const std::string& s : {node + ".bus.socket", node + ".mbp.bus", node + ".proc0.bus", node + ".proc3.bus"})
+      EXPECT_NE(sc_core::sc_find_object(s.c_str()), nullptr) << s;
     // A node's children: 4 processors, the bus, the MBP and 4 banks.
     EXPECT_EQ(sc_core::sc_find_object(node.c_str())->get_child_objects().size(), 10u) << node;
   }
