@@ -25,7 +25,7 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, uint32_t n) {
 }
 }  // namespace
 
-// ---------------------------------------------------------------- the bus socket and the caches
+// ---------------------------------------------------------------- the caches
 
 void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state, uint64_t t) {
   node::Cache::Line* l = p.l2.find(pblk);
