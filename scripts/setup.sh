@@ -12,7 +12,7 @@ case "$mode" in run|test|bench|sanitize|figures) ;; *) echo "usage: scripts/setu
 
 pkgs=(build-essential cmake pkg-config libsystemc-dev nlohmann-json3-dev zlib1g-dev
       libboost-program-options-dev nettle-dev libgmp-dev libgtest-dev libbenchmark-dev m4 valgrind
-      spin rumur bc)
+      spin rumur bc python3)
 [ "$mode" = sanitize ] && pkgs+=(clang-14 libclang-rt-14-dev)
 [ "$mode" = figures ] && pkgs+=(python3-matplotlib)
 missing=()

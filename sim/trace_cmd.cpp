@@ -24,6 +24,13 @@ int info(const std::string& dir) {
   std::printf("encoding       %s\n", trace::name(m.encoding));
   std::printf("gap unit       %s (total %llu)\n", m.gap_unit.c_str(), static_cast<unsigned long long>(s.gap_total));
   if (!m.capture.empty()) std::printf("capture        %s\n", m.capture.c_str());
+  if (m.instructions) {
+    // What the trace represents: each gap, plus one instruction per memory record (a
+    // read-modify-write of memory gives a load and a store record for one instruction).
+    const uint64_t refs = s.by_kind[1] + s.by_kind[2] + s.by_kind[3];
+    std::printf("instructions   %llu counted at capture; the records represent %llu (gaps + references)\n",
+                static_cast<unsigned long long>(m.instructions), static_cast<unsigned long long>(s.gap_total + refs));
+  }
   std::printf("records        %llu\n", static_cast<unsigned long long>(s.records));
   const uint64_t refs = s.by_kind[1] + s.by_kind[2] + s.by_kind[3];
   std::printf("references     %llu: %llu loads, %llu stores, %llu atomic read-modify-writes\n", static_cast<unsigned long long>(refs),

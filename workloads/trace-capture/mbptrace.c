@@ -1,16 +1,19 @@
 /* mbptrace runtime: records a PARMACS program's shared-memory references and synchronisation
- * in the binary-gzip trace format of traces/FORMAT.md.
+ * in the binary-gzip trace format of traces/FORMAT.md. Programs are built with mbptrace-cc
+ * (its header says how it instruments them).
  *
  * - Shared allocations (G_MALLOC) come from one arena mapped at a fixed address, so shared
  *   addresses repeat from run to run and from build to build.
- * - The application's objects are compiled with -fsanitize=thread; this file implements the
- *   __tsan_* hooks GCC emits (instead of libtsan) and records only accesses inside the arena.
- *   Every other instrumented access counts toward the compute gap: gap = 3 x private accesses
- *   (loads and stores are about a third of the instructions of SPLASH-2 codes).
+ * - References: mbptrace-cc's assembly pass calls __mbpt_ref before every instruction that
+ *   reads or writes memory through a register; this file records those inside the arena.
+ * - Compute gaps: the same pass makes every basic block add its instruction count to the
+ *   thread-local mbpt_icount, so a record's gap is the number of the program's own
+ *   instructions the thread executed since its previous record (a reference's own
+ *   instruction excluded: the record stands for it). Library code (libc, libm) is not counted.
  * - memcpy/memset/memmove are wrapped at link time (-Wl,--wrap=...).
  * - Each thread fills its own buffer and writes its own stream; nothing is shared on the
  *   recording path but the arena bounds, which are fixed after start-up.
- * This file must NOT be compiled with -fsanitize=thread. */
+ * Build this file without mbptrace-cc's pass (plain gcc). */
 #define _GNU_SOURCE
 #include "mbptrace.h"
 
@@ -26,17 +29,23 @@
 #include <zlib.h>
 
 #define ARENA_BASE 0x100000000000ull /* 16 TiB: clear of the heap, stacks and libraries */
+#define ARENA_BASE_ASM "0x100000000000" /* the same, for the trampolines */
 #define MAX_THREADS 1024
 #define MAX_ACCESS 65536u /* the format's largest memory record */
-#define GAP_PER_PRIVATE 3
 
 enum { K_LOAD = 1, K_STORE, K_RMW, K_CREATE, K_JOIN, K_BEGIN, K_END, K_BARRIER, K_ACQUIRE, K_RELEASE,
        K_POST, K_WAIT, K_CWAIT, K_SIGNAL, K_BROADCAST, K_FENCE, K_ROI_BEGIN, K_ROI_END, K_ALLOC };
+
+/* The program's instructions executed by this thread: mbptrace-cc's pass adds each basic
+ * block's count (`addq $n, %fs:mbpt_icount@tpoff`). */
+__thread uint64_t mbpt_icount __attribute__((tls_model("initial-exec")));
 
 typedef struct {
   int id;
   gzFile out;
   uint64_t records, prev, gap;
+  uint64_t seen;  /* mbpt_icount at the previous record */
+  uint64_t debt;  /* references whose own instruction is still to leave the gaps */
   size_t n;
   unsigned char buf[1 << 16];
 } thread_t;
@@ -85,8 +94,14 @@ static inline void address(thread_t *t, uint64_t a) {
 static void rec(thread_t *t, int kind, uint64_t addr, uint64_t size, int op, uint64_t thread, uint64_t count, uint64_t seq) {
   if (t->n > sizeof t->buf - 64) flush(t);
   byte(t, (unsigned char)kind);
-  varint(t, t->gap);
-  t->gap = 0;
+  /* Instructions since the previous record, less the references' own (a block's count may be
+   * added after its first reference runs: the debt waits for it). */
+  const uint64_t now = mbpt_icount;
+  uint64_t gap = now - t->seen;
+  t->seen = now;
+  const uint64_t paid = gap < t->debt ? gap : t->debt;
+  t->debt -= paid;
+  varint(t, gap - paid);
   switch (kind) {
     case K_LOAD: case K_STORE: case K_ALLOC: address(t, addr); varint(t, size); break;
     case K_RMW: address(t, addr); varint(t, size); byte(t, (unsigned char)op); break;
@@ -115,8 +130,13 @@ static thread_t *open_thread(int id) {
   return t;
 }
 
+static uint64_t total_instructions = 0; /* every ended thread's mbpt_icount, for trace.meta */
+
 static void close_thread(thread_t *t) {
   rec(t, K_END, 0, 0, 0, 0, 0, 0);
+  pthread_mutex_lock(&global);
+  total_instructions += mbpt_icount;
+  pthread_mutex_unlock(&global);
   byte(t, 0);
   varint(t, t->records);
   flush(t);
@@ -133,11 +153,10 @@ static inline void mem_access(const void *p, uint64_t size, int kind) {
   if (!t) return;
   const uintptr_t a = (uintptr_t)p;
   if (!in_arena(a)) {
-    t->gap += GAP_PER_PRIVATE;
     return;
   }
   while (size > MAX_ACCESS) {
-    rec(t, kind, a, MAX_ACCESS, 0, 0, 0, 0);
+    rec(t, kind, (uintptr_t)p, MAX_ACCESS, 0, 0, 0, 0);
     size -= MAX_ACCESS;
     p = (const char *)p + MAX_ACCESS;
   }
@@ -147,71 +166,92 @@ static inline void rmw(const volatile void *p, uint64_t size, int op) {
   thread_t *t = self;
   if (!t) return;
   if (!in_arena((uintptr_t)p)) {
-    t->gap += GAP_PER_PRIVATE;
     return;
   }
   rec(t, K_RMW, (uintptr_t)p, size, op, 0, 0, 0);
 }
 
-#define HOOKS(n)                                                                   \
-  void __tsan_read##n(void *p) { mem_access(p, n, K_LOAD); }                           \
-  void __tsan_write##n(void *p) { mem_access(p, n, K_STORE); }                         \
-  void __tsan_unaligned_read##n(void *p) { mem_access(p, n, K_LOAD); }                 \
-  void __tsan_unaligned_write##n(void *p) { mem_access(p, n, K_STORE); }               \
-  void __tsan_volatile_read##n(void *p) { mem_access(p, n, K_LOAD); }                  \
-  void __tsan_volatile_write##n(void *p) { mem_access(p, n, K_STORE); }                \
-  void __tsan_unaligned_volatile_read##n(void *p) { mem_access(p, n, K_LOAD); }        \
-  void __tsan_unaligned_volatile_write##n(void *p) { mem_access(p, n, K_STORE); }
-HOOKS(1)
-HOOKS(2)
-HOOKS(4)
-HOOKS(8)
-HOOKS(16)
-void __tsan_read_range(void *p, unsigned long n) { mem_access(p, n, K_LOAD); }
-void __tsan_write_range(void *p, unsigned long n) { mem_access(p, n, K_STORE); }
-void __tsan_init(void) {}
-void __tsan_func_entry(void *pc) {
-  (void)pc;
-  if (self) self->gap += 2; /* call and return */
-}
-void __tsan_func_exit(void) {}
-void __tsan_vptr_update(void **p, void *v) { (void)v; mem_access(p, sizeof *p, K_STORE); }
-void __tsan_vptr_read(void **p) { mem_access(p, sizeof *p, K_LOAD); }
+/* The hooks mbptrace-cc's assembly pass calls before every instruction that reads or writes
+ * memory through a register (stack and %rip-relative operands are private by definition and
+ * not hooked). They must preserve every register and the flags of the program, so each is
+ * entered through a trampoline that saves them, aligns the stack and calls the C function
+ * with the program's %rdi, %rsi, %rdx, %rcx as its arguments:
+ *   __mbpt_ref(addr, code)               code: kind (bits 0-3: 1 load, 2 store, 3 load then
+ *                                         store, 4 atomic rmw, 5 fence), atomic op (bits
+ *                                         4-5), size in bytes (bits 8-); one instruction
+ *   __mbpt_rep(dst, src, count, code)    a string instruction (stos, movs, lods), rep'ed
+ *                                         `count` times (1 without rep); code: kind (1 stos,
+ *                                         2 movs, 3 lods), element size (bits 8-)
+ * Private addresses leave the trampoline after a bounds check, without saving anything. */
+uintptr_t mbpt_arena_end = 0; /* ARENA_BASE + bytes mapped, read by the trampolines */
 
-/* C11/C++11 atomics: done here (libtsan is not linked), recorded as rmw/load/store. */
-#define ATOMICS(n, T)                                                                                         \
-  T __tsan_atomic##n##_load(const volatile T *a, int mo) { (void)mo; mem_access((const void *)a, n / 8, K_LOAD); return __atomic_load_n(a, __ATOMIC_SEQ_CST); } \
-  void __tsan_atomic##n##_store(volatile T *a, T v, int mo) { (void)mo; mem_access((const void *)a, n / 8, K_STORE); __atomic_store_n(a, v, __ATOMIC_SEQ_CST); } \
-  T __tsan_atomic##n##_exchange(volatile T *a, T v, int mo) { (void)mo; rmw(a, n / 8, 1); return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); } \
-  T __tsan_atomic##n##_fetch_add(volatile T *a, T v, int mo) { (void)mo; rmw(a, n / 8, 0); return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); } \
-  T __tsan_atomic##n##_fetch_sub(volatile T *a, T v, int mo) { (void)mo; rmw(a, n / 8, 0); return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); } \
-  T __tsan_atomic##n##_fetch_and(volatile T *a, T v, int mo) { (void)mo; rmw(a, n / 8, 3); return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); } \
-  T __tsan_atomic##n##_fetch_or(volatile T *a, T v, int mo) { (void)mo; rmw(a, n / 8, 3); return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); } \
-  T __tsan_atomic##n##_fetch_xor(volatile T *a, T v, int mo) { (void)mo; rmw(a, n / 8, 3); return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); } \
-  T __tsan_atomic##n##_fetch_nand(volatile T *a, T v, int mo) { (void)mo; rmw(a, n / 8, 3); return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST); } \
-  int __tsan_atomic##n##_compare_exchange_strong(volatile T *a, T *c, T v, int mo, int fmo) {                 \
-    (void)mo; (void)fmo; rmw(a, n / 8, 2);                                                                    \
-    return __atomic_compare_exchange_n(a, c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
-  }                                                                                                           \
-  int __tsan_atomic##n##_compare_exchange_weak(volatile T *a, T *c, T v, int mo, int fmo) {                   \
-    (void)mo; (void)fmo; rmw(a, n / 8, 2);                                                                    \
-    return __atomic_compare_exchange_n(a, c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
-  }                                                                                                           \
-  T __tsan_atomic##n##_compare_exchange_val(volatile T *a, T c, T v, int mo, int fmo) {                       \
-    (void)mo; (void)fmo; rmw(a, n / 8, 2);                                                                    \
-    __atomic_compare_exchange_n(a, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                             \
-    return c;                                                                                                 \
+static inline void ref_instruction(thread_t *t) { ++t->debt; }
+
+void mbpt_ref(uint64_t addr, uint64_t code) {
+  thread_t *t = self;
+  if (!t) return;
+  const uint64_t size = code >> 8;
+  ref_instruction(t);
+  switch (code & 15) {
+    case 1: mem_access((const void *)addr, size, K_LOAD); break;
+    case 2: mem_access((const void *)addr, size, K_STORE); break;
+    case 3: mem_access((const void *)addr, size, K_LOAD); mem_access((const void *)addr, size, K_STORE); break;
+    case 4: rmw((const volatile void *)addr, size, (int)((code >> 4) & 3)); break;
+    case 5: --t->debt; rec(t, K_FENCE, 0, 0, 0, 0, 0, 0); break;
+    default: die("mbptrace-cc emitted an unknown hook code %llu", (unsigned long long)code);
   }
-ATOMICS(8, uint8_t)
-ATOMICS(16, uint16_t)
-ATOMICS(32, uint32_t)
-ATOMICS(64, uint64_t)
-void __tsan_atomic_thread_fence(int mo) {
-  (void)mo;
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  if (self) rec(self, K_FENCE, 0, 0, 0, 0, 0, 0);
 }
-void __tsan_atomic_signal_fence(int mo) { (void)mo; }
+
+void mbpt_rep(uint64_t dst, uint64_t src, uint64_t count, uint64_t code) {
+  thread_t *t = self;
+  if (!t || !count) return;
+  const uint64_t bytes = count * (code >> 8);
+  ref_instruction(t);
+  switch (code & 15) {
+    case 1: mem_access((const void *)dst, bytes, K_STORE); break;
+    case 2: mem_access((const void *)src, bytes, K_LOAD); mem_access((const void *)dst, bytes, K_STORE); break;
+    case 3: mem_access((const void *)src, bytes, K_LOAD); break;
+    default: die("mbptrace-cc emitted an unknown string-instruction code %llu", (unsigned long long)code);
+  }
+}
+
+/* The trampolines. __mbpt_ref returns at once for an address outside [ARENA_BASE,
+ * mbpt_arena_end) (a private access: its instruction is counted, nothing recorded); otherwise,
+ * and always for __mbpt_rep, it saves the flags, the caller-saved integer registers and
+ * %xmm0-15, aligns the stack to 16 bytes and calls the C hook with the program's %rdi, %rsi,
+ * %rdx, %rcx. The program is built with -mno-red-zone, so the pushes below %rsp overwrite
+ * nothing of its. */
+#define SAVE_CALL_RESTORE(target)                                                            \
+  "pushq %rcx\n pushq %rdx\n pushq %rsi\n pushq %rdi\n pushq %r8\n pushq %r9\n"              \
+  "pushq %r10\n pushq %r11\n pushq %rbp\n movq %rsp, %rbp\n"                                 \
+  "andq $-16, %rsp\n subq $256, %rsp\n"                                                      \
+  "movdqu %xmm0, 0(%rsp)\n movdqu %xmm1, 16(%rsp)\n movdqu %xmm2, 32(%rsp)\n"                \
+  "movdqu %xmm3, 48(%rsp)\n movdqu %xmm4, 64(%rsp)\n movdqu %xmm5, 80(%rsp)\n"               \
+  "movdqu %xmm6, 96(%rsp)\n movdqu %xmm7, 112(%rsp)\n movdqu %xmm8, 128(%rsp)\n"             \
+  "movdqu %xmm9, 144(%rsp)\n movdqu %xmm10, 160(%rsp)\n movdqu %xmm11, 176(%rsp)\n"          \
+  "movdqu %xmm12, 192(%rsp)\n movdqu %xmm13, 208(%rsp)\n movdqu %xmm14, 224(%rsp)\n"         \
+  "movdqu %xmm15, 240(%rsp)\n"                                                               \
+  "call " target "\n"                                                                        \
+  "movdqu 0(%rsp), %xmm0\n movdqu 16(%rsp), %xmm1\n movdqu 32(%rsp), %xmm2\n"                \
+  "movdqu 48(%rsp), %xmm3\n movdqu 64(%rsp), %xmm4\n movdqu 80(%rsp), %xmm5\n"               \
+  "movdqu 96(%rsp), %xmm6\n movdqu 112(%rsp), %xmm7\n movdqu 128(%rsp), %xmm8\n"             \
+  "movdqu 144(%rsp), %xmm9\n movdqu 160(%rsp), %xmm10\n movdqu 176(%rsp), %xmm11\n"          \
+  "movdqu 192(%rsp), %xmm12\n movdqu 208(%rsp), %xmm13\n movdqu 224(%rsp), %xmm14\n"         \
+  "movdqu 240(%rsp), %xmm15\n"                                                               \
+  "movq %rbp, %rsp\n popq %rbp\n popq %r11\n popq %r10\n popq %r9\n popq %r8\n"              \
+  "popq %rdi\n popq %rsi\n popq %rdx\n popq %rcx\n"
+__asm__(".text\n.globl __mbpt_ref\n.type __mbpt_ref,@function\n__mbpt_ref:\n"
+        "pushfq\n pushq %rax\n"
+        "movabsq $" ARENA_BASE_ASM ", %rax\n cmpq %rax, %rdi\n jb 1f\n"
+        "cmpq mbpt_arena_end(%rip), %rdi\n jae 1f\n"
+        SAVE_CALL_RESTORE("mbpt_ref")
+        "1:\n popq %rax\n popfq\n ret\n"
+        ".size __mbpt_ref, .-__mbpt_ref\n");
+__asm__(".text\n.globl __mbpt_rep\n.type __mbpt_rep,@function\n__mbpt_rep:\n"
+        "pushfq\n pushq %rax\n"
+        SAVE_CALL_RESTORE("mbpt_rep")
+        "popq %rax\n popfq\n ret\n"
+        ".size __mbpt_rep, .-__mbpt_rep\n");
 
 /* Library copies, wrapped at link time. */
 void *__real_memcpy(void *d, const void *s, size_t n);
@@ -244,6 +284,7 @@ void mbpt_init(void) {
   void *p = mmap((void *)ARENA_BASE, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (p != (void *)ARENA_BASE) die("cannot map the shared arena at 0x%llx (%s)", (unsigned long long)ARENA_BASE, strerror(errno));
   arena_limit = bytes;
+  mbpt_arena_end = (uintptr_t)ARENA_BASE + bytes;
   next_id = 1;
   tids[0] = pthread_self();
   self = open_thread(0);
@@ -305,13 +346,48 @@ void mbpt_wait_for_end(long n) {
   }
 }
 
+/* The sequence counter of the object at `obj`: one per address for the whole run, so an
+ * object initialised again continues its numbering. An open-addressing table that doubles;
+ * the counters themselves never move. */
+static struct seq_slot { uintptr_t addr; uint64_t *count; } *seqs = NULL;
+static size_t nseqs = 0, seqs_cap = 0;
+static uint64_t *sequence(const void *obj) {
+  const uintptr_t a = (uintptr_t)obj;
+  pthread_mutex_lock(&global);
+  if (2 * (nseqs + 1) > seqs_cap) {
+    const size_t cap = seqs_cap ? 2 * seqs_cap : 1024;
+    struct seq_slot *t = calloc(cap, sizeof *t);
+    if (!t) die("out of memory for synchronisation object %zu", nseqs + 1);
+    for (size_t i = 0; i < seqs_cap; ++i)
+      if (seqs[i].count) {
+        size_t j = (seqs[i].addr >> 3) * 0x9E3779B97F4A7C15ull & (cap - 1);
+        while (t[j].count) j = (j + 1) & (cap - 1);
+        t[j] = seqs[i];
+      }
+    free(seqs);
+    seqs = t;
+    seqs_cap = cap;
+  }
+  size_t j = (a >> 3) * 0x9E3779B97F4A7C15ull & (seqs_cap - 1);
+  while (seqs[j].count && seqs[j].addr != a) j = (j + 1) & (seqs_cap - 1);
+  if (!seqs[j].count) {
+    seqs[j].addr = a;
+    seqs[j].count = calloc(1, sizeof *seqs[j].count);
+    if (!seqs[j].count) die("out of memory for synchronisation object %zu", nseqs + 1);
+    ++nseqs;
+  }
+  uint64_t *c = seqs[j].count;
+  pthread_mutex_unlock(&global);
+  return c;
+}
+
 void mbpt_lock_init(mbpt_lock_t *l) {
   pthread_mutex_init(&l->m, NULL);
-  l->order = 0;
+  l->order = sequence(l);
 }
 void mbpt_lock(mbpt_lock_t *l) {
   pthread_mutex_lock(&l->m);
-  rec(self, K_ACQUIRE, (uintptr_t)l, 0, 0, 0, 0, l->order++);
+  rec(self, K_ACQUIRE, (uintptr_t)l, 0, 0, 0, 0, (*l->order)++);
 }
 void mbpt_unlock(mbpt_lock_t *l) {
   rec(self, K_RELEASE, (uintptr_t)l, 0, 0, 0, 0, 0);
@@ -322,18 +398,18 @@ void mbpt_barrier_init(mbpt_barrier_t *b) {
   pthread_mutex_init(&b->m, NULL);
   pthread_cond_init(&b->c, NULL);
   b->count = 0;
-  b->episode = 0;
+  b->episode = sequence(b);
 }
 void mbpt_barrier(mbpt_barrier_t *b, long participants) {
   pthread_mutex_lock(&b->m);
-  const uint64_t e = b->episode;
+  const uint64_t e = *b->episode;
   rec(self, K_BARRIER, (uintptr_t)b, 0, 0, 0, (uint64_t)participants, e);
   if (++b->count == (unsigned long)participants) {
     b->count = 0;
-    ++b->episode;
+    ++*b->episode;
     pthread_cond_broadcast(&b->c);
   } else {
-    while (b->episode == e) pthread_cond_wait(&b->c, &b->m);
+    while (*b->episode == e) pthread_cond_wait(&b->c, &b->m);
   }
   pthread_mutex_unlock(&b->m);
 }
@@ -342,12 +418,12 @@ void mbpt_pause_init(mbpt_pause_t *p) {
   pthread_mutex_init(&p->m, NULL);
   pthread_cond_init(&p->c, NULL);
   p->flag = 0;
-  p->wakes = 0;
+  p->wakes = sequence(p);
 }
 void mbpt_setpause(mbpt_pause_t *p) {
   pthread_mutex_lock(&p->m);
   p->flag = 1;
-  rec(self, K_BROADCAST, (uintptr_t)p, 0, 0, 0, 0, p->wakes++);
+  rec(self, K_BROADCAST, (uintptr_t)p, 0, 0, 0, 0, (*p->wakes)++);
   pthread_cond_broadcast(&p->c);
   pthread_mutex_unlock(&p->m);
 }
@@ -359,9 +435,64 @@ void mbpt_clearpause(mbpt_pause_t *p) {
 void mbpt_waitpause(mbpt_pause_t *p) {
   pthread_mutex_lock(&p->m);
   while (!p->flag) pthread_cond_wait(&p->c, &p->m);
-  rec(self, K_CWAIT, (uintptr_t)p, 0, 0, 0, 0, p->wakes - 1);
+  rec(self, K_CWAIT, (uintptr_t)p, 0, 0, 0, 0, *p->wakes - 1);
   pthread_mutex_unlock(&p->m);
 }
+
+/* Condition variables. A waiter queues itself (oldest first) before it lets the program's
+ * lock go, so no wake-up is lost; a signal takes the oldest waiter, a broadcast all of them,
+ * and each woken waiter records the number of the wake-up that woke it (cwait), between the
+ * lock's release and its re-acquisition, as traces/FORMAT.md says. A signal with no waiter
+ * is recorded too (it happened; nobody consumes it). No spurious wake-ups: a program's
+ * predicate loop simply waits again, with a cwait of its own. */
+struct mbpt_waiter {
+  pthread_cond_t c;
+  int woken;
+  uint64_t by;
+  struct mbpt_waiter *next;
+};
+
+void mbpt_cond_init(mbpt_cond_t *c) {
+  pthread_mutex_init(&c->m, NULL);
+  c->wakes = sequence(c);
+  c->head = c->tail = NULL;
+}
+
+void mbpt_cond_wait(mbpt_cond_t *c, mbpt_lock_t *l) {
+  struct mbpt_waiter w;
+  pthread_cond_init(&w.c, NULL);
+  w.woken = 0;
+  w.by = 0;
+  w.next = NULL;
+  pthread_mutex_lock(&c->m);
+  if (c->tail) c->tail->next = &w;
+  else c->head = &w;
+  c->tail = &w;
+  mbpt_unlock(l);
+  while (!w.woken) pthread_cond_wait(&w.c, &c->m);
+  pthread_mutex_unlock(&c->m);
+  pthread_cond_destroy(&w.c);
+  rec(self, K_CWAIT, (uintptr_t)c, 0, 0, 0, 0, w.by);
+  mbpt_lock(l);
+}
+
+static void wake(mbpt_cond_t *c, int all) {
+  pthread_mutex_lock(&c->m);
+  const uint64_t n = (*c->wakes)++;
+  rec(self, all ? K_BROADCAST : K_SIGNAL, (uintptr_t)c, 0, 0, 0, 0, n);
+  while (c->head) {
+    struct mbpt_waiter *w = c->head;
+    c->head = w->next;
+    if (!c->head) c->tail = NULL;
+    w->woken = 1;
+    w->by = n;
+    pthread_cond_signal(&w->c);
+    if (!all) break;
+  }
+  pthread_mutex_unlock(&c->m);
+}
+void mbpt_cond_signal(mbpt_cond_t *c) { wake(c, 0); }
+void mbpt_cond_broadcast(mbpt_cond_t *c) { wake(c, 1); }
 
 void mbpt_roi(int begin) { rec(self, begin ? K_ROI_BEGIN : K_ROI_END, 0, 0, 0, 0, 0, 0); }
 
@@ -396,8 +527,9 @@ void mbpt_finish(void) {
     if (*args) fprintf(f, "args %s\n", args);
   }
   fprintf(f, "threads %d\nencoding binary-gzip\ngap_unit instructions\n", next_id);
-  fprintf(f, "capture mbptrace (tsan hooks, shared arena at 0x%llx; gap = %d x private accesses + 2 per call)\n",
-          (unsigned long long)ARENA_BASE, GAP_PER_PRIVATE);
+  fprintf(f, "capture mbptrace-cc (assembly pass: every memory instruction hooked, shared arena at 0x%llx; gap = the program's instructions, counted per basic block)\n",
+          (unsigned long long)ARENA_BASE);
+  fprintf(f, "instructions %llu\n", (unsigned long long)total_instructions);
   for (size_t i = 0; i < nallocs; ++i) fprintf(f, "alloc 0x%llx %llu\n", (unsigned long long)allocs[i].addr, (unsigned long long)allocs[i].size);
   if (fclose(f)) die("writing %s failed", path);
 }

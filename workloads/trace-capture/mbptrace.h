@@ -10,24 +10,37 @@
 extern "C" {
 #endif
 
+/* Every object's sequence numbers (acquisitions, episodes, wake-ups) live in the runtime,
+ * per address, not in the object: a program that initialises an object again at the same
+ * address (BARNES re-creates its cells, and their condition variables, every time step)
+ * continues its numbering, as the trace's objects are named by address (traces/FORMAT.md). */
 typedef struct {
   pthread_mutex_t m;
-  uint64_t order; /* acquisitions so far: the captured order of the next one */
+  uint64_t *order; /* acquisitions so far at this address: the captured order of the next one */
 } mbpt_lock_t;
 
 typedef struct {
   pthread_mutex_t m;
   pthread_cond_t c;
   unsigned long count;
-  uint64_t episode;
+  uint64_t *episode; /* episodes so far at this address */
 } mbpt_barrier_t;
 
 typedef struct {
   pthread_mutex_t m;
   pthread_cond_t c;
   int flag;
-  uint64_t wakes; /* SETPAUSE broadcasts so far */
+  uint64_t *wakes; /* SETPAUSE broadcasts so far at this address */
 } mbpt_pause_t;
+
+/* A condition variable (CONDVARDEC): waiters queue oldest first, so each wait knows the
+ * wake-up (signal or broadcast number) that woke it, as the trace's cwait records say. */
+struct mbpt_waiter;
+typedef struct {
+  pthread_mutex_t m;
+  uint64_t *wakes; /* signals and broadcasts so far at this address: the number of the next one */
+  struct mbpt_waiter *head, *tail;
+} mbpt_cond_t;
 
 void mbpt_init(void);
 void mbpt_finish(void);
@@ -43,6 +56,10 @@ void mbpt_pause_init(mbpt_pause_t *p);
 void mbpt_setpause(mbpt_pause_t *p);
 void mbpt_clearpause(mbpt_pause_t *p);
 void mbpt_waitpause(mbpt_pause_t *p);
+void mbpt_cond_init(mbpt_cond_t *c);
+void mbpt_cond_wait(mbpt_cond_t *c, mbpt_lock_t *l);
+void mbpt_cond_signal(mbpt_cond_t *c);
+void mbpt_cond_broadcast(mbpt_cond_t *c);
 void mbpt_roi(int begin);
 unsigned long mbpt_clock_us(void);
 

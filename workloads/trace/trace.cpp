@@ -547,7 +547,12 @@ Meta read_meta(const std::string& dir) {
     else if (key == "args") m.args = val;
     else if (key == "gap_unit") m.gap_unit = val;
     else if (key == "capture") m.capture = val;
-    else if (key == "threads") {
+    else if (key == "instructions") {
+      char* end = nullptr;
+      errno = 0;
+      m.instructions = std::strtoull(val.c_str(), &end, 10);
+      if (val.empty() || *end || errno || val[0] == '-') bad("instructions must be a count, not '" + val + "'");
+    } else if (key == "threads") {
       char* end = nullptr;
       const unsigned long t = std::strtoul(val.c_str(), &end, 10);
       if (val.empty() || *end || t < 1 || t > 65536) bad("threads must be 1..65536, not '" + val + "'");
@@ -591,6 +596,7 @@ void write_meta(const std::string& dir, const Meta& m) {
   f << "encoding " << name(m.encoding) << "\n";
   f << "gap_unit " << m.gap_unit << "\n";
   if (!m.capture.empty()) f << "capture " << m.capture << "\n";
+  if (m.instructions) f << "instructions " << m.instructions << "\n";
   for (const Allocation& a : m.allocations) f << "alloc " << hex(a.addr) << " " << a.size << "\n";
   if (!f.flush()) throw UserError(path + ": write failed");
 }

@@ -95,6 +95,9 @@ struct Meta {
   Encoding encoding = Encoding::Binary;
   std::string gap_unit = "instructions";
   std::string capture;  // how it was made (tool, settings), free text
+  // The program's instructions the capture counted, all threads (0: not said). With the
+  // records' gaps it checks that a trace represents all of them (traces/FORMAT.md).
+  uint64_t instructions = 0;
   std::vector<Allocation> allocations;
 };
 

@@ -1,6 +1,9 @@
 /* A second PARMACS kernel for the capture tool: a producer hands a buffer to the other
- * threads through PAUSE flags (SETPAUSE / WAITPAUSE), and every thread updates a
- * histogram whose buckets are guarded by an array of locks (ALOCK), in a loop.
+ * threads through PAUSE flags (SETPAUSE / WAITPAUSE), every thread updates a histogram whose
+ * buckets are guarded by an array of locks (ALOCK), and at the end of each round the threads
+ * wait for one another on a condition variable (CONDVARWAIT under a lock named with AGETL): the
+ * last to arrive signals, and each woken thread signals the next (P signals and P-1 waits a
+ * round), as BARNES, FMM and CHOLESKY use them.
  * ALLOCS further small shared allocations (as WATER-NSQUARED makes by the ten thousand), each
  * written once, check that the capture keeps every one.
  *   usage: pipeline [P [N [ROUNDS [ALLOCS]]]] */
@@ -14,6 +17,9 @@ struct GlobalMemory {
   ALOCKDEC(hlock, BUCKETS)
   BARDEC(start)
   PAUSEDEC(ready)
+  ALOCKDEC(cvlock, 1)
+  CONDVARDEC(allin)
+  long arrived;
   long id;
   long hist[BUCKETS];
 };
@@ -40,6 +46,15 @@ void worker(void) {
       Global->hist[b]++;
       AULOCK(Global->hlock, b)
     }
+    ALOCK(Global->cvlock, 0)
+    Global->arrived++;
+    if (Global->arrived == P * (r + 1)) {
+      CONDVARSIGNAL(Global->allin)
+    } else {
+      while (Global->arrived < P * (r + 1)) CONDVARWAIT(Global->allin, AGETL(Global->cvlock, 0))
+      CONDVARSIGNAL(Global->allin)
+    }
+    AULOCK(Global->cvlock, 0)
     BARRIER(Global->start, P)
     if (id == 0) CLEARPAUSE(Global->ready)
     BARRIER(Global->start, P)
@@ -59,6 +74,9 @@ int main(int argc, char **argv) {
   ALOCKINIT(Global->hlock, BUCKETS)
   BARINIT(Global->start)
   PAUSEINIT(Global->ready)
+  ALOCKINIT(Global->cvlock, 1)
+  CONDVARINIT(Global->allin)
+  Global->arrived = 0;
   Global->id = 0;
   for (i = 0; i < BUCKETS; i++) Global->hist[i] = 0;
   for (i = 0; i < ALLOCS; i++) {
