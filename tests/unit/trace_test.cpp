@@ -291,6 +291,18 @@ TEST(TraceFormat, BadMetadataIsRejectedWithTheLine) {
   expect_error([&] { read_meta(meta("badenc", "mbpsim-trace 1\nthreads 1\nencoding xml\n")); }, {"line 3", "encoding must be"});
   expect_error([&] { read_meta(meta("noenc", "mbpsim-trace 1\nthreads 1\n")); }, {"no 'encoding' line"});
   expect_error([&] { read_meta(meta("badalloc", "mbpsim-trace 1\nthreads 1\nencoding text\nalloc 0x10\n")); }, {"line 4", "alloc"});
+  expect_error([&] { read_meta(meta("badinstr", "mbpsim-trace 1\nthreads 1\nencoding text\ninstructions -5\n")); },
+               {"line 4", "instructions must be a count, not '-5'"});
+  expect_error([&] { read_meta(meta("badinstr2", "mbpsim-trace 1\nthreads 1\nencoding text\ninstructions 12x\n")); },
+               {"line 4", "instructions must be a count"});
+  // The capture's instruction count is read and written back unchanged.
+  const std::string ok = meta("instr", "mbpsim-trace 1\nthreads 1\nencoding text\ninstructions 54976066\n");
+  Meta m = read_meta(ok);
+  EXPECT_EQ(m.instructions, 54976066u);
+  const std::string copy = fresh_dir("instr_copy");
+  write_meta(copy, m);
+  EXPECT_EQ(read_meta(copy).instructions, 54976066u);
+  EXPECT_EQ(read_meta(meta("noinstr", "mbpsim-trace 1\nthreads 1\nencoding text\n")).instructions, 0u);
   const std::string d = meta("nostream", "mbpsim-trace 1\nthreads 2\nencoding binary\n");
   expect_error([&] { validate(d); }, {"thread-0.bin", "cannot open"});
 }
