@@ -13,6 +13,7 @@
 #include <sstream>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/test_util.h"
 #include "workloads/trace/trace.h"
@@ -202,6 +203,50 @@ TEST(Capture, PausesAndLockArraysAreCapturedAndReplayed) {
                     " --set network.levels=1 --out " + out.string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(nlohmann::json::parse(test::read_text(out / "stats.json"))["summary"]["finished"].get<bool>());
+}
+
+// The streams of a trace, concatenated: what must not depend on the host.
+std::string stream_bytes(const std::string& dir) {
+  const trace::Meta m = trace::read_meta(dir);
+  std::string all;
+  for (uint32_t t = 0; t < m.threads; ++t) {
+    auto in = trace::open_stream(dir, m, t);
+    trace::Record r;
+    while (in->next(r))
+      all += std::to_string(static_cast<int>(r.kind)) + " " + std::to_string(r.gap) + " " + std::to_string(r.addr) + " " +
+             std::to_string(r.size) + " " + std::to_string(r.seq) + " " + std::to_string(r.thread) + "\n";
+  }
+  return all;
+}
+
+// Synchronisation is captured in logical-time order (instructions executed, Kendo's rule), so
+// a lock-heavy program gives the same trace whatever the host does: on one core, where 8
+// threads time-share it, and on two. The host's order (MBPTRACE_ORDER=host) is kept as an
+// option; a bad value is refused with exit status 1.
+TEST(Capture, SynchronisationOrderDoesNotDependOnTheHost) {
+  const std::string args = " 8 2048 3";
+  std::vector<std::string> got;
+  for (const char* cpus : {"0", "0,1", "0"}) {
+    const auto d = test::temp_dir(std::string("capture_order_") + std::to_string(got.size())) / "trace";
+    const auto r = test::run_cmd("MBPTRACE_OUT=" + d.string() + " taskset -c " + cpus + " " + PIPELINE_TRACED + args + " 2>&1 || "
+                                 "MBPTRACE_OUT=" + d.string() + " " + PIPELINE_TRACED + args);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("counted 6144 of 6144"), std::string::npos) << r.output;
+    EXPECT_NE(test::read_text(d / "trace.meta").find("logical-time order"), std::string::npos);
+    got.push_back(stream_bytes(d.string()));
+  }
+  EXPECT_GT(got[0].size(), 10000u);
+  EXPECT_TRUE(got[0] == got[1]) << "one core and two gave different traces";
+  EXPECT_TRUE(got[0] == got[2]) << "two runs on one core gave different traces";
+
+  const auto h = test::temp_dir("capture_order_host") / "trace";
+  auto r = test::run_cmd("MBPTRACE_ORDER=host MBPTRACE_OUT=" + h.string() + " " + PIPELINE_TRACED + args);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(test::read_text(h / "trace.meta").find("the host's order"), std::string::npos);
+  trace::validate(h.string());
+  r = test::run_cmd("MBPTRACE_ORDER=random MBPTRACE_OUT=" + (h.parent_path() / "bad").string() + " " + PIPELINE_TRACED + args + " 2>&1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("MBPTRACE_ORDER must be instructions or host, not 'random'"), std::string::npos) << r.output;
 }
 
 // Every shared allocation is in trace.meta, however many there are: the capture kept only the

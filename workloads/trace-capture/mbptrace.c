@@ -22,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -274,6 +276,107 @@ void *__wrap_memset(void *d, int c, size_t n) {
 
 /* ---------------------------------------------------------------- PARMACS */
 
+/* ---------------------------------------------------------------- the order of synchronisation
+ *
+ * On a host with fewer cores than threads, the order in which threads take a lock is the host
+ * scheduler's, and a trace that records it makes a replay replay the host (issue 37: RAYTRACE's
+ * work queue, VOLREND, BARNES). By default (MBPTRACE_ORDER=instructions) the capture orders
+ * synchronisation by logical time instead, as Kendo does (Olszewski, Ansel, Amarasinghe,
+ * ASPLOS 2009): a thread's logical time is the instructions it has executed (mbpt_icount)
+ * plus what it gained waiting, and
+ *   - a thread takes a lock only when its logical time is the least of all running threads'
+ *     (ties: the lower thread number), and only if the last release happened at an earlier
+ *     logical time; otherwise it adds to its logical time (16, 32, ... instructions) and tries
+ *     again at its next turn;
+ *   - a thread that blocks (barrier, condition or pause wait, join) does not hold the others
+ *     back; the thread that wakes it makes it run again at the waker's logical time, or later
+ *     (a barrier: the latest arrival's);
+ *   - a created thread starts at its creator's logical time.
+ * So the order of acquisitions, and the whole trace, is the same on every host and every run:
+ * the order of a machine whose processors run the program's instructions at one rate.
+ * MBPTRACE_ORDER=host records the host's order, as before 2026-11-29. */
+enum { ABSENT = 0, RUNNING, BLOCKED, FINISHED };
+static int deterministic = 1;
+static struct {
+  const uint64_t *icount; /* the thread's mbpt_icount */
+  uint64_t bias;          /* logical time gained waiting or on a wake-up */
+  int state;
+  int joiner;             /* the thread blocked joining this one, -1 none */
+  uint64_t final;         /* its logical time when it ended */
+} clk[MAX_THREADS];
+static const uint64_t no_instructions = 0;
+/* A thread being made to run (woken or created) changes two words of another thread; a turn
+ * check that overlaps such a change looks again. */
+static uint64_t busy = 0, gen = 0;
+
+static inline uint64_t clock_of(int i) {
+  return __atomic_load_n(clk[i].icount, __ATOMIC_ACQUIRE) + __atomic_load_n(&clk[i].bias, __ATOMIC_ACQUIRE);
+}
+static inline uint64_t my_clock(void) { return clock_of(self->id); }
+static inline void advance_to(uint64_t at) { /* the calling thread's logical time, at least `at` */
+  const uint64_t c = my_clock();
+  if (at > c) __atomic_store_n(&clk[self->id].bias, clk[self->id].bias + (at - c), __ATOMIC_RELEASE);
+}
+/* Thread i (blocked, or new) runs from logical time max(its own, at). */
+static void make_running(int i, uint64_t at) {
+  __atomic_add_fetch(&busy, 1, __ATOMIC_SEQ_CST);
+  const uint64_t c = clock_of(i);
+  if (at > c) __atomic_store_n(&clk[i].bias, clk[i].bias + (at - c), __ATOMIC_SEQ_CST);
+  __atomic_store_n(&clk[i].state, RUNNING, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&gen, 1, __ATOMIC_SEQ_CST);
+  __atomic_sub_fetch(&busy, 1, __ATOMIC_SEQ_CST);
+}
+static inline void block_self(void) {
+  if (deterministic) __atomic_store_n(&clk[self->id].state, BLOCKED, __ATOMIC_SEQ_CST);
+}
+/* Waits until the calling thread's logical time is the least of the running threads'. */
+static void wait_turn(void) {
+  const int me = self->id;
+  for (unsigned tries = 0;; ++tries) {
+    const uint64_t g = __atomic_load_n(&gen, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&busy, __ATOMIC_SEQ_CST)) {
+      const uint64_t c = my_clock();
+      const int n = __atomic_load_n(&next_id, __ATOMIC_SEQ_CST);
+      int mine = 1;
+      for (int j = 0; j < n && mine; ++j) {
+        if (j == me || __atomic_load_n(&clk[j].state, __ATOMIC_SEQ_CST) != RUNNING) continue;
+        const uint64_t cj = clock_of(j);
+        if (cj < c || (cj == c && j < me)) mine = 0;
+      }
+      if (mine && !__atomic_load_n(&busy, __ATOMIC_SEQ_CST) && __atomic_load_n(&gen, __ATOMIC_SEQ_CST) == g) return;
+    }
+    /* The threads behind this one need the host's cores: give them way, and after a while
+     * sleep rather than spin (16 threads on 2 cores spend most of their time here). */
+    if (tries < 32) {
+      sched_yield();
+    } else {
+      const struct timespec nap = {0, tries < 256 ? 20000 : 200000};
+      nanosleep(&nap, NULL);
+    }
+  }
+}
+
+/* A thread blocked on a barrier, pause or condition, on its caller's stack. */
+struct mbpt_waiter {
+  pthread_cond_t c;
+  int woken, id;
+  uint64_t by;
+  struct mbpt_waiter *next;
+};
+
+/* The calling thread has ended: its joiner, if blocked, runs from its final logical time. */
+static void end_thread(void) {
+  const int me = self->id;
+  const uint64_t final = my_clock();
+  close_thread(self);
+  self = NULL;
+  pthread_mutex_lock(&global);
+  clk[me].final = final;
+  if (deterministic && clk[me].joiner >= 0) make_running(clk[me].joiner, final);
+  __atomic_store_n(&clk[me].state, FINISHED, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&global);
+}
+
 void mbpt_init(void) {
   if (arena_limit) return;
   const char *o = getenv("MBPTRACE_OUT");
@@ -285,6 +388,13 @@ void mbpt_init(void) {
   if (p != (void *)ARENA_BASE) die("cannot map the shared arena at 0x%llx (%s)", (unsigned long long)ARENA_BASE, strerror(errno));
   arena_limit = bytes;
   mbpt_arena_end = (uintptr_t)ARENA_BASE + bytes;
+  const char *order = getenv("MBPTRACE_ORDER");
+  if (order && *order && strcmp(order, "instructions") && strcmp(order, "host"))
+    die("MBPTRACE_ORDER must be instructions or host, not '%s'", order);
+  deterministic = !(order && !strcmp(order, "host"));
+  clk[0].icount = &mbpt_icount;
+  clk[0].joiner = -1;
+  clk[0].state = RUNNING;
   next_id = 1;
   tids[0] = pthread_self();
   self = open_thread(0);
@@ -315,20 +425,29 @@ struct start { void (*fn)(void); int id; };
 static void *trampoline(void *arg) {
   struct start s = *(struct start *)arg;
   free(arg);
+  __atomic_store_n(&clk[s.id].icount, &mbpt_icount, __ATOMIC_SEQ_CST); /* 0, as no_instructions */
   self = open_thread(s.id);
   rec(self, K_BEGIN, 0, 0, 0, 0, 0, 0);
   s.fn();
-  close_thread(self);
-  self = NULL;
+  end_thread();
   return NULL;
 }
 
 void mbpt_create(void (*fn)(void)) {
   if (!arena_limit) mbpt_init();
   pthread_mutex_lock(&global);
-  const int id = next_id++;
-  pthread_mutex_unlock(&global);
+  const int id = next_id;
   if (id >= MAX_THREADS) die("more than %d threads", MAX_THREADS);
+  /* Visible, at its creator's logical time, before anything can look for it. */
+  __atomic_add_fetch(&busy, 1, __ATOMIC_SEQ_CST);
+  clk[id].icount = &no_instructions;
+  clk[id].bias = my_clock();
+  clk[id].joiner = -1;
+  __atomic_store_n(&clk[id].state, RUNNING, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&next_id, id + 1, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&gen, 1, __ATOMIC_SEQ_CST);
+  __atomic_sub_fetch(&busy, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&global);
   rec(self, K_CREATE, 0, 0, 0, (uint64_t)id, 0, 0);
   struct start *s = malloc(sizeof *s);
   s->fn = fn;
@@ -341,6 +460,16 @@ void mbpt_create(void (*fn)(void)) {
 void mbpt_wait_for_end(long n) {
   for (long i = 0; i < n && joined_upto < next_id; ++i) {
     const int id = joined_upto++;
+    if (deterministic) {
+      pthread_mutex_lock(&global);
+      if (clk[id].state == FINISHED) {
+        advance_to(clk[id].final);
+      } else {
+        clk[id].joiner = self->id; /* it makes this thread run when it ends */
+        block_self();
+      }
+      pthread_mutex_unlock(&global);
+    }
     pthread_join(tids[id], NULL);
     rec(self, K_JOIN, 0, 0, 0, (uint64_t)id, 0, 0);
   }
@@ -384,12 +513,28 @@ static uint64_t *sequence(const void *obj) {
 void mbpt_lock_init(mbpt_lock_t *l) {
   pthread_mutex_init(&l->m, NULL);
   l->order = sequence(l);
+  l->released_at = 0;
+  l->released_by = -1;
 }
 void mbpt_lock(mbpt_lock_t *l) {
-  pthread_mutex_lock(&l->m);
+  if (!deterministic) {
+    pthread_mutex_lock(&l->m);
+  } else {
+    for (uint64_t step = 16;; step = step < (1u << 20) ? 2 * step : step) {
+      wait_turn();
+      if (pthread_mutex_trylock(&l->m) == 0) {
+        const uint64_t c = my_clock();
+        if (l->released_by < 0 || l->released_at < c || (l->released_at == c && l->released_by < self->id)) break;
+        pthread_mutex_unlock(&l->m); /* released, but at a later logical time than this */
+      }
+      __atomic_store_n(&clk[self->id].bias, clk[self->id].bias + step, __ATOMIC_RELEASE);
+    }
+  }
   rec(self, K_ACQUIRE, (uintptr_t)l, 0, 0, 0, 0, (*l->order)++);
 }
 void mbpt_unlock(mbpt_lock_t *l) {
+  l->released_at = my_clock();
+  l->released_by = self->id;
   rec(self, K_RELEASE, (uintptr_t)l, 0, 0, 0, 0, 0);
   pthread_mutex_unlock(&l->m);
 }
@@ -399,16 +544,28 @@ void mbpt_barrier_init(mbpt_barrier_t *b) {
   pthread_cond_init(&b->c, NULL);
   b->count = 0;
   b->episode = sequence(b);
+  b->latest = 0;
+  b->waiters = NULL;
 }
 void mbpt_barrier(mbpt_barrier_t *b, long participants) {
   pthread_mutex_lock(&b->m);
   const uint64_t e = *b->episode;
   rec(self, K_BARRIER, (uintptr_t)b, 0, 0, 0, (uint64_t)participants, e);
+  const uint64_t c = my_clock();
+  if (b->count == 0 || c > b->latest) b->latest = c;
   if (++b->count == (unsigned long)participants) {
     b->count = 0;
     ++*b->episode;
+    if (deterministic) { /* everybody leaves at the latest arrival's logical time */
+      for (struct mbpt_waiter *w = b->waiters; w; w = w->next) make_running(w->id, b->latest);
+      advance_to(b->latest);
+    }
+    b->waiters = NULL;
     pthread_cond_broadcast(&b->c);
   } else {
+    struct mbpt_waiter w = {.id = self->id, .next = b->waiters};
+    b->waiters = &w;
+    block_self();
     while (*b->episode == e) pthread_cond_wait(&b->c, &b->m);
   }
   pthread_mutex_unlock(&b->m);
@@ -419,11 +576,17 @@ void mbpt_pause_init(mbpt_pause_t *p) {
   pthread_cond_init(&p->c, NULL);
   p->flag = 0;
   p->wakes = sequence(p);
+  p->set_at = 0;
+  p->waiters = NULL;
 }
 void mbpt_setpause(mbpt_pause_t *p) {
   pthread_mutex_lock(&p->m);
   p->flag = 1;
+  p->set_at = my_clock();
   rec(self, K_BROADCAST, (uintptr_t)p, 0, 0, 0, 0, (*p->wakes)++);
+  if (deterministic)
+    for (struct mbpt_waiter *w = p->waiters; w; w = w->next) make_running(w->id, p->set_at);
+  p->waiters = NULL;
   pthread_cond_broadcast(&p->c);
   pthread_mutex_unlock(&p->m);
 }
@@ -434,7 +597,16 @@ void mbpt_clearpause(mbpt_pause_t *p) {
 }
 void mbpt_waitpause(mbpt_pause_t *p) {
   pthread_mutex_lock(&p->m);
-  while (!p->flag) pthread_cond_wait(&p->c, &p->m);
+  if (p->flag) {
+    /* Set already: this thread goes on from the setter's logical time if that is later, as
+     * it would have had it waited for the SETPAUSE. */
+    if (deterministic) advance_to(p->set_at);
+  } else {
+    struct mbpt_waiter w = {.id = self->id, .next = p->waiters};
+    p->waiters = &w;
+    block_self();
+    while (!p->flag) pthread_cond_wait(&p->c, &p->m);
+  }
   rec(self, K_CWAIT, (uintptr_t)p, 0, 0, 0, 0, *p->wakes - 1);
   pthread_mutex_unlock(&p->m);
 }
@@ -445,13 +617,6 @@ void mbpt_waitpause(mbpt_pause_t *p) {
  * lock's release and its re-acquisition, as traces/FORMAT.md says. A signal with no waiter
  * is recorded too (it happened; nobody consumes it). No spurious wake-ups: a program's
  * predicate loop simply waits again, with a cwait of its own. */
-struct mbpt_waiter {
-  pthread_cond_t c;
-  int woken;
-  uint64_t by;
-  struct mbpt_waiter *next;
-};
-
 void mbpt_cond_init(mbpt_cond_t *c) {
   pthread_mutex_init(&c->m, NULL);
   c->wakes = sequence(c);
@@ -462,6 +627,7 @@ void mbpt_cond_wait(mbpt_cond_t *c, mbpt_lock_t *l) {
   struct mbpt_waiter w;
   pthread_cond_init(&w.c, NULL);
   w.woken = 0;
+  w.id = self->id;
   w.by = 0;
   w.next = NULL;
   pthread_mutex_lock(&c->m);
@@ -469,6 +635,7 @@ void mbpt_cond_wait(mbpt_cond_t *c, mbpt_lock_t *l) {
   else c->head = &w;
   c->tail = &w;
   mbpt_unlock(l);
+  block_self();
   while (!w.woken) pthread_cond_wait(&w.c, &c->m);
   pthread_mutex_unlock(&c->m);
   pthread_cond_destroy(&w.c);
@@ -486,6 +653,7 @@ static void wake(mbpt_cond_t *c, int all) {
     if (!c->head) c->tail = NULL;
     w->woken = 1;
     w->by = n;
+    if (deterministic) make_running(w->id, my_clock());
     pthread_cond_signal(&w->c);
     if (!all) break;
   }
@@ -504,8 +672,7 @@ unsigned long mbpt_clock_us(void) {
 
 void mbpt_finish(void) {
   if (!self) return;
-  close_thread(self);
-  self = NULL;
+  end_thread();
   char path[4200];
   snprintf(path, sizeof path, "%s/trace.meta", out_dir);
   FILE *f = fopen(path, "w");
@@ -527,8 +694,9 @@ void mbpt_finish(void) {
     if (*args) fprintf(f, "args %s\n", args);
   }
   fprintf(f, "threads %d\nencoding binary-gzip\ngap_unit instructions\n", next_id);
-  fprintf(f, "capture mbptrace-cc (assembly pass: every memory instruction hooked, shared arena at 0x%llx; gap = the program's instructions, counted per basic block)\n",
-          (unsigned long long)ARENA_BASE);
+  fprintf(f, "capture mbptrace-cc (assembly pass: every memory instruction hooked, shared arena at 0x%llx; gap = the program's instructions, counted per basic block; %s)\n",
+          (unsigned long long)ARENA_BASE,
+          deterministic ? "synchronisation in logical-time order (MBPTRACE_ORDER=instructions)" : "synchronisation in the host's order (MBPTRACE_ORDER=host)");
   fprintf(f, "instructions %llu\n", (unsigned long long)total_instructions);
   for (size_t i = 0; i < nallocs; ++i) fprintf(f, "alloc 0x%llx %llu\n", (unsigned long long)allocs[i].addr, (unsigned long long)allocs[i].size);
   if (fclose(f)) die("writing %s failed", path);

@@ -14,9 +14,12 @@ extern "C" {
  * per address, not in the object: a program that initialises an object again at the same
  * address (BARNES re-creates its cells, and their condition variables, every time step)
  * continues its numbering, as the trace's objects are named by address (traces/FORMAT.md). */
+struct mbpt_waiter;
 typedef struct {
   pthread_mutex_t m;
   uint64_t *order; /* acquisitions so far at this address: the captured order of the next one */
+  uint64_t released_at; /* the releaser's logical time (instructions) at the last release */
+  int released_by;      /* its thread, -1 before the first release */
 } mbpt_lock_t;
 
 typedef struct {
@@ -24,6 +27,8 @@ typedef struct {
   pthread_cond_t c;
   unsigned long count;
   uint64_t *episode; /* episodes so far at this address */
+  uint64_t latest;   /* the latest logical time of this episode's arrivals */
+  struct mbpt_waiter *waiters;
 } mbpt_barrier_t;
 
 typedef struct {
@@ -31,11 +36,12 @@ typedef struct {
   pthread_cond_t c;
   int flag;
   uint64_t *wakes; /* SETPAUSE broadcasts so far at this address */
+  uint64_t set_at; /* the setter's logical time */
+  struct mbpt_waiter *waiters;
 } mbpt_pause_t;
 
 /* A condition variable (CONDVARDEC): waiters queue oldest first, so each wait knows the
  * wake-up (signal or broadcast number) that woke it, as the trace's cwait records say. */
-struct mbpt_waiter;
 typedef struct {
   pthread_mutex_t m;
   uint64_t *wakes; /* signals and broadcasts so far at this address: the number of the next one */
