@@ -61,6 +61,37 @@ TEST(TraceReplay, ABarrierReleasesOnlyWhenAllHaveArrived) {
   EXPECT_GE(thread_field(sum, 1, "end_s"), kLongGapS);
 }
 
+// An arrival's fetch&add answer can come back after its barrier episode has already opened: a
+// far node's answer is still in the network when the home's own last arriver has read the
+// counter, swapped the episode word and opened the next episode. VOLREND's trace (16 threads,
+// 576 barriers) found it: the late answer was counted against the next episode's base
+// ("barrier counter says 18446744073709551615 arrivals"), an internal error: the home's own
+// thread arrived last, right behind a far thread queued at the home, and its answer and its
+// swap came back before the far thread's answer. Sixteen threads, one per node, meet at 400
+// barriers; each reads a word beside the barrier's first (as VOLREND's globals sit beside its
+// barrier), so the home's atomics wait on invalidation rounds.
+TEST(TraceReplay, ALateArrivalAnswerCountsForItsOwnEpisode) {
+  constexpr int kThreads = 16, kEpisodes = 600;
+  std::vector<std::string> th(kThreads);
+  th[0] = "0 begin\n0 load 0x40002000 8\n";  // the barrier's page is homed on thread 0's node
+  for (int t = 1; t < kThreads; ++t) th[0] += "0 create " + std::to_string(t) + "\n";
+  for (int t = 1; t < kThreads; ++t) th[t] = "0 begin\n";
+  for (int e = 0; e < kEpisodes; ++e)
+    for (int t = 0; t < kThreads; ++t) {
+      // The others arrive together and queue at the home; the home's own thread 7 instructions
+      // later each episode (modulo 2,000), sweeping across the time their answers are in flight.
+      th[t] += std::to_string(t == 0 ? (e * 7) % 2000 : 0) + " load 0x40002010 8\n";
+      th[t] += "0 barrier 0x40002000 " + std::to_string(kThreads) + " " + std::to_string(e) + "\n";
+    }
+  for (int t = 1; t < kThreads; ++t) th[0] += "0 join " + std::to_string(t) + "\n";
+  for (int t = 0; t < kThreads; ++t) th[t] += "0 end\n";
+  const auto tr = make_trace("late_arrival", th);
+  auto c = config(tr, 2);
+  c["trace"]["placement"] = "spread";
+  const auto s = test::run_in_process(c, "late_arrival");
+  ASSERT_TRUE(s["summary"]["finished"].get<bool>());
+}
+
 TEST(TraceReplay, AJoinWaitsForTheThreadsEnd) {
   const auto tr = make_trace("join", {"0 begin\n0 create 1\n0 join 1\n0 end\n", "0 begin\n1000000 store 0x40000000 8\n0 end\n"});
   const auto s = test::run_in_process(config(tr), "join");

@@ -352,6 +352,10 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
           }
           take_gap();
           set_atomic(op, mbcf::AtomicOp::FetchAdd, trace::sync_word(r.addr), 8, 1);
+          // This episode's base, kept with the arrival: its answer may come back after the
+          // episode has opened and the barrier's base has moved on (a far node's answer still
+          // in flight when the home's own last arriver has swapped the episode word).
+          T.barrier_base = B.base;
           T.phase = 1;
           return true;
         }
@@ -473,7 +477,7 @@ void TraceReplay::complete_op(uint32_t node, uint32_t proc, const MemOp& op, uin
     case Kind::Barrier: {
       Barrier& B = barriers_[trace::sync_word(r.addr)];
       if (T.phase == 1) {
-        const uint64_t arrived = old + 1 - B.base;
+        const uint64_t arrived = old + 1 - T.barrier_base;
         if (arrived > r.count) replay_error(t, "barrier counter says " + std::to_string(arrived) + " arrivals of " + std::to_string(r.count));
         T.phase = arrived == r.count ? 2 : 3;
         return;

@@ -60,6 +60,7 @@ class TraceReplay : public MbpWorkload {
     uint64_t last_t = 0, busy = 0, sync = 0, stall[5] = {};
     uint64_t refs = 0, end_ps = 0;
     uint64_t attempts = 0;  // compare&swaps of the current acquisition
+    uint64_t barrier_base = 0;  // the counter's value when the current barrier episode began
     std::unordered_map<uint64_t, uint64_t> held;  // lock word -> the acquisition order it holds
   };
   // What the driver has seen complete. Responses of different threads may arrive in another
