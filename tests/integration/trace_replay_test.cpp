@@ -36,7 +36,9 @@ TEST(TraceReplay, ALockHolderExcludesTheNextAcquirer) {
   // next in the captured order, so it waits at least that long.
   const auto tr = make_trace("lock", {"0 begin\n0 create 1\n0 acquire 0x40001000 0\n1000000 store 0x40000000 8\n0 release 0x40001000\n0 join 1\n0 end\n",
                                       "0 begin\n10 acquire 0x40001000 1\n0 store 0x40000000 8\n0 release 0x40001000\n0 end\n"});
-  const auto s = test::run_in_process(config(tr), "lock");
+  auto c = config(tr);
+  c["trace"]["sync"] = "recorded";
+  const auto s = test::run_in_process(c, "lock");
   ASSERT_TRUE(s["summary"]["finished"].get<bool>());
   const auto& sum = s["summary"];
   EXPECT_GE(thread_field(sum, 1, "sync_s"), kLongGapS);
@@ -45,6 +47,35 @@ TEST(TraceReplay, ALockHolderExcludesTheNextAcquirer) {
   // The waiter does not spin on the lock word: its one compare&swap comes after the holder's
   // release has been performed, and succeeds.
   EXPECT_EQ(sum["lock_retries"].get<int>(), 0);
+}
+
+// trace.sync: the captured order says thread 1 took the lock first (its acquisition is #0),
+// but in simulated time thread 0 gets there first and holds it for 5 ms; thread 1 arrives
+// 2.5 ms in. Simulated (the default) grants it to thread 0, and thread 1 waits 2.5 ms;
+// recorded makes thread 0 wait until thread 1 has had its turn at 2.5 ms. Mutual exclusion
+// holds either way (checked on the lock word's values).
+std::string lock_order_trace() {
+  return make_trace("lock_order", {"0 begin\n0 create 1\n0 acquire 0x40001000 1\n1000000 store 0x40000000 8\n0 release 0x40001000\n0 join 1\n0 end\n",
+                                   "0 begin\n500000 acquire 0x40001000 0\n0 store 0x40000000 8\n0 release 0x40001000\n0 end\n"});
+}
+
+TEST(TraceReplay, SimulatedOrderGrantsALockToWhoeverComesFirst) {
+  const auto s = test::run_in_process(config(lock_order_trace()), "lock_order_simulated")["summary"];
+  ASSERT_TRUE(s["finished"].get<bool>());
+  EXPECT_LT(thread_field(s, 0, "sync_s"), kLongGapS / 10);  // thread 0 went first
+  EXPECT_NEAR(thread_field(s, 1, "sync_s"), kLongGapS / 2, kLongGapS / 20);  // thread 1 waited for its release
+  EXPECT_GE(s["lock_retries"].get<int>(), 1);  // thread 1's try found the lock held
+  EXPECT_NEAR(s["exec_time_s"].get<double>(), kLongGapS, kLongGapS / 20);
+}
+
+TEST(TraceReplay, RecordedOrderGrantsALockInTheCapturedOrder) {
+  auto c = config(lock_order_trace());
+  c["trace"]["sync"] = "recorded";
+  const auto s = test::run_in_process(c, "lock_order_recorded")["summary"];
+  ASSERT_TRUE(s["finished"].get<bool>());
+  EXPECT_NEAR(thread_field(s, 0, "sync_s"), kLongGapS / 2, kLongGapS / 20);  // thread 0 waited for thread 1's turn
+  EXPECT_LT(thread_field(s, 1, "sync_s"), kLongGapS / 10);
+  EXPECT_NEAR(s["exec_time_s"].get<double>(), 1.5 * kLongGapS, kLongGapS / 20);
 }
 
 TEST(TraceReplay, ABarrierReleasesOnlyWhenAllHaveArrived) {

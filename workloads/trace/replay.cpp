@@ -24,6 +24,9 @@ void declare_trace_params(ParamSchema& s) {
   s.add({"trace.map", T::IntList, nlohmann::json::array(), "",
          "with trace.placement map: the processor of each thread, in thread order, numbered node x node.procs + processor (one entry per thread; two threads on one processor need trace.multiplex)",
          0, 1e9});
+  s.add({"trace.sync", T::String, "simulated", "",
+         "the order locks are granted in. simulated: first come in simulated time (whoever's compare&swap reaches the lock's home first; barriers, joins, pauses, semaphores and condition wake-ups still wait for what they waited for when captured); recorded: the captured acquisition order, exactly",
+         -1e300, 1e300, {"simulated", "recorded"}});
   s.add({"trace.validate", T::Bool, true, "", "run `mbpsim trace validate` on the trace before replaying it"});
   s.add({"trace.multiplex", T::Bool, false, "", "allow more threads than processors: threads of one processor time-share it, switching when one blocks"});
   s.add({"trace.switch_cycles", T::Int, 500, "cycles", "a context switch between threads sharing a processor (save and restore registers, scheduler)", 0, 1e9});
@@ -74,6 +77,7 @@ TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint6
   if (placement == "single" && meta_.threads > 1 && !c.get_bool("trace.multiplex"))
     c.fail("trace.placement", "single puts " + std::to_string(meta_.threads) + " threads on one processor: set trace.multiplex");
   switch_cycles_ = static_cast<uint64_t>(c.get_int("trace.switch_cycles"));
+  recorded_order_ = c.get_string("trace.sync") == "recorded";
   baseline_s_ = c.get_double("trace.baseline_s");
   on_proc_.assign(slots, {});
   current_.assign(slots, -1);
@@ -240,9 +244,10 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
     op.tag = 0;
     op.gap = 0;
     T.role = Role::Sync;
-    auto take_gap = [&] {
+    auto take_gap = [&] {  // once per record: a retried lock or barrier try computes nothing again
       op.gap = r.gap + T.carry_gap;
       T.carry_gap = 0;
+      T.rec.gap = 0;
     };
     auto no_op = [&] {  // a record that issues nothing: its gap moves to the next operation
       T.carry_gap += r.gap;
@@ -319,13 +324,18 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
         return true;
       case Kind::Acquire: {
         Lock& L = locks_[trace::sync_word(r.addr)];
-        if (L.turn < r.seq) {  // spinning on a cached copy costs nothing until the release
+        if (recorded_order_ && L.turn < r.seq) {  // spinning on a cached copy costs nothing until the release
           sleep(t, L.waiters);
           return false;
         }
         if (++T.attempts > 1000000) replay_error(t, "a million compare&swaps without the lock");
         take_gap();
-        set_atomic(op, mbcf::AtomicOp::CompSwap, trace::sync_word(r.addr), 8, 2 * r.seq + 1, 2 * r.seq);
+        if (recorded_order_) {
+          set_atomic(op, mbcf::AtomicOp::CompSwap, trace::sync_word(r.addr), 8, 2 * r.seq + 1, 2 * r.seq);
+        } else {
+          set_atomic(op, mbcf::AtomicOp::CompSwap, trace::sync_word(r.addr), 8, 1, 0);
+          T.releases_seen = L.releases;
+        }
         T.phase = 1;
         return true;
       }
@@ -339,7 +349,7 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
         {
           auto h = T.held.find(trace::sync_word(r.addr));
           if (h == T.held.end()) replay_error(t, "release of a lock the thread does not hold");
-          set_atomic(op, mbcf::AtomicOp::Swap, trace::sync_word(r.addr), 8, 2 * (h->second + 1));
+          set_atomic(op, mbcf::AtomicOp::Swap, trace::sync_word(r.addr), 8, recorded_order_ ? 2 * (h->second + 1) : 0);
         }
         T.phase = 3;
         return true;
@@ -441,6 +451,20 @@ void TraceReplay::complete_op(uint32_t node, uint32_t proc, const MemOp& op, uin
       return;
     case Kind::Acquire: {
       Lock& L = locks_[trace::sync_word(r.addr)];
+      if (!recorded_order_) {
+        if (old == 0) {  // free when this compare&swap reached the home: held
+          T.held[trace::sync_word(r.addr)] = r.seq;
+          T.attempts = 0;
+          advance(t);
+          return;
+        }
+        if (old != 1) replay_error(t, "the lock word at " + trace::hex(trace::sync_word(r.addr)) + " holds " + std::to_string(old) + ", neither free (0) nor held (1)");
+        ++retries_;
+        T.phase = 0;
+        // Held: wait for a release, unless one has completed since this try was issued.
+        if (L.releases == T.releases_seen) sleep(t, L.waiters);
+        return;
+      }
       if (old == 2 * r.seq) {  // granted: the word said free at this turn
         T.held[trace::sync_word(r.addr)] = r.seq;
         T.attempts = 0;
@@ -463,13 +487,17 @@ void TraceReplay::complete_op(uint32_t node, uint32_t proc, const MemOp& op, uin
       Lock& L = locks_[trace::sync_word(r.addr)];
       auto h = T.held.find(trace::sync_word(r.addr));
       const uint64_t k = h->second;
-      // Only the holder of acquisition k turns 2k+1 into anything: mutual exclusion, checked
-      // on the machine's own value.
-      if (old != 2 * k + 1)
+      // Only the holder turns the word back: mutual exclusion, checked on the machine's own
+      // value (simulated: 1; recorded: 2k+1 for acquisition k).
+      if (!recorded_order_ && old != 1)
+        replay_error(t, "mutual exclusion broken: the lock word at " + trace::hex(trace::sync_word(r.addr)) + " held " + std::to_string(old) +
+                            " at a release, expected 1");
+      if (recorded_order_ && old != 2 * k + 1)
         replay_error(t, "mutual exclusion broken: the lock word at " + trace::hex(trace::sync_word(r.addr)) + " held " + std::to_string(old) +
                             " at the release of acquisition " + std::to_string(k) + ", expected " + std::to_string(2 * k + 1));
       T.held.erase(h);
       L.turn = std::max(L.turn, k + 1);
+      ++L.releases;
       advance(t);
       wake_all(L.waiters);
       return;

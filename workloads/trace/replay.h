@@ -1,10 +1,12 @@
 // Trace replay on the MBP machine (`workload.kind = trace`): each thread of a trace
 // (traces/FORMAT.md) runs on one processor; its memory records become loads, stores and
 // atomics, and its synchronisation runs through the machine's own memory and coherence:
-//   lock       a compare&swap at the lock's home (word = 2 x turn + held), granted in the
-//              captured acquisition order: the next acquirer tries once its predecessor's
-//              release has completed, the others spin on their cached copy (asleep: no
-//              traffic); release is a fence then a swap;
+//   lock       trace.sync simulated (the default): a compare&swap of 0 -> 1 at the lock's
+//              home; whoever's reaches the home first holds it, the others spin on their
+//              cached copy (asleep: no traffic) and try again when a release completes;
+//              release is a fence then a swap back to 0. trace.sync recorded: granted in the
+//              captured acquisition order (word = 2 x turn + held): the next acquirer tries
+//              once its predecessor's release has completed;
 //   barrier    fetch&add on the barrier's counter word; the last arriver swaps the episode word
 //              (the next 8 bytes); the others load it until it moves past their episode;
 //   semaphore  post = fetch&add +1; wait = after its post, fetch&add -1;
@@ -61,13 +63,15 @@ class TraceReplay : public MbpWorkload {
     uint64_t refs = 0, end_ps = 0;
     uint64_t attempts = 0;  // compare&swaps of the current acquisition
     uint64_t barrier_base = 0;  // the counter's value when the current barrier episode began
+    uint64_t releases_seen = 0;  // simulated locks: the lock's releases when this try was issued
     std::unordered_map<uint64_t, uint64_t> held;  // lock word -> the acquisition order it holds
   };
   // What the driver has seen complete. Responses of different threads may arrive in another
   // order than the home performed them, so the lock and barrier words themselves, not this
   // bookkeeping, decide who wins; the bookkeeping only decides who tries and who sleeps.
   struct Lock {
-    uint64_t turn = 0;  // releases completed: acquisition `turn` may try
+    uint64_t turn = 0;  // recorded: releases completed, so acquisition `turn` may try
+    uint64_t releases = 0;  // simulated: releases completed
     std::vector<uint32_t> waiters;
   };
   struct Barrier {
@@ -113,6 +117,7 @@ class TraceReplay : public MbpWorkload {
   size_t ended_ = 0;
   uint64_t records_ = 0, refs_ = 0, retries_ = 0, stale_reads_ = 0;
   uint64_t roi_begin_ps_ = 0, roi_end_ps_ = 0;
+  bool recorded_order_ = false;  // trace.sync recorded: locks in the captured order
   uint32_t block_ = 32;
   uint64_t cycle_ps_ = 5000;
   double cpi_ = 1;
