@@ -5,6 +5,9 @@
 #      first processor (the one-processor baseline), and
 #   2. as given, with trace.baseline_s set to run 1's exec_time_s, so that its summary holds
 #      `speedup`.
+# It also gives the region of interest's speedup (roi_begin/roi_end records), which leaves out
+# serial initialisation. Its baseline is the parallel trace time-shared on one processor;
+# scripts/splash-suite.sh runs a folder of traces against real one-thread captures instead.
 # Usage: scripts/trace-speedup.sh CONFIG.json [--out DIR] [--set key=value]...
 # DIR (default out/speedup) receives baseline/ and parallel/, each a normal results folder.
 # The binary is $MBPSIM if set, else build/bin/mbpsim.
@@ -41,4 +44,8 @@ import json, sys
 b = json.load(open(sys.argv[1] + "/baseline/stats.json"))["summary"]
 p = json.load(open(sys.argv[1] + "/parallel/stats.json"))["summary"]
 print("one processor: %.6g s   parallel: %.6g s   speedup %.3f" % (b["exec_time_s"], p["exec_time_s"], p["speedup"]))
+if b.get("roi_time_s") and p.get("roi_time_s"):
+    print("region of interest: one processor %.6g s   parallel %.6g s   speedup %.3f" % (b["roi_time_s"], p["roi_time_s"], b["roi_time_s"] / p["roi_time_s"]))
+else:
+    print("region of interest: - (the trace has no roi_begin/roi_end records)")
 PY

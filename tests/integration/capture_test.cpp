@@ -249,6 +249,66 @@ TEST(Capture, SynchronisationOrderDoesNotDependOnTheHost) {
   EXPECT_NE(r.output.find("MBPTRACE_ORDER must be instructions or host, not 'random'"), std::string::npos) << r.output;
 }
 
+// The suite runner (scripts/splash-suite.sh) on a folder of captures: stencil-4t with its
+// one-thread capture stencil-1t, pipe-4t without one (time-shared baseline, labelled so), and a
+// broken trace. Each row's speedups are the baseline's time over the run's, for the whole run
+// and the region of interest, from the runs' own stats; the broken trace is a failed row and
+// the suite's status is 3; the others still ran.
+TEST(Capture, TheSuiteRunnerTabulatesSpeedupsOverARealOneThreadRun) {
+  const auto d = test::temp_dir("capture_suite");
+  const auto t = d / "traces";
+  fs::create_directories(t);
+  ASSERT_EQ(test::run_cmd("MBPTRACE_OUT=" + (t / "stencil-4t").string() + " " + STENCIL_TRACED + " 4 4096 2").status, 0);
+  ASSERT_EQ(test::run_cmd("MBPTRACE_OUT=" + (t / "stencil-1t").string() + " " + STENCIL_TRACED + " 1 4096 2").status, 0);
+  ASSERT_EQ(test::run_cmd("MBPTRACE_OUT=" + (t / "pipe-4t").string() + " " + PIPELINE_TRACED + " 4 512 1").status, 0);
+  fs::create_directories(t / "broken-2t");
+  test::write_text(t / "broken-2t" / "trace.meta", "garbage\n");
+  const auto out = d / "out";
+  const auto r = test::run_cmd(std::string("MBPSIM=") + MBPSIM_BINARY + " bash " + MBPSIM_SOURCE_DIR + "/scripts/splash-suite.sh " + t.string() +
+                               " --out " + out.string() + " --nodes 4,16");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("6 runs, 2 failed"), std::string::npos) << r.output;
+  std::ifstream csv(out / "suite.csv");
+  std::string header;
+  std::getline(csv, header);
+  std::vector<std::string> names;
+  for (std::istringstream h(header); std::getline(h, names.emplace_back(), ',');) {
+  }
+  names.pop_back();
+  std::map<std::string, std::map<std::string, std::string>> rows;  // "trace/nodes" -> field -> value
+  for (std::string line; std::getline(csv, line);) {
+    std::map<std::string, std::string> row;
+    std::istringstream is(line);
+    for (const auto& n : names) std::getline(is, row[n], ',');
+    rows[row["trace"] + "/" + row["nodes"]] = row;
+  }
+  ASSERT_EQ(rows.size(), 6u);
+  auto summary = [&](const std::string& run) {
+    return nlohmann::json::parse(test::read_text(out / "runs" / run / "stats.json"))["summary"];
+  };
+  const auto base = summary("stencil-4t.baseline");
+  EXPECT_EQ(base["threads"].get<int>(), 1);  // the one-thread capture, not the 4-thread trace
+  for (const char* n : {"4", "16"}) {
+    const auto& row = rows["stencil-4t/" + std::string(n)];
+    EXPECT_EQ(row.at("status"), "ok");
+    EXPECT_EQ(row.at("baseline"), "one-thread trace");
+    const auto par = summary(std::string("stencil-4t.") + n);
+    EXPECT_NEAR(std::stod(row.at("speedup")), base["exec_time_s"].get<double>() / par["exec_time_s"].get<double>(), 1e-4);
+    EXPECT_NEAR(std::stod(row.at("roi_speedup")), base["roi_time_s"].get<double>() / par["roi_time_s"].get<double>(), 1e-4);
+    EXPECT_NEAR(std::stod(row.at("sync_fraction")), par["sync_fraction"].get<double>(), 1e-5);
+    EXPECT_GT(std::stod(row.at("host_references_per_s")), 0);
+  }
+  EXPECT_EQ(rows["pipe-4t/16"].at("baseline"), "time-shared");
+  EXPECT_EQ(rows["pipe-4t/16"].at("roi_speedup"), "");  // no region of interest: not measured, not 0
+  EXPECT_EQ(rows["broken-2t/4"].at("status"), "failed (exit 1)");
+  EXPECT_NE(rows["broken-2t/4"].at("error").find("not an mbpsim trace"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out / "suite.md"));
+  // Bad arguments: one line, status 1.
+  const auto bad = test::run_cmd(std::string("bash ") + MBPSIM_SOURCE_DIR + "/scripts/splash-suite.sh " + t.string() + " --nodes 8 2>&1");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("--nodes: 8 is not a power of 4"), std::string::npos) << bad.output;
+}
+
 // Every shared allocation is in trace.meta, however many there are: the capture kept only the
 // first 4,096 (a fixed array) and `validate` said ok.
 TEST(Capture, EverySharedAllocationIsRecorded) {

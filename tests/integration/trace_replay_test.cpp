@@ -228,6 +228,11 @@ TEST(TraceReplay, SpeedupScriptRunsTheBaselineItself) {
   const double t1 = one["exec_time_s"].get<double>(), tp = par["exec_time_s"].get<double>();
   EXPECT_NEAR(par["speedup"].get<double>(), t1 / tp, 1e-6 * t1 / tp);
   EXPECT_NE(r.output.find("speedup"), std::string::npos) << r.output;
+  // The stencil trace has a region of interest: its speedup is printed from the two runs.
+  char roi[128];
+  std::snprintf(roi, sizeof roi, "region of interest: one processor %.6g s   parallel %.6g s   speedup %.3f", one["roi_time_s"].get<double>(),
+                par["roi_time_s"].get<double>(), one["roi_time_s"].get<double>() / par["roi_time_s"].get<double>());
+  EXPECT_NE(r.output.find(roi), std::string::npos) << r.output << "\nwanted: " << roi;
   // A bad config is one line and status 1, no results.
   r = test::run_cmd(std::string("bash ") + MBPSIM_SOURCE_DIR + "/scripts/trace-speedup.sh " + (d / "none.json").string());
   EXPECT_EQ(r.status, 1);
