@@ -103,6 +103,9 @@ TEST(Capture, GapsAreTheProgramsInstructionsAsCachegrindCountsThem) {
   auto r = test::run_cmd("MBPTRACE_OUT=" + (d / "t").string() + " valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=" + out +
                          " " + STENCIL_PLAIN + " " + args);
   ASSERT_EQ(r.status, 0) << r.output;
+  // The uninstrumented build says what its trace is not (and keeps the host's order: its
+  // logical time would never advance).
+  EXPECT_NE(test::read_text(d / "t" / "trace.meta").find("not built by mbptrace-cc"), std::string::npos);
   // cachegrind's file: `fl=` names a source file, then lines `LINE IR`.
   uint64_t program = 0;
   bool ours = false;

@@ -305,6 +305,10 @@ static struct {
   uint64_t final;         /* its logical time when it ended */
 } clk[MAX_THREADS];
 static const uint64_t no_instructions = 0;
+/* Defined (weak) by every object mbptrace-cc's pass produced; absent when the program was
+ * built with gcc alone (the uninstrumented builds valgrind counts), whose logical time would
+ * never advance: those keep the host's order. */
+extern const char mbpt_instrumented __attribute__((weak));
 /* A thread being made to run (woken or created) changes two words of another thread; a turn
  * check that overlaps such a change looks again. */
 static uint64_t busy = 0, gen = 0;
@@ -391,7 +395,7 @@ void mbpt_init(void) {
   const char *order = getenv("MBPTRACE_ORDER");
   if (order && *order && strcmp(order, "instructions") && strcmp(order, "host"))
     die("MBPTRACE_ORDER must be instructions or host, not '%s'", order);
-  deterministic = !(order && !strcmp(order, "host"));
+  deterministic = !(order && !strcmp(order, "host")) && &mbpt_instrumented != NULL;
   clk[0].icount = &mbpt_icount;
   clk[0].joiner = -1;
   clk[0].state = RUNNING;
@@ -694,10 +698,13 @@ void mbpt_finish(void) {
     if (*args) fprintf(f, "args %s\n", args);
   }
   fprintf(f, "threads %d\nencoding binary-gzip\ngap_unit instructions\n", next_id);
-  fprintf(f, "capture mbptrace-cc (assembly pass: every memory instruction hooked, shared arena at 0x%llx; gap = the program's instructions, counted per basic block; %s)\n",
-          (unsigned long long)ARENA_BASE,
-          deterministic ? "synchronisation in logical-time order (MBPTRACE_ORDER=instructions)" : "synchronisation in the host's order (MBPTRACE_ORDER=host)");
-  fprintf(f, "instructions %llu\n", (unsigned long long)total_instructions);
+  if (&mbpt_instrumented == NULL)
+    fprintf(f, "capture mbptrace runtime in a program not built by mbptrace-cc: memory instructions not recorded (only memcpy, memset, memmove), no instructions counted; synchronisation in the host's order\n");
+  else
+    fprintf(f, "capture mbptrace-cc (assembly pass: every memory instruction hooked, shared arena at 0x%llx; gap = the program's instructions, counted per basic block; %s)\n",
+            (unsigned long long)ARENA_BASE,
+            deterministic ? "synchronisation in logical-time order (MBPTRACE_ORDER=instructions)" : "synchronisation in the host's order (MBPTRACE_ORDER=host)");
+  if (total_instructions) fprintf(f, "instructions %llu\n", (unsigned long long)total_instructions);
   for (size_t i = 0; i < nallocs; ++i) fprintf(f, "alloc 0x%llx %llu\n", (unsigned long long)allocs[i].addr, (unsigned long long)allocs[i].size);
   if (fclose(f)) die("writing %s failed", path);
 }
