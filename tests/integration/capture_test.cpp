@@ -312,6 +312,28 @@ TEST(Capture, TheSuiteRunnerTabulatesSpeedupsOverARealOneThreadRun) {
   EXPECT_NE(bad.output.find("--nodes: 8 is not a power of 4"), std::string::npos) << bad.output;
 }
 
+// A copy longer than the format's largest record (64 KiB) becomes several records, each at its
+// own address: the capture used to repeat the first address for every piece.
+TEST(Capture, ALongCopyIsSplitIntoRecordsThatCoverIt) {
+  const auto d = test::temp_dir("capture_copy") / "trace";
+  const auto r = test::run_cmd("MBPTRACE_OUT=" + d.string() + " " + PIPELINE_TRACED + " 1 64 1 0 150000");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const trace::Meta m = trace::read_meta(d.string());
+  ASSERT_EQ(m.allocations.size(), 4u);  // Global, Buf, from, to
+  const uint64_t from = m.allocations[2].addr, to = m.allocations[3].addr;
+  std::vector<std::pair<uint64_t, uint64_t>> loads, stores;  // the copy's records: address, size
+  auto in = trace::open_stream(d.string(), m, 0);
+  trace::Record rec;
+  while (in->next(rec)) {
+    if (rec.kind == trace::Kind::Load && rec.addr >= from && rec.addr < from + 150000) loads.emplace_back(rec.addr, rec.size);
+    if (rec.kind == trace::Kind::Store && rec.addr >= to && rec.addr < to + 150000) stores.emplace_back(rec.addr, rec.size);
+  }
+  const std::vector<std::pair<uint64_t, uint64_t>> want_loads = {{from, 65536}, {from + 65536, 65536}, {from + 131072, 150000 - 131072}};
+  const std::vector<std::pair<uint64_t, uint64_t>> want_stores = {{to, 65536}, {to + 65536, 65536}, {to + 131072, 150000 - 131072}};
+  EXPECT_EQ(loads, want_loads);
+  EXPECT_EQ(stores, want_stores);
+}
+
 // Every shared allocation is in trace.meta, however many there are: the capture kept only the
 // first 4,096 (a fixed array) and `validate` said ok.
 TEST(Capture, EverySharedAllocationIsRecorded) {

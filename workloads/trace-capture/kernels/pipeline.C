@@ -4,12 +4,15 @@
  * wait for one another on a condition variable (CONDVARWAIT under a lock named with AGETL): the
  * last to arrive signals, and each woken thread signals the next (P signals and P-1 waits a
  * round), as BARNES, FMM and CHOLESKY use them.
+ * COPY, if given, is the size of one memcpy between two shared buffers at the end (the capture
+ * splits a copy over 64 KiB into records of at most 64 KiB, each at its own address).
  * ALLOCS further small shared allocations (as WATER-NSQUARED makes by the ten thousand), each
  * written once, check that the capture keeps every one.
- *   usage: pipeline [P [N [ROUNDS [ALLOCS]]]] */
+ *   usage: pipeline [P [N [ROUNDS [ALLOCS [COPY]]]]] */
 MAIN_ENV
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define BUCKETS 16
 struct GlobalMemory {
@@ -25,7 +28,7 @@ struct GlobalMemory {
 };
 struct GlobalMemory *Global;
 long *Buf;
-long N = 2048, P = 4, ROUNDS = 3, ALLOCS = 0;
+long N = 2048, P = 4, ROUNDS = 3, ALLOCS = 0, COPY = 0;
 
 void worker(void) {
   long id, r, i;
@@ -67,6 +70,7 @@ int main(int argc, char **argv) {
   if (argc > 2) N = atol(argv[2]);
   if (argc > 3) ROUNDS = atol(argv[3]);
   if (argc > 4) ALLOCS = atol(argv[4]);
+  if (argc > 5) COPY = atol(argv[5]);
   MAIN_INITENV(,)
   Global = (struct GlobalMemory *) G_MALLOC(sizeof(struct GlobalMemory));
   Buf = (long *) G_MALLOC(N * sizeof(long));
@@ -86,6 +90,11 @@ int main(int argc, char **argv) {
   for (i = 1; i < P; i++) CREATE(worker)
   worker();
   WAIT_FOR_END(P - 1)
+  if (COPY > 0) {
+    char *from = (char *) G_MALLOC(COPY);
+    char *to = (char *) G_MALLOC(COPY);
+    memcpy(to, from, COPY);
+  }
   for (i = 0; i < BUCKETS; i++) total += Global->hist[i];
   printf("counted %ld of %ld\n", total, N * ROUNDS);
   MAIN_END
