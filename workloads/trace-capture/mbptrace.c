@@ -45,7 +45,7 @@ __thread uint64_t mbpt_icount __attribute__((tls_model("initial-exec")));
 typedef struct {
   int id;
   gzFile out;
-  uint64_t records, prev, gap;
+  uint64_t records, prev;
   uint64_t seen;  /* mbpt_icount at the previous record */
   uint64_t debt;  /* references whose own instruction is still to leave the gaps */
   size_t n;
@@ -187,19 +187,20 @@ static inline void rmw(const volatile void *p, uint64_t size, int op) {
  * Private addresses leave the trampoline after a bounds check, without saving anything. */
 uintptr_t mbpt_arena_end = 0; /* ARENA_BASE + bytes mapped, read by the trampolines */
 
-static inline void ref_instruction(thread_t *t) { ++t->debt; }
-
 void mbpt_ref(uint64_t addr, uint64_t code) {
   thread_t *t = self;
   if (!t) return;
   const uint64_t size = code >> 8;
-  ref_instruction(t);
+  if ((code & 15) == 5) { /* mfence: a record that stands for no memory instruction */
+    rec(t, K_FENCE, 0, 0, 0, 0, 0, 0);
+    return;
+  }
+  ++t->debt; /* the records below stand for this one instruction */
   switch (code & 15) {
     case 1: mem_access((const void *)addr, size, K_LOAD); break;
     case 2: mem_access((const void *)addr, size, K_STORE); break;
     case 3: mem_access((const void *)addr, size, K_LOAD); mem_access((const void *)addr, size, K_STORE); break;
     case 4: rmw((const volatile void *)addr, size, (int)((code >> 4) & 3)); break;
-    case 5: --t->debt; rec(t, K_FENCE, 0, 0, 0, 0, 0, 0); break;
     default: die("mbptrace-cc emitted an unknown hook code %llu", (unsigned long long)code);
   }
 }
@@ -208,7 +209,7 @@ void mbpt_rep(uint64_t dst, uint64_t src, uint64_t count, uint64_t code) {
   thread_t *t = self;
   if (!t || !count) return;
   const uint64_t bytes = count * (code >> 8);
-  ref_instruction(t);
+  ++t->debt;
   switch (code & 15) {
     case 1: mem_access((const void *)dst, bytes, K_STORE); break;
     case 2: mem_access((const void *)src, bytes, K_LOAD); mem_access((const void *)dst, bytes, K_STORE); break;
