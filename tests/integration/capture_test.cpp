@@ -339,7 +339,9 @@ TEST(Capture, ALongCopyIsSplitIntoRecordsThatCoverIt) {
 // data, which gcc turns into block moves (string instructions or vector moves) that the old
 // tsan-based capture did not see. Every byte of the memset is stored (gcc's expansion stores
 // two words twice: its head and tail moves overlap the rep stosq), and every byte of the copy
-// is loaded from the source and stored to the destination, once; the instructions are counted.
+// is loaded from the source and stored to the destination, once; a fence between them is one
+// fence record (its hook once depended on %rdi happening to point into the arena); the
+// instructions are counted.
 TEST(Capture, BlockMovesOfSharedDataAreRecorded) {
   const auto d = test::temp_dir("capture_blockmove");
   test::write_text(d / "blockmove.c", R"(#include "mbptrace.h"
@@ -347,10 +349,13 @@ TEST(Capture, BlockMovesOfSharedDataAreRecorded) {
 struct big { long a[64]; };
 __attribute__((noinline)) void copy(struct big *to, const struct big *from) { *to = *from; }
 __attribute__((noinline)) void clear(struct big *b) { __builtin_memset(b, 0, sizeof *b); }
+long fences_made; /* private: the fence below runs with %rdi pointing here, not into the arena */
+__attribute__((noinline)) void fence(long *n) { __atomic_thread_fence(__ATOMIC_SEQ_CST); ++*n; }
 int main(void) {
   mbpt_init();
   struct big *x = mbpt_malloc(sizeof *x), *y = mbpt_malloc(sizeof *y);
   clear(x);
+  fence(&fences_made); /* gcc: lock orq $0, (%rsp): one fence record */
   copy(y, x);
   printf("%ld\n", y->a[63]);
   mbpt_finish();
@@ -366,7 +371,7 @@ int main(void) {
   const trace::Meta m = trace::read_meta(t.string());
   ASSERT_EQ(m.allocations.size(), 2u);
   const uint64_t x = m.allocations[0].addr, y = m.allocations[1].addr;
-  uint64_t x_loaded = 0, y_stored = 0;
+  uint64_t x_loaded = 0, y_stored = 0, fences = 0;
   std::vector<bool> x_covered(512, false);
   auto in = trace::open_stream(t.string(), m, 0);
   trace::Record rec;
@@ -375,10 +380,12 @@ int main(void) {
       for (uint64_t b = rec.addr - x; b < std::min<uint64_t>(512, rec.addr - x + rec.size); ++b) x_covered[b] = true;
     if (rec.kind == trace::Kind::Load && rec.addr >= x && rec.addr < x + 512) x_loaded += rec.size;
     if (rec.kind == trace::Kind::Store && rec.addr >= y && rec.addr < y + 512) y_stored += rec.size;
+    if (rec.kind == trace::Kind::Fence) ++fences;
   }
   EXPECT_EQ(std::count(x_covered.begin(), x_covered.end(), true), 512);  // the memset
   EXPECT_EQ(x_loaded, 512u);  // the copy's source
   EXPECT_EQ(y_stored, 512u);  // and its destination
+  EXPECT_EQ(fences, 1u);      // the fence, whatever %rdi held
   EXPECT_GT(m.instructions, 0u);
 }
 
