@@ -31,7 +31,7 @@ constexpr uint8_t kBinMagic[5] = {'M', 'B', 'P', 'T', 'S'};
 struct Fields {
   bool addr, size, op, thread, count, seq;
 };
-Fields fields_of(Kind k) {
+constexpr Fields fields_of_kind(Kind k) {
   switch (k) {
     case Kind::Load:
     case Kind::Store:
@@ -55,6 +55,15 @@ Fields fields_of(Kind k) {
   }
   return {};
 }
+// The same as a table: the readers look it up once per record.
+struct FieldTable {
+  Fields f[kKinds];
+  constexpr FieldTable() : f{} {
+    for (int k = 0; k < kKinds; ++k) f[k] = fields_of_kind(static_cast<Kind>(k));
+  }
+};
+constexpr FieldTable kFields;
+Fields fields_of(Kind k) { return kFields.f[static_cast<int>(k)]; }
 
 // Buffered reads of a stream file. A gzip file (RFC 1952) is inflated with zlib, its members
 // one after another (`cat a.gz b.gz` is one stream); any other file is read as it is. Bytes
@@ -87,6 +96,10 @@ class Source {
   }
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
+  // The bytes decoded and not yet used, contiguous: a reader may use them and skip() past.
+  size_t ready() const { return len_ - pos_; }
+  const uint8_t* cur() const { return buf_ + pos_; }
+  void skip(size_t n) { pos_ += n; }
   // false at the end of the data
   bool get(uint8_t& b) {
     if (pos_ == len_ && !fill()) return false;
@@ -347,15 +360,8 @@ class BinaryReader : public StreamReader {
     if (done_) return false;
     uint8_t tag;
     if (!src_.get(tag)) fail("truncated: no end-of-stream marker");
-    if (tag == 0) {
-      const uint64_t n = varint("record count");
-      if (n != index_) fail("end marker says " + std::to_string(n) + " records, the stream has " + std::to_string(index_));
-      uint8_t x;
-      if (src_.get(x)) fail("data after the end marker");
-      done_ = true;
-      return false;
-    }
-    if (tag >= kKinds) fail("unknown record tag " + std::to_string(tag));
+    if (tag == 0) return end_marker();
+    if (tag >= kKinds) bad_field("unknown record tag", tag);
     r.kind = static_cast<Kind>(tag);
     r.gap = varint("gap");
     if (r.gap > kMaxGap) fail(gap_too_large(r.gap));
@@ -372,7 +378,7 @@ class BinaryReader : public StreamReader {
     if (f.op) {
       uint8_t o;
       if (!src_.get(o)) fail("truncated record");
-      if (o > 3) fail("unknown atomic operation " + std::to_string(o));
+      if (o > 3) bad_field("unknown atomic operation", o);
       r.op = static_cast<RmwOp>(o);
     }
     if (f.count) r.count = static_cast<uint32_t>(varint("participants", UINT32_MAX));
@@ -383,19 +389,53 @@ class BinaryReader : public StreamReader {
   }
 
  private:
+  // The end marker: the record count, and nothing after it.
+  [[gnu::noinline]] bool end_marker() {
+    const uint64_t n = varint("record count");
+    if (n != index_) fail("end marker says " + std::to_string(n) + " records, the stream has " + std::to_string(index_));
+    uint8_t x;
+    if (src_.get(x)) fail("data after the end marker");
+    done_ = true;
+    return false;
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_field(const char* what, unsigned v) const {
+    fail(std::string(what) + " " + std::to_string(v));
+  }
+  // A varint wholly in the buffer is decoded in place; the checks' messages are built out of
+  // line, so the common path has no string temporaries to set up (it runs per field).
   uint64_t varint(const char* what, uint64_t max = UINT64_MAX) {
+    if (src_.ready() < 10) return varint_slow(what, max);
+    const uint8_t* p = src_.cur();
+    uint64_t v = 0;
+    for (int i = 0; i < 10; ++i) {
+      const uint8_t b = p[i];
+      if (i == 9 && (b & 0x7e)) bad_varint(what, "varint overflow", 0);
+      v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+      if (!(b & 0x80)) {
+        src_.skip(static_cast<size_t>(i) + 1);
+        if (v > max) bad_varint(what, nullptr, v);
+        return v;
+      }
+    }
+    bad_varint(what, "varint longer than 10 bytes", 0);
+  }
+  [[gnu::noinline]] uint64_t varint_slow(const char* what, uint64_t max) {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       uint8_t b;
       if (!src_.get(b)) fail("truncated record");
-      if (shift == 63 && (b & 0x7e)) fail(std::string("corrupt ") + what + " (varint overflow)");
+      if (shift == 63 && (b & 0x7e)) bad_varint(what, "varint overflow", 0);
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
       if (!(b & 0x80)) {
-        if (v > max) fail(std::string("corrupt ") + what + " (" + std::to_string(v) + " is out of range)");
+        if (v > max) bad_varint(what, nullptr, v);
         return v;
       }
     }
-    fail(std::string("corrupt ") + what + " (varint longer than 10 bytes)");
+    bad_varint(what, "varint longer than 10 bytes", 0);
+  }
+  // "corrupt <what> (<why>)", or with no `why`, "(<v> is out of range)".
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_varint(const char* what, const char* why, uint64_t v) const {
+    fail(std::string("corrupt ") + what + " (" + (why ? std::string(why) : std::to_string(v) + " is out of range") + ")");
   }
   Source src_;
   uint64_t prev_ = 0;
@@ -493,12 +533,13 @@ void StreamReader::fail(const std::string& what) const {
   throw UserError(where + ": " + what);
 }
 
-void StreamReader::check(const Record& r) const {
+void StreamReader::bad_record(const Record& r) const {
   if (is_memory(r.kind) && (r.size == 0 || r.size > kMaxAccessBytes))
     fail(std::string(name(r.kind)) + " of " + std::to_string(r.size) + " bytes (1.." + std::to_string(kMaxAccessBytes) + ")");
   if (is_memory(r.kind) && r.addr + r.size < r.addr) fail("access wraps around the address space");
   if (r.kind == Kind::Alloc && r.size == 0) fail("allocation of 0 bytes");
   if (r.kind == Kind::Barrier && r.count == 0) fail("barrier with 0 participants");
+  fail("bad record");  // not reached: check() calls this only for one of the above
 }
 
 std::string meta_path(const std::string& dir) { return dir + "/trace.meta"; }

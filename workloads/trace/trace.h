@@ -123,7 +123,14 @@ class StreamReader {
 
  protected:
   [[noreturn]] void fail(const std::string& what) const;
-  void check(const Record& r) const;  // field ranges common to both encodings
+  // Field ranges common to both encodings (inline: it runs per record).
+  void check(const Record& r) const {
+    const bool mem = r.kind == Kind::Load || r.kind == Kind::Store || r.kind == Kind::Rmw;
+    if (mem ? r.size - 1 >= kMaxAccessBytes || r.addr + r.size < r.addr
+            : (r.kind == Kind::Alloc && r.size == 0) || (r.kind == Kind::Barrier && r.count == 0))
+      bad_record(r);
+  }
+  [[noreturn, gnu::cold]] void bad_record(const Record& r) const;  // says which range it broke
   std::string file_;
   uint32_t thread_ = 0;
   uint64_t index_ = 0;
