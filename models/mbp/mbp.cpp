@@ -73,7 +73,13 @@ uint64_t System::service(uint32_t n, Msg* m, uint64_t arrive) {
   Node& nd = *node_[n];
   const Frame* f = frame_for(n, m->nblk / blocks_per_page_, false);
   uint64_t paddr = 0;
-  if (f) paddr = f->frame_no * nc_.page_bytes + (m->nblk % blocks_per_page_) * nc_.block_bytes;
+  if (f) {
+    const uint64_t bi = m->nblk % blocks_per_page_;
+    paddr = f->frame_no * nc_.page_bytes + bi * nc_.block_bytes;
+    // The handler reads the block's state when the engine is done; a multicast round
+    // reaches dozens of nodes at once, and without this each one waits for the host's memory.
+    __builtin_prefetch(&f->st[bi]);
+  }
   const uint32_t bank = bank_of(paddr);
   const uint64_t start = std::max(arrive, nd.mbp_free[bank]);
   nd.mbp_queue_ps->sample(start - arrive);
@@ -318,11 +324,12 @@ bool System::remote_event(uint32_t n, Frame* f, uint32_t bi, REvent e, Msg* m, c
   const RRow* row = remote_row(s, e);
   if (!row) undefined("remote", n, nblk, to_string(s), to_string(e));
   st_.remote_trans[static_cast<int>(s)][static_cast<int>(e)]->inc();
-  uint8_t* blk = mem(f, bi);
+  // The block's bytes are found only by the actions that use them: most events of a
+  // multicast round reach nodes without a copy, and finding them costs a host cache miss.
   switch (row->action) {
     case RAction::FillS:
     case RAction::FillX:
-      std::memcpy(blk, m->data, nc_.block_bytes);
+      std::memcpy(mem(f, bi), m->data, nc_.block_bytes);
       f->st[bi] = static_cast<uint8_t>(row->next);
       f->proto = m->proto;
       finish_mshr(n, f, bi, nullptr);
@@ -344,12 +351,14 @@ bool System::remote_event(uint32_t n, Frame* f, uint32_t bi, REvent e, Msg* m, c
       f->st[bi] = static_cast<uint8_t>(row->next);
       if (ack) ack_round(n, m, mcast, true);
       return false;
-    case RAction::UpdCopy:
+    case RAction::UpdCopy: {
+      uint8_t* blk = mem(f, bi);
       for (uint32_t i = 0; i < nc_.block_bytes; ++i)
         if (mask_test(m->mask, i)) blk[i] = m->data[i];
       if (mbp_snoop(nd, f, bi, true)) nd.bus_snoop_inv->inc();
       if (ack) ack_round(n, m, mcast, true);
       return false;
+    }
     case RAction::AckNo:
       if (ack) ack_round(n, m, mcast, false);
       return false;
@@ -363,7 +372,7 @@ bool System::remote_event(uint32_t n, Frame* f, uint32_t bi, REvent e, Msg* m, c
       Msg* r = new_msg(MsgType::RecallData, n, f->home_node);
       r->nblk = nblk;
       r->proto = m->proto;
-      std::memcpy(r->data, blk, nc_.block_bytes);
+      std::memcpy(r->data, mem(f, bi), nc_.block_bytes);
       send(r, now_ps());
       return false;
     }

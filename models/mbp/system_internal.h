@@ -140,55 +140,54 @@ class PageTable {
   V* get(uint64_t page) const {
     if (n_ == 0) return nullptr;
     for (size_t i = slot(page);; i = (i + 1) & mask_) {
-      if (!v_[i]) return nullptr;
-      if (k_[i] == page) return v_[i];
+      if (!s_[i].v) return nullptr;
+      if (s_[i].k == page) return s_[i].v;
     }
   }
   void put(uint64_t page, V* f) {
-    if (2 * (n_ + 1) > k_.size()) grow();
+    if (2 * (n_ + 1) > s_.size()) grow();
     size_t i = slot(page);
-    while (v_[i] && k_[i] != page) i = (i + 1) & mask_;
-    if (!v_[i]) ++n_;
-    k_[i] = page;
-    v_[i] = f;
+    while (s_[i].v && s_[i].k != page) i = (i + 1) & mask_;
+    if (!s_[i].v) ++n_;
+    s_[i] = Slot{page, f};
   }
   void erase(uint64_t page) {  // backward-shift deletion keeps every probe chain unbroken
     if (n_ == 0) return;
     size_t i = slot(page);
-    while (v_[i] && k_[i] != page) i = (i + 1) & mask_;
-    if (!v_[i]) return;
+    while (s_[i].v && s_[i].k != page) i = (i + 1) & mask_;
+    if (!s_[i].v) return;
     --n_;
     for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
-      if (!v_[j]) break;
-      const size_t home = slot(k_[j]);
+      if (!s_[j].v) break;
+      const size_t home = slot(s_[j].k);
       // Move j back to the hole i unless its home lies cyclically in (i, j].
       if (((j - home) & mask_) >= ((j - i) & mask_)) {
-        k_[i] = k_[j];
-        v_[i] = v_[j];
+        s_[i] = s_[j];
         i = j;
       }
     }
-    v_[i] = nullptr;
+    s_[i].v = nullptr;
   }
 
  private:
+  // A page and its value side by side: a lookup of a cold page costs one host cache miss, not two.
+  struct Slot {
+    uint64_t k = 0;
+    V* v = nullptr;
+  };
   size_t slot(uint64_t page) const { return static_cast<size_t>((page * 0x9E3779B97F4A7C15ull) >> shift_) & mask_; }
   void grow() {
-    std::vector<uint64_t> k;
-    std::vector<V*> v;
-    k.swap(k_);
-    v.swap(v_);
-    const size_t cap = k.empty() ? 64 : 2 * k.size();
-    k_.assign(cap, 0);
-    v_.assign(cap, nullptr);
+    std::vector<Slot> old;
+    old.swap(s_);
+    const size_t cap = old.empty() ? 64 : 2 * old.size();
+    s_.assign(cap, Slot{});
     mask_ = cap - 1;
     shift_ = 64 - __builtin_ctzll(cap);
     n_ = 0;
-    for (size_t i = 0; i < k.size(); ++i)
-      if (v[i]) put(k[i], v[i]);
+    for (const Slot& x : old)
+      if (x.v) put(x.k, x.v);
   }
-  std::vector<uint64_t> k_;
-  std::vector<V*> v_;
+  std::vector<Slot> s_;
   size_t n_ = 0, mask_ = 0;
   int shift_ = 64;
 };
