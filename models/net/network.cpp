@@ -316,7 +316,15 @@ void Network::ni_step(uint32_t node, uint64_t now) {
     int k = 0;
     for (int c = kNumClasses - 1; c >= 0; --c)
       if (!ni.q[c].empty() && ni.q[c].front()->ni_ready <= now) order[k++] = c;
-    std::stable_sort(order, order + k, [&](int a, int b) { return ni.q[a].front()->ni_ready < ni.q[b].front()->ni_ready; });
+    // A stable insertion sort of at most kNumClasses entries (std::stable_sort allocated a
+    // buffer for them once per call, about 3% of a replay).
+    for (int i = 1; i < k; ++i) {
+      const int c = order[i];
+      const uint64_t t = ni.q[c].front()->ni_ready;
+      int j = i;
+      for (; j > 0 && t < ni.q[order[j - 1]].front()->ni_ready; --j) order[j] = order[j - 1];
+      order[j] = c;
+    }
     for (int i = 0; i < k && !ni.cur; ++i) {
       const int c = order[i];
       const int base = c * cfg_.vcs_per_class;
