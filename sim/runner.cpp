@@ -214,9 +214,17 @@ std::string simulated_time_text() {
 
 }  // namespace
 
+// CPU seconds (user and system) this process has used so far.
+static double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 int run_experiment(const RunOptions& o) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
+  const double cpu0 = cpu_seconds();
   Config cfg = load_config(o.config_path, o.sets);
   if (o.seed) cfg.set("experiment.seed", nlohmann::json(*o.seed), "--seed");
   const uint64_t seed = cfg.get_int("experiment.seed");
@@ -334,6 +342,7 @@ int run_experiment(const RunOptions& o) {
   set_phase("writing the results");
   if (!wl->input_error().empty()) throw UserError(wl->input_error());  // the results folder stays as it was
   const double wall = std::chrono::duration<double>(clock::now() - t0).count();
+  const double cpu = cpu_seconds() - cpu0;
   // Simulated time, whether or not the network had work in its last cycles.
   const uint64_t sim_cycles =
       static_cast<uint64_t>(std::llround(sc_core::sc_time_stamp() / per));
@@ -382,6 +391,9 @@ int run_experiment(const RunOptions& o) {
 
   ordered_json host;
   host["wall_seconds"] = wall;
+  // CPU time over the same span: what to compare between runs on a shared host (a busy
+  // neighbour stretches wall time, not CPU time, as much).
+  host["cpu_seconds"] = cpu;
   // Every calendar event of the run: the network's and the modelled system's own.
   host["events"] = events();
   host["events_per_second"] = static_cast<double>(events()) / wall;

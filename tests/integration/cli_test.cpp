@@ -201,8 +201,10 @@ TEST(Cli, OutputsAndDeterminism) {
   for (const char* k : {"offered_rate", "accepted_rate", "avg_latency_cycles", "packets_delivered"})
     EXPECT_TRUE(st["summary"].contains(k)) << k;
   auto host = nlohmann::json::parse(test::read_text(d / "a" / "host.json"));
-  for (const char* k : {"wall_seconds", "events_per_second", "peak_memory_bytes"})
+  for (const char* k : {"wall_seconds", "cpu_seconds", "events_per_second", "peak_memory_bytes"})
     EXPECT_TRUE(host.contains(k)) << k;
+  EXPECT_GT(host["cpu_seconds"].get<double>(), 0.0);
+  EXPECT_LT(host["cpu_seconds"].get<double>(), host["wall_seconds"].get<double>() * 2 + 1);
   EXPECT_FALSE(st.contains("wall_seconds"));
   auto rc = nlohmann::json::parse(test::read_text(d / "a" / "config.resolved.json"));
   EXPECT_EQ(rc["workload"]["measure_cycles"], 3000);
