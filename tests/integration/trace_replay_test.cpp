@@ -78,6 +78,33 @@ TEST(TraceReplay, RecordedOrderGrantsALockInTheCapturedOrder) {
   EXPECT_NEAR(s["exec_time_s"].get<double>(), 1.5 * kLongGapS, kLongGapS / 20);
 }
 
+// Data handed through a lock: thread 0 took the lock first in the capture (#0) and stored
+// what thread 1 then read under it (#1). In simulated time thread 1 gets there 5 ms earlier.
+// Without a dep, simulated order hands it the lock first, before the data exists; the dep the
+// capture puts in front of its acquire (thread 0's record #3, the store) makes it wait.
+std::string hand_off_trace(bool dep) {
+  return make_trace(dep ? "hand_off" : "no_hand_off",
+                    {"0 begin\n0 create 1\n1000000 acquire 0x40001000 0\n0 store 0x40000000 8\n0 release 0x40001000\n0 join 1\n0 end\n",
+                     std::string("0 begin\n") + (dep ? "0 dep 0 3\n" : "") + "0 acquire 0x40001000 1\n0 load 0x40000000 8\n0 release 0x40001000\n0 end\n"});
+}
+
+TEST(TraceReplay, ADepMakesTheReaderOfHandedDataWaitForTheWriter) {
+  const auto s = test::run_in_process(config(hand_off_trace(true)), "hand_off")["summary"];
+  ASSERT_TRUE(s["finished"].get<bool>());
+  EXPECT_EQ(s["hand_off_waits"].get<int>(), 1);
+  EXPECT_GE(thread_field(s, 1, "sync_s"), kLongGapS * 0.99);  // waited for the store
+  EXPECT_GE(thread_field(s, 1, "end_s"), kLongGapS);
+  EXPECT_LT(thread_field(s, 0, "sync_s"), kLongGapS / 10);  // and never held the lock against it
+}
+
+TEST(TraceReplay, WithoutADepTheReaderTakesTheLockFirst) {
+  const auto s = test::run_in_process(config(hand_off_trace(false)), "no_hand_off")["summary"];
+  ASSERT_TRUE(s["finished"].get<bool>());
+  EXPECT_EQ(s["hand_off_waits"].get<int>(), 0);
+  EXPECT_LT(thread_field(s, 1, "sync_s"), kLongGapS / 10);
+  EXPECT_LT(thread_field(s, 1, "end_s"), kLongGapS / 10);
+}
+
 TEST(TraceReplay, ABarrierReleasesOnlyWhenAllHaveArrived) {
   // Thread 2 arrives 5 ms late; threads 0 and 1 wait for it, then all run on.
   const auto tr = make_trace("barrier", {"0 begin\n0 create 1\n0 create 2\n0 barrier 0x40002000 3 0\n5 load 0x40000000 8\n0 join 1\n0 join 2\n0 end\n",

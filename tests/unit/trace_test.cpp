@@ -66,10 +66,10 @@ Record random_record(Rng& g, uint64_t& addr) {
   if (mem) r.size = 1 + g.below(is_memory(r.kind) ? kMaxAccessBytes : 1u << 30);
   if (is_memory(r.kind) && r.addr + r.size < r.addr) r.addr = addr = 0x1000;
   if (r.kind == Kind::Rmw) r.op = static_cast<RmwOp>(g.below(4));
-  if (r.kind == Kind::Create || r.kind == Kind::Join) r.thread = static_cast<uint32_t>(g.next());
+  if (r.kind == Kind::Create || r.kind == Kind::Join || r.kind == Kind::Dep) r.thread = static_cast<uint32_t>(g.next());
   if (r.kind == Kind::Barrier) r.count = 1 + static_cast<uint32_t>(g.below(1000));
   if (r.kind == Kind::Barrier || r.kind == Kind::Acquire || r.kind == Kind::Post || r.kind == Kind::Wait ||
-      r.kind == Kind::CondWait || r.kind == Kind::Signal || r.kind == Kind::Broadcast)
+      r.kind == Kind::CondWait || r.kind == Kind::Signal || r.kind == Kind::Broadcast || r.kind == Kind::Dep)
     r.seq = g.below(2) ? g.below(10) : g.next();
   return r;
 }
@@ -311,18 +311,19 @@ TEST(TraceFormat, BadMetadataIsRejectedWithTheLine) {
 
 TEST(TraceValidate, AWellFormedProgramPasses) {
   // Thread 0 creates 1 and 2; all meet at a barrier twice; locks in the captured order; a
-  // semaphore and a condition hand-off; thread 0 joins both.
+  // semaphore and a condition hand-off; thread 2 waits for thread 0's store (a dep on its
+  // record #5); thread 0 joins both.
   const std::string d = text_trace(
       "good", {"0 begin\n0 alloc 0x40000000 4096\n0 create 1\n0 create 2\n5 acquire 0x40000000 1\n1 store 0x40000100 4\n"
                "0 release 0x40000000\n0 barrier 0x40000040 3 0\n0 post 0x40000080 0\n0 barrier 0x40000040 3 1\n"
                "0 signal 0x400000c0 0\n0 join 1\n0 join 2\n0 end\n",
                "0 begin\n0 acquire 0x40000000 0\n3 load 0x40000100 4\n0 release 0x40000000\n0 barrier 0x40000040 3 0\n"
                "0 wait 0x40000080 0\n0 barrier 0x40000040 3 1\n0 end\n",
-               "0 begin\n0 barrier 0x40000040 3 0\n0 acquire 0x40000000 2\n0 release 0x40000000\n0 barrier 0x40000040 3 1\n"
+               "0 begin\n0 barrier 0x40000040 3 0\n0 dep 0 5\n0 acquire 0x40000000 2\n0 release 0x40000000\n0 barrier 0x40000040 3 1\n"
                "0 cwait 0x400000c0 0\n0 end\n"});
   const auto r = validate(d);
-  EXPECT_EQ(r.records, 29u);
-  EXPECT_EQ(r.sync_events, 27u);
+  EXPECT_EQ(r.records, 30u);
+  EXPECT_EQ(r.sync_events, 28u);
 }
 
 TEST(TraceValidate, LoadsOfSynchronisationWordsAndStoresNextToThemPass) {
@@ -381,6 +382,15 @@ INSTANTIATE_TEST_SUITE_P(
         SyncCase{"wait_forever", {"0 begin\n0 wait 0x90 0\n0 end\n"}, "can never proceed"},
         SyncCase{"cwait_forever", {"0 begin\n0 cwait 0x90 0\n0 end\n"}, "can never proceed"},
         SyncCase{"roi_twice", {"0 begin\n0 roi_begin\n0 roi_begin\n0 end\n"}, "begun twice"},
+        // A dep names another thread's record (counted without that thread's deps).
+        SyncCase{"dep_on_itself", {"0 begin\n0 dep 0 0\n0 end\n"}, "record 1 (dep thread 0 record #0): a thread cannot wait for its own record"},
+        SyncCase{"dep_out_of_range", {"0 begin\n0 dep 3 0\n0 end\n"}, "only 1 threads"},
+        SyncCase{"dep_past_the_end",
+                 {"0 begin\n0 create 1\n0 end\n", "0 begin\n0 dep 0 5\n0 end\n"},
+                 "thread 0 ended after 3 records (deps not counted); there is no record #5"},
+        SyncCase{"dep_cycle",
+                 {"0 begin\n0 create 1\n0 dep 1 2\n0 store 0x10 8\n0 join 1\n0 end\n", "0 begin\n0 dep 0 2\n0 store 0x20 8\n0 end\n"},
+                 "never passes its record #2"},
         // The replay keeps each object's state in its own memory: program stores there would
         // corrupt it (a lock word overwritten breaks mutual exclusion), so they are rejected,
         // also when the store comes before any record of the object in its thread.

@@ -181,6 +181,19 @@ void TraceReplay::wake(uint32_t t) {
   sys_->wake(T.node, T.proc);
 }
 
+void TraceReplay::wake_deps(uint32_t t) {
+  auto& w = th_[t].dep_waiters;
+  const uint64_t passed = th_[t].passed;
+  std::vector<uint32_t> met;
+  w.erase(std::remove_if(w.begin(), w.end(), [&](const std::pair<uint64_t, uint32_t>& d) {
+            if (d.first >= passed) return false;
+            met.push_back(d.second);
+            return true;
+          }),
+          w.end());
+  for (uint32_t u : met) wake(u);
+}
+
 void TraceReplay::wake_all(std::vector<uint32_t>& list) {
   std::vector<uint32_t> w;
   w.swap(list);
@@ -309,6 +322,18 @@ bool TraceReplay::fill(uint32_t t, MemOp& op) {
         wake(r.thread);
         no_op();
         continue;
+      }
+      case Kind::Dep: {  // a hand-off: the other thread's write this one reads comes first
+        if (r.thread >= th_.size() || r.thread == t) replay_error(t, "a dep on thread " + std::to_string(r.thread));
+        if (th_[r.thread].passed > r.seq) {
+          no_op();
+          continue;
+        }
+        if (th_[r.thread].st == State::Ended) replay_error(t, "a dep on a record thread " + std::to_string(r.thread) + " never reached");
+        th_[r.thread].dep_waiters.emplace_back(r.seq, t);
+        T.st = State::Sleeping;
+        ++dep_waits_;
+        return false;
       }
       case Kind::Join:
         if (th_[r.thread].st == State::Ended) {
@@ -583,6 +608,7 @@ ordered_json TraceReplay::summary() const {
   s["context_switches"] = switches_;
   s["lock_retries"] = retries_;
   s["stale_sync_reads"] = stale_reads_;
+  s["hand_off_waits"] = dep_waits_;  // deps that found their record not yet passed
   ordered_json per = ordered_json::array();
   double busy = 0, mem = 0, sync = 0;
   for (uint32_t t = 0; t < th_.size(); ++t) {

@@ -65,6 +65,8 @@ class TraceReplay : public MbpWorkload {
     uint64_t barrier_base = 0;  // the counter's value when the current barrier episode began
     uint64_t releases_seen = 0;  // simulated locks: the lock's releases when this try was issued
     std::unordered_map<uint64_t, uint64_t> held;  // lock word -> the acquisition order it holds
+    uint64_t passed = 0;  // records passed, deps not counted (what another thread's dep names)
+    std::vector<std::pair<uint64_t, uint32_t>> dep_waiters;  // (record #, thread) waiting for it
   };
   // What the driver has seen complete. Responses of different threads may arrive in another
   // order than the home performed them, so the lock and barrier words themselves, not this
@@ -91,10 +93,16 @@ class TraceReplay : public MbpWorkload {
   void wake_all(std::vector<uint32_t>& list);
   void wake(uint32_t t);
   void advance(uint32_t t) {
-    th_[t].have_rec = false;
-    th_[t].phase = 0;
-    th_[t].off = 0;
+    Thread& T = th_[t];
+    T.have_rec = false;
+    T.phase = 0;
+    T.off = 0;
+    if (T.rec.kind != trace::Kind::Dep) {
+      ++T.passed;
+      if (!T.dep_waiters.empty()) wake_deps(t);
+    }
   }
+  void wake_deps(uint32_t t);  // wakes the threads whose dep on t's records is now met
   [[noreturn]] void replay_error(uint32_t t, const std::string& what) const;
   // Each thread's processor (node x procs + proc) under trace.placement (and trace.map).
   std::vector<uint32_t> place(const Config& c, const std::string& placement, uint32_t threads) const;
@@ -115,7 +123,7 @@ class TraceReplay : public MbpWorkload {
   std::unordered_map<uint64_t, Counted> sems_, conds_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> joiners_;
   size_t ended_ = 0;
-  uint64_t records_ = 0, refs_ = 0, retries_ = 0, stale_reads_ = 0;
+  uint64_t records_ = 0, refs_ = 0, retries_ = 0, stale_reads_ = 0, dep_waits_ = 0;
   uint64_t roi_begin_ps_ = 0, roi_end_ps_ = 0;
   bool recorded_order_ = false;  // trace.sync recorded: locks in the captured order
   uint32_t block_ = 32;

@@ -22,7 +22,7 @@ namespace {
 
 const char* const kNames[kKinds] = {"?",       "load",    "store",   "rmw",       "create",   "join",   "begin",
                                     "end",     "barrier", "acquire", "release",   "post",     "wait",   "cwait",
-                                    "signal",  "broadcast", "fence", "roi_begin", "roi_end", "alloc"};
+                                    "signal",  "broadcast", "fence", "roi_begin", "roi_end", "alloc", "dep"};
 const char* const kOps[4] = {"add", "swap", "cas", "other"};
 constexpr char kStreamMagic[] = "mbpsim-trace-stream";
 constexpr uint8_t kBinMagic[5] = {'M', 'B', 'P', 'T', 'S'};
@@ -39,6 +39,7 @@ constexpr Fields fields_of_kind(Kind k) {
     case Kind::Rmw: return {true, true, true, false, false, false};
     case Kind::Create:
     case Kind::Join: return {false, false, false, true, false, false};
+    case Kind::Dep: return {false, false, false, true, false, true};
     case Kind::Begin:
     case Kind::End:
     case Kind::Fence:

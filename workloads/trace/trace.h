@@ -37,8 +37,9 @@ enum class Kind : uint8_t {
   RoiBegin = 17,
   RoiEnd = 18,
   Alloc = 19,  // shared allocation
+  Dep = 20,    // waits until another thread has passed one of its records (a hand-off)
 };
-constexpr uint8_t kKinds = 20;  // tags 1..19; 0 ends a binary stream
+constexpr uint8_t kKinds = 21;  // tags 1..20; 0 ends a binary stream
 const char* name(Kind k);
 bool is_memory(Kind k);
 
@@ -61,6 +62,8 @@ const char* name(RmwOp o);
 //   Acquire: addr, seq (the lock's acquisition order, 0, 1, ...)     Release: addr
 //   Post/Signal/Broadcast: addr, seq (their order on the object)
 //   Wait: addr, seq (the post it consumes)        CondWait: addr, seq (the signal or broadcast that woke it)
+//   Dep: thread, seq (waits until thread `thread` has passed its record number `seq`, its
+//        records counted from 0 without its own deps: data it wrote that this thread reads)
 // The longest gap a record may carry: 2^40 gap units (about 18 minutes of a 1 GHz processor).
 // A reader refuses a larger one, which no capture makes and a replay could not add up.
 constexpr uint64_t kMaxGap = uint64_t{1} << 40;

@@ -20,6 +20,7 @@ std::string describe(const Record& r) {
     case Kind::Rmw: return s + " " + hex(r.addr) + " " + std::to_string(r.size);
     case Kind::Create:
     case Kind::Join: return s + " thread " + std::to_string(r.thread);
+    case Kind::Dep: return s + " thread " + std::to_string(r.thread) + " record #" + std::to_string(r.seq);
     case Kind::Barrier: return s + " " + hex(r.addr) + " episode " + std::to_string(r.seq) + " of " + std::to_string(r.count);
     case Kind::Acquire:
     case Kind::Post:
@@ -59,6 +60,7 @@ class Validator {
             T.pending_index = T.in->index() - 1;
           }
           if (!step(t)) break;
+          if (T.rec.kind != Kind::Dep) ++T.passed;
           T.has_pending = false;
           progress = true;
         }
@@ -81,6 +83,7 @@ class Validator {
     bool has_pending = false, waiting_barrier = false;
     Record rec;
     uint64_t pending_index = 0;
+    uint64_t passed = 0;  // records run, deps not counted (what another thread's dep names)
     std::unordered_set<uint64_t> held;
   };
   struct Lock {
@@ -261,6 +264,16 @@ class Validator {
         if (!T.in_roi) fail(t, "region of interest ended without a begin");
         T.in_roi = false;
         return true;
+      case Kind::Dep: {
+        if (r.thread >= th_.size()) fail(t, "there are only " + std::to_string(th_.size()) + " threads");
+        if (r.thread == t) fail(t, "a thread cannot wait for its own record");
+        const Thread& U = th_[r.thread];
+        if (U.passed > r.seq) return true;
+        if (U.ended)
+          fail(t, "thread " + std::to_string(r.thread) + " ended after " + std::to_string(U.passed) + " records (deps not counted); there is no record #" +
+                      std::to_string(r.seq));
+        return false;
+      }
       case Kind::Fence:
       case Kind::Alloc: return true;
       default: return true;
@@ -285,6 +298,9 @@ class Validator {
         why = "joins a thread that is never created";
       } else if (r.kind == Kind::Barrier) {
         why += " (the episode never gets all its participants)";
+      } else if (r.kind == Kind::Dep) {
+        why += " (thread " + std::to_string(r.thread) + " never passes its record #" + std::to_string(r.seq) + "; it has passed " +
+               std::to_string(th_[r.thread].passed) + ")";
       }
       fail(t, why);
     }
