@@ -36,7 +36,7 @@
 #define MAX_ACCESS 65536u /* the format's largest memory record */
 
 enum { K_LOAD = 1, K_STORE, K_RMW, K_CREATE, K_JOIN, K_BEGIN, K_END, K_BARRIER, K_ACQUIRE, K_RELEASE,
-       K_POST, K_WAIT, K_CWAIT, K_SIGNAL, K_BROADCAST, K_FENCE, K_ROI_BEGIN, K_ROI_END, K_ALLOC };
+       K_POST, K_WAIT, K_CWAIT, K_SIGNAL, K_BROADCAST, K_FENCE, K_ROI_BEGIN, K_ROI_END, K_ALLOC, K_DEP };
 
 /* The program's instructions executed by this thread: mbptrace-cc's pass adds each basic
  * block's count (`addq $n, %fs:mbpt_icount@tpoff`). */
@@ -46,10 +46,17 @@ typedef struct {
   int id;
   gzFile out;
   uint64_t records, prev;
+  uint64_t pos;   /* records other than deps: the numbers a dep names (FORMAT.md) */
   uint64_t seen;  /* mbpt_icount at the previous record */
   uint64_t debt;  /* references whose own instruction is still to leave the gaps */
-  size_t n;
-  unsigned char buf[1 << 16];
+  /* Hand-offs (see "Data handed through locks" below): while the thread holds a lock its
+   * records stay in the buffer, so that a dep can go in front of the outermost acquire. */
+  int held;             /* locks held */
+  size_t cs_at;         /* the outermost acquire's offset in buf */
+  uint64_t cs_stamp;    /* its acquisition stamp */
+  uint64_t *dep_upto;   /* per thread: 1 + the highest record this one already waits for */
+  size_t n, cap;
+  unsigned char *buf;
 } thread_t;
 
 static uintptr_t arena_limit = 0; /* bytes mapped; 0 until mbpt_init */
@@ -79,6 +86,17 @@ static void flush(thread_t *t) {
   if (t->n && gzwrite(t->out, t->buf, (unsigned)t->n) != (int)t->n) die("writing the stream of thread %d failed", t->id);
   t->n = 0;
 }
+/* Room for a record: the buffer is written out, or while a lock is held, grown. */
+static void room(thread_t *t) {
+  if (t->n <= t->cap - 64) return;
+  if (!t->held) {
+    flush(t);
+    return;
+  }
+  t->cap *= 2;
+  t->buf = realloc(t->buf, t->cap);
+  if (!t->buf) die("out of memory holding the records of a critical section of thread %d", t->id);
+}
 static inline void byte(thread_t *t, unsigned char b) { t->buf[t->n++] = b; }
 static inline void varint(thread_t *t, uint64_t v) {
   while (v >= 0x80) {
@@ -93,8 +111,13 @@ static inline void address(thread_t *t, uint64_t a) {
   t->prev = a;
 }
 /* One record: kind, gap, then the kind's fields (FORMAT.md order). */
+static void shadow_store(thread_t *t, uint64_t addr, uint64_t size);
+static void shadow_load(thread_t *t, uint64_t addr, uint64_t size);
 static void rec(thread_t *t, int kind, uint64_t addr, uint64_t size, int op, uint64_t thread, uint64_t count, uint64_t seq) {
-  if (t->n > sizeof t->buf - 64) flush(t);
+  /* A load first: an atomic's read sees the previous writer, not its own write. */
+  if ((kind == K_LOAD || kind == K_RMW) && t->held) shadow_load(t, addr, size);
+  if (kind == K_STORE || kind == K_RMW) shadow_store(t, addr, size);
+  room(t);
   byte(t, (unsigned char)kind);
   /* Instructions since the previous record, less the references' own (a block's count may be
    * added after its first reference runs: the debt waits for it). */
@@ -115,12 +138,17 @@ static void rec(thread_t *t, int kind, uint64_t addr, uint64_t size, int op, uin
     default: break;
   }
   ++t->records;
+  ++t->pos;
 }
 
 static thread_t *open_thread(int id) {
   thread_t *t = calloc(1, sizeof *t);
   if (!t) die("out of memory");
   t->id = id;
+  t->cap = 1 << 16;
+  t->buf = malloc(t->cap);
+  t->dep_upto = calloc(MAX_THREADS, sizeof *t->dep_upto);
+  if (!t->buf || !t->dep_upto) die("out of memory");
   char path[4200];
   snprintf(path, sizeof path, "%s/thread-%d.bin.gz", out_dir, id);
   t->out = gzopen(path, "wb1");
@@ -143,12 +171,77 @@ static void close_thread(thread_t *t) {
   varint(t, t->records);
   flush(t);
   if (gzclose(t->out) != Z_OK) die("closing the stream of thread %d failed", t->id);
+  free(t->buf);
+  free(t->dep_upto);
   free(t);
 }
 
 /* ---------------------------------------------------------------- memory references */
 
 static inline int in_arena(uintptr_t a) { return a - ARENA_BASE < arena_limit; }
+
+/* ---------------------------------------------------------------- data handed through locks
+ *
+ * Replay grants locks first come in simulated time (trace.sync = simulated), not in the
+ * captured order. A program that hands data through a lock-protected structure (a task queue,
+ * a cell of a tree, a running sum) then needs what SynchroTrace calls a communication edge:
+ * the reader may take the lock only after the writer's write. The capture keeps, for every
+ * 8-byte word of the arena, the last thread that stored to it, that store's record number and
+ * the acquisition stamp current at the time (a global count of acquisitions, in logical-time
+ * order). A load inside a critical section of a word another thread stored to before this
+ * critical section began (stamp below the outermost acquire's) puts `dep WRITER RECORD` in
+ * front of the outermost acquire, once per writer and record (a later record of the same
+ * writer covers earlier ones). Placed there, the waiting thread holds no lock while it waits.
+ * A store into the critical section's span by a thread that was not ordered before it (a data
+ * race) gives no dep. */
+struct shadow { uint64_t who, stamp; }; /* who: (thread + 1) << 44 | record number; 0: never stored */
+static struct shadow *shadow = NULL;    /* one per 8-byte word of the arena (MAP_NORESERVE) */
+static uint64_t acquisitions = 0;       /* the acquisition stamp */
+#define WHO_SHIFT 44
+
+static void shadow_store(thread_t *t, uint64_t addr, uint64_t size) {
+  const uint64_t who = ((uint64_t)(t->id + 1) << WHO_SHIFT) | t->pos;
+  const uint64_t stamp = __atomic_load_n(&acquisitions, __ATOMIC_RELAXED);
+  for (uint64_t w = (addr - ARENA_BASE) >> 3, end = (addr - ARENA_BASE + size + 7) >> 3; w < end; ++w) {
+    __atomic_store_n(&shadow[w].stamp, stamp, __ATOMIC_RELAXED);
+    __atomic_store_n(&shadow[w].who, who, __ATOMIC_RELAXED);
+  }
+}
+
+static size_t encode_varint(unsigned char *d, uint64_t v) { /* as varint(), into d */
+  size_t len = 0;
+  for (; v >= 0x80; v >>= 7) d[len++] = (unsigned char)(v | 0x80);
+  d[len++] = (unsigned char)v;
+  return len;
+}
+
+/* `dep writer record` in front of the outermost acquire (FORMAT.md field order: thread, order). */
+static void insert_dep(thread_t *t, int writer, uint64_t record) {
+  unsigned char d[24];
+  size_t len = 0;
+  d[len++] = K_DEP;
+  d[len++] = 0; /* gap: none (the acquire after it keeps its own) */
+  len += encode_varint(d + len, (uint64_t)writer);
+  len += encode_varint(d + len, record);
+  while (t->n + len > t->cap) room(t);
+  memmove(t->buf + t->cs_at + len, t->buf + t->cs_at, t->n - t->cs_at);
+  memcpy(t->buf + t->cs_at, d, len);
+  t->n += len;
+  ++t->records;
+}
+
+static void shadow_load(thread_t *t, uint64_t addr, uint64_t size) {
+  for (uint64_t w = (addr - ARENA_BASE) >> 3, end = (addr - ARENA_BASE + size + 7) >> 3; w < end; ++w) {
+    const uint64_t who = __atomic_load_n(&shadow[w].who, __ATOMIC_RELAXED);
+    if (!who) continue;
+    const int writer = (int)(who >> WHO_SHIFT) - 1;
+    const uint64_t record = who & (((uint64_t)1 << WHO_SHIFT) - 1);
+    if (writer == t->id || record < t->dep_upto[writer]) continue;
+    if (__atomic_load_n(&shadow[w].stamp, __ATOMIC_RELAXED) >= t->cs_stamp) continue; /* not ordered before */
+    insert_dep(t, writer, record);
+    t->dep_upto[writer] = record + 1;
+  }
+}
 
 static inline void mem_access(const void *p, uint64_t size, int kind) {
   thread_t *t = self;
@@ -393,6 +486,8 @@ void mbpt_init(void) {
   if (p != (void *)ARENA_BASE) die("cannot map the shared arena at 0x%llx (%s)", (unsigned long long)ARENA_BASE, strerror(errno));
   arena_limit = bytes;
   mbpt_arena_end = (uintptr_t)ARENA_BASE + bytes;
+  shadow = mmap(NULL, (bytes >> 3) * sizeof *shadow, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (shadow == MAP_FAILED) die("cannot map the arena's shadow (%s)", strerror(errno));
   const char *order = getenv("MBPTRACE_ORDER");
   if (order && *order && strcmp(order, "instructions") && strcmp(order, "host"))
     die("MBPTRACE_ORDER must be instructions or host, not '%s'", order);
@@ -535,12 +630,20 @@ void mbpt_lock(mbpt_lock_t *l) {
       __atomic_store_n(&clk[self->id].bias, clk[self->id].bias + step, __ATOMIC_RELEASE);
     }
   }
-  rec(self, K_ACQUIRE, (uintptr_t)l, 0, 0, 0, 0, (*l->order)++);
+  thread_t *t = self;
+  if (!t->held) { /* the outermost: deps found inside go in front of its record */
+    room(t);
+    t->cs_at = t->n;
+    t->cs_stamp = __atomic_add_fetch(&acquisitions, 1, __ATOMIC_RELAXED);
+  }
+  ++t->held;
+  rec(t, K_ACQUIRE, (uintptr_t)l, 0, 0, 0, 0, (*l->order)++);
 }
 void mbpt_unlock(mbpt_lock_t *l) {
   l->released_at = my_clock();
   l->released_by = self->id;
   rec(self, K_RELEASE, (uintptr_t)l, 0, 0, 0, 0, 0);
+  --self->held;
   pthread_mutex_unlock(&l->m);
 }
 
