@@ -98,13 +98,13 @@ static void room(thread_t *t) {
   if (!t->buf) die("out of memory holding the records of a critical section of thread %d", t->id);
 }
 static inline void byte(thread_t *t, unsigned char b) { t->buf[t->n++] = b; }
-static inline void varint(thread_t *t, uint64_t v) {
-  while (v >= 0x80) {
-    byte(t, (unsigned char)(v | 0x80));
-    v >>= 7;
-  }
-  byte(t, (unsigned char)v);
+static size_t encode_varint(unsigned char *d, uint64_t v) { /* LEB128 into d; its length */
+  size_t len = 0;
+  for (; v >= 0x80; v >>= 7) d[len++] = (unsigned char)(v | 0x80);
+  d[len++] = (unsigned char)v;
+  return len;
 }
+static inline void varint(thread_t *t, uint64_t v) { t->n += encode_varint(t->buf + t->n, v); }
 static inline void address(thread_t *t, uint64_t a) {
   const int64_t d = (int64_t)(a - t->prev);
   varint(t, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
@@ -206,13 +206,6 @@ static void shadow_store(thread_t *t, uint64_t addr, uint64_t size) {
     __atomic_store_n(&shadow[w].stamp, stamp, __ATOMIC_RELAXED);
     __atomic_store_n(&shadow[w].who, who, __ATOMIC_RELAXED);
   }
-}
-
-static size_t encode_varint(unsigned char *d, uint64_t v) { /* as varint(), into d */
-  size_t len = 0;
-  for (; v >= 0x80; v >>= 7) d[len++] = (unsigned char)(v | 0x80);
-  d[len++] = (unsigned char)v;
-  return len;
 }
 
 /* `dep writer record` in front of the outermost acquire (FORMAT.md field order: thread, order). */
