@@ -14,6 +14,8 @@ pkgs=(build-essential cmake pkg-config libsystemc-dev nlohmann-json3-dev zlib1g-
       libboost-program-options-dev nettle-dev libgmp-dev libgtest-dev libbenchmark-dev m4 valgrind
       spin rumur bc python3)
 [ "$mode" = sanitize ] && pkgs+=(clang-14 libclang-rt-14-dev)
+# The tests also run a sweep under mpirun and draw a plot (sim/README.md, "Sweeps", "Plots").
+[ "$mode" = test ] || [ "$mode" = sanitize ] && pkgs+=(openmpi-bin libopenmpi-dev python3-matplotlib)
 [ "$mode" = figures ] && pkgs+=(python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -38,5 +40,5 @@ case "$mode" in
   test) ctest --test-dir build --output-on-failure -j"$jobs" ;;
   bench) build/bin/bench_mbpsim --benchmark_counters_tabular=true ;;
   sanitize) scripts/sanitize.sh test && FUZZ_SEED=1 scripts/sanitize.sh fuzz 30 ;;
-  figures) /usr/bin/python3 scripts/chapter6_figures.py ;;
+  figures) scripts/figures.sh ;;
 esac

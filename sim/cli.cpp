@@ -5,11 +5,16 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+#include <sstream>
+
 #include <boost/program_options.hpp>
+#include <systemc>
 
 #include "models/core/error.h"
 #include "models/core/stats.h"
 #include "sim/runner.h"
+#include "workloads/summary_fields.h"
 
 namespace po = boost::program_options;
 
@@ -18,11 +23,35 @@ namespace {
 
 const char* kUsage =
     "usage: mbpsim run CONFIG.json [--set key=value]... [--out DIR] [--keep] [--seed N] [--quiet]\n"
+    "       mbpsim sweep CONFIG.json [--grid key=VALUES]... [--zip key=VALUES]... [--seed N,...] [--jobs N] [--out DIR]\n"
+    "       mbpsim plot SWEEP_DIR --x KEY --y FIELD [--series KEY] [--log-x] [--log-y] [--out FILE.png|.svg]\n"
     "       mbpsim validate CONFIG.json [--set key=value]...\n"
     "       mbpsim params [PREFIX]\n"
     "       mbpsim stats-doc CONFIG.json [--set key=value]... [--prefix PREFIX]\n"
-    "       mbpsim trace info|validate|convert ...   (mbpsim trace for details)\n"
-    "       mbpsim --help\n";
+    "       mbpsim trace info|validate|convert ...\n"
+    "       mbpsim --version\n"
+    "       mbpsim COMMAND --help   (what a command does and its options)\n";
+
+// What each command does, for `mbpsim COMMAND --help` (the options follow, from Boost).
+const char* command_help(const std::string& cmd) {
+  if (cmd == "run")
+    return "usage: mbpsim run CONFIG.json [options]\n"
+           "Runs one experiment and writes stats.json, config.resolved.json and host.json into the --out\n"
+           "folder (replaced whole, never mixed). Exit status: 0 finished, 1 bad input, 2 a simulated\n"
+           "failure or a failed check, 3 stopped by a limit, 130/143 interrupted (README, \"Exit status\").\n";
+  if (cmd == "validate")
+    return "usage: mbpsim validate CONFIG.json [--set key=value]... [--seed N]\n"
+           "Checks a config as run would (types, ranges, the memory forecast) and builds the system\n"
+           "without simulating; prints the predicted memory item by item. Exit status 0 or 1.\n";
+  if (cmd == "stats-doc")
+    return "usage: mbpsim stats-doc CONFIG.json [--set key=value]... [--prefix PREFIX]\n"
+           "Lists the summary fields and the statistics a config's system writes to stats.json:\n"
+           "path, kind, unit and description.\n";
+  if (cmd == "params")
+    return "usage: mbpsim params [PREFIX]\n"
+           "Lists every parameter (or those starting with PREFIX): key, default, unit, description, choices.\n";
+  return nullptr;
+}
 
 int cmd_params(const std::vector<std::string>& args) {
   if (args.size() > 1) throw UserError("command line: params takes at most one PREFIX");
@@ -48,8 +77,16 @@ int cmd_params(const std::vector<std::string>& args) {
 // The statistics a config's system registers when it is built, with their descriptions: what
 // `mbpsim run` writes to stats.json (a few that a component registers on first use, such as
 // the PME's per-handler times, appear in stats.json only).
-int cmd_stats_doc(const Stats& st, const std::string& prefix) {
+int cmd_stats_doc(const Stats& st, const std::string& prefix, const std::string& kind) {
   int shown = 0;
+  // The summary's fields first (stats.json "summary"; some appear only in some configurations,
+  // as their descriptions say), then the statistics.
+  for (const auto& f : summary_fields()) {
+    const std::string path = "summary." + f.name;
+    if (std::find(f.kinds.begin(), f.kinds.end(), kind) == f.kinds.end() || path.compare(0, prefix.size(), prefix) != 0) continue;
+    std::printf("%-56s %-9s %-16s %s\n", path.c_str(), "summary", f.unit.empty() ? "-" : f.unit.c_str(), f.desc.c_str());
+    ++shown;
+  }
   for (const auto& s : st.describe()) {
     if (s.path.compare(0, prefix.size(), prefix) != 0) continue;
     std::printf("%-56s %-9s %-16s %s\n", s.path.c_str(), s.kind, s.unit.empty() ? "-" : s.unit.c_str(),
@@ -71,25 +108,63 @@ int cli_main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    if (!args.empty()) {
+      args.assign({args[0], "--help"});
+      return cli_main_args(args);
+    }
     std::fputs(kUsage, stdout);
     return 0;
   }
-  if (cmd == "params") return cmd_params(args);
+  if (cmd == "--version") {
+    std::printf("mbpsim %s (SystemC %s)\n", build_version(), sc_core::sc_version_string.c_str());
+    return 0;
+  }
+  std::vector<std::string> all{cmd};
+  all.insert(all.end(), args.begin(), args.end());
+  return cli_main_args(all, std::vector<std::string>(argv, argv + argc));
+}
+
+int cli_main_args(std::vector<std::string> args, const std::vector<std::string>& argv) {
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  const bool help = std::find(args.begin(), args.end(), "--help") != args.end() ||
+                    std::find(args.begin(), args.end(), "-h") != args.end();
+  if (cmd == "params") {
+    if (help) return std::fputs(command_help(cmd), stdout), 0;
+    return cmd_params(args);
+  }
   if (cmd == "trace") return cmd_trace(args);
+  if (cmd == "sweep") return cmd_sweep(args);
+  if (cmd == "plot") return cmd_plot(args);
   if (cmd != "run" && cmd != "validate" && cmd != "stats-doc")
     throw UserError("command line: unknown command '" + cmd + "'\n" + kUsage);
 
   RunOptions o;
   std::vector<std::string> positional;
-  po::options_description desc("options");
-  desc.add_options()("set", po::value<std::vector<std::string>>(&o.sets)->composing(),
-                     "override a parameter: dotted.key=value")(
-      "out", po::value<std::string>(&o.out_dir), "output folder (default: out)")(
+  po::options_description common("options"), run_opts("run"), doc_opts("stats-doc"), desc;
+  common.add_options()("set", po::value<std::vector<std::string>>(&o.sets)->composing(),
+                       "override a parameter: dotted.key=value (repeatable)")(
+      "seed", po::value<uint64_t>(), "run seed (overrides experiment.seed)")(
+      "config", po::value<std::vector<std::string>>(&positional), "the config file (also given without --config)")(
+      "help,h", "this text");
+  run_opts.add_options()("out", po::value<std::string>(&o.out_dir), "output folder (default: out)")(
       "keep", po::bool_switch(&o.keep), "refuse to replace an existing output folder")(
-      "seed", po::value<uint64_t>(), "run seed")("quiet", po::bool_switch(&o.quiet),
-                                                 "no heartbeat on stderr")(
-      "config", po::value<std::vector<std::string>>(&positional), "config file")(
-      "prefix", po::value<std::string>(), "stats-doc: only statistics whose path starts with this");
+      "quiet", po::bool_switch(&o.quiet), "no heartbeat on stderr");
+  doc_opts.add_options()("prefix", po::value<std::string>(), "only the fields and statistics whose path starts with this");
+  desc.add(common).add(run_opts).add(doc_opts);
+  if (help) {
+    std::fputs(command_help(cmd), stdout);
+    std::ostringstream os;
+    po::options_description shown;
+    shown.add(common);
+    if (cmd == "run") shown.add(run_opts);
+    if (cmd == "stats-doc") shown.add(doc_opts);
+    os << shown;
+    std::string text = os.str();
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
   po::positional_options_description pos;
   pos.add("config", -1);
   po::variables_map vm;
@@ -103,6 +178,12 @@ int cli_main(int argc, char** argv) {
     throw UserError("command line: " + cmd + " takes exactly one CONFIG.json");
   o.config_path = positional[0];
   if (vm.count("seed")) o.seed = vm["seed"].as<uint64_t>();
+  o.argv = argv;
+  // What decides the results: the command, the config, --set and --seed (stats.json).
+  o.result_argv = {"mbpsim", cmd, o.config_path};
+  for (const auto& set : o.sets)
+    if (!is_presentation_param(set.substr(0, set.find('=')))) o.result_argv.insert(o.result_argv.end(), {"--set", set});
+  if (o.seed) o.result_argv.insert(o.result_argv.end(), {"--seed", std::to_string(*o.seed)});
 
   if (vm.count("prefix") && cmd != "stats-doc") throw UserError("command line: --prefix is for stats-doc");
   if (cmd != "run")
@@ -119,7 +200,7 @@ int cli_main(int argc, char** argv) {
     check_memory(c, forecast_run_memory(c));
     Stats st;
     validate_config(c, &st);
-    return cmd_stats_doc(st, vm.count("prefix") ? vm["prefix"].as<std::string>() : "");
+    return cmd_stats_doc(st, vm.count("prefix") ? vm["prefix"].as<std::string>() : "", c.get_string("workload.kind"));
   }
   if (cmd == "validate") {
     // The memory first: a config too large for this host is refused before anything is built.

@@ -8,6 +8,15 @@
 #include "models/core/error.h"
 #include "models/core/sim_time.h"
 #include "sim/cli.h"
+#include "sim/runner.h"
+
+// cmake/version.cmake writes it into the build folder.
+const char* mbpsim_build_version();
+#ifdef MBPSIM_HAVE_MPI
+namespace mbpsim {
+void install_mpi_sweep();
+}
+#endif
 
 namespace {
 
@@ -33,6 +42,10 @@ int out_of_memory() {
 int sc_main(int argc, char** argv) {
   mbpsim::set_time_resolution();  // 1 ps: every model counts picoseconds
   sc_core::sc_report_handler::set_handler(report_to_stderr);
+  mbpsim::set_build_version(mbpsim_build_version());
+#ifdef MBPSIM_HAVE_MPI
+  mbpsim::install_mpi_sweep();
+#endif
   try {
     return mbpsim::cli_main(argc, argv);
   } catch (const mbpsim::UserError& e) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 
+#include <nettle/sha2.h>
 #include <systemc>
 
 #include "models/core/sim_time.h"
@@ -33,6 +34,7 @@
 #include "workloads/mbp_workload.h"
 #include "workloads/testers/coherence_tester.h"
 #include "workloads/testers/litmus_tester.h"
+#include "workloads/summary_fields.h"
 #include "workloads/workload.h"
 
 namespace mbpsim {
@@ -64,6 +66,41 @@ const ParamSchema& schema() {
     return s;
   }();
   return s;
+}
+
+namespace {
+const char* g_build_version = "unknown";
+}
+const char* build_version() { return g_build_version; }
+void set_build_version(const char* v) { g_build_version = v; }
+
+bool is_presentation_param(const std::string& key) {
+  return key == "experiment.heartbeat_s" || key == "experiment.max_memory_gb";
+}
+
+std::string config_sha256(const ordered_json& resolved) {
+  ordered_json r = resolved;
+  if (r.contains("experiment"))
+    for (const char* k : {"heartbeat_s", "max_memory_gb"}) r["experiment"].erase(k);
+  const std::string text = r.dump();
+  sha256_ctx h;
+  sha256_init(&h);
+  sha256_update(&h, text.size(), reinterpret_cast<const uint8_t*>(text.data()));
+  uint8_t d[SHA256_DIGEST_SIZE];
+  sha256_digest(&h, sizeof d, d);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : d) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+ordered_json resolved_for_run(const Config& c) {
+  ordered_json rc = c.resolved();
+  rc["experiment"]["seed"] = c.get_int("experiment.seed");
+  return rc;
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& sets) {
@@ -121,6 +158,36 @@ bool print_table(const std::string& name, const ordered_json& v) {
   for (size_t i = 0; i < shown; ++i) row([&](size_t c) { return cell(v[i], cols[c]); });
   if (shown < v.size()) std::printf("    (%zu more in stats.json)\n", v.size() - shown);
   return true;
+}
+
+// Six significant digits: the summary's precision (the statistics keep theirs). Through the
+// decimal text, so that the value written is the shortest one that reads back the same.
+void six_digits(ordered_json& v) {
+  if (v.is_number_float()) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v.get<double>());
+    v = std::strtod(b, nullptr);
+  } else if (v.is_structured()) {
+    for (auto& x : v) six_digits(x);
+  }
+}
+
+// A summary value as the terminal shows it: six significant digits, null as "-", the unit after.
+std::string summary_text(const ordered_json& v, const std::string& unit) {
+  std::string t;
+  if (v.is_null()) return "-";
+  if (v.is_number_float()) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v.get<double>());
+    t = b;
+  } else if (v.is_string()) {
+    t = v.get<std::string>();
+  } else {
+    t = v.dump();
+  }
+  for (const char* bare : {"", "bool", "text", "list", "object", "fraction", "ratio"})
+    if (unit == bare) return t;
+  return t + " " + unit;
 }
 
 }  // namespace
@@ -286,10 +353,14 @@ int run_experiment(const RunOptions& o) {
     last_hb = now;
     const double wall = std::chrono::duration<double>(now - t0).count();
     const double simc = sc_core::sc_time_stamp() / per;
-    std::fprintf(stderr, "[mbpsim] cycle %.0f (%s) | wall %.1f s | %.0f events/s%s | %.0f%% of the run limit\n",
-                 simc, sc_core::sc_time_stamp().to_string().c_str(), wall,
-                 events() / wall, wl->progress(wall).c_str(),
-                 100.0 * simc / std::max<uint64_t>(horizon, 1));
+    // The workload's own progress where it can say (references replayed, checks done), else
+    // how far simulated time is towards the run's limit, said as such.
+    const double f = wl->done_fraction();
+    char pct[64];
+    if (f >= 0) std::snprintf(pct, sizeof pct, "%.0f%% of the workload done", 100.0 * f);
+    else std::snprintf(pct, sizeof pct, "%.0f%% of the longest the run may take", 100.0 * simc / std::max<uint64_t>(horizon, 1));
+    std::fprintf(stderr, "[mbpsim] %s simulated | wall %.1f s | %.0f events/s%s | %s\n", simulated_time_text().c_str(), wall,
+                 events() / wall, wl->progress(wall).c_str(), pct);
   };
   // Simulates `cycles` more cycles (a whole number) in steps sized by the wall clock, so the
   // heartbeat and a signal are noticed about every quarter heartbeat period (half a second
@@ -359,18 +430,38 @@ int run_experiment(const RunOptions& o) {
   const bool finished = wl->done();
   const char* limit = !signal && failure.empty() && !finished ? wl->limit_param() : nullptr;
 
+  const ordered_json resolved = resolved_for_run(cfg);
+  const std::string hash = config_sha256(resolved);
+  auto provenance = [&](const std::vector<std::string>& command) {
+    return ordered_json{{"mbpsim_version", build_version()}, {"command", command}, {"config_sha256", hash}};
+  };
+  const std::string bad = failure.empty() && !signal ? wl->check_failed() : std::string();
+
+  // Every summary field is declared, with its unit and meaning (workloads/summary_fields.cpp).
+  const std::string kind = cfg.get_string("workload.kind");
+  ordered_json summary = wl->summary(), units = ordered_json::object();
+  six_digits(summary);
+  for (auto it = summary.begin(); it != summary.end(); ++it) {
+    const SummaryField* f = find_summary_field(kind, it.key());
+    if (!f) internal_error("summary field '" + it.key() + "' of workload " + kind + " is not declared in workloads/summary_fields.cpp");
+    units[it.key()] = f->unit;
+  }
+
   ordered_json st;
-  st["summary"] = wl->summary();
+  st["summary"] = summary;
+  st["summary_units"] = units;
   st["run"] = {{"seed", seed},
                {"simulated_cycles", sim_cycles},
                {"simulated_seconds", sc_core::sc_time_stamp().to_seconds()}};
   if (!failure.empty()) st["run"]["failure"] = failure;
   else if (signal) st["run"]["interrupted"] = true;
   else if (limit) st["run"]["stopped_by"] = limit;
+  if (failure.empty() && !bad.empty()) st["run"]["check_failed"] = bad;
+  st["provenance"] = provenance(o.result_argv);
   st["stats"] = stats.dump();
   results.write("stats.json", st.dump(2) + "\n");
-  ordered_json rc = cfg.resolved();
-  rc["experiment"]["seed"] = seed;
+  ordered_json rc = resolved;
+  rc["provenance"] = provenance(o.argv);
   results.write("config.resolved.json", rc.dump(2) + "\n");
 
   if (!failure.empty()) {
@@ -390,6 +481,7 @@ int run_experiment(const RunOptions& o) {
   }
 
   ordered_json host;
+  host["provenance"] = provenance(o.argv);
   host["wall_seconds"] = wall;
   // CPU time over the same span: what to compare between runs on a shared host (a busy
   // neighbour stretches wall time, not CPU time, as much).
@@ -417,18 +509,19 @@ int run_experiment(const RunOptions& o) {
     return 128 + signal;
   }
 
-  std::printf("mbpsim: %s: %llu cycles (%s) simulated in %.2f s (seed %llu)\n", o.config_path.c_str(),
-              static_cast<unsigned long long>(sim_cycles), simulated_time_text().c_str(), wall,
+  // One time unit in the header: simulated time (the network's cycles are in stats.json's run).
+  std::printf("mbpsim: %s: %s simulated in %.2f s of wall time (seed %llu)\n", o.config_path.c_str(), simulated_time_text().c_str(), wall,
               static_cast<unsigned long long>(seed));
   for (auto it = st["summary"].begin(); it != st["summary"].end(); ++it) {
-    const std::string v = it.value().dump();
+    const std::string unit = units[it.key()].is_string() ? units[it.key()].get<std::string>() : "";
+    const std::string v = it.value().is_structured() ? it.value().dump() : summary_text(it.value(), unit);
     if (v.size() <= 160) std::printf("  %-34s %s\n", it.key().c_str(), v.c_str());
     else if (!print_table(it.key(), it.value())) std::printf("  %-34s (in stats.json)\n", it.key().c_str());
   }
-  std::printf("  results in %s/stats.json\n", o.out_dir.c_str());
+  std::printf("  results in %s/stats.json (what each field means: mbpsim stats-doc %s --prefix summary)\n", o.out_dir.c_str(),
+              o.config_path.c_str());
   std::fflush(stdout);
   for (const std::string& w : wl->warnings()) std::fprintf(stderr, "mbpsim: warning: %s\n", w.c_str());
-  const std::string bad = wl->check_failed();
   if (!bad.empty()) {
     std::fprintf(stderr, "mbpsim: check failed: %s\nseed %llu, config %s\n", bad.c_str(),
                  static_cast<unsigned long long>(seed), o.config_path.c_str());

@@ -20,7 +20,26 @@ struct RunOptions {
   std::optional<uint64_t> seed;
   bool quiet = false;
   bool keep = false;  // refuse to replace an existing --out folder
+  // The command line as typed (host.json, config.resolved.json) and the part of it that decides
+  // the results: the config, --set and --seed, without --out, --keep and --quiet (stats.json,
+  // so that two runs of one experiment into two folders still write identical bytes).
+  std::vector<std::string> argv, result_argv;
 };
+
+// The version of this build (git describe, cmake/version.cmake); "unknown" in a program other
+// than mbpsim (the test binaries), which never calls set_build_version.
+const char* build_version();
+void set_build_version(const char* v);
+// SHA-256 (hex) of a resolved config, seed included, without the parameters that cannot change
+// what is simulated (is_presentation_param): two runs with the same hash simulate the same
+// experiment. `mbpsim sweep` uses it to know a finished point when it resumes.
+std::string config_sha256(const nlohmann::ordered_json& resolved);
+// experiment.heartbeat_s and experiment.max_memory_gb: how a run reports and what it may take,
+// never what it simulates (Robustness.TheWallClockNeverChangesTheResults).
+bool is_presentation_param(const std::string& key);
+// The resolved config a run writes (config.resolved.json without its provenance): every
+// parameter, defaults included, and the run seed.
+nlohmann::ordered_json resolved_for_run(const Config& c);
 
 // Every parameter of every component, declared once.
 const ParamSchema& schema();

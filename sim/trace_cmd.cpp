@@ -51,6 +51,13 @@ int info(const std::string& dir) {
 }  // namespace
 
 int cmd_trace(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h" || (args.size() > 1 && (args[1] == "--help" || args[1] == "-h")))) {
+    std::fputs(kTraceUsage, stdout);
+    std::fputs("\n  info      what a trace holds: threads, records by kind, footprint, synchronisation\n"
+               "  validate  checks every record and the synchronisation (locks, barriers, deps) as replay would\n"
+               "  convert   rewrites a trace in another encoding (traces/FORMAT.md)\n", stdout);
+    return 0;
+  }
   if (args.empty()) throw UserError(std::string("command line: trace needs a subcommand\n") + kTraceUsage);
   const std::string sub = args[0];
   if (sub == "info") {

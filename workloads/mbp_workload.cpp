@@ -66,7 +66,7 @@ ordered_json MbpWorkload::host_figures(double wall_s) const {
 ordered_json MbpWorkload::base_summary() const {
   ordered_json s;
   s["finished"] = done();
-  s["exec_time_ns"] = static_cast<double>(last_complete_ps_) / 1000.0;
+  s["exec_time_s"] = static_cast<double>(last_complete_ps_) / 1e12;
   s["operations"] = sys_->ops_completed();
   const ordered_json fig = sys_->summary_figures();
   for (auto it = fig.begin(); it != fig.end(); ++it) s[it.key()] = it.value();
@@ -74,6 +74,11 @@ ordered_json MbpWorkload::base_summary() const {
 }
 
 // ---------------------------------------------------------------- synthetic sharing
+
+double SharingWorkload::done_fraction() const {
+  const double all = static_cast<double>(refs_per_proc_) * nodes_ * procs_;
+  return all > 0 ? std::min(1.0, static_cast<double>(sys_->ops_completed()) / all) : -1;
+}
 
 AddressUse SharingWorkload::address_use(const Config& c) {
   const uint64_t page = static_cast<uint64_t>(c.get_int("node.page_bytes"));

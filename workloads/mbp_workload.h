@@ -45,6 +45,7 @@ class SharingWorkload : public MbpWorkload {
   // Each processor's private pages and the shared region (the memory forecast's input).
   static AddressUse address_use(const Config& c);
   bool done() const override { return finished_ == nodes_ * procs_; }
+  double done_fraction() const override;
   std::string unfinished() const override {
     return std::to_string(nodes_ * procs_ - finished_) + " of " + std::to_string(nodes_ * procs_) + " processors still running";
   }

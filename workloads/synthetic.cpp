@@ -161,23 +161,20 @@ nlohmann::ordered_json SyntheticTraffic::summary() const {
   const auto& lm = *net_.lat_multicast;
   const auto& la = *net_.lat_ack;
   nlohmann::ordered_json s;
-  s["offered_rate"] = cyc > 0 ? window_offered_flits_ / (n * cyc) : 0.0;
-  s["accepted_rate"] = cyc > 0 ? window_end_flits_ / (n * cyc) : 0.0;
-  s["avg_latency_cycles"] = lu.mean();
-  s["p99_latency_cycles"] = lu.percentile(0.99);
+  // A figure with nothing measured behind it is null, never 0 (workloads/summary_fields.h).
+  auto measured = [](const auto& h, auto v) { return h.count() ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
+  s["offered_rate"] = cyc > 0 ? nlohmann::ordered_json(window_offered_flits_ / (n * cyc)) : nlohmann::ordered_json(nullptr);
+  s["accepted_rate"] = cyc > 0 ? nlohmann::ordered_json(window_end_flits_ / (n * cyc)) : nlohmann::ordered_json(nullptr);
+  s["avg_unicast_latency_cycles"] = measured(lu, lu.mean());
+  s["p99_unicast_latency_cycles"] = measured(lu, lu.percentile(0.99));
   s["packets_delivered"] = lu.count() + lm.count();
   s["packets_measured"] = measured_created_;
   s["packets_refused"] = refused_measured_;
   s["saturated"] = !done() || refused_measured_ > 0;
   if (pattern_ == Pattern::Multicast) {
-    s["avg_multicast_completion_cycles"] = lm.mean();
-    s["avg_ack_latency_cycles"] = la.mean();
+    s["avg_multicast_completion_cycles"] = measured(lm, lm.mean());
+    s["avg_ack_latency_cycles"] = measured(la, la.mean());
   }
-  for (auto it = s.begin(); it != s.end(); ++it)
-    if (it.value().is_number_float()) {
-      const double v = it.value().get<double>();
-      it.value() = std::round(v * 1e6) / 1e6;
-    }
   return s;
 }
 

@@ -51,6 +51,9 @@ class Workload : public net::NetClient {
   virtual std::vector<std::string> warnings() const { return {}; }
   // Extra text for the heartbeat line (progress of the workload's own work).
   virtual std::string progress(double wall_s) const { return ""; }
+  // How much of its own work the workload has done, 0 to 1 (references replayed, checks done,
+  // points measured), for the heartbeat's percentage; negative when it cannot say.
+  virtual double done_fraction() const { return -1; }
   // How often (network cycles) the runner asks done() after the window; simulated time is
   // advanced in slices this long, so a workload that keeps its own clock may ask for long ones.
   virtual uint64_t poll_cycles() const { return 200; }

@@ -395,7 +395,10 @@ nlohmann::ordered_json System::summary_figures() const {
     node += nd->node_hits->value;
     remote += nd->remote->value;
   }
-  auto rate = [](uint64_t a, uint64_t b) { return a + b ? static_cast<double>(a) / (a + b) : 0.0; };
+  // null when there was no access to count (never a 0 that was not measured)
+  auto rate = [](uint64_t a, uint64_t b) {
+    return a + b ? nlohmann::ordered_json(static_cast<double>(a) / (a + b)) : nlohmann::ordered_json(nullptr);
+  };
   uint64_t exercised = 0;
   for (auto& row : st_.home_trans)
     for (Counter* c : row) exercised += c && c->value;

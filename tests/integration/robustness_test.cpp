@@ -194,12 +194,12 @@ TEST_P(Interrupt, WritesTheStatisticsSoFarMarkedInterrupted) {
   // Wait for the first heartbeat: the run is simulating.
   std::string text;
   char buf[512];
-  while (text.find("[mbpsim] cycle") == std::string::npos) {
+  while (text.find("[mbpsim] ") == std::string::npos) {
     const ssize_t n = ::read(out[0], buf, sizeof buf);
     if (n <= 0) break;
     text.append(buf, static_cast<size_t>(n));
   }
-  ASSERT_NE(text.find("[mbpsim] cycle"), std::string::npos) << text;
+  ASSERT_NE(text.find("[mbpsim] "), std::string::npos) << text;
   ::kill(pid, sig);
   for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
   ::close(out[0]);
@@ -279,7 +279,7 @@ TEST(Robustness, TheHeartbeatComesAtItsPeriodWhateverACycleCosts) {
   std::istringstream is(r.output);
   for (std::string l; std::getline(is, l);) {
     const auto at = l.find("| wall ");
-    if (l.rfind("[mbpsim] cycle", 0) == 0 && at != std::string::npos) walls.push_back(std::stod(l.substr(at + 7)));
+    if (l.rfind("[mbpsim] ", 0) == 0 && at != std::string::npos) walls.push_back(std::stod(l.substr(at + 7)));
   }
   ASSERT_GE(walls.size(), 3u) << r.output;
   double gap = 0;

@@ -55,6 +55,7 @@ class MbcfTester : public MbcfWorkload {
   void start() override;
   nlohmann::ordered_json summary() const override;
   std::string check_failed() const override;
+  double done_fraction() const override { return checks_.empty() ? -1 : static_cast<double>(results_.size()) / checks_.size(); }
   std::string progress(double wall_s) const override;
 
  private:

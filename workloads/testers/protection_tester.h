@@ -45,6 +45,7 @@ class ProtectionTester : public MbcfWorkload {
   void start() override;
   nlohmann::ordered_json summary() const override;
   std::string check_failed() const override;
+  double done_fraction() const override { return attacks_.empty() ? -1 : static_cast<double>(std::min(cur_, attacks_.size())) / attacks_.size(); }
   std::string progress(double wall_s) const override;
 
   // A range of one task's logical space an attack may change; with `bytes`, it must end up

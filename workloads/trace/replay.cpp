@@ -67,7 +67,7 @@ TraceReplay::TraceReplay(const Config& c, net::Network& net, Stats& stats, uint6
   path_ = trace_dir(c);
   meta_ = trace::read_meta(path_);
   validated_ = c.get_bool("trace.validate");
-  if (validated_) trace::validate(path_);
+  if (validated_) total_records_ = trace::validate(path_).records;
   const uint32_t slots = nodes_ * procs_;
   const std::string placement = c.get_string("trace.placement");
   if (meta_.threads > slots && !c.get_bool("trace.multiplex"))
@@ -593,14 +593,12 @@ std::string TraceReplay::progress(double wall_s) const {
 
 ordered_json TraceReplay::summary() const {
   ordered_json s = base_summary();
-  const double cyc = static_cast<double>(cycle_ps_);
   s["trace"] = path_;
   s["program"] = meta_.program;
   s["threads"] = meta_.threads;
   s["idle_nodes"] = idle_nodes_;  // nodes whose processors run no thread
   s["records"] = records_;
   s["references"] = refs_;
-  s["exec_time_cycles"] = static_cast<double>(last_complete_ps_) / cyc;
   s["exec_time_s"] = static_cast<double>(last_complete_ps_) / 1e12;
   if (roi_end_ps_ > roi_begin_ps_) s["roi_time_s"] = static_cast<double>(roi_end_ps_ - roi_begin_ps_) / 1e12;
   if (baseline_s_ > 0 && last_complete_ps_ > 0) s["speedup"] = baseline_s_ / (static_cast<double>(last_complete_ps_) / 1e12);
@@ -631,9 +629,10 @@ ordered_json TraceReplay::summary() const {
     per.push_back(p);
   }
   const double all = busy + mem + sync;
-  s["busy_fraction"] = all > 0 ? busy / all : 0;
-  s["memory_stall_fraction"] = all > 0 ? mem / all : 0;
-  s["sync_fraction"] = all > 0 ? sync / all : 0;
+  auto fraction = [&](double x) { return all > 0 ? ordered_json(x / all) : ordered_json(nullptr); };
+  s["busy_fraction"] = fraction(busy);
+  s["memory_stall_fraction"] = fraction(mem);
+  s["sync_fraction"] = fraction(sync);
   s["per_thread"] = per;
   // Coherence traffic: messages by type, multicast fan-out, combined acknowledgements; and
   // the network's bytes per tree level (level 0: the root's links), down and up.
@@ -642,7 +641,8 @@ ordered_json TraceReplay::summary() const {
     const auto& mbp = st["system"]["mbp"];
     if (mbp.contains("messages")) s["coherence_messages"] = mbp["messages"];
     if (mbp.contains("rounds")) {
-      s["multicast_fanout_mean"] = mbp["rounds"]["fanout"].value("mean", 0.0);
+      const auto& fan = mbp["rounds"]["fanout"];
+      s["multicast_fanout_mean"] = fan.contains("mean") && fan.value("count", uint64_t{1}) > 0 ? fan["mean"] : ordered_json(nullptr);
       s["combined_acks_at_home"] = mbp["rounds"].value("acks_at_home", uint64_t{0});
       s["acks_from_holders"] = mbp["rounds"].value("acks_from_holders", uint64_t{0});
     }

@@ -42,6 +42,7 @@ class TraceReplay : public MbpWorkload {
   void complete(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps) override;
   std::string stalled() const override;
   std::string progress(double wall_s) const override;
+  double done_fraction() const override { return total_records_ ? static_cast<double>(records_) / total_records_ : -1; }
   std::string input_error() const override { return input_error_; }
   std::vector<std::string> warnings() const override { return warning_.empty() ? std::vector<std::string>{} : std::vector<std::string>{warning_}; }
 
@@ -123,6 +124,7 @@ class TraceReplay : public MbpWorkload {
   std::unordered_map<uint64_t, Counted> sems_, conds_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> joiners_;
   size_t ended_ = 0;
+  uint64_t total_records_ = 0;  // from the validation (0: not validated)
   uint64_t records_ = 0, refs_ = 0, retries_ = 0, stale_reads_ = 0, dep_waits_ = 0;
   uint64_t roi_begin_ps_ = 0, roi_end_ps_ = 0;
   bool recorded_order_ = false;  // trace.sync recorded: locks in the captured order
