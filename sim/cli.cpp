@@ -149,7 +149,11 @@ int cli_main_args(std::vector<std::string> args, const std::vector<std::string>&
       "help,h", "this text");
   run_opts.add_options()("out", po::value<std::string>(&o.out_dir), "output folder (default: out)")(
       "keep", po::bool_switch(&o.keep), "refuse to replace an existing output folder")(
-      "quiet", po::bool_switch(&o.quiet), "no heartbeat on stderr");
+      "quiet", po::bool_switch(&o.quiet), "no heartbeat on stderr")(
+      "timeline", po::value<std::string>(&o.timeline), "write the transaction timeline (Chrome trace-event JSON: Perfetto, chrome://tracing) to this file")(
+      "timeline-window", po::value<std::string>(), "only what happens in FROM:TO microseconds of simulated time (either may be empty)")(
+      "timeline-prefix", po::value<std::vector<std::string>>(&o.timeline_prefixes)->composing(), "only modules whose name starts with this (repeatable), e.g. system.net.router_1")(
+      "timeline-max-events", po::value<uint64_t>(&o.timeline_max_events), "stop recording after this many events (default 1000000)");
   doc_opts.add_options()("prefix", po::value<std::string>(), "only the fields and statistics whose path starts with this");
   desc.add(common).add(run_opts).add(doc_opts);
   if (help) {
@@ -186,8 +190,26 @@ int cli_main_args(std::vector<std::string> args, const std::vector<std::string>&
   if (o.seed) o.result_argv.insert(o.result_argv.end(), {"--seed", std::to_string(*o.seed)});
 
   if (vm.count("prefix") && cmd != "stats-doc") throw UserError("command line: --prefix is for stats-doc");
+  const bool timeline_opt = vm.count("timeline-window") || !o.timeline_prefixes.empty() || vm.count("timeline-max-events");
+  if (timeline_opt && o.timeline.empty()) throw UserError("command line: --timeline-window, --timeline-prefix and --timeline-max-events go with --timeline FILE");
+  if (vm.count("timeline-window")) {
+    const std::string w = vm["timeline-window"].as<std::string>();
+    const auto colon = w.find(':');
+    auto num = [&](const std::string& t, double dflt) {
+      if (t.empty()) return dflt;
+      char* end = nullptr;
+      const double v = std::strtod(t.c_str(), &end);
+      if (*end || !(v >= 0) || v > 1e15) throw UserError("command line: --timeline-window " + w + ": '" + t + "' is not a time in microseconds >= 0");
+      return v;
+    };
+    if (colon == std::string::npos) throw UserError("command line: --timeline-window " + w + ": expected FROM:TO in microseconds (10:20, :5, 100:)");
+    o.timeline_from_us = num(w.substr(0, colon), 0);
+    o.timeline_to_us = num(w.substr(colon + 1), -1);
+    if (o.timeline_to_us >= 0 && o.timeline_to_us < o.timeline_from_us) throw UserError("command line: --timeline-window " + w + ": TO is before FROM");
+  }
+  if (o.timeline_max_events == 0) throw UserError("command line: --timeline-max-events must be at least 1");
   if (cmd != "run")
-    for (const auto& [opt, given] : {std::pair<const char*, bool>{"out", vm.count("out") > 0}, {"keep", o.keep}, {"quiet", o.quiet}})
+    for (const auto& [opt, given] : {std::pair<const char*, bool>{"out", vm.count("out") > 0}, {"keep", o.keep}, {"quiet", o.quiet}, {"timeline", !o.timeline.empty()}})
       if (given) throw UserError(std::string("command line: --") + opt + " is for run (" + cmd + " writes no results)");
   // validate and stats-doc check the seed as run would take it.
   auto config = [&] {

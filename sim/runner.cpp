@@ -17,6 +17,7 @@
 #include <systemc>
 
 #include "models/core/sim_time.h"
+#include "models/core/timeline.h"
 #include "models/core/error.h"
 #include "models/core/module_tree.h"
 #include "models/mbp2/mbp2_cards.h"
@@ -312,6 +313,33 @@ int run_experiment(const RunOptions& o) {
   check_memory(cfg, forecast);
   set_phase("building the system");
 
+  // The timeline, when asked for: set before the system is built (its modules take their
+  // tracks then), written whatever way the run ends.
+  std::unique_ptr<Timeline> tl;
+  struct Unset {
+    ~Unset() { set_timeline(nullptr); }
+  } unset;
+  if (!o.timeline.empty()) {
+    {
+      std::ofstream probe(o.timeline + ".partial");
+      if (!probe) throw UserError(o.timeline + ": cannot write the timeline there");
+    }
+    std::filesystem::remove(o.timeline + ".partial");
+    Timeline::Options to;
+    to.from_ps = static_cast<uint64_t>(o.timeline_from_us * 1e6);
+    if (o.timeline_to_us >= 0) to.to_ps = static_cast<uint64_t>(o.timeline_to_us * 1e6);
+    to.prefixes = o.timeline_prefixes;
+    to.max_events = o.timeline_max_events;
+    tl = std::make_unique<Timeline>(to);
+    set_timeline(tl.get());
+  }
+  auto write_timeline = [&] {
+    if (!tl) return;
+    tl->write(o.timeline);
+    std::fprintf(stderr, "mbpsim: timeline %s: %llu events%s\n", o.timeline.c_str(), static_cast<unsigned long long>(tl->events()),
+                 tl->left_out() ? (", " + std::to_string(tl->left_out()) + " left out (--timeline-max-events, or more than 64 at once on one module)").c_str() : "");
+  };
+
   const net::NetConfig nc = net::NetConfig::from(cfg);
   Stats stats;
   // The MBCF/Ether and MBP2 systems have no quad-tree network and keep their own calendars, so
@@ -475,6 +503,7 @@ int run_experiment(const RunOptions& o) {
     f["in_flight"] = dump;
     results.write("failure.json", f.dump(2) + "\n");
     results.commit();
+    write_timeline();
     std::fprintf(stderr, "mbpsim: simulated-system failure: %s\nseed %llu, config %s\n%s",
                  failure.c_str(), static_cast<unsigned long long>(seed), o.config_path.c_str(), dump.c_str());
     return 2;
@@ -501,6 +530,7 @@ int run_experiment(const RunOptions& o) {
   for (auto it = extra.begin(); it != extra.end(); ++it) host[it.key()] = it.value();
   results.write("host.json", host.dump(2) + "\n");
   results.commit();
+  write_timeline();
 
   if (signal) {
     std::fprintf(stderr, "mbpsim: interrupted by %s at %s simulated (cycle %llu); the statistics so far are in %s/stats.json, marked interrupted\n",

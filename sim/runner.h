@@ -20,6 +20,12 @@ struct RunOptions {
   std::optional<uint64_t> seed;
   bool quiet = false;
   bool keep = false;  // refuse to replace an existing --out folder
+  // --timeline FILE: the transaction timeline (models/core/timeline.h), with its window in
+  // simulated microseconds, its module-name prefixes and its cap on events.
+  std::string timeline;
+  double timeline_from_us = 0, timeline_to_us = -1;
+  std::vector<std::string> timeline_prefixes;
+  uint64_t timeline_max_events = 1000000;
   // The command line as typed (host.json, config.resolved.json) and the part of it that decides
   // the results: the config, --set and --seed, without --out, --keep and --quiet (stats.json,
   // so that two runs of one experiment into two folders still write identical bytes).

@@ -16,6 +16,7 @@
 #include "models/core/error.h"
 #include "models/core/module_tree.h"
 #include "models/mbcf/conventional_nic.h"
+#include "models/core/timeline.h"
 
 namespace mbpsim::mbcf {
 
@@ -401,7 +402,11 @@ void EtherSystem::kernel_issue(uint32_t node, Built b, std::function<void()> k) 
   // held in the system call until then anyway).
   count_emb_requests(node, p);
   ++N.requests_in_flight;
-  auto go = [this, node, dst, p, k]() mutable {
+  const uint64_t called = cal_.now_ps();
+  auto go = [this, node, dst, p, k, called]() mutable {
+    if (Timeline* tl = timeline())  // the MBCF system call on the host CPU, blocked time included
+      tl->slice(tl->track(n_[node]->cpu->name()), std::string(to_string(p.cmds[0].cmd)) + " system call", called, cal_.now_ps(),
+                "{\"commands\":" + std::to_string(p.cmds.size()) + ",\"dst\":" + std::to_string(dst) + "}");
     submit(node, dst, std::move(p));
     k();
   };

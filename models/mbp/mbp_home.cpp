@@ -7,6 +7,7 @@
 
 #include "models/core/error.h"
 #include "models/core/mutant.h"
+#include "models/core/timeline.h"
 #include "models/mbp/system.h"
 #include "models/mbp/system_internal.h"
 
@@ -346,6 +347,10 @@ void System::round_done(Round* r) {
   Frame* f = r->f;
   DirPage& d = *f->dir;
   st_.round_latency->sample(now_ps() - r->start_ps);
+  if (Timeline* tl = timeline())  // the round, from its start at the home to its last acknowledgement
+    tl->slice(tl->track(node_[f->node]->mbp.name()), std::string(to_string(r->kind)) + " round " + std::to_string(r->id), r->start_ps, now_ps(),
+              "{\"round\":" + std::to_string(r->id) + ",\"block\":" + std::to_string(r->bi) + ",\"expected\":" + std::to_string(r->expected) +
+                  ",\"held\":" + std::to_string(r->held) + ",\"multicast\":" + (r->payload ? "true" : "false") + "}");
   if (r->payload) free_msg(r->payload);
   --d.rounds;
   if (d.rounds == 0 && !d.coarsen_q.empty()) {

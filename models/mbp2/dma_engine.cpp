@@ -6,6 +6,7 @@
 
 #include "models/core/error.h"
 #include "models/core/mutant.h"
+#include "models/core/timeline.h"
 
 namespace mbpsim::mbp2 {
 
@@ -110,6 +111,9 @@ void DmaEngine::complete() {
   const uint32_t slot = f.posted.slot;
   // The engine works from the descriptor as it is in EM.
   Desc d = desc(slot);
+  if (Timeline* tl = timeline())  // the transfer, from its start to its last booking's end
+    tl->slice(tl->track(name()), "transfer " + std::to_string(d.bytes) + " B", f.start, cal_.now_ps(),
+              "{\"slot\":" + std::to_string(slot) + ",\"bytes\":" + std::to_string(d.bytes) + "}");
   if (mutant::on(mutant::Id::DmaMovesPosted)) d = Desc{f.posted.src, f.posted.dst, f.posted.bytes, d.status, f.posted.ctx, slot};
   const bool lost = !(d.status & kOwn) || d.number() != (f.number & 0xffffff);
   if (lost) {

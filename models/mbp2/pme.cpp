@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/core/error.h"
+#include "models/core/timeline.h"
 
 namespace mbpsim::mbp2 {
 
@@ -82,6 +83,9 @@ void Pme::next() {
     dur += e;
   }
   busy_.inc(dur);
+  if (Timeline* tl = timeline())  // the handler's run on the PME (its interrupt entry included)
+    tl->slice(tl->track(name_), j.handler, cal_.now_ps(), cal_.now_ps() + dur,
+              std::string("{\"interrupt\":") + (j.interrupt && !same_handler ? "true" : "false") + "}");
   auto it = per_handler_.find(j.handler);
   if (it == per_handler_.end())
     it = per_handler_.emplace(j.handler, &st_.counter(name_ + ".handler." + j.handler + "_ps", "firmware time in this handler")).first;

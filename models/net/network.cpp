@@ -1,5 +1,9 @@
 #include "models/net/network.h"
 
+#include <unordered_map>
+
+#include "models/core/timeline.h"
+
 #include "models/core/sim_time.h"
 
 #include <algorithm>
@@ -12,6 +16,21 @@
 namespace mbpsim::net {
 
 using sc_core::sc_time;
+
+// ------------------------------------------------------------------ the timeline
+// What the network shows on a transaction timeline: at each NI, a packet from its creation to
+// its head leaving the NI ("send"), and each delivery; at each router, a packet from its head's
+// arrival to its tail leaving on an output (one slice per branch of a multicast), and each
+// acknowledgement absorbed or combined; a flow from a multicast's send to the acknowledgement
+// that completes it at the source.
+struct Network::Trace {
+  Timeline& tl;
+  std::vector<int> router_track, ni_track;
+  std::unordered_map<uint64_t, uint64_t> head;  // (router, port, packet) -> head arrival cycle
+  static uint64_t key(int router, int port, const Packet* p) {
+    return reinterpret_cast<uintptr_t>(p) * 1048583u ^ (static_cast<uint64_t>(router) << 8 | static_cast<uint64_t>(port));
+  }
+};
 
 void Network::footprint(const NetConfig& cfg, MemoryForecast& f) {
   const uint64_t nodes = cfg.nodes();
@@ -48,6 +67,11 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
                                                 h, pos, stats));
   }
   nis_.resize(topo_.nodes());
+  if (Timeline* tl = timeline()) {
+    trace_.reset(new Trace{*tl, {}, {}, {}});
+    for (auto& r : routers_) trace_->router_track.push_back(tl->track(r->name()));
+    for (uint32_t n = 0; n < topo_.nodes(); ++n) trace_->ni_track.push_back(tl->track(sp + ".ni" + std::to_string(n)));
+  }
   for (auto& ni : nis_) {
     ni.credits.assign(cfg.vcs_per_class * kNumClasses, cfg.buffer_depth);
     ni.returning.init(static_cast<size_t>(cfg.vcs_per_class) * kNumClasses * cfg.buffer_depth);
@@ -117,6 +141,50 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
   SC_METHOD(process_method);
   sensitive << wake_;
   dont_initialize();
+}
+
+
+namespace {
+const char* kind_name(PacketKind k) { return k == PacketKind::Unicast ? "unicast" : k == PacketKind::Multicast ? "multicast" : "ack"; }
+std::string packet_label(const Packet* p) {
+  if (p->kind == PacketKind::Ack) return "ack of txn " + std::to_string(p->txn) + " (" + std::to_string(p->ack_count) + " receivers)";
+  return std::string(kind_name(p->kind)) + " #" + std::to_string(p->id);
+}
+std::string packet_args(const Packet* p, const std::string& more = "") {
+  std::string a = "{\"kind\":\"" + std::string(kind_name(p->kind)) + "\",\"src\":" + std::to_string(p->src);
+  if (p->kind != PacketKind::Multicast) a += ",\"dst\":" + std::to_string(p->dst);
+  if (p->kind != PacketKind::Ack) a += ",\"packet\":" + std::to_string(p->id);
+  if (p->txn) a += ",\"txn\":" + std::to_string(p->txn);
+  if (p->kind == PacketKind::Ack) a += ",\"ack_count\":" + std::to_string(p->ack_count) + ",\"ack_held\":" + std::to_string(p->ack_held);
+  a += ",\"flits\":" + std::to_string(p->size_flits) + more + "}";
+  return a;
+}
+}  // namespace
+
+Network::~Network() = default;
+
+void Network::trace_head(int router, int port, const Packet* p, uint64_t now) { trace_->head[Trace::key(router, port, p)] = now; }
+
+void Network::trace_hop(int router, int in_port, int out_port, const Packet* p, uint64_t now, bool last) {
+  const uint64_t per = period_.value();
+  auto it = trace_->head.find(Trace::key(router, in_port, p));
+  const uint64_t begin = it == trace_->head.end() ? now : it->second;
+  if (last && it != trace_->head.end()) trace_->head.erase(it);
+  // The last branch to leave ends the packet's stay here.
+  const uint64_t end = now + cfg_.sa_delay + cfg_.st_delay;
+  trace_->tl.slice(trace_->router_track[router], packet_label(p), begin * per, end * per,
+                   packet_args(p, ",\"in_port\":" + std::to_string(in_port) + ",\"out_port\":" + std::to_string(out_port)));
+}
+
+void Network::trace_combine(int router, int gen_port, const Packet* p, uint32_t acks, uint32_t expected, uint64_t now) {
+  const uint64_t per = period_.value();
+  const bool done = acks == expected;
+  trace_->tl.slice(trace_->router_track[router],
+                   (done ? "combined ack of txn " : "ack absorbed, txn ") + std::to_string(p->txn) + " (" + std::to_string(acks) + "/" +
+                       std::to_string(expected) + ")",
+                   now * per, (now + 1) * per,
+                   "{\"txn\":" + std::to_string(p->txn) + ",\"acks\":" + std::to_string(acks) + ",\"expected\":" + std::to_string(expected) + "}");
+  if (done) trace_->head[Trace::key(router, gen_port, p)] = now;
 }
 
 void Network::reset_epoch() { epoch_ = now_; }
@@ -248,6 +316,22 @@ void Network::handle(const Event& e) {
 
 void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
   last_progress_ = now;
+  if (trace_) {
+    // The ejection link's time for the packet's flits, ending with the tail's arrival.
+    const uint64_t per = period_.value(), len = static_cast<uint64_t>(p->size_flits) * cfg_.flit_cycles();
+    const uint64_t begin = now >= len ? now - len + 1 : 0;
+    if (p->kind == PacketKind::Ack) {
+      auto it = acks_expected_.find(p->txn);
+      const bool completes = it != acks_expected_.end() && it->second.remaining == p->ack_count;
+      if (completes)
+        trace_->tl.slice_with_flow(trace_->ni_track[node], "deliver " + packet_label(p) + ": complete", begin * per, (now + 1) * per,
+                                   packet_args(p), "multicast to its acknowledgement", p->txn, false, now * per);
+      else
+        trace_->tl.slice(trace_->ni_track[node], "deliver " + packet_label(p), begin * per, (now + 1) * per, packet_args(p));
+    } else {
+      trace_->tl.slice(trace_->ni_track[node], "deliver " + packet_label(p), begin * per, (now + 1) * per, packet_args(p));
+    }
+  }
   if (p->kind != PacketKind::Ack) ++total_delivered_;
   auto complete = [&](bool measured) {
     --in_flight_;
@@ -342,6 +426,18 @@ void Network::ni_step(uint32_t node, uint64_t now) {
     }
   }
   if (ni.cur && ni.credits[ni.cur_vc] > 0 && ni.free_at <= now) {
+    if (trace_ && ni.next_flit == 0) {
+      // From its creation until its head leaves the NI; a multicast that wants acknowledgements
+      // starts the flow its combined acknowledgement ends.
+      const Packet* p = ni.cur;
+      const uint64_t per = period_.value(), made = p->ni_ready - cfg_.ni_delay;
+      const std::string name = "send " + packet_label(p);
+      if (p->kind == PacketKind::Multicast && p->ack_req)
+        trace_->tl.slice_with_flow(trace_->ni_track[node], name, made * per, (now + 1) * per, packet_args(p), "multicast to its acknowledgement",
+                                   p->txn, true, made * per);
+      else
+        trace_->tl.slice(trace_->ni_track[node], name, made * per, (now + 1) * per, packet_args(p));
+    }
     --ni.credits[ni.cur_vc];
     ni.free_at = now + cfg_.flit_cycles();
     const int leaf = topo_.router_id(topo_.levels() - 1, node / cfg_.radix);

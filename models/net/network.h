@@ -69,6 +69,7 @@ class Network : public sc_core::sc_module {
   // Its statistics, and its routers' (router_<height>_<position>, child modules), are under
   // its own name: system.net when the runner builds it in the root.
   Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stats);
+  ~Network() override;
   // Adds the host memory a network of `cfg` holds to `f` (routers, network interfaces, the
   // calendar), before one is built.
   static void footprint(const NetConfig& cfg, MemoryForecast& f);
@@ -124,7 +125,18 @@ class Network : public sc_core::sc_module {
   const std::string& failure() const { return failure_; }
   uint32_t covered_count(uint32_t src, const HierBitmap& bm) const;
 
+  // The transaction timeline (models/core/timeline.h), when the run records one: the routers
+  // report a head flit's arrival, a packet's departure on an output, and acknowledge combining.
+  bool tracing() const { return trace_ != nullptr; }
+  void trace_head(int router, int port, const Packet* p, uint64_t now);
+  // `last`: the packet's last branch here (its head's arrival is forgotten).
+  void trace_hop(int router, int in_port, int out_port, const Packet* p, uint64_t now, bool last);
+  // `gen_port`: the input a combined acknowledgement starts from.
+  void trace_combine(int router, int gen_port, const Packet* p, uint32_t acks, uint32_t expected, uint64_t now);
+
  private:
+  struct Trace;  // network.cpp
+  std::unique_ptr<Trace> trace_;
   void process_method();
   void handle(const Event& e);
   void ni_step(uint32_t node, uint64_t now);

@@ -89,6 +89,7 @@ void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
     return_credit(port, vc, now);
     return;
   }
+  if (idx == 0 && net_->tracing()) net_->trace_head(id_, port, p, now);
   push_flit(port, vc, Flit{p, now + net_->config().routing_delay, idx});
 }
 
@@ -163,6 +164,7 @@ bool Router::consume_ack(Packet* p, uint64_t now) {
                            std::to_string(e.acks) + " receivers of transaction " +
                            std::to_string(p->txn) + ", whose branches cover " +
                            std::to_string(e.expected));
+  if (net_->tracing()) net_->trace_combine(id_, gen_port_, p, e.acks, e.expected, now);
   if (e.acks < e.expected) {
     net_->release(p);
     return true;
@@ -196,6 +198,7 @@ void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
     net_->schedule(at, Event{EvType::FlitArrive, op.peer_port, static_cast<uint8_t>(vc), f.idx,
                              op.peer, f.pkt, 0});
   ivc.pending &= ~(1u << o);
+  if (f.idx + 1 == f.pkt->size_flits && net_->tracing()) net_->trace_hop(id_, in_port, o, f.pkt, now, ivc.pending == 0);
   if (f.idx + 1 == f.pkt->size_flits) {  // tail: the output VC is free for the next packet
     op.busy[vc] = 0;
     op.holder[vc] = -1;
