@@ -139,7 +139,7 @@ def main(argv):
         xs = e["x"]
         if xs and isinstance(xs[0], bool):
             xs = [str(v).lower() for v in xs]
-        ax.errorbar(xs, e["y"], yerr=err, marker="o", ms=4, capsize=3, label=e["name"])
+        ax.errorbar(xs, e["y"], yerr=err, marker="o", ms=4, capsize=3, label=e["name"] or "mbpsim")
     refs = []
     for rf in a.ref:
         try:
