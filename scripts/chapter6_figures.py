@@ -45,10 +45,19 @@ def series(config, command, *sets):
     return [p[1] for p in pts], [p[2] for p in pts]
 
 
-def figure(path, title, ylabel, curves, logy=False):
+with open(os.path.join(ROOT, "docs", "figures", "data", "thesis-chapter6.json")) as f:
+    THESIS = json.load(f)
+
+
+def figure(path, title, ylabel, curves, logy=False, thesis=()):
+    """curves: (label, (x, y), style), drawn as lines; thesis: (label, key of THESIS), drawn as
+    markers (the published points the curves are compared with)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for label, (x, y), style in curves:
         ax.plot(x, y, style, label=label)
+    for (label, key), mark in zip(thesis, ("x", "+", "1", "2")):
+        ax.plot(THESIS[key]["sizes"], THESIS[key]["values"], "k" + mark, ms=8, mew=1.3, linestyle="none",
+                label="%s (thesis, Table %s)" % (label, key.split()[0]))
     ax.set_xscale("log", base=2)
     if logy:
         ax.set_yscale("log")
@@ -56,7 +65,7 @@ def figure(path, title, ylabel, curves, logy=False):
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=8.5)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -78,12 +87,14 @@ def main():
                "MB/s",
                [("MBCF%s" % name, series(cfg_m, "MBCF_WRITE", "workload.kind=peak", s6), "o-"),
                 ("TCP%s/SunOS" % name, series(cfg_t, "TCP", *tcp_peak), "^-."),
-                ("UDP%s/SunOS" % name, series(cfg_u, "UDP", "workload.kind=peak", s6), "s--")])
+                ("UDP%s/SunOS" % name, series(cfg_u, "UDP", "workload.kind=peak", s6), "s--")],
+               thesis=[("MBCF%s" % name, "6.2 100BASE-T hub" if name == "100" else "6.2 10BASE-T hub")])
     for fig, cfg, name in (("6-7", "mbcf-ss20-100t-half.json", "100BASE-TX"), ("6-9", "mbcf-ss20-10t.json", "10BASE-T")):
         figure(os.path.join(out, "fig%s-rtt-mbcf-%s.png" % (fig, name.lower())),
                "Figure %s: round-trip latency of MBCF/%s (mbpsim)" % (fig.replace("-", "."), name), "us",
                [(c, series(cfg, c, "workload.kind=rtt", s5), st)
-                for c, st in (("MBCF_WRITE_STAT", "o-"), ("MBCF_READ_STAT", "^-"), ("MBCF_SWAP_STAT", "s-"))])
+                for c, st in (("MBCF_WRITE_STAT", "o-"), ("MBCF_READ_STAT", "^-"), ("MBCF_SWAP_STAT", "s-"))],
+               thesis=[(c, "6.3 SS20 " + c) for c in ("write", "read", "swap")] if name == "100BASE-TX" else [])
     for fig, cfg_m, cfg_u, name in (("6-8", "mbcf-ss20-100t-half.json", "sockets-ss20-100t-half-udp.json", "100"),
                                     ("6-10", "mbcf-ss20-10t.json", "sockets-ss20-10t-udp.json", "10")):
         figure(os.path.join(out, "fig%s-rtt-%s.png" % (fig, name)),
@@ -95,12 +106,13 @@ def main():
     figure(os.path.join(out, "fig6-13-peak-1000.png"),
            "Figure 6.13: peak data-transfer rates, MBCF/1000BASE-SX and TCP1000/Solaris (mbpsim)", "MB/s",
            [("MBCF/1000BASE-SX", series("mbcf-ultra60-1000sx.json", "MBCF_WRITE", "workload.kind=peak", s6), "o-"),
-            ("TCP1000/Solaris", series("sockets-ultra60-1000sx-tcp.json", "TCP", *tcp_peak), "^-.")])
+            ("TCP1000/Solaris", series("sockets-ultra60-1000sx-tcp.json", "TCP", *tcp_peak), "^-.")],
+           thesis=[("MBCF", "6.9 Ultra 60 MBCF"), ("TCP1000", "6.9 Ultra 60 TCP1000")])
     figure(os.path.join(out, "fig6-14-oneway-1000.png"),
            "Figure 6.14: one-way latencies, MBCF/1000BASE-SX and TCP1000/Solaris (mbpsim)", "us",
            [("MBCF/1000BASE-SX (MBCF_WRITE)", series("mbcf-ultra60-1000sx.json", "MBCF_WRITE", "workload.kind=oneway", s5), "o-"),
             ("TCP1000/Solaris (TCP_NODELAY)", series("sockets-ultra60-1000sx-tcp.json", "TCP", "workload.kind=oneway", s5), "^-.")],
-           logy=True)
+           logy=True, thesis=[("MBCF", "6.10 Ultra 60 MBCF"), ("TCP1000", "6.10 Ultra 60 TCP1000")])
 
 
 if __name__ == "__main__":

@@ -46,6 +46,11 @@ for c, pts in rows.items():
 " "$@"
 }
 
+# thesis KEY: the published values of docs/figures/data/thesis-chapter6.json (held there once).
+thesis() {
+  python3 -c "import json, sys; print(' '.join('%g' % v for v in json.load(open('docs/figures/data/thesis-chapter6.json'))[sys.argv[1]]['values']))" "$1"
+}
+
 mean_points() {  # mean over seeds 1-3 of the peak points, 8192 transfers each
   local cfg=$1; shift
   for seed in 1 2 3; do points "$cfg" --seed "$seed" --set workload.transfers=8192 "$@"; done | python3 -c "
@@ -59,16 +64,16 @@ for (c, s), vs in acc.items(): print(c, s, sum(vs) / len(vs))"
 echo "## Published points (thesis / mbpsim)"
 echo "| bytes | 4 | 16 | 64 | 256 | 1024 | 1408 |"
 echo "|---|---|---|---|---|---|---|"
-points mbcf-ss20-100t-half.json --set 'workload.commands=["send"]' | row "6.1 SS20" us "5.0 5.5 6.0 8.5 20.0"
-points mbcf-ss20-100t-half.json --set 'workload.commands=["write"]' | row "6.3 SS20" us "51 54 60.5 88 200"
-points mbcf-ss20-100t-half.json --set 'workload.commands=["read"]' | row "6.3 SS20" us "51 54.5 61 88 200.5"
-points mbcf-ss20-100t-half.json --set 'workload.commands=["swap"]' | row "6.3 SS20" us "51.5 58 71.5 125.5 351"
-points mbcf-ss20-100t-half.json --set workload.kind=oneway --set 'workload.commands=["write"]' | row "6.4 SS20" us "24.5 27.5 34 60.5 172"
-points mbcf-ss20-100tx.json | row "6.2 100BASE-TX" MB/s "0.34 1.27 4.82 9.63 11.64 11.93"
-mean_points mbcf-ss20-100t-half.json --set workload.kind=peak --set "$sizes6" | row "6.2 100BASE-T hub" MB/s "0.31 1.15 4.31 8.56 11.13 11.48"
-mean_points mbcf-ss20-10t.json | row "6.2 10BASE-T hub" MB/s "0.04 0.17 0.48 0.89 1.13 1.17"
-points mbcf-ultra60-1000sx.json --set workload.kind=peak --set "$sizes6" | row "6.9 Ultra 60" MB/s "2.29 5.67 22.30 55.41 78.22 80.92"
-points mbcf-ultra60-1000sx.json | row "6.10 Ultra 60" us "9.6 11.0 11.5 16.2 35.9"
+points mbcf-ss20-100t-half.json --set 'workload.commands=["send"]' | row "6.1 SS20" us "$(thesis "6.1 SS20 send")"
+points mbcf-ss20-100t-half.json --set 'workload.commands=["write"]' | row "6.3 SS20" us "$(thesis "6.3 SS20 write")"
+points mbcf-ss20-100t-half.json --set 'workload.commands=["read"]' | row "6.3 SS20" us "$(thesis "6.3 SS20 read")"
+points mbcf-ss20-100t-half.json --set 'workload.commands=["swap"]' | row "6.3 SS20" us "$(thesis "6.3 SS20 swap")"
+points mbcf-ss20-100t-half.json --set workload.kind=oneway --set 'workload.commands=["write"]' | row "6.4 SS20" us "$(thesis "6.4 SS20 write")"
+points mbcf-ss20-100tx.json | row "6.2 100BASE-TX" MB/s "$(thesis "6.2 100BASE-TX")"
+mean_points mbcf-ss20-100t-half.json --set workload.kind=peak --set "$sizes6" | row "6.2 100BASE-T hub" MB/s "$(thesis "6.2 100BASE-T hub")"
+mean_points mbcf-ss20-10t.json | row "6.2 10BASE-T hub" MB/s "$(thesis "6.2 10BASE-T hub")"
+points mbcf-ultra60-1000sx.json --set workload.kind=peak --set "$sizes6" | row "6.9 Ultra 60" MB/s "$(thesis "6.9 Ultra 60 MBCF")"
+points mbcf-ultra60-1000sx.json | row "6.10 Ultra 60" us "$(thesis "6.10 Ultra 60 MBCF")"
 
 echo
 echo "## Predictions for the withheld values"
