@@ -187,6 +187,34 @@ void Network::trace_combine(int router, int gen_port, const Packet* p, uint32_t 
   if (done) trace_->head[Trace::key(router, gen_port, p)] = now;
 }
 
+void Network::trace_send(uint32_t node, const Packet* p, uint64_t now) {
+  // From its creation until its head leaves the NI; a multicast that wants acknowledgements
+  // starts the flow its combined acknowledgement ends.
+  const uint64_t per = period_.value(), made = p->ni_ready - cfg_.ni_delay;
+  const std::string name = "send " + packet_label(p);
+  if (p->kind == PacketKind::Multicast && p->ack_req)
+    trace_->tl.slice_with_flow(trace_->ni_track[node], name, made * per, (now + 1) * per, packet_args(p), "multicast to its acknowledgement",
+                               p->txn, true, made * per);
+  else
+    trace_->tl.slice(trace_->ni_track[node], name, made * per, (now + 1) * per, packet_args(p));
+}
+
+void Network::trace_deliver(uint32_t node, const Packet* p, uint64_t now) {
+  // The ejection link's time for the packet's flits, ending with the tail's arrival; the
+  // acknowledgement that completes a multicast ends its flow.
+  const uint64_t per = period_.value(), len = static_cast<uint64_t>(p->size_flits) * cfg_.flit_cycles();
+  const uint64_t begin = now >= len ? now - len + 1 : 0;
+  if (p->kind == PacketKind::Ack) {
+    auto it = acks_expected_.find(p->txn);
+    if (it != acks_expected_.end() && it->second.remaining == p->ack_count) {
+      trace_->tl.slice_with_flow(trace_->ni_track[node], "deliver " + packet_label(p) + ": complete", begin * per, (now + 1) * per,
+                                 packet_args(p), "multicast to its acknowledgement", p->txn, false, now * per);
+      return;
+    }
+  }
+  trace_->tl.slice(trace_->ni_track[node], "deliver " + packet_label(p), begin * per, (now + 1) * per, packet_args(p));
+}
+
 void Network::reset_epoch() { epoch_ = now_; }
 
 void Network::schedule(uint64_t at, const Event& e) {
@@ -316,22 +344,7 @@ void Network::handle(const Event& e) {
 
 void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
   last_progress_ = now;
-  if (trace_) {
-    // The ejection link's time for the packet's flits, ending with the tail's arrival.
-    const uint64_t per = period_.value(), len = static_cast<uint64_t>(p->size_flits) * cfg_.flit_cycles();
-    const uint64_t begin = now >= len ? now - len + 1 : 0;
-    if (p->kind == PacketKind::Ack) {
-      auto it = acks_expected_.find(p->txn);
-      const bool completes = it != acks_expected_.end() && it->second.remaining == p->ack_count;
-      if (completes)
-        trace_->tl.slice_with_flow(trace_->ni_track[node], "deliver " + packet_label(p) + ": complete", begin * per, (now + 1) * per,
-                                   packet_args(p), "multicast to its acknowledgement", p->txn, false, now * per);
-      else
-        trace_->tl.slice(trace_->ni_track[node], "deliver " + packet_label(p), begin * per, (now + 1) * per, packet_args(p));
-    } else {
-      trace_->tl.slice(trace_->ni_track[node], "deliver " + packet_label(p), begin * per, (now + 1) * per, packet_args(p));
-    }
-  }
+  if (tracing()) trace_deliver(node, p, now);
   if (p->kind != PacketKind::Ack) ++total_delivered_;
   auto complete = [&](bool measured) {
     --in_flight_;
@@ -426,18 +439,7 @@ void Network::ni_step(uint32_t node, uint64_t now) {
     }
   }
   if (ni.cur && ni.credits[ni.cur_vc] > 0 && ni.free_at <= now) {
-    if (trace_ && ni.next_flit == 0) {
-      // From its creation until its head leaves the NI; a multicast that wants acknowledgements
-      // starts the flow its combined acknowledgement ends.
-      const Packet* p = ni.cur;
-      const uint64_t per = period_.value(), made = p->ni_ready - cfg_.ni_delay;
-      const std::string name = "send " + packet_label(p);
-      if (p->kind == PacketKind::Multicast && p->ack_req)
-        trace_->tl.slice_with_flow(trace_->ni_track[node], name, made * per, (now + 1) * per, packet_args(p), "multicast to its acknowledgement",
-                                   p->txn, true, made * per);
-      else
-        trace_->tl.slice(trace_->ni_track[node], name, made * per, (now + 1) * per, packet_args(p));
-    }
+    if (tracing() && ni.next_flit == 0) trace_send(node, ni.cur, now);
     --ni.credits[ni.cur_vc];
     ni.free_at = now + cfg_.flit_cycles();
     const int leaf = topo_.router_id(topo_.levels() - 1, node / cfg_.radix);

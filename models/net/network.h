@@ -127,16 +127,19 @@ class Network : public sc_core::sc_module {
 
   // The transaction timeline (models/core/timeline.h), when the run records one: the routers
   // report a head flit's arrival, a packet's departure on an output, and acknowledge combining.
-  bool tracing() const { return trace_ != nullptr; }
-  void trace_head(int router, int port, const Packet* p, uint64_t now);
+  // (Out of line and cold: a run without a timeline keeps its hot paths as they were.)
+  bool tracing() const { return __builtin_expect(trace_ != nullptr, 0); }
+  [[gnu::cold, gnu::noinline]] void trace_head(int router, int port, const Packet* p, uint64_t now);
   // `last`: the packet's last branch here (its head's arrival is forgotten).
-  void trace_hop(int router, int in_port, int out_port, const Packet* p, uint64_t now, bool last);
+  [[gnu::cold, gnu::noinline]] void trace_hop(int router, int in_port, int out_port, const Packet* p, uint64_t now, bool last);
   // `gen_port`: the input a combined acknowledgement starts from.
-  void trace_combine(int router, int gen_port, const Packet* p, uint32_t acks, uint32_t expected, uint64_t now);
+  [[gnu::cold, gnu::noinline]] void trace_combine(int router, int gen_port, const Packet* p, uint32_t acks, uint32_t expected, uint64_t now);
 
  private:
   struct Trace;  // network.cpp
   std::unique_ptr<Trace> trace_;
+  [[gnu::cold, gnu::noinline]] void trace_send(uint32_t node, const Packet* p, uint64_t now);
+  [[gnu::cold, gnu::noinline]] void trace_deliver(uint32_t node, const Packet* p, uint64_t now);
   void process_method();
   void handle(const Event& e);
   void ni_step(uint32_t node, uint64_t now);
