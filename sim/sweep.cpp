@@ -315,12 +315,14 @@ int cmd_sweep(const std::vector<std::string>& args) {
     } else if (a == "--out") {
       out_dir = val;
     } else if (a == "--shard") {
+      // (The two halves are kept: strtol's end pointers point into them.)
       const auto sl = val.find('/');
+      const std::string left = sl == std::string::npos ? "" : val.substr(0, sl), right = sl == std::string::npos ? "" : val.substr(sl + 1);
       char* e1 = nullptr;
       char* e2 = nullptr;
-      const long si = sl == std::string::npos ? -1 : std::strtol(val.substr(0, sl).c_str(), &e1, 10);
-      const long sn = sl == std::string::npos ? -1 : std::strtol(val.substr(sl + 1).c_str(), &e2, 10);
-      if (sl == std::string::npos || sl == 0 || sl + 1 == val.size() || *e1 || *e2 || sn < 1 || si < 0 || si >= sn)
+      const long si = left.empty() ? -1 : std::strtol(left.c_str(), &e1, 10);
+      const long sn = right.empty() ? -1 : std::strtol(right.c_str(), &e2, 10);
+      if (left.empty() || right.empty() || *e1 || *e2 || sn < 1 || si < 0 || si >= sn)
         throw UserError("command line: --shard " + val + ": expected I/N with 0 <= I < N (0/4 is the first of four)");
       shard_i = static_cast<int>(si);
       shard_n = static_cast<int>(sn);
