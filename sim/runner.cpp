@@ -80,9 +80,17 @@ bool is_presentation_param(const std::string& key) {
 }
 
 std::string config_sha256(const ordered_json& resolved) {
-  ordered_json r = resolved;
-  if (r.contains("experiment"))
-    for (const char* k : {"heartbeat_s", "max_memory_gb"}) r["experiment"].erase(k);
+  // Without the parameters that cannot change what is simulated (one list: is_presentation_param).
+  ordered_json r = ordered_json::object();
+  for (auto sec = resolved.begin(); sec != resolved.end(); ++sec) {
+    if (!sec.value().is_object()) {
+      r[sec.key()] = sec.value();
+      continue;
+    }
+    ordered_json& out = r[sec.key()] = ordered_json::object();
+    for (auto it = sec.value().begin(); it != sec.value().end(); ++it)
+      if (!is_presentation_param(sec.key() + "." + it.key())) out[it.key()] = it.value();
+  }
   const std::string text = r.dump();
   sha256_ctx h;
   sha256_init(&h);

@@ -1,6 +1,7 @@
 #include "models/net/network.h"
 
-#include <unordered_map>
+#include <map>
+#include <tuple>
 
 #include "models/core/timeline.h"
 
@@ -26,10 +27,8 @@ using sc_core::sc_time;
 struct Network::Trace {
   Timeline& tl;
   std::vector<int> router_track, ni_track;
-  std::unordered_map<uint64_t, uint64_t> head;  // (router, port, packet) -> head arrival cycle
-  static uint64_t key(int router, int port, const Packet* p) {
-    return reinterpret_cast<uintptr_t>(p) * 1048583u ^ (static_cast<uint64_t>(router) << 8 | static_cast<uint64_t>(port));
-  }
+  std::map<std::tuple<int, int, const Packet*>, uint64_t> head;  // (router, port, packet) -> head arrival cycle
+  static std::tuple<int, int, const Packet*> key(int router, int port, const Packet* p) { return {router, port, p}; }
 };
 
 void Network::footprint(const NetConfig& cfg, MemoryForecast& f) {
