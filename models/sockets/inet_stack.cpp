@@ -175,7 +175,7 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
         udp_out_.inc();
         // sosend and the copy from the user's buffer; udp_output with the checksum over header
         // and data; ip_output's fixed part (its per-fragment part is paid frame by frame).
-        const uint64_t ps = cycles(c_.sosend_instr) + os_.copy_ps(n) + cycles(c_.udp_output_instr) +
+        const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr) + os_.copy_ps(n) + cycles(c_.udp_output_instr) +
                             cksum_ps(n + mbp2::kUdpHeader) + cycles(c_.ip_output_instr);
         tx_ps_.inc(ps);
         os_.kernel(ps, [this, frames, dst_node, err, done = std::move(done)]() mutable {

@@ -55,6 +55,7 @@ struct SocketConfig {
   double sosend_instr{}, udp_output_instr{}, ip_output_instr{}, frag_instr{}, ether_output_instr{};
   double driver_tx_instr{}, driver_rx_instr{}, ipintr_instr{}, reass_instr{}, udp_input_instr{};
   double soreceive_instr{}, rudp_instr{};
+  double stream_write_instr{};  // Solaris: the write side of a socket over a stream, per message handed down
   double cksum_cycles_per_byte{};
   bool driver_copies{};  // the driver copies frames to and from the NIC's own buffers
   // BSD's limits

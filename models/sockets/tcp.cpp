@@ -277,7 +277,7 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
           return done();
         }
         const size_t n = std::min<size_t>(snd_space(*t), rem);
-        const uint64_t ps = os_.instr_ps(c_.sosend_instr) + os_.copy_ps(n);
+        const uint64_t ps = os_.instr_ps(c_.sosend_instr + c_.stream_write_instr) + os_.copy_ps(n);
         rx_ps_.inc(ps);
         os_.kernel(ps, [this, fd, buf, pos, n, err, done = std::move(done)]() mutable {
           Tcb* t = tcb(fd);

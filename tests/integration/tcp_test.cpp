@@ -304,6 +304,55 @@ TEST(Tcp, WorkloadsRunOverTcpOnTheSs20AndUltra60Configs) {
   EXPECT_NE(lowat.output.find("tcp_sendspace 4096"), std::string::npos) << lowat.output;
 }
 
+// A peak rate is TCP's steady state: timed after a warm-up of twice the two socket buffers and
+// before a cool-down as long, it does not depend on how many messages are timed, and where the
+// sender's host CPU sets it (16-byte sends on the Ultra 60s, Table 6.9's calibration point) it is
+// the size over the sender's CPU time per send. (Timed from the first send(), the 4-byte rate
+// was 0.036 MB/s with 1,024 sends and 0.20 with 16,384.)
+TEST(Tcp, APeakRateIsTheStreamsSteadyStateWhateverTheRunsLength) {
+  auto peak = [](int transfers) {
+    const auto r = test::run_config("sockets-ultra60-1000sx-tcp.json",
+                                    "--set workload.kind=peak --set 'workload.sizes=[16,1024]' --set workload.transfers=" + std::to_string(transfers));
+    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+    return r.summary()["points"];
+  };
+  const auto shortrun = peak(1024), longrun = peak(8192);
+  ASSERT_EQ(shortrun.size(), 2u);
+  ASSERT_EQ(longrun.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const double a = shortrun[i]["value"].get<double>(), b = longrun[i]["value"].get<double>();
+    EXPECT_NEAR(a, b, 0.03 * b) << "size " << longrun[i]["size"];
+  }
+  // 2 x (8,192 + 8,192) bytes of warm-up, in whole messages
+  EXPECT_EQ(longrun[0]["warmup_messages"].get<uint32_t>(), 2048u);
+  EXPECT_EQ(longrun[1]["warmup_messages"].get<uint32_t>(), 32u);
+  const double rate = longrun[0]["value"].get<double>(), cpu_us = longrun[0]["host_cpu_us_per_op"].get<double>();
+  EXPECT_NEAR(rate, 16.0 / cpu_us, 0.03 * rate);
+}
+
+// The write side of a socket over a stream (Solaris): every send() pays
+// sockets.stream_write_instr at the kernel's CPI, once, on the sender; a round trip has two
+// sends, so a one-way latency (half of it) grows by exactly one send's share.
+TEST(Tcp, AStreamSocketsWriteSideCostsEverySendItsInstructions) {
+  auto run = [](int instr) {
+    const auto r = test::run_config("sockets-ultra60-1000sx-tcp.json", "--set 'workload.sizes=[4]' --set workload.iterations=8 --set sockets.stream_write_instr=" +
+                                                                           std::to_string(instr));
+    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+    return r;
+  };
+  const auto base = run(0), more = run(1000);
+  const double cpi = 4.23, mhz = 450;  // the config's host.kernel_cpi and host.cpu_mhz
+  const double one_send_us = 1000 * cpi / mhz;
+  EXPECT_NEAR(more.summary()["points"][0]["value"].get<double>() - base.summary()["points"][0]["value"].get<double>(), one_send_us, 0.01);
+  // host 0 sent iterations + 2 messages, one send() each
+  const auto calls_ps = [](const test::Run& r) { return r.stats["stats"]["system"]["host0"]["inet"]["tcp"]["rx_ps"].get<double>(); };
+  EXPECT_NEAR(calls_ps(more) - calls_ps(base), 10 * one_send_us * 1e6, 10.0);
+  // SunOS 4.1.4's sockets are BSD's, not streams: its config has no write-side cost
+  const auto sunos = test::run_config("sockets-ss20-100t-half-tcp.json", "--set 'workload.sizes=[4]' --set workload.iterations=3");
+  const auto sunos0 = test::run_config("sockets-ss20-100t-half-tcp.json", "--set 'workload.sizes=[4]' --set workload.iterations=3 --set sockets.stream_write_instr=0");
+  EXPECT_EQ(sunos.summary()["points"], sunos0.summary()["points"]);
+}
+
 // Ray tracing over TCP: the display accepts a connection from each calculator and select()s
 // over them; every chunk lands in its frame buffer, pixel for pixel.
 TEST(Tcp, RayTracingOverTcpFillsTheDisplaysFrameExactly) {
