@@ -17,8 +17,8 @@ const ParamTable<OsConfig>& OsConfig::params() {
          "light-weight system call (FIFO read, signal-flag reset, TASKQUE read), trap to return without what it copies: no context switch is possible, so no register context is saved (4.1, 6.1.3); 2.0 us, an estimate: more than the 1.0 us interrupt entry (a trap, argument checks, the structure's pointers read and written atomically), well under the 3.6 us MBCF-requesting call that also builds and sends a packet", 0, 1e9})
       .add(&OsConfig::invoke_cycles, {"host.invoke_cycles", 425.0, "cycles",
          "invoking a user-level program for MBCF_SIGNAL, as a Unix signal's delivery: the interrupted context saved (SPARC register windows flushed), the program entered, and its return through the kernel restoring the context; 5.0 us, an estimate", 0, 1e9})
-      .add(&OsConfig::kernel_cpi, {"host.kernel_cpi", 4.75, "cycles",
-         "cycles per instruction of the conventional kernel's code paths (system calls, socket layers, drivers; the path lengths are *_instr): kernel code run after a user program misses the SuperSPARC's 20 KB instruction and 16 KB data caches [calibrated: 6.2.4 says UDP100/SunOS round trips are 'greater than 700 usec' below 64 bytes; taken at that bound, the 4-byte round trip of configs/sockets-ss20-100t-half-udp.json is 700 us (docs/VALIDATION.md): a lower bound]", 0.1, 100})
+      .add(&OsConfig::kernel_cpi, {"host.kernel_cpi", 4.76, "cycles",
+         "cycles per instruction of the conventional kernel's code paths (system calls, socket layers, drivers; the path lengths are *_instr): kernel code run after a user program misses the SuperSPARC's 20 KB instruction and 16 KB data caches [calibrated: 6.2.4 says UDP100/SunOS round trips are 'greater than 700 usec' below 64 bytes; taken at that bound: the least CPI, in steps of 0.01, that puts the 4-byte round trip of configs/sockets-ss20-100t-half-udp.json at or above 700 us (700.8 us; docs/VALIDATION.md): a lower bound]", 0.1, 100})
       .add(&OsConfig::syscall_instr, {"host.syscall_instr", 400.0, "instructions",
          "a conventional system call's entry and exit (SunOS 4.1.4): the trap, saving the caller's register window, the dispatcher with its argument copy, and the signal and reschedule checks on the way out; an estimate from the code's structure", 0, 1e9})
       .add(&OsConfig::switch_instr, {"host.switch_instr", 1000.0, "instructions",
@@ -28,7 +28,10 @@ const ParamTable<OsConfig>& OsConfig::params() {
       .add(&OsConfig::select_instr, {"host.select_instr", 300.0, "instructions",
          "select() on one descriptor with nothing to read, beyond the system call: the descriptor scan and each socket's poll routine; an estimate", 0, 1e9})
       .add(&OsConfig::clock_hz, {"host.clock_hz", 100.0, "Hz", "the kernel clock (BSD's hz = 100: a 10 ms tick); a user-level timer fires on a tick", 1, 1e6})
-      .add(&OsConfig::copy_mb_s, {"host.copy_mb_s", 68.0, "MB/s", "kernel copy between kernel and user memory: the slope of Table 6.1, (20.0-5.0) us / 1020 B = 14.7 ns/B [calibrated]", 0.001, 1e6});
+      .add(&OsConfig::copy_mb_s, {"host.copy_mb_s", 68.0, "MB/s", "kernel copy between kernel and user memory, the data in a cache: the slope of Table 6.1, (20.0-5.0) us / 1020 B = 14.7 ns/B, a copy from the user's buffer the program has just written [calibrated]", 0.001, 1e6})
+      .add(&OsConfig::cold_line_ns, {"host.cold_line_ns", 250.0, "ns",
+         "the stall of a copy or checksum loop on each line of data no cache holds (a frame the NIC's DMA wrote, which invalidated its lines): the SuperSPARC's loads block on a miss, which goes over the MBus to memory; about 250 ns, an estimate (21 cycles at 85 MHz)", 0, 1e6})
+      .add(&OsConfig::line_bytes, {"host.line_bytes", 32, "bytes", "the line a miss fetches: the SuperSPARC's 32-byte data cache line (the SuperCache's sub-block)", 1, 4096});
   return t;
 }
 
@@ -48,9 +51,23 @@ Os::Os(sc_core::sc_module_name name, Cpu& cpu, const OsConfig& c, Stats& st)
       switches_(st.counter(stat_name(*this, "context_switches"), "sleeping processes woken and switched back to")),
       switch_ps_(st.counter(stat_name(*this, "switch_ps"), "host CPU time in sleep, wakeup and context switches", "ps")),
       softints_(st.counter(stat_name(*this, "softints"), "software interrupts dispatched (netisr)")),
-      softint_ps_(st.counter(stat_name(*this, "softint_ps"), "host CPU time in posting and dispatching software interrupts (their work is the stack's: inet.netisr_ps)", "ps")) {}
+      softint_ps_(st.counter(stat_name(*this, "softint_ps"), "host CPU time in posting and dispatching software interrupts (their work is the stack's: inet.netisr_ps)", "ps")),
+      cold_lines_(st.counter(stat_name(*this, "cold_lines"), "lines of data no cache held that a copy or checksum touched first (frames the NIC's DMA wrote)")),
+      cold_ps_(st.counter(stat_name(*this, "cold_ps"), "host CPU time stalled on those lines (host.cold_line_ns each), inside the copies' and checksums' time", "ps")) {}
 
 uint64_t Os::copy_ps(uint64_t bytes) const { return static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * 1e6 / c_.copy_mb_s)); }
+
+uint64_t Os::copy_ps(uint64_t bytes, Data d) { return copy_ps(bytes) + (d == Data::Cold ? first_touch_ps(bytes) : 0); }
+
+uint64_t Os::first_touch_ps(uint64_t bytes, uint64_t touched) {
+  // (the data starts on a line boundary: a buffer's, or a frame's in its DMA buffer)
+  const auto lines_of = [this](uint64_t b) { return (b + c_.line_bytes - 1) / c_.line_bytes; };
+  const uint64_t lines = bytes > touched ? lines_of(bytes) - lines_of(touched) : 0;
+  const uint64_t ps = static_cast<uint64_t>(std::llround(static_cast<double>(lines) * c_.cold_line_ns * 1000));
+  cold_lines_.inc(lines);
+  cold_ps_.inc(ps);
+  return ps;
+}
 
 void Os::lw_enter(std::function<void()> k) {
   const uint64_t ps = cpu_.cycles_ps(c_.lw_syscall_cycles);

@@ -7,7 +7,10 @@
 //     (4.1, 6.1.3), so it saves and restores no register context: the MBCF FIFO read, the
 //     signal-flag reset and the TASKQUE read;
 //   - the copy between kernel and user memory (`host.copy_mb_s`): what a call moves to or from
-//     the user's buffer, at the kernel's copy rate;
+//     the user's buffer, at the kernel's copy rate over data a cache holds; data no cache holds
+//     (a frame the NIC's DMA wrote: the DMA invalidated its lines) also stalls the copy, or a
+//     checksum, on every line it touches (`host.cold_line_ns` per `host.line_bytes`). A cold
+//     copy of 1 KB on the SS20 is 32 lines more than a warm one;
 //   - the invocation of a user-level program (`host.invoke_cycles`): the upcall of an MBCF_SIGNAL,
 //     as a Unix signal's delivery: the interrupted context saved, the program entered, and its
 //     return through the kernel.
@@ -45,7 +48,9 @@ struct OsConfig {
   double int_entry_cycles{};   // interrupt entry and exit
   double lw_syscall_cycles{};  // a light-weight system call's trap, entry to exit
   double invoke_cycles{};      // a user-level program's invocation (delivery and return)
-  double copy_mb_s{};          // the kernel's copy between kernel and user memory
+  double copy_mb_s{};          // the kernel's copy between kernel and user memory, data in the cache
+  double cold_line_ns{};       // the stall per line of data no cache holds (its first touch)
+  uint32_t line_bytes{};       // the line a miss fetches
   // the conventional services (instructions at kernel_cpi cycles each)
   double kernel_cpi{}, syscall_instr{}, switch_instr{}, softint_instr{}, select_instr{};
   double clock_hz{};
@@ -65,7 +70,15 @@ class Os final : public sc_core::sc_module {
   const OsConfig& config() const { return c_; }
   // Costs, as time on this host's CPU.
   uint64_t interrupt_entry_ps() const { return cpu_.cycles_ps(c_.int_entry_cycles); }
-  uint64_t copy_ps(uint64_t bytes) const;
+  // Whether the data a copy or checksum reads is in a cache (it was written or read by the CPU
+  // lately) or not (the NIC's DMA wrote it: its first touch).
+  enum class Data : uint8_t { Warm, Cold };
+  uint64_t copy_ps(uint64_t bytes) const;  // warm
+  // A copy of `bytes` (`Cold`: and the stalls of its first touch, counted as the OS's).
+  uint64_t copy_ps(uint64_t bytes, Data d);
+  // The stalls of a first touch of a buffer's first `bytes` (by a copy or a checksum loop),
+  // counted; lines its first `touched` bytes share were touched before (headers read earlier).
+  uint64_t first_touch_ps(uint64_t bytes, uint64_t touched = 0);
   // A light-weight system call in two parts around the caller's kernel work. `enter` traps
   // (the call's fixed cost on the CPU, preempting user work as any user-started work does),
   // then `k` runs: the kernel part, which does the call's work on memory and hands `leave` the
@@ -107,6 +120,7 @@ class Os final : public sc_core::sc_module {
   OsSpent spent_;
   Counter &lw_calls_, &lw_ps_, &lw_copy_bytes_, &invocations_, &invoke_ps_;
   Counter &syscalls_, &syscall_ps_, &switches_, &switch_ps_, &softints_, &softint_ps_;
+  Counter &cold_lines_, &cold_ps_;
   std::vector<std::pair<uint64_t, std::function<void()>>> sleepers_;
 };
 

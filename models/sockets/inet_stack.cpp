@@ -121,6 +121,12 @@ size_t InetStack::queued(int fd) const {
 
 uint64_t InetStack::cksum_ps(uint64_t bytes) const { return cpu_.cycles_ps(c_.cksum_cycles_per_byte * static_cast<double>(bytes)); }
 
+uint64_t InetStack::rx_cksum_ps(uint64_t frame_bytes) {
+  constexpr uint64_t kHeaders = 14 + 20;  // Ethernet and IP: read by the driver and ipintr
+  const uint64_t covered = frame_bytes > kHeaders ? frame_bytes - kHeaders : 0;
+  return cksum_ps(covered) + (c_.driver_copies ? 0 : os_.first_touch_ps(frame_bytes, kHeaders));
+}
+
 uint64_t InetStack::frame_out_ps(uint64_t bytes) const { return cycles(c_.ip_output_instr) + link_out_ps(bytes); }
 
 uint64_t InetStack::link_out_ps(uint64_t bytes) const {
@@ -207,7 +213,7 @@ void InetStack::output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>>
 uint64_t InetStack::rx_frame(std::vector<uint8_t>&& frame) {
   frames_in_.inc();
   uint64_t ps = cycles(c_.driver_rx_instr);
-  if (c_.driver_copies) ps += os_.copy_ps(frame.size());
+  if (c_.driver_copies) ps += os_.copy_ps(frame.size(), host::Os::Data::Cold);  // out of the NIC's DMA buffer
   rx_intr_ps_.inc(ps);
   if (ipintrq_.size() >= c_.ipintrq_maxlen) {
     ipintrq_drops_.inc();
@@ -252,7 +258,7 @@ uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>&
   }
   if (!mbp2::is_fragment(frame)) {
     // (parse_inet checks the transport checksum too: its cost is udp_input's, below)
-    ps += cycles(c_.udp_input_instr) + cksum_ps(frame.size() > 34 ? frame.size() - 34 : 0);
+    ps += cycles(c_.udp_input_instr) + rx_cksum_ps(frame.size());
     effect = [this, f = std::move(frame)]() mutable { udp_input(std::move(f)); };
     return ps;
   }
@@ -289,7 +295,7 @@ uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>&
   for (const auto& pc : r.r.pieces()) pieces.push_back(std::move(r.frames[pc.tag]));
   reass_.erase(key);
   std::vector<uint8_t> whole = mbp2::join_fragments(pieces);
-  ps += cycles(c_.udp_input_instr) + cksum_ps(whole.size() > 34 ? whole.size() - 34 : 0);
+  ps += cycles(c_.udp_input_instr) + rx_cksum_ps(whole.size());
   effect = [this, w = std::move(whole)]() mutable {
     reassembled_.inc();
     udp_input(std::move(w));

@@ -130,7 +130,13 @@ class InetStack final : public sc_core::sc_module {
   // For TCP's segments: ip_output's per-packet work, ether_output and the driver for one frame
   // of `bytes`, as time on the host CPU; and the checksum over `bytes`.
   uint64_t frame_out_ps(uint64_t bytes) const;
+  // The checksum over `bytes` the CPU has in its cache (the send side's, over data it has just
+  // copied into mbufs).
   uint64_t cksum_ps(uint64_t bytes) const;
+  // The receive side's checksum over the transport's bytes of a frame of `frame_bytes` as the
+  // driver took it: the first touch of the frame's data behind the headers ipintr read (the
+  // NIC's DMA wrote them), unless the driver copied the frame and so touched it already.
+  uint64_t rx_cksum_ps(uint64_t frame_bytes);
   uint16_t next_ip_id() { return ip_id_++; }
   // Hands one built frame to the NIC: false when the interface queue was full (the frame is
   // dropped, as IF_QFULL drops it; TCP's retransmission recovers it).

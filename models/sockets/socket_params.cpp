@@ -35,8 +35,8 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
          "the write side of a socket that is a stream (Solaris 2.x; 0 for BSD's sockets, as SunOS 4.1.4's): per message a send() or sendto() hands down, the stream head's write (a data block allocated, the TPI T_DATA_REQ or T_UNITDATA_REQ header block built) and the put procedures between it and the transport, which takes the data off the request and queues it (the copy at host.copy_mb_s); set per OS, see docs/VALIDATION.md", 0, 1e9})
       .add(&SocketConfig::rudp_instr, {"sockets.rudp_instr", 300.0, "instructions",
          "the user-level Go-back-N routine per packet sent or received over UDP (6.2.3: MBCF/Ether's protocol 'in terms of user-level routines'): its header, the protocol's tables; an estimate", 0, 1e9})
-      .add(&SocketConfig::cksum_cycles_per_byte, {"sockets.cksum_cycles_per_byte", 1.3, "cycles/byte",
-         "in_cksum: about 0.6 instructions per byte unrolled, plus a 32-byte line missed per 32 bytes of data not in the cache (about 21 cycles at the SS20's 250 ns memory latency); an estimate", 0, 1e6})
+      .add(&SocketConfig::cksum_cycles_per_byte, {"sockets.cksum_cycles_per_byte", 0.6, "cycles/byte",
+         "in_cksum over data in the cache: about 0.6 instructions per byte unrolled (a load and an add with carry per 32-bit word, the loop's overhead spread over its unrolled words), about one cycle each; data no cache holds (a received frame the NIC's DMA wrote) also stalls host.cold_line_ns per line; an estimate", 0, 1e6})
       .add(&SocketConfig::ifq_maxlen, {"sockets.ifq_maxlen", 50, "frames", "the interface's send queue (4.3BSD IFQ_MAXLEN): a frame that finds it full is dropped and the call fails with ENOBUFS", 1, 1 << 20})
       .add(&SocketConfig::ipintrq_maxlen, {"sockets.ipintrq_maxlen", 50, "frames", "ipintrq, between the driver and netisr (4.3BSD IFQ_MAXLEN): a frame that finds it full is dropped", 1, 1 << 20})
       .add(&SocketConfig::udp_sendspace, {"sockets.udp_sendspace", 9216, "bytes", "the largest datagram a UDP socket sends (4.3BSD-Reno udp_sendspace, 'really max datagram size'): longer is EMSGSIZE", 1, mbp2::kUdpMaxPayload})

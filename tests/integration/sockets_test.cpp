@@ -225,6 +225,47 @@ TEST(Sockets, UdpRoundTripsRunOnBothSs20ConfigsAndCostMoreThanMbcfs) {
   EXPECT_GT(t.summary()["points"][0]["value"].get<double>(), 100.0);
 }
 
+// Cold and warm data (host::Os::first_touch_ps): a received frame was written by the NIC's DMA,
+// so its first touch stalls host.cold_line_ns on every line: udp_input's checksum over the
+// data behind the headers ipintr read (the SBus FastEthernet driver maps mbufs), or the LANCE
+// driver's copy of the whole frame out of its DVMA buffer (10BASE-T; its checksum is then
+// warm). The sender's checksum and copy, and the receiver's copy out, are warm.
+TEST(Sockets, TheReceiversFirstTouchOfAFrameIsColdAndTheSendersChecksumWarm) {
+  auto run = [](const char* cfg, int cold_ns) {
+    const auto r = test::run_config(cfg, "--set workload.kind=oneway --set 'workload.sizes=[1024]' --set workload.iterations=3 --set host.cold_line_ns=" +
+                                             std::to_string(cold_ns));
+    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+    return r;
+  };
+  auto host = [](const test::Run& r, const char* h) { return r.stats["stats"]["system"][h]; };
+  auto num = [](const nlohmann::json& j) { return j.get<uint64_t>(); };
+  // a 1,024-byte message is a frame of 14 + 20 + 8 + 4 + 1024 = 1,070 bytes: 34 lines of 32
+  // bytes, of which the first 2 hold the headers ipintr read
+  for (const char* cfg : {"sockets-ss20-100t-half-udp.json", "sockets-ss20-10t-udp.json"}) {
+    SCOPED_TRACE(cfg);
+    const bool lance = std::string(cfg).find("10t") != std::string::npos;
+    const auto warm = run(cfg, 0), cold = run(cfg, 250);
+    for (const char* h : {"host0", "host1"}) {
+      const auto w = host(warm, h), c = host(cold, h);
+      // the send side is warm: sosend's copy, udp_output's checksum, the driver
+      EXPECT_EQ(num(c["inet"]["tx_ps"]), num(w["inet"]["tx_ps"]));
+      // the copy out of the socket buffer reads what the checksum (or the driver) just read
+      EXPECT_EQ(num(c["inet"]["rx_ps"]), num(w["inet"]["rx_ps"]));
+      // 5 messages of 1,024 bytes each way (iterations + 2); the library's 4-byte
+      // acknowledgements fit in the header lines
+      const uint64_t lines = 5 * (lance ? 34 : 32);
+      EXPECT_EQ(num(c["os"]["cold_lines"]), lines);
+      EXPECT_EQ(num(c["os"]["cold_ps"]), lines * 250000);
+      EXPECT_EQ(num(w["os"]["cold_ps"]), 0u);
+      // the stalls land where the first touch is: the driver's copy, or udp_input's checksum
+      const char* at = lance ? "rx_intr_ps" : "netisr_ps";
+      const char* not_at = lance ? "netisr_ps" : "rx_intr_ps";
+      EXPECT_EQ(num(c["inet"][at]) - num(w["inet"][at]), lines * 250000);
+      EXPECT_EQ(num(c["inet"][not_at]), num(w["inet"][not_at]));
+    }
+  }
+}
+
 // Ray tracing over UDP: every chunk reaches the display's frame buffer through its socket, each
 // calculator's stream in order; the display's host pays the stack for every chunk, so with
 // small payloads the run takes longer than over MBCF.
