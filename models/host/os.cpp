@@ -78,9 +78,9 @@ void Os::lw_enter(std::function<void()> k) {
   cpu_.compute(ps, std::move(k));
 }
 
-void Os::lw_leave(uint64_t copy_bytes, std::function<void()> k) {
+void Os::lw_leave(uint64_t copy_bytes, Data d, std::function<void()> k) {
   if (copy_bytes == 0) return k();
-  const uint64_t ps = copy_ps(copy_bytes);
+  const uint64_t ps = copy_ps(copy_bytes, d);
   lw_ps_.inc(ps);
   lw_copy_bytes_.inc(copy_bytes);
   spent_.lw_copy_bytes += copy_bytes;

@@ -86,7 +86,8 @@ class Os final : public sc_core::sc_module {
   // `k`. (Two steps so that the copy is as long as what the kernel found, and a stack may wait
   // in between: the MBP2's ADMA must have landed its writes before the kernel reads them.)
   void lw_enter(std::function<void()> k);
-  void lw_leave(uint64_t copy_bytes, std::function<void()> k);
+  // (`d`: whether what it copies is in a cache: the host kernel wrote it, or the NIC's DMA did.)
+  void lw_leave(uint64_t copy_bytes, Data d, std::function<void()> k);
   // Invokes a user-level program (`times` deliveries: the MBP2's user-level scheduler is entered
   // before the program, two upcalls): `k` runs when the program starts.
   void invoke(uint32_t times, std::function<void()> k);

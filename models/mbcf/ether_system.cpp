@@ -211,7 +211,12 @@ void EtherSystem::poll_until(uint32_t node, std::function<bool()> pred, uint64_t
 
 void EtherSystem::lw_syscall(uint32_t node, LwOp op, std::function<void()> k) {
   os(node).lw_enter([this, node, op = std::move(op), k = std::move(k)]() mutable {
-    ex(node).quiesce([this, node, op = std::move(op), k = std::move(k)]() mutable { os(node).lw_leave(op(), std::move(k)); });
+    ex(node).quiesce([this, node, op = std::move(op), k = std::move(k)]() mutable {
+      // What the call copies to the user was written by the host kernel's receive routine
+      // (in the cache), or by a NIC's DMA (`writes()`: the MBP2's ADMA), which no cache holds.
+      const auto d = ex(node).writes() ? host::Os::Data::Cold : host::Os::Data::Warm;
+      os(node).lw_leave(op(), d, std::move(k));
+    });
   });
 }
 

@@ -27,6 +27,8 @@ struct Host {
     o.invoke_cycles = 500;      // 5 us
     o.copy_mb_s = 100;          // 10 ns a byte
     o.int_entry_cycles = 80;
+    o.cold_line_ns = 250;
+    o.line_bytes = 32;
     return o;
   }();
   host::Os os{"os", cpu, c, st};
@@ -45,7 +47,7 @@ TEST(HostOs, ALightWeightCallIsItsTrapThenTheCopyOfWhatTheKernelFound) {
   uint64_t kernel_at = 0;
   h.os.lw_enter([&] {
     kernel_at = h.cal.now_ps();
-    h.os.lw_leave(300, h.mark('a'));  // the kernel found a 300-byte entry
+    h.os.lw_leave(300, host::Os::Data::Warm, h.mark('a'));  // the kernel found a 300-byte entry
   });
   h.run();
   EXPECT_EQ(kernel_at, 2 * kUs);
@@ -61,13 +63,34 @@ TEST(HostOs, ALightWeightCallIsItsTrapThenTheCopyOfWhatTheKernelFound) {
 TEST(HostOs, ACallThatFindsNothingCopiesNothingAndTheUserWorkItPreemptsResumes) {
   Host h;
   h.cpu.compute(10 * kUs, h.mark('u'));
-  h.cal.at(4 * kUs, [&h] { h.os.lw_enter([&h] { h.os.lw_leave(0, h.mark('a')); }); });
+  h.cal.at(4 * kUs, [&h] { h.os.lw_enter([&h] { h.os.lw_leave(0, host::Os::Data::Warm, h.mark('a')); }); });
   h.run();
   ASSERT_EQ(h.ends.size(), 2u);
   EXPECT_EQ(h.ends[0], std::make_pair('a', 6 * kUs));
   EXPECT_EQ(h.ends[1], std::make_pair('u', 12 * kUs));  // 10 us of work plus the 2 us call
   EXPECT_EQ(h.stat("lw_copy_bytes"), 0);
   EXPECT_EQ(h.os.spent().lw_copy_ps, 0u);
+}
+
+// A copy over data no cache holds (a frame or an entry a NIC's DMA wrote) also stalls on every
+// line it touches first: a cold 1,000-byte copy is the warm one plus 32 lines of 250 ns; lines a
+// buffer's first bytes share with headers read before are not counted again; a light-weight
+// call whose entry the MBP2's ADMA wrote copies it cold.
+TEST(HostOs, AColdCopyIsTheWarmOnePlusAStallPerLineTouchedFirst) {
+  Host h;
+  EXPECT_EQ(h.os.copy_ps(1000, host::Os::Data::Warm), 10 * kUs);
+  EXPECT_EQ(h.os.copy_ps(1000, host::Os::Data::Cold), 10 * kUs + 32 * 250000);
+  EXPECT_EQ(h.stat("cold_lines"), 32);
+  // a 1,070-byte frame whose first 34 bytes (2 lines) were read: 32 lines left
+  EXPECT_EQ(h.os.first_touch_ps(1070, 34), 32u * 250000);
+  EXPECT_EQ(h.os.first_touch_ps(34, 34), 0u);
+  EXPECT_EQ(h.stat("cold_lines"), 64);
+  EXPECT_EQ(h.stat("cold_ps"), 64.0 * 250000);
+  h.os.lw_enter([&] { h.os.lw_leave(300, host::Os::Data::Cold, h.mark('a')); });
+  h.run();
+  ASSERT_EQ(h.ends.size(), 1u);
+  EXPECT_EQ(h.ends[0], std::make_pair('a', 2 * kUs + 3 * kUs + 10 * 250000));  // trap, copy, 10 lines
+  EXPECT_EQ(h.os.spent().lw_copy_ps, 3 * kUs + 10 * 250000);
 }
 
 TEST(HostOs, AnInvocationIsItsUpcallsAndInterruptsStillDelayIt) {
