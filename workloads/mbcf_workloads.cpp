@@ -28,6 +28,9 @@ void declare_mbcf_workload_params(ParamSchema& s) {
   s.add({"workload.over", T::String, "mbcf", "", "rtt, oneway, peak: what carries the messages: mbcf (MBCF/Ether's commands) | udp (each host's UDP/IP socket stack, sockets.*, with MBCF/Ether's Go-back-N as user-level routines on top, as the thesis's UDP figures) | tcp (each host's TCP/IP socket stack: rtt and oneway with TCP_NODELAY, peak and raytrace without, as the thesis's TCP figures)", -1e300, 1e300, {"mbcf", "udp", "tcp"}});
   s.add({"workload.iterations", T::Int, 20, "", "rtt, oneway: measured repetitions per point (after 2 unmeasured ones)", 1, 1e9});
   s.add({"workload.transfers", T::Int, 1024, "", "peak: messages timed per size (MBCF_WRITEs; over TCP, after a warm-up of twice the two socket buffers)", 16, 1e9});
+  s.add({"workload.phase_jitter_ms", T::Double, 0.0, "ms",
+         "peak over TCP: before each size's connection, an idle of up to this long drawn from the run's seed, so that seeds sample the phase of the kernel's periodic timers (the delayed-ACK tick runs from boot), which picks some streams' steady state; 0: none (a run's points start where the previous one ended)",
+         0, 1e6});
   s.add({"workload.ack_every", T::Int, 16, "", "peak: a status check every N transmissions (6.2.3)", 1, 1e6});
   s.add({"workload.protocol", T::String, "udp", "", "datagram: udp | tcp (MBP2 message passing)", -1e300, 1e300, {"udp", "tcp"}});
   s.add({"workload.timeout_us", T::Double, 1e6, "us",

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/core/error.h"
+#include "models/core/rng.h"
 #include "models/sockets/reliable_udp.h"
 #include "workloads/mbcf_points.h"
 #include "workloads/mbcf_workloads.h"
@@ -375,6 +376,8 @@ class TcpPeak : public TcpWorkload {
     count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
     const sockets::SocketConfig sc = sockets::SocketConfig::from(c);
     warm_bytes_ = 2ull * (sc.tcp_sendspace + sc.tcp_recvspace);
+    jitter_ps_ = static_cast<uint64_t>(std::llround(c.get_double("workload.phase_jitter_ms") * 1e9));
+    phase_ = Rng(seed, "workload.phase");
   }
   void start() override { next_point(); }
 
@@ -383,6 +386,11 @@ class TcpPeak : public TcpWorkload {
   // before the clock starts: no size inherits another's congestion window or ACK timing.
   void next_point() {
     if (si_ == sizes_.size()) return finish();
+    idle_ps_ = jitter_ps_ ? phase_.below(jitter_ps_) : 0;
+    if (idle_ps_) return cal_->at(now() + idle_ps_, [this] { connect_point(); });
+    connect_point();
+  }
+  void connect_point() {
     link(0, 1, false, static_cast<uint16_t>(kPort + si_), [this](int a, int b) {
       fd0_ = a;
       fd1_ = b;
@@ -432,13 +440,15 @@ class TcpPeak : public TcpWorkload {
     const double s = (t_end_ - t0_) / 1e12;
     ordered_json p = point("TCP", n, count_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_ / count_);
     p["warmup_messages"] = warm_;
+    if (jitter_ps_) p["phase_idle_ms"] = six_significant(idle_ps_ / 1e9);
     points_.push_back(std::move(p));
     ++si_;
     next_point();
   }
   std::vector<uint32_t> sizes_;
   uint32_t count_, si_ = 0, k_ = 0, rk_ = 0, warm_ = 0;
-  uint64_t warm_bytes_ = 0;
+  uint64_t warm_bytes_ = 0, jitter_ps_ = 0, idle_ps_ = 0;
+  Rng phase_;
   double cpu_us_ = 0;  // the sender's host CPU time while the timed messages were read
   int fd0_ = -1, fd1_ = -1;
   bool sent_all_ = false, read_all_ = false;

@@ -330,6 +330,36 @@ TEST(Tcp, APeakRateIsTheStreamsSteadyStateWhateverTheRunsLength) {
   EXPECT_NEAR(rate, 16.0 / cpu_us, 0.03 * rate);
 }
 
+// workload.phase_jitter_ms: each size's connection starts after an idle drawn from the seed, so
+// that seeds sample the phase of the periodic delayed-ACK tick. Without it the seed changes
+// nothing in a lossless TCP run; with it each point says its idle (below the jitter, different
+// seeds drawing different ones), and a steady-state rate that does not depend on the phase
+// stays put.
+TEST(Tcp, PhaseJitterStartsEachSizeAtAPhaseDrawnFromTheSeed) {
+  auto run = [](int seed, int jitter_ms) {
+    const auto r = test::run_config("sockets-ultra60-1000sx-tcp.json", "--set workload.kind=peak --set 'workload.sizes=[16,1024]' --seed " + std::to_string(seed) +
+                                                                           " --set workload.phase_jitter_ms=" + std::to_string(jitter_ms));
+    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+    return r;
+  };
+  const auto a = run(1, 0), b = run(2, 0), c = run(1, 100), d = run(2, 100);
+  EXPECT_EQ(a.summary()["points"], b.summary()["points"]);
+  EXPECT_FALSE(a.summary()["points"][0].contains("phase_idle_ms"));
+  for (size_t i = 0; i < 2; ++i) {
+    const double ic = c.summary()["points"][i]["phase_idle_ms"].get<double>(), id = d.summary()["points"][i]["phase_idle_ms"].get<double>();
+    EXPECT_NE(ic, id);
+    for (double idle : {ic, id}) {
+      EXPECT_GE(idle, 0.0);
+      EXPECT_LT(idle, 100.0);
+    }
+  }
+  for (const auto* r : {&c, &d})
+    for (size_t i = 0; i < 2; ++i) {
+      const double v = (*r).summary()["points"][i]["value"].get<double>(), v0 = a.summary()["points"][i]["value"].get<double>();
+      EXPECT_NEAR(v, v0, 0.03 * v0) << "size " << a.summary()["points"][i]["size"];
+    }
+}
+
 // The write side of a socket over a stream (Solaris): every send() pays
 // sockets.stream_write_instr at the kernel's CPI, once, on the sender; a round trip has two
 // sends, so a one-way latency (half of it) grows by exactly one send's share.
