@@ -133,14 +133,20 @@ class SocketPingPong : public PingPongClient<SocketWorkload> {
 
 // ------------------------------------------------------------------ peak (6.2.3)
 
-// Host 0 streams workload.transfers messages of each size to host 1 as fast as the window lets
-// it; the rate is the data over the time from the first send to the last acknowledgement.
+// The MBCF peak method (6.2.3) over the library: host 0 streams workload.transfers messages of
+// each size to host 1, and every workload.ack_every-th message asks for a status, which host 1's
+// program sends back as a message of its own (4 bytes: the group's number) when it has that
+// message; before a new group host 0 reads the status of the group before last (one group in
+// flight while the previous one is being acknowledged), and the last group's status closes the
+// measurement.
 class SocketPeak : public SocketWorkload {
  public:
   SocketPeak(const Config& c, Stats& st, uint64_t seed) : SocketWorkload(c, st, seed) {
     commands(c, {}, {});
     sizes_ = sizes(c, 1, max_size_, "one UDP datagram under the library's header: sockets.udp_sendspace less 4");
     count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
+    every_ = static_cast<uint32_t>(c.get_int("workload.ack_every"));
+    if (count_ % every_) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
   }
   void start() override {
     serve();
@@ -148,27 +154,41 @@ class SocketPeak : public SocketWorkload {
   }
 
  private:
+  static std::vector<uint8_t> status(uint32_t group) { return {static_cast<uint8_t>(group >> 24), static_cast<uint8_t>(group >> 16),
+                                                               static_cast<uint8_t>(group >> 8), static_cast<uint8_t>(group)}; }
   void serve() {
     lib_[1]->recv([this](uint32_t, std::vector<uint8_t> d) {
       check(1, d, sizes_[rsi_], rk_);
+      const uint32_t k = rk_;
       if (++rk_ == count_) {
         rk_ = 0;
         ++rsi_;
       }
-      serve();
+      if (k % every_ != every_ - 1) return serve();
+      lib_[1]->send(0, status(k / every_), [this] { serve(); });  // the status the message asked for
     });
   }
   void next_point() {
     if (si_ == sizes_.size()) return finish();
     k_ = 0;
+    statuses_ = 0;
     mark_cpu();
     t0_ = now();
     step();
   }
+  // Host 0 reads statuses until it has `groups` of this point's; then `k`.
+  void await_statuses(uint32_t groups, std::function<void()> k) {
+    if (statuses_ >= groups) return k();
+    lib_[0]->recv([this, groups, k = std::move(k)](uint32_t, std::vector<uint8_t> d) mutable {
+      if (d != status(statuses_)) return sys_->fail("host 0 received a status that is not the next group's");
+      ++statuses_;
+      await_statuses(groups, std::move(k));
+    });
+  }
   void step() {
     const uint32_t n = sizes_[si_];
-    if (k_ == count_) {
-      lib_[0]->flush([this, n] {
+    if (k_ == count_) {  // the last group's status closes the measurement
+      await_statuses(count_ / every_, [this, n] {
         const double s = (now() - t0_) / 1e12;
         points_.push_back(point("UDP", n, count_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_since_mark() / count_));
         ++si_;
@@ -176,11 +196,13 @@ class SocketPeak : public SocketWorkload {
       });
       return;
     }
+    const uint32_t group = k_ / every_;
+    if (k_ % every_ == 0 && group >= 2 && statuses_ < group - 1) return await_statuses(group - 1, [this] { step(); });
     const uint32_t k = k_++;
     lib_[0]->send(1, pattern(n, k), [this] { step(); });
   }
   std::vector<uint32_t> sizes_;
-  uint32_t count_, si_ = 0, k_ = 0, rsi_ = 0, rk_ = 0;
+  uint32_t count_, every_, si_ = 0, k_ = 0, rsi_ = 0, rk_ = 0, statuses_ = 0;
   uint64_t t0_ = 0;
 };
 

@@ -225,6 +225,34 @@ TEST(Sockets, UdpRoundTripsRunOnBothSs20ConfigsAndCostMoreThanMbcfs) {
   EXPECT_GT(t.summary()["points"][0]["value"].get<double>(), 100.0);
 }
 
+// The UDP peak uses MBCF's method (6.2.3): every workload.ack_every-th message asks for a status,
+// which host 1's program sends back as a message of its own; host 0 reads them all (the last
+// ends the timing). 64 transfers with a status every 16 are 4 statuses per size; with a status
+// for every message the sender waits more and the rate falls; transfers that are not a multiple
+// of ack_every are refused.
+TEST(Sockets, TheUdpPeakAsksForAStatusEveryAckEveryMessages) {
+  auto run = [](int every) {
+    const auto r = test::run_config("sockets-ss20-100t-half-udp.json", "--set workload.kind=peak --set 'workload.sizes=[64,1024]' --set workload.transfers=64 --set workload.ack_every=" +
+                                                                           std::to_string(every));
+    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+    return r;
+  };
+  const auto r16 = run(16), r1 = run(1);
+  auto sent_by_host1 = [](const test::Run& r) {
+    const auto in1 = r.stats["stats"]["system"]["host1"]["inet"];
+    return in1["udp_sent"].get<uint64_t>() - in1["rudp_acks_sent"].get<uint64_t>();  // sequenced: the statuses
+  };
+  EXPECT_EQ(sent_by_host1(r16), 2u * 64 / 16);
+  EXPECT_EQ(sent_by_host1(r1), 2u * 64);
+  // everything host 1 sent (statuses and acknowledgements) reached host 0
+  EXPECT_EQ(r16.stats["stats"]["system"]["host0"]["inet"]["udp_received"], r16.stats["stats"]["system"]["host1"]["inet"]["udp_sent"]);
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_LT(r1.summary()["points"][i]["value"].get<double>(), r16.summary()["points"][i]["value"].get<double>());
+  const auto bad = test::run_config("sockets-ss20-100t-half-udp.json", "--set workload.kind=peak --set workload.transfers=40");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("workload.transfers"), std::string::npos) << bad.output;
+}
+
 // Cold and warm data (host::Os::first_touch_ps): a received frame was written by the NIC's DMA,
 // so its first touch stalls host.cold_line_ns on every line: udp_input's checksum over the
 // data behind the headers ipintr read (the SBus FastEthernet driver maps mbufs), or the LANCE
