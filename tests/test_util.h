@@ -161,4 +161,12 @@ inline Run run_config(const std::string& config, const std::string& args = "") {
   return r;
 }
 
+// run_config for a run that must finish (exit status 0): a test failure naming the command
+// and the output if it does not.
+inline Run run_ok(const std::string& config, const std::string& args = "") {
+  Run r = run_config(config, args);
+  EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
+  return r;
+}
+
 }  // namespace mbpsim::test

@@ -232,10 +232,8 @@ TEST(Sockets, UdpRoundTripsRunOnBothSs20ConfigsAndCostMoreThanMbcfs) {
 // of ack_every are refused.
 TEST(Sockets, TheUdpPeakAsksForAStatusEveryAckEveryMessages) {
   auto run = [](int every) {
-    const auto r = test::run_config("sockets-ss20-100t-half-udp.json", "--set workload.kind=peak --set 'workload.sizes=[64,1024]' --set workload.transfers=64 --set workload.ack_every=" +
-                                                                           std::to_string(every));
-    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
-    return r;
+    return test::run_ok("sockets-ss20-100t-half-udp.json",
+                        "--set workload.kind=peak --set 'workload.sizes=[64,1024]' --set workload.transfers=64 --set workload.ack_every=" + std::to_string(every));
   };
   const auto r16 = run(16), r1 = run(1);
   auto sent_by_host1 = [](const test::Run& r) {
@@ -260,10 +258,7 @@ TEST(Sockets, TheUdpPeakAsksForAStatusEveryAckEveryMessages) {
 // warm). The sender's checksum and copy, and the receiver's copy out, are warm.
 TEST(Sockets, TheReceiversFirstTouchOfAFrameIsColdAndTheSendersChecksumWarm) {
   auto run = [](const char* cfg, int cold_ns) {
-    const auto r = test::run_config(cfg, "--set workload.kind=oneway --set 'workload.sizes=[1024]' --set workload.iterations=3 --set host.cold_line_ns=" +
-                                             std::to_string(cold_ns));
-    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
-    return r;
+    return test::run_ok(cfg, "--set workload.kind=oneway --set 'workload.sizes=[1024]' --set workload.iterations=3 --set host.cold_line_ns=" + std::to_string(cold_ns));
   };
   auto host = [](const test::Run& r, const char* h) { return r.stats["stats"]["system"][h]; };
   auto num = [](const nlohmann::json& j) { return j.get<uint64_t>(); };

@@ -311,10 +311,8 @@ TEST(Tcp, WorkloadsRunOverTcpOnTheSs20AndUltra60Configs) {
 // was 0.036 MB/s with 1,024 sends and 0.20 with 16,384.)
 TEST(Tcp, APeakRateIsTheStreamsSteadyStateWhateverTheRunsLength) {
   auto peak = [](int transfers) {
-    const auto r = test::run_config("sockets-ultra60-1000sx-tcp.json",
-                                    "--set workload.kind=peak --set 'workload.sizes=[16,1024]' --set workload.transfers=" + std::to_string(transfers));
-    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
-    return r.summary()["points"];
+    return test::run_ok("sockets-ultra60-1000sx-tcp.json", "--set workload.kind=peak --set 'workload.sizes=[16,1024]' --set workload.transfers=" + std::to_string(transfers))
+        .summary()["points"];
   };
   const auto shortrun = peak(1024), longrun = peak(8192);
   ASSERT_EQ(shortrun.size(), 2u);
@@ -337,10 +335,8 @@ TEST(Tcp, APeakRateIsTheStreamsSteadyStateWhateverTheRunsLength) {
 // stays put.
 TEST(Tcp, PhaseJitterStartsEachSizeAtAPhaseDrawnFromTheSeed) {
   auto run = [](int seed, int jitter_ms) {
-    const auto r = test::run_config("sockets-ultra60-1000sx-tcp.json", "--set workload.kind=peak --set 'workload.sizes=[16,1024]' --seed " + std::to_string(seed) +
-                                                                           " --set workload.phase_jitter_ms=" + std::to_string(jitter_ms));
-    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
-    return r;
+    return test::run_ok("sockets-ultra60-1000sx-tcp.json", "--set workload.kind=peak --set 'workload.sizes=[16,1024]' --seed " + std::to_string(seed) +
+                                                               " --set workload.phase_jitter_ms=" + std::to_string(jitter_ms));
   };
   const auto a = run(1, 0), b = run(2, 0), c = run(1, 100), d = run(2, 100);
   EXPECT_EQ(a.summary()["points"], b.summary()["points"]);
@@ -365,10 +361,7 @@ TEST(Tcp, PhaseJitterStartsEachSizeAtAPhaseDrawnFromTheSeed) {
 // sends, so a one-way latency (half of it) grows by exactly one send's share.
 TEST(Tcp, AStreamSocketsWriteSideCostsEverySendItsInstructions) {
   auto run = [](int instr) {
-    const auto r = test::run_config("sockets-ultra60-1000sx-tcp.json", "--set 'workload.sizes=[4]' --set workload.iterations=8 --set sockets.stream_write_instr=" +
-                                                                           std::to_string(instr));
-    EXPECT_EQ(r.status, 0) << r.command << "\n" << r.output;
-    return r;
+    return test::run_ok("sockets-ultra60-1000sx-tcp.json", "--set 'workload.sizes=[4]' --set workload.iterations=8 --set sockets.stream_write_instr=" + std::to_string(instr));
   };
   const auto base = run(0), more = run(1000);
   const double cpi = 4.23, mhz = 450;  // the config's host.kernel_cpi and host.cpu_mhz
