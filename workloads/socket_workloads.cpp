@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/core/bytes.h"
 #include "models/core/error.h"
 #include "models/core/rng.h"
 #include "models/sockets/reliable_udp.h"
@@ -154,8 +155,11 @@ class SocketPeak : public SocketWorkload {
   }
 
  private:
-  static std::vector<uint8_t> status(uint32_t group) { return {static_cast<uint8_t>(group >> 24), static_cast<uint8_t>(group >> 16),
-                                                               static_cast<uint8_t>(group >> 8), static_cast<uint8_t>(group)}; }
+  static std::vector<uint8_t> status(uint32_t group) {
+    std::vector<uint8_t> s(4);
+    store_be32(s.data(), group);
+    return s;
+  }
   void serve() {
     lib_[1]->recv([this](uint32_t, std::vector<uint8_t> d) {
       check(1, d, sizes_[rsi_], rk_);
