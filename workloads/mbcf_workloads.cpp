@@ -101,6 +101,13 @@ void MbcfWorkload::add_nic(ordered_json& s) const {
   if (!n.is_null()) s["nic"] = std::move(n);
 }
 
+double MbcfWorkload::done_fraction() const {
+  const size_t planned = planned_points();
+  if (planned == 0) return -1;
+  const double share = done_ ? 0 : std::clamp(point_share(), 0.0, 1.0);
+  return std::min(1.0, (static_cast<double>(points_.size()) + share) / static_cast<double>(planned));
+}
+
 uint64_t MbcfWorkload::calendar_events() const { return cal_->events(); }
 
 ordered_json MbcfWorkload::host_figures(double wall_s) const {
@@ -126,6 +133,10 @@ class RttWorkload : public MbcfWorkload {
     iters_ = static_cast<uint32_t>(c.get_int("workload.iterations"));
   }
   void start() override { next_point(); }
+
+ protected:
+  size_t planned_points() const override { return cmds_.size() * sizes_.size(); }
+  double point_share() const override { return static_cast<double>(i_) / (iters_ + 2); }
 
  private:
   void next_point() {
@@ -233,6 +244,10 @@ class OnewayWorkload : public MbcfWorkload {
     });
   }
   void start() override { next_point(); }
+
+ protected:
+  size_t planned_points() const override { return cmds_.size() * sizes_.size(); }
+  double point_share() const override { return static_cast<double>(i_) / (iters_ + 2); }
 
  private:
   static constexpr uint32_t kHandlerPc = 0x4000;
@@ -360,6 +375,10 @@ class PeakWorkload : public MbcfWorkload {
     if (count_ % every_) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
   }
   void start() override { next_point(); }
+
+ protected:
+  size_t planned_points() const override { return sizes_.size(); }
+  double point_share() const override { return static_cast<double>(k_) / count_; }
 
  private:
   void next_point() {
@@ -511,6 +530,8 @@ class RaytraceWorkload : public MbcfWorkload {
     add_nic(s);
     return s;
   }
+  // The chunks handed to MBCF of the frame's.
+  double done_fraction() const override { return static_cast<double>(written_) / std::max<uint32_t>(sc_.chunks, 1); }
 
  private:
   // Calculator `n` computes its next chunk (and skips the pixels of the others), then writes
@@ -527,6 +548,7 @@ class RaytraceWorkload : public MbcfWorkload {
         c.status_laddr = kStatus;
       }
       next_[n] = k + sc_.calc;
+      ++written_;
       request(n, Request{0, {c}}, [this, n, last] {
         if (!last) return work(n);
         TaskSpace& ts = sys_->space(n);
@@ -547,7 +569,7 @@ class RaytraceWorkload : public MbcfWorkload {
     frame_ok_ = sc_.correct(f);
   }
   const RayScene sc_;
-  uint32_t finished_ = 0;
+  uint32_t finished_ = 0, written_ = 0;
   uint64_t exec_ps_ = 0;
   std::vector<uint32_t> next_;
   bool frame_ok_ = false;

@@ -30,6 +30,9 @@ class MbcfWorkload : public Workload {
   mbcf::EtherSystem& system() { return *sys_; }
   // rtt, oneway and peak report a list of measured points; raytrace overrides this.
   nlohmann::ordered_json summary() const override;
+  // The heartbeat's progress: the points measured of those planned, plus the share done of
+  // the point in progress; -1 when the workload plans no points (planned_points() 0).
+  double done_fraction() const override;
 
   // The address map every node's task 1 uses (logical addresses).
   static constexpr uint32_t kPtask = 1;
@@ -50,6 +53,9 @@ class MbcfWorkload : public Workload {
   // packet's bytes itself at kImage, leaving the kernel's fields zero. Returns what syscall does.
   bool request(uint32_t node, mbcf::Request r, std::function<void()> k);
   void finish() { done_ = true; }
+  // The points the workload will measure, and how far (0 to 1) the one in progress is.
+  virtual size_t planned_points() const { return 0; }
+  virtual double point_share() const { return 0; }
   double timer_read_ps() const { return cfg_.timer_read_us * 1e6; }
   // The sender's host CPU time (system calls and interrupt routines) since `mark_cpu()`.
   void mark_cpu() { cpu_mark_ = sys_->host_busy_ps(0); }

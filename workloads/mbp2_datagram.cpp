@@ -76,6 +76,15 @@ class DatagramWorkload : public MbcfWorkload {
     }
   }
   void start() override { next_size(); }
+
+ protected:
+  // Two points a size: the echo's round trips, then the stream.
+  size_t planned_points() const override { return 2 * sizes_.size(); }
+  double point_share() const override {
+    return points_.size() % 2 == 0 ? static_cast<double>(i_) / (iters_ + 2) : static_cast<double>(taken_) / count_;
+  }
+
+ public:
   ordered_json summary() const override {
     ordered_json s = MbcfWorkload::summary();
     s["protocol"] = proto_ == mbp2::kIpProtoTcp ? "tcp" : "udp";

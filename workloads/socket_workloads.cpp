@@ -76,6 +76,8 @@ class PingPongClient : public Base {
 
  protected:
   virtual void exchange(uint32_t n, uint32_t salt, std::function<void(std::vector<uint8_t>)> k) = 0;
+  size_t planned_points() const override { return sizes_.size(); }
+  double point_share() const override { return static_cast<double>(i_) / (iters_ + 2); }
   void next_point() {
     if (si_ == sizes_.size()) return this->finish();
     i_ = 0;
@@ -153,6 +155,10 @@ class SocketPeak : public SocketWorkload {
     serve();
     next_point();
   }
+
+ protected:
+  size_t planned_points() const override { return sizes_.size(); }
+  double point_share() const override { return static_cast<double>(k_) / count_; }
 
  private:
   static std::vector<uint8_t> status(uint32_t group) {
@@ -234,6 +240,8 @@ class SocketRaytrace : public SocketWorkload {
     s["over"] = "udp";
     return s;
   }
+  // The chunks the display has of the frame's.
+  double done_fraction() const override { return static_cast<double>(received_) / std::max<uint32_t>(sc_.chunks, 1); }
 
  private:
   void display() {
@@ -407,6 +415,11 @@ class TcpPeak : public TcpWorkload {
   }
   void start() override { next_point(); }
 
+ protected:
+  // A point's messages: the warm-up, the timed ones and the cool-down, as the receiver reads them.
+  size_t planned_points() const override { return sizes_.size(); }
+  double point_share() const override { return warm_ ? static_cast<double>(rk_) / (2.0 * warm_ + count_) : 0; }
+
  private:
   // Every size on a connection of its own (as a benchmark program run once per size), set up
   // before the clock starts: no size inherits another's congestion window or ACK timing.
@@ -510,6 +523,8 @@ class TcpRaytrace : public TcpWorkload {
     s["over"] = "tcp";
     return s;
   }
+  // The chunks the display has of the frame's.
+  double done_fraction() const override { return static_cast<double>(received_) / std::max<uint32_t>(sc_.chunks, 1); }
 
  private:
   void accept_all(int l) {
