@@ -1,5 +1,6 @@
 #include "models/core/timeline.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,7 @@ int Timeline::lane_for(int track, uint64_t begin_ps, uint64_t end_ps) {
   const int tid = static_cast<int>(tid_names_.size()) + 1;
   tid_names_.push_back(t.lanes.empty() ? t.name : t.name + " [" + std::to_string(t.lanes.size() + 1) + "]");
   tid_pid_.push_back(t.pid);
+  tid_track_.push_back(track);
   tid_sort_.push_back(track * kMaxLanes + static_cast<int>(t.lanes.size()));
   t.lanes.push_back(tid);
   t.lane_end_ps.push_back(end_ps);
@@ -80,20 +82,47 @@ void Timeline::slice(int track, const std::string& name, uint64_t begin_ps, uint
   events_.push_back(Event{'X', tid, begin_ps, end_ps - begin_ps, name, args, 0});
 }
 
+void Timeline::flow(int track, const std::string& flow, uint64_t id, char ph, uint64_t at_ps) {
+  if (track < 0 || at_ps < o_.from_ps || at_ps > o_.to_ps) return;
+  if (ph != 's' && ph != 't' && ph != 'f') internal_error("timeline: flow point of phase " + std::string(1, ph));
+  if (!room()) return;
+  events_.push_back(Event{ph, track, at_ps, 0, flow, "", id});
+}
+
 void Timeline::slice_with_flow(int track, const std::string& name, uint64_t begin_ps, uint64_t end_ps, const std::string& args,
-                               const std::string& flow, uint64_t id, bool start, uint64_t at_ps) {
-  const size_t before = events_.size();
+                               const std::string& flow_name, uint64_t id, bool start, uint64_t at_ps) {
   slice(track, name, begin_ps, end_ps, args);
-  if (events_.size() == before || !room()) return;  // the slice was not recorded: nor is its flow
-  events_.push_back(Event{start ? 's' : 'f', events_.back().tid, at_ps, 0, flow, "", id});
+  flow(track, flow_name, id, start ? 's' : 'f', at_ps);
 }
 
 void Timeline::write(const std::string& path) const {
-  // Flows whose two ends were both recorded.
-  std::map<std::pair<std::string, uint64_t>, int> ends;
-  for (const Event& e : events_)
-    if (e.ph == 's') ends[{e.name, e.flow_id}] |= 1;
-    else if (e.ph == 'f') ends[{e.name, e.flow_id}] |= 2;
+  // Each flow point is bound to the lane of the slice of its track that encloses it (the
+  // latest begun of them); a flow is written when every point was bound and it has a start
+  // and an end.
+  std::vector<std::vector<std::pair<uint64_t, size_t>>> by_track(tracks_.size());  // (begin, event) per track
+  for (size_t i = 0; i < events_.size(); ++i)
+    if (events_[i].ph == 'X') by_track[tid_track_[events_[i].tid - 1]].push_back({events_[i].ts_ps, i});
+  for (auto& v : by_track) std::sort(v.begin(), v.end());
+  std::vector<int> bound(events_.size(), 0);  // a flow point's lane
+  std::map<std::pair<std::string, uint64_t>, int> flows;  // bit 1 start, 2 end, 4 a point unbound
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const Event& e = events_[i];
+    if (e.ph == 'X') continue;
+    int& f = flows[{e.name, e.flow_id}];
+    f |= e.ph == 's' ? 1 : e.ph == 'f' ? 2 : 0;
+    const auto& v = by_track[e.tid];
+    auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(e.ts_ps, std::numeric_limits<size_t>::max()));
+    // (Lanes are few and a lane's slices never overlap: a point that far back is unbound.)
+    for (int back = 0; back < 4 * kMaxLanes && it != v.begin(); ++back) {
+      --it;
+      const Event& sl = events_[it->second];
+      if (sl.ts_ps + sl.dur_ps >= e.ts_ps) {
+        bound[i] = sl.tid;
+        break;
+      }
+    }
+    if (!bound[i]) f |= 4;
+  }
   const std::string tmp = path + ".partial";
   {
     std::ofstream f(tmp, std::ios::binary);
@@ -115,14 +144,18 @@ void Timeline::write(const std::string& path) const {
       nlohmann::json j;
       j["ph"] = std::string(1, e.ph);
       j["name"] = e.name;
-      j["pid"] = tid_pid_[e.tid - 1];
-      j["tid"] = e.tid;
+      if (e.ph == 'X') {
+        j["pid"] = tid_pid_[e.tid - 1];
+        j["tid"] = e.tid;
+      }
       j["ts"] = static_cast<double>(e.ts_ps) / 1e6;  // microseconds
       if (e.ph == 'X') {
         j["dur"] = static_cast<double>(e.dur_ps) / 1e6;
         if (!e.args.empty()) j["args"] = nlohmann::json::parse(e.args);
       } else {
-        if (ends[{e.name, e.flow_id}] != 3) continue;
+        if (flows.at({e.name, e.flow_id}) != 3) continue;
+        j["tid"] = bound[&e - events_.data()];
+        j["pid"] = tid_pid_[j["tid"].get<int>() - 1];
         j["cat"] = "flow";
         j["id"] = e.flow_id;
         if (e.ph == 'f') j["bp"] = "e";  // bound to the enclosing slice

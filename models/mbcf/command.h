@@ -123,6 +123,9 @@ struct Packet {
   uint32_t src_ptask = 0, src_key = 0;
   uint32_t dst_ptask = 0, dst_key = 0;
   std::vector<Command> cmds;  // one, or several for a combined packet
+  // The transaction timeline only (models/core/timeline.h): the request's flow this packet is
+  // part of (0: none). Never on the wire: not encoded, not compared.
+  uint64_t tl_flow = 0;
 };
 bool operator==(const Packet& a, const Packet& b);
 

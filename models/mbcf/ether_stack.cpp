@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "models/core/error.h"
+#include "models/core/timeline.h"
 
 namespace mbpsim::mbcf {
 
@@ -54,6 +55,7 @@ void EtherSystem::nic_send(uint32_t node, uint32_t dst, const Packet& p0) {
   if (!encode(p, bytes)) internal_error("an MBCF packet the kernel built does not encode");
   sent_.inc();
   if (tx_hook_) tx_hook_(node, dst, p);
+  if (p.tl_flow && (p.ctrl_p & kSequenced)) tl_wire_[{node, dst, p.end_p}] = p.tl_flow;
   const uint32_t inc = N.incarnation;
   const bool sequenced = (p.ctrl_p & kSequenced) != 0;
   // The acknowledgement timer runs from when a frame has left the MAC (or the NIC gave it up),
@@ -221,6 +223,13 @@ void EtherSystem::isr_step(uint32_t node) {
       return;
     }
     ++N.peers[s].delivered;
+    if (!tl_wire_.empty()) {
+      auto it = tl_wire_.find({s, node, p.end_p});
+      if (it != tl_wire_.end()) {
+        tl_flow_ = it->second;
+        tl_wire_.erase(it);
+      }
+    }
   } else if (save_area_full(node, p)) {  // no flow control: lost, as with a full receive ring
     save_full_.inc();
     ex(node).work(ex(node).proto_ps(c_.ack_cycles), [this, node] { isr_step(node); });
@@ -236,10 +245,31 @@ void EtherSystem::isr_step(uint32_t node) {
   const uint64_t cost = less_saved(step_cost_);
   auto out = std::move(outbox_);
   outbox_.clear();
-  ex(node).work(cost, [this, node, out = std::move(out)] {
+  const uint64_t flow = tl_flow_;
+  tl_flow_ = 0;
+  const bool back = replied_;
+  ex(node).work(cost, [this, node, out = std::move(out), flow, cost, back, s, cmd = p.cmds.empty() ? Cmd::Ack : p.cmds[0].cmd] {
+    if (flow) trace_receive(node, s, cmd, flow, cost, back);
+    tl_flow_ = flow;  // what the routine sends on carries the request's flow
     for (const auto& f : out) f();
+    tl_flow_ = 0;
     isr_step(node);
   });
+}
+
+// The timeline: the receive routine's work on a packet of a request's flow, the flow's step
+// where it sends something back to the requester, else its end.
+void EtherSystem::trace_receive(uint32_t node, uint32_t from, Cmd cmd, uint64_t flow, uint64_t cost, bool back) {
+  Timeline* tl = timeline();
+  if (!tl || ex(node).track_name().empty()) return;
+  const int track = tl->track(ex(node).track_name());
+  const uint64_t now = cal_.now_ps();
+  tl->slice(track, std::string(to_string(cmd)) + " from n" + std::to_string(from), now - std::min(now, cost), now,
+            "{\"from\":" + std::to_string(from) + "}");
+  auto it = tl_origin_.find(flow);
+  const bool at_origin = it == tl_origin_.end() || it->second == node;
+  tl->flow(track, kTlFlow, flow, back && !at_origin ? 't' : 'f', now);
+  if (!(back && !at_origin) && it != tl_origin_.end()) tl_origin_.erase(it);
 }
 
 namespace {
@@ -455,6 +485,10 @@ void EtherSystem::send_kernel_packet(uint32_t node, uint32_t dst_node, uint32_t 
   p.dst_ptask = dst_ptask;
   p.dst_key = dst_key;
   p.cmds = std::move(cmds);
+  if (tl_flow_) {  // (what goes back to the requester continues its request's flow; forwards do not)
+    auto it = tl_origin_.find(tl_flow_);
+    if (it != tl_origin_.end() && it->second == dst_node) p.tl_flow = tl_flow_;
+  }
   if (no_flow) {
     p.ctrl_p = kNoFlow;
     nic_send(node, dst_node, p);

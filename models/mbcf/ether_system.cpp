@@ -373,6 +373,11 @@ void EtherSystem::count_emb_requests(uint32_t node, const Packet& p) {
 
 void EtherSystem::submit(uint32_t node, uint32_t dst, Packet p) {
   if (n_[node]->requests_in_flight) --n_[node]->requests_in_flight;
+  if (Timeline* tl = timeline(); tl && dst != node && !ex(node).track_name().empty()) {  // the request's flow leaves from the requester's protocol work
+    p.tl_flow = tl->next_flow_id();
+    tl_origin_[p.tl_flow] = node;
+    tl->flow(tl->track(ex(node).track_name()), kTlFlow, p.tl_flow, 's', cal_.now_ps());
+  }
   ex(node).request_numbered();
   if (p.cmds[0].opt.no_flow_control) {
     p.ctrl_p |= kNoFlow;

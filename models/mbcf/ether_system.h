@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -265,6 +266,7 @@ class EtherSystem : public sc_core::sc_module {
     void work(uint64_t dur, std::function<void()> fn) override { s_.interrupt(node_, dur, std::move(fn)); }
     void issue(uint32_t ptask, const Request& r, Built b, std::function<void()> k) override;
     uint64_t rx_entry_ps() override { return s_.os(node_).interrupt_entry_ps(); }
+    std::string track_name() const override { return s_.cpu(node_).name(); }
     void upcall(uint64_t msg, std::function<void()> k) override { (void)msg, k(); }
     uint64_t data_move_ps(const Packet& p, ExecResult& r) override {
       (void)p;
@@ -358,6 +360,7 @@ class EtherSystem : public sc_core::sc_module {
   // receive path
   void on_frame(uint32_t node, std::vector<uint8_t>&& frame);
   void isr_step(uint32_t node);
+  void trace_receive(uint32_t node, uint32_t from, Cmd cmd, uint64_t flow, uint64_t cost, bool back);
   uint64_t packet_cost(uint32_t node, const Packet& p, ExecResult& r);
   void accept(uint32_t node, const Packet& p);
   void deliver_to_task(uint32_t node, const Packet& p);
@@ -380,6 +383,14 @@ class EtherSystem : public sc_core::sc_module {
   uint32_t reply_peer_ = 0;  // the peer whose packet the interrupt routine is processing
   bool replied_ = false;     // ... and something goes back to it (its RECV_P answers an ack request)
   std::vector<std::function<void()>> outbox_;
+  // The transaction timeline: a user request's flow runs from its submission through the
+  // receiver's routine to the reply's routine back at the requester. The flow of the packet
+  // the routine is working on (what it sends carries it on), each sequenced packet's flow by
+  // (from, to, END_P) while it is on the wire, and the node each flow started at.
+  uint64_t tl_flow_ = 0;
+  std::map<std::tuple<uint32_t, uint32_t, uint8_t>, uint64_t> tl_wire_;
+  std::map<uint64_t, uint32_t> tl_origin_;
+  static constexpr const char* kTlFlow = "MBCF request to its reply";
 
   Calendar& cal_;
   EtherSysConfig c_;

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "models/mbcf/engine.h"
@@ -59,6 +60,9 @@ class Executor {
   // A validated request `r` from user task `ptask`, built into `b`: charge the host, get the
   // packet to the protocol (EtherSystem::submit), continue the user (`k`).
   virtual void issue(uint32_t ptask, const Request& r, Built b, std::function<void()> k) = 0;
+  // The module whose processor runs the protocol: its track on a transaction timeline
+  // (empty: the executor's work is not shown there).
+  virtual std::string track_name() const { return {}; }
   // The time of entering the receive routine (an interrupt of the processor).
   virtual uint64_t rx_entry_ps() = 0;
   // A user program is to be invoked (MBCF_SIGNAL) with the 64-bit message (Ptask, signal

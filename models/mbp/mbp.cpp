@@ -7,6 +7,7 @@
 
 #include "models/core/error.h"
 #include "models/core/mutant.h"
+#include "models/core/timeline.h"
 #include "models/mbp/system.h"
 #include "models/mbp/system_internal.h"
 
@@ -54,6 +55,10 @@ void System::send(Msg* m, uint64_t at) {
     return;
   }
   count_msg(m);
+  if (Timeline* tl = timeline(); tl && is_request(m->type) && !m->flow) {
+    m->flow = tl->next_flow_id();
+    m->flow_ps = now_ps();
+  }
   net::Packet* p = net_.new_packet();
   p->src = m->src;
   p->dst = m->dst;
@@ -118,6 +123,7 @@ void System::on_packet(uint32_t n, net::Packet& p, uint64_t) {
     arrive += mc_.ntlb_miss_cycles * mbp_ps_;
   }
   const uint64_t end = service(n, m, arrive);
+  if (Timeline* tl = timeline()) trace_service(*tl, n, *m, now_ps(), end);
   if (p.kind == net::PacketKind::Multicast) {
     if (mc_free_.empty()) {
       mc_free_.push_back(static_cast<uint32_t>(mc_pkts_.size()));
@@ -129,6 +135,27 @@ void System::on_packet(uint32_t n, net::Packet& p, uint64_t) {
     schedule(end, kHandleMc, n, slot, m);
   } else {
     schedule(end, kHandle, n, 0, m);
+  }
+}
+
+// The timeline: the MBP's service of a message from the network, and the request-to-answer
+// flow, which leaves from the requesting processor's track (a slice from the request leaving
+// the node to the answer served there), passes the home's service of the request and ends with
+// the answer's.
+void System::trace_service(Timeline& tl, uint32_t n, const Msg& m, uint64_t arrive, uint64_t end) {
+  const int mbp = tl.track(node_[n]->mbp.name());
+  tl.slice(mbp, std::string(to_string(m.type)) + " from n" + std::to_string(m.src), arrive, end,
+           "{\"block\":" + std::to_string(m.nblk) + ",\"requester\":" + std::to_string(m.requester) + "}");
+  if (!m.flow) return;
+  if (is_request(m.type)) {
+    tl.flow(mbp, "request to its answer", m.flow, 't', arrive);
+  } else if (n == m.requester) {
+    // (A write-back is the node's, not a processor's.)
+    const int proc = m.type == MsgType::PutAck ? mbp : tl.track(node_[n]->procs[m.proc]->name());
+    tl.slice(proc, "block " + std::to_string(m.nblk) + " from n" + std::to_string(m.src) + ": " + to_string(m.type), m.flow_ps, end,
+             "{\"block\":" + std::to_string(m.nblk) + ",\"home\":" + std::to_string(m.src) + ",\"answer\":\"" + to_string(m.type) + "\"}");
+    tl.flow(proc, "request to its answer", m.flow, 's', m.flow_ps);
+    tl.flow(proc, "request to its answer", m.flow, 'f', end);
   }
 }
 

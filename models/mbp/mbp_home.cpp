@@ -269,6 +269,8 @@ void System::reply(Msg* req, MsgType t, Frame* f, uint32_t bi) {
   r->requester = req->requester;
   r->proc = req->proc;
   r->op_id = req->op_id;
+  r->flow = req->flow;
+  r->flow_ps = req->flow_ps;
   r->nblk = req->nblk;
   r->proto = f->proto;
   r->aoff = req->aoff;

@@ -47,6 +47,9 @@ struct Msg : net::Payload {
   mbcf::AtomicArgs atomic;
   std::array<uint64_t, 4> mask{};  // WriteH/Upd: bytes written
   uint64_t issued_ps = 0;
+  // The transaction timeline only (models/core/timeline.h): a request's flow, which its answer
+  // carries back, and when the request left its node (0: none, or no timeline).
+  uint64_t flow = 0, flow_ps = 0;
   uint8_t data[256];
 };
 

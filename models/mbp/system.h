@@ -44,6 +44,10 @@
 #include "models/node/memop.h"
 #include "models/node/node_config.h"
 
+namespace mbpsim {
+class Timeline;
+}
+
 namespace mbpsim::mbp {
 
 struct BusMaster;
@@ -232,6 +236,7 @@ class System : public sc_core::sc_module, public net::NetClient {
   void send(Msg* m, uint64_t at);
   uint64_t service(uint32_t node, Msg* m, uint64_t arrive);
   void handle(uint32_t node, Msg* m, const net::Packet* mcast);
+  void trace_service(Timeline& tl, uint32_t node, const Msg& m, uint64_t arrive, uint64_t end);
   void handle_msg(uint32_t node, Msg* m, const net::Packet* mcast);
   void ack_round(uint32_t node, Msg* m, const net::Packet* mcast, bool held);
 

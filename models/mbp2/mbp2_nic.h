@@ -247,6 +247,7 @@ class Mbp2Nic : public sc_core::sc_module, private PioTarget {
       n().send_packet(ptask, n().alias_of(ptask), r, std::move(b), std::move(k));
     }
     uint64_t rx_entry_ps() override { return n().rx_entry_ps(); }
+    std::string track_name() const override { return n().pme().track_name(); }
     void upcall(uint64_t msg, std::function<void()> k) override { n().host_upcall(msg, std::move(k)); }
     mbcf::gbn::Order order_of(uint32_t src, uint8_t end_p, mbcf::gbn::Order counted, uint64_t* saved) override {
       return n().order_of(src, end_p, counted, saved);

@@ -43,6 +43,7 @@ class Pme : public Unit {
   static constexpr uint32_t kLineWords = 4;
   Pme(Calendar& cal, const PmeConfig& c, Stats& st, const std::string& name);
   double cpi() const;
+  const std::string& track_name() const { return name_; }  // its track on a timeline
   uint64_t instr_ps(double instructions) const;
   // The same routine ported from the host kernel: its host cycles as PME time.
   uint64_t host_cycles_ps(double host_cycles) const { return instr_ps(host_cycles / c_.host_cpi); }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/core/timeline.h"
+
 namespace mbpsim::net {
 
 const char* to_string(EtherConfig::Medium m) {
@@ -57,6 +59,16 @@ bool EtherSegment::blackholed(uint32_t dst) {
     b.end_ps = b.start_ps + static_cast<uint64_t>(c_.blackhole_us * 1e6);
   }
   return now >= b.start_ps;
+}
+
+// The timeline: a frame's time on a wire, preamble to FCS, on the track of what sends it (a
+// station's cable, a switch's output port, or the hub's one medium); a collision likewise.
+void EtherSegment::trace_wire(const std::string& wire, const std::string& what, uint64_t begin_ps, uint64_t end_ps) const {
+  if (Timeline* tl = timeline()) tl->slice(tl->track(prefix_ + "." + wire), what, begin_ps, end_ps);
+}
+
+std::string EtherSegment::frame_label(uint32_t from, uint32_t dst, size_t with_fcs) {
+  return "frame n" + std::to_string(from) + " -> n" + std::to_string(dst) + " (" + std::to_string(with_fcs) + " B)";
 }
 
 uint64_t EtherSegment::slot_ps(uint32_t bytes) const {
@@ -139,6 +151,7 @@ void EtherSegment::kick(uint32_t s) {
   const uint64_t t = frame_ps(f.bytes.size());
   frames_.inc();
   bytes_.inc(kPreamble + f.bytes.size());
+  if (timeline()) trace_wire("tx" + std::to_string(s), frame_label(s, f.dst, f.bytes.size()), cal_.now_ps(), cal_.now_ps() + t);
   cal_.after(t, [this, s] {
     Frame f = std::move(st_[s].txq.front());
     st_[s].txq.pop_front();
@@ -176,6 +189,7 @@ void EtherSegment::port_kick(uint32_t d) {
   p.busy = true;
   const uint64_t t = frame_ps(p.q.front().second.size());
   bytes_.inc(kPreamble + p.q.front().second.size());
+  if (timeline()) trace_wire("port" + std::to_string(d), frame_label(p.q.front().first, d, p.q.front().second.size()), cal_.now_ps(), cal_.now_ps() + t);
   cal_.after(t, [this, d] {
     Port& p = ports_[d];
     auto bytes = std::move(p.q.front().second);
@@ -229,6 +243,7 @@ void EtherSegment::hub_resolve() {
     frames_.inc();
     bytes_.inc(kPreamble + f.bytes.size());
     attempts_.sample(f.attempts + 1);
+    if (timeline()) trace_wire("medium", frame_label(s, f.dst, f.bytes.size()), window_start_, end);
     cal_.at(end, [this, s] {
       Frame f = std::move(st_[s].txq.front());
       st_[s].txq.pop_front();
@@ -245,6 +260,7 @@ void EtherSegment::hub_resolve() {
   // Collision: everyone jams, the medium clears, each backs off on its own.
   collisions_.inc();
   busy_until_ = window_end_ + kJamBits * bit_ps_ + prop_ps_;
+  if (timeline()) trace_wire("medium", "collision of " + std::to_string(who.size()) + " stations", window_start_, busy_until_);
   last_sender_ = kNobody;
   carried_ = true;
   for (uint32_t s : who) {

@@ -113,6 +113,8 @@ class EtherSegment final : public sc_core::sc_module {
   void hub_resolve();
   bool lose();
   void hand_over(uint32_t dst, std::vector<uint8_t> bytes);  // to the station's MAC (FCS stripped)
+  void trace_wire(const std::string& wire, const std::string& what, uint64_t begin_ps, uint64_t end_ps) const;
+  static std::string frame_label(uint32_t from, uint32_t dst, size_t with_fcs);
 
   const std::string prefix_;  // its name: where its statistics and random streams are named
   Calendar& cal_;

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -29,11 +30,12 @@ json run_timeline(const fs::path& d, const std::string& config, const std::strin
 
 // The format: every event has ph, ts, pid, tid and name; slices have a duration and never
 // overlap on one track (so they nest trivially); every flow start has one end and the other
-// way round, each inside a slice of its track; every track and process is named.
+// way round, a step only between them, each inside a slice of its track; every track and
+// process is named.
 void check_format(const json& t) {
   ASSERT_TRUE(t.contains("traceEvents") && t["traceEvents"].is_array());
   std::map<int, std::vector<std::pair<double, double>>> slices;
-  std::map<std::pair<std::string, uint64_t>, std::vector<const json*>> starts, ends;
+  std::map<std::pair<std::string, uint64_t>, std::vector<const json*>> starts, ends, steps;
   std::set<int> named_tids, named_pids, used_tids, used_pids;
   for (const auto& e : t["traceEvents"]) {
     for (const char* k : {"ph", "ts", "pid", "tid", "name"}) ASSERT_TRUE(e.contains(k)) << k << " missing: " << e;
@@ -50,9 +52,9 @@ void check_format(const json& t) {
       ASSERT_TRUE(e.contains("dur")) << e;
       ASSERT_GE(e["dur"].get<double>(), 0.0) << e;
       slices[e["tid"].get<int>()].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
-    } else if (ph == "s" || ph == "f") {
+    } else if (ph == "s" || ph == "t" || ph == "f") {
       ASSERT_TRUE(e.contains("id")) << e;
-      (ph == "s" ? starts : ends)[{e["name"].get<std::string>(), e["id"].get<uint64_t>()}].push_back(&e);
+      (ph == "s" ? starts : ph == "t" ? steps : ends)[{e["name"].get<std::string>(), e["id"].get<uint64_t>()}].push_back(&e);
     } else {
       FAIL() << "unexpected phase " << ph;
     }
@@ -67,12 +69,19 @@ void check_format(const json& t) {
     EXPECT_EQ(ends[k].size(), 1u);
   }
   for (const auto& [k, v] : ends) EXPECT_TRUE(starts.count(k)) << "flow " << k.first << " " << k.second << " has no start";
+  for (const auto& [k, v] : steps) {
+    ASSERT_TRUE(starts.count(k) && ends.count(k)) << "flow " << k.first << " " << k.second << ": a step without a start and an end";
+    for (const json* e : v) {
+      EXPECT_GE((*e)["ts"].get<double>(), (*starts[k][0])["ts"].get<double>()) << *e;
+      EXPECT_LE((*e)["ts"].get<double>(), (*ends[k][0])["ts"].get<double>()) << *e;
+    }
+  }
   auto inside = [&](const json& e) {
     for (const auto& [b, end] : slices[e["tid"].get<int>()])
       if (b <= e["ts"].get<double>() + 1e-9 && e["ts"].get<double>() <= end + 1e-9) return true;
     return false;
   };
-  for (const auto& m : {starts, ends})
+  for (const auto& m : {starts, steps, ends})
     for (const auto& [k, v] : m)
       for (const json* e : v) EXPECT_TRUE(inside(*e)) << "a flow event outside any slice of its track: " << *e;
   for (int tid : used_tids) EXPECT_TRUE(named_tids.count(tid)) << "tid " << tid << " has no name";
@@ -208,5 +217,95 @@ TEST(Timeline, TheMachinesRecordRoundsSystemCallsHandlersAndTransfers) {
       }
     }
     EXPECT_GT(found, 0) << w.config << ": no '" << w.slice_has << "' slice on a track with '" << w.track_suffix << "'";
+  }
+}
+
+// Request to reply: an MBP coherence request leaves from its processor's track, passes the
+// home MBP's service of it and ends with the answer served back at the requester; an MBCF
+// command with a status reply leaves from the requester's system call, passes the receiver's
+// routine and ends with the reply's routine back at the requester; a command without a reply
+// ends at the receiver. Every frame is on the Ethernet's wire tracks.
+TEST(Timeline, RequestsAreJoinedToTheirRepliesAndFramesAreOnTheWire) {
+  const auto d = test::temp_dir("timeline_flows");
+  struct Point {
+    std::string track, name;
+  };
+  // Each flow's points in time order: (phase, track, slice name it is bound to).
+  auto flows_of = [](const json& t, const std::string& flow) {
+    const auto names = thread_names(t);
+    std::map<int, std::vector<std::pair<double, const json*>>> slices;
+    for (const auto& e : t["traceEvents"])
+      if (e["ph"] == "X") slices[e["tid"].get<int>()].push_back({e["ts"].get<double>(), &e});
+    std::map<uint64_t, std::vector<std::tuple<double, int, std::string, Point>>> pts;
+    for (const auto& e : t["traceEvents"]) {
+      if (e["ph"] == "X" || e["ph"] == "M" || e["name"] != flow) continue;
+      std::string within;
+      for (const auto& [ts, s] : slices[e["tid"].get<int>()])
+        if (ts <= e["ts"].get<double>() + 1e-9 && e["ts"].get<double>() <= ts + (*s)["dur"].get<double>() + 1e-9) within = (*s)["name"];
+      std::string track = names.at(e["tid"].get<int>());
+      const std::string ph = e["ph"];
+      pts[e["id"].get<uint64_t>()].push_back({e["ts"].get<double>(), ph == "s" ? 0 : ph == "t" ? 1 : 2, ph, Point{track.substr(0, track.find(" [")), within}});
+    }
+    std::map<uint64_t, std::vector<std::pair<std::string, Point>>> out;
+    for (auto& [id, v] : pts) {
+      std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return std::tie(std::get<0>(a), std::get<1>(a)) < std::tie(std::get<0>(b), std::get<1>(b)); });
+      for (const auto& [ts, order, ph, pt] : v) out[id].push_back({ph, pt});
+    }
+    return out;
+  };
+  {
+    const json t = run_timeline(d / "mbp", "mbp16.json", "--set sharing.refs_per_proc=300");
+    check_format(t);
+    const auto flows = flows_of(t, "request to its answer");
+    ASSERT_GT(flows.size(), 10u);
+    for (const auto& [id, pts] : flows) {
+      ASSERT_EQ(pts.size(), 3u) << id;
+      EXPECT_EQ(pts[0].first, "s");
+      EXPECT_EQ(pts[1].first, "t");
+      EXPECT_EQ(pts[2].first, "f");
+      EXPECT_EQ(pts[0].second.track, pts[2].second.track) << "the answer ends where the request began";
+      EXPECT_NE(pts[1].second.track, pts[0].second.track);
+      EXPECT_NE(pts[1].second.track.find(".mbp"), std::string::npos) << pts[1].second.track;
+      const std::string req = pts[1].second.name.substr(0, pts[1].second.name.find(' '));
+      EXPECT_TRUE(req == "GetS" || req == "GetX" || req == "ReadH" || req == "WriteH" || req == "Atomic" || req == "PutX" || req == "SetProto")
+          << pts[1].second.name;
+      EXPECT_NE(pts[2].second.name.find("block "), std::string::npos) << pts[2].second.name;
+    }
+  }
+  {
+    // Round trips of MBCF_WRITE with a status reply, then one-way MBCF_WRITEs (no reply).
+    const json rtt = run_timeline(d / "rtt", "mbcf-ss20-100t-half.json",
+                                  "--set workload.kind=rtt --set 'workload.commands=[\"write\"]' --set 'workload.sizes=[64]' --set workload.iterations=3");
+    check_format(rtt);
+    const auto flows = flows_of(rtt, "MBCF request to its reply");
+    ASSERT_EQ(flows.size(), 5u) << "two unmeasured round trips and three measured";
+    for (const auto& [id, pts] : flows) {
+      ASSERT_EQ(pts.size(), 3u) << id;
+      EXPECT_EQ(pts[0].second.track, "system.host0.cpu");
+      EXPECT_EQ(pts[0].second.name, "MBCF_WRITE system call");
+      EXPECT_EQ(pts[1].second.track, "system.host1.cpu");
+      EXPECT_EQ(pts[1].second.name, "MBCF_WRITE from n0");
+      EXPECT_EQ(pts[2].second.track, "system.host0.cpu");
+      EXPECT_EQ(pts[2].first, "f");
+    }
+    const json one = run_timeline(d / "oneway", "mbcf-ss20-100t-half.json",
+                                  "--set workload.kind=oneway --set 'workload.commands=[\"write\"]' --set 'workload.sizes=[64]' --set workload.iterations=3");
+    check_format(one);
+    const auto f1 = flows_of(one, "MBCF request to its reply");
+    ASSERT_EQ(f1.size(), 10u) << "five round trips of two one-way writes";
+    for (const auto& [id, pts] : f1) {
+      ASSERT_EQ(pts.size(), 2u) << id;
+      EXPECT_NE(pts[0].second.track, pts[1].second.track);
+    }
+    // The wire: one slice per frame on each station's cable (the 100 Mb/s half-duplex hub's
+    // medium here), each as long as the frame's bits.
+    const auto names = thread_names(rtt);
+    int frames = 0;
+    for (const auto& e : rtt["traceEvents"])
+      if (e["ph"] == "X" && names.at(e["tid"].get<int>()).rfind("system.ether.", 0) == 0 && e["name"].get<std::string>().rfind("frame n", 0) == 0) {
+        ++frames;
+        EXPECT_GE(e["dur"].get<double>(), 72 * 8 / 100.0 - 1e-6) << "a minimal frame is 72 bytes with its preamble: " << e;
+      }
+    EXPECT_GE(frames, 10) << "every request and reply crossed the wire";
   }
 }
