@@ -309,3 +309,27 @@ TEST(Timeline, RequestsAreJoinedToTheirRepliesAndFramesAreOnTheWire) {
     EXPECT_GE(frames, 10) << "every request and reply crossed the wire";
   }
 }
+
+// The screenshot script (scripts/timeline-screenshot.py) refuses, before starting a browser,
+// what is not a timeline and a picture that is not a PNG, in one line with status 1. (Its
+// picture itself needs Chromium, which the test machine does not install.)
+TEST(Timeline, TheScreenshotScriptRefusesWhatIsNotATimeline) {
+  const auto d = test::temp_dir("timeline_screenshot");
+  const std::string script = std::string("/usr/bin/python3 ") + MBPSIM_SOURCE_DIR + "/scripts/timeline-screenshot.py ";
+  test::write_text(d / "list.json", "[1, 2]");
+  test::write_text(d / "broken.json", "{\"traceEvents\": [");
+  run_timeline(d / "run", "fig2-7-multicast.json", "");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {(d / "none.json").string() + " " + (d / "a.png").string(), "none.json: not a timeline"},
+      {(d / "list.json").string() + " " + (d / "a.png").string(), "list.json: not a timeline: no traceEvents list"},
+      {(d / "broken.json").string() + " " + (d / "a.png").string(), "broken.json: not a timeline"},
+      {(d / "run" / "t.json").string() + " " + (d / "a.jpg").string(), "a.jpg: the screenshot is a .png"},
+  };
+  for (const auto& [args, want] : cases) {
+    const auto r = test::run_cmd(script + args);
+    EXPECT_EQ(r.status, 1) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("timeline-screenshot: "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(want), std::string::npos) << args << ": " << r.output;
+  }
+  EXPECT_FALSE(fs::exists(d / "a.png"));
+}
