@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "models/core/module_tree.h"
+#include "models/core/timeline.h"
 
 namespace mbpsim::host {
 
@@ -102,7 +103,13 @@ void Os::kernel(uint64_t ps, std::function<void()> k) {
   cpu_.compute(ps, std::move(k));
 }
 
-void Os::syscall(Body body, std::function<void()> k) {
+void Os::syscall(const char* name, Body body, std::function<void()> k) {
+  if (timeline()) {  // the call, from its trap to its return, on the CPU's track
+    k = [this, name, called = cpu_.now_ps(), k = std::move(k)] {
+      if (Timeline* tl = timeline()) tl->slice(tl->track(cpu_.name()), std::string(name) + " system call", called, cpu_.now_ps());
+      k();
+    };
+  }
   // Entry and exit are one path length, half on each side of the call's own work.
   const uint64_t whole = instr_ps(c_.syscall_instr), in = whole / 2, out = whole - in;
   syscalls_.inc();

@@ -96,11 +96,12 @@ class Os final : public sc_core::sc_module {
   // --- the conventional services
   // Kernel code of `instr` instructions, as time on this CPU (at host.kernel_cpi).
   uint64_t instr_ps(double instr) const { return cpu_.cycles_ps(instr * c_.kernel_cpi); }
-  // A system call: the trap and entry, then `body` (the call's own kernel work, `k` after it:
-  // the call may sleep in it), then the exit and `k`. The time is the caller's process's, on
-  // the CPU, and counted as communication time.
+  // A system call `name` (sendto, recv, select): the trap and entry, then `body` (the call's
+  // own kernel work, `k` after it: the call may sleep in it), then the exit and `k`. The time
+  // is the caller's process's, on the CPU, and counted as communication time. On a run's
+  // timeline, a slice on the CPU's track from the call to its return (sleep included).
   using Body = std::function<void(std::function<void()> done)>;
-  void syscall(Body body, std::function<void()> k);
+  void syscall(const char* name, Body body, std::function<void()> k);
   // Kernel work of `ps` inside a system call (or user work the process does), then `k`.
   void kernel(uint64_t ps, std::function<void()> k);
   // The calling process sleeps on channel `chan` until `wakeup(chan)`; then the context switch

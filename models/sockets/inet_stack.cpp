@@ -160,6 +160,7 @@ bool InetStack::transmit(std::vector<uint8_t>&& frame, uint32_t dst) {
 void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector<uint8_t> data, std::function<void(Errno)> k) {
   auto err = std::make_shared<Errno>(Errno::Ok);
   os_.syscall(
+      "sendto",
       [this, fd, dst_node, dst_port, data = std::move(data), err](std::function<void()> done) mutable {
         Socket* s = sock(fd);
         if (!s) *err = Errno::BadDescriptor;
@@ -339,6 +340,7 @@ void InetStack::udp_input(std::vector<uint8_t>&& datagram) {
 void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
   auto out = std::make_shared<std::pair<Errno, Received>>();
   os_.syscall(
+      "recvfrom",
       [this, fd, out](std::function<void()> done) {
         // soreceive: sleeps while the receive buffer is empty, then takes the first datagram
         // and copies it out. (The sleeper holds the routine; it holds itself only weakly.)
@@ -369,6 +371,7 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
 void InetStack::select_readable(int fd, std::function<void(bool)> k) {
   auto ready = std::make_shared<bool>(false);
   os_.syscall(
+      "select",
       [this, fd, ready](std::function<void()> done) {
         os_.kernel(cycles(os_.config().select_instr), [this, fd, ready, done = std::move(done)] {
           *ready = queued(fd) > 0;

@@ -196,6 +196,7 @@ void Tcp::wait(uint64_t ch, std::function<bool()> ready, std::function<void()> t
 void Tcp::connect(int fd, uint32_t dst_node, uint16_t dst_port, std::function<void(Errno)> k) {
   auto err = std::make_shared<Errno>(Errno::Ok);
   os_.syscall(
+      "connect",
       [this, fd, dst_node, dst_port, err](std::function<void()> done) {
         Tcb* t = tcb(fd);
         if (!t || t->user_closed) *err = Errno::BadDescriptor;
@@ -223,6 +224,7 @@ void Tcp::connect(int fd, uint32_t dst_node, uint16_t dst_port, std::function<vo
 void Tcp::accept(int fd, std::function<void(Errno, int)> k) {
   auto out = std::make_shared<std::pair<Errno, int>>(Errno::Ok, -1);
   os_.syscall(
+      "accept",
       [this, fd, out](std::function<void()> done) {
         Tcb* t = tcb(fd);
         if (!t || t->user_closed) out->first = Errno::BadDescriptor;
@@ -247,6 +249,7 @@ void Tcp::send(int fd, std::vector<uint8_t> data, std::function<void(Errno)> k) 
   auto err = std::make_shared<Errno>(Errno::Ok);
   auto buf = std::make_shared<std::vector<uint8_t>>(std::move(data));
   os_.syscall(
+      "send",
       [this, fd, err, buf](std::function<void()> done) {
         Tcb* t = tcb(fd);
         if (!t || t->user_closed) *err = Errno::BadDescriptor;
@@ -297,6 +300,7 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
 void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8_t>)> k) {
   auto out = std::make_shared<std::pair<Errno, std::vector<uint8_t>>>(Errno::Ok, std::vector<uint8_t>{});
   os_.syscall(
+      "recv",
       [this, fd, max, out](std::function<void()> done) {
         Tcb* t = tcb(fd);
         if (!t || t->user_closed) out->first = Errno::BadDescriptor;
@@ -336,6 +340,7 @@ void Tcp::select(std::vector<int> fds, std::function<void(Errno, int)> k) {
   auto out = std::make_shared<std::pair<Errno, int>>(Errno::Ok, -1);
   auto set = std::make_shared<std::vector<int>>(std::move(fds));
   os_.syscall(
+      "select",
       [this, set, out](std::function<void()> done) {
         for (int fd : *set)
           if (const Tcb* t = tcb(fd); !t || t->user_closed) out->first = Errno::BadDescriptor;
@@ -378,6 +383,7 @@ uint64_t Tcp::select_chan() const { return chan(0, kChanSelect); }
 void Tcp::close(int fd, std::function<void(Errno)> k) {
   auto err = std::make_shared<Errno>(Errno::Ok);
   os_.syscall(
+      "close",
       [this, fd, err](std::function<void()> done) {
         Tcb* t = tcb(fd);
         if (!t || t->user_closed) {

@@ -193,7 +193,8 @@ TEST(Timeline, BadTimelineOptionsAreRefusedInOneLine) {
 }
 
 // Beyond the network: the MBP's coherence rounds at their homes, the MBCF system calls on the
-// host CPUs, the MBP2's PME handlers and DMA transfers, each on its module's track.
+// host CPUs, the MBP2's PME handlers and DMA transfers, the socket stacks' system calls, each
+// on its module's track.
 TEST(Timeline, TheMachinesRecordRoundsSystemCallsHandlersAndTransfers) {
   const auto d = test::temp_dir("timeline_machines");
   struct Want {
@@ -202,7 +203,9 @@ TEST(Timeline, TheMachinesRecordRoundsSystemCallsHandlersAndTransfers) {
   for (const Want& w : {Want{"mbp16.json", "--set sharing.refs_per_proc=200", ".mbp", " round "},
                         Want{"mbcf-ss20-100t-half.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".cpu", "MBCF_WRITE system call"},
                         Want{"mbp2p-ss20.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".nic.pme", "receive"},
-                        Want{"mbp2p-ss20.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", "dma", "transfer "}}) {
+                        Want{"mbp2p-ss20.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", "dma", "transfer "},
+                        Want{"sockets-ss20-100t-half-udp.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".cpu", "sendto system call"},
+                        Want{"sockets-ss20-100t-half-tcp.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".cpu", "recv system call"}}) {
     const auto dir = d / (std::to_string(std::hash<std::string>()(w.config + w.track_suffix)));
     const json t = run_timeline(dir, w.config, w.args);
     check_format(t);
