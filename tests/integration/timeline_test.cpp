@@ -277,9 +277,13 @@ TEST(Timeline, RequestsAreJoinedToTheirRepliesAndFramesAreOnTheWire) {
   }
   {
     // Round trips of MBCF_WRITE with a status reply, then one-way MBCF_WRITEs (no reply).
-    const json rtt = run_timeline(d / "rtt", "mbcf-ss20-100t-half.json",
-                                  "--set workload.kind=rtt --set 'workload.commands=[\"write\"]' --set 'workload.sizes=[64]' --set workload.iterations=3");
-    check_format(rtt);
+    auto mbcf_writes = [&](const std::string& kind) {
+      const json t = run_timeline(d / kind, "mbcf-ss20-100t-half.json",
+                                  "--set workload.kind=" + kind + " --set 'workload.commands=[\"write\"]' --set 'workload.sizes=[64]' --set workload.iterations=3");
+      check_format(t);
+      return t;
+    };
+    const json rtt = mbcf_writes("rtt");
     const auto flows = flows_of(rtt, "MBCF request to its reply");
     ASSERT_EQ(flows.size(), 5u) << "two unmeasured round trips and three measured";
     for (const auto& [id, pts] : flows) {
@@ -291,10 +295,7 @@ TEST(Timeline, RequestsAreJoinedToTheirRepliesAndFramesAreOnTheWire) {
       EXPECT_EQ(pts[2].second.track, "system.host0.cpu");
       EXPECT_EQ(pts[2].first, "f");
     }
-    const json one = run_timeline(d / "oneway", "mbcf-ss20-100t-half.json",
-                                  "--set workload.kind=oneway --set 'workload.commands=[\"write\"]' --set 'workload.sizes=[64]' --set workload.iterations=3");
-    check_format(one);
-    const auto f1 = flows_of(one, "MBCF request to its reply");
+    const auto f1 = flows_of(mbcf_writes("oneway"), "MBCF request to its reply");
     ASSERT_EQ(f1.size(), 10u) << "five round trips of two one-way writes";
     for (const auto& [id, pts] : f1) {
       ASSERT_EQ(pts.size(), 2u) << id;
