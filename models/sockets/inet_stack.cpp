@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/core/module_tree.h"
+#include "models/core/timeline.h"
 #include "models/mbcf/ether_system.h"
 
 namespace mbpsim::sockets {
@@ -232,6 +233,14 @@ uint64_t InetStack::rx_frame(std::vector<uint8_t>&& frame) {
   return ps;
 }
 
+namespace {
+// A whole (unfragmented) IP datagram whose protocol byte says TCP.
+bool carries_tcp(const std::vector<uint8_t>& frame) {
+  constexpr size_t kIpProtoAt = 14 + 9;
+  return !mbp2::is_fragment(frame) && frame.size() > kIpProtoAt && frame[kIpProtoAt] == mbp2::kIpProtoTcp;
+}
+}  // namespace
+
 void InetStack::netisr() {
   if (ipintrq_.empty()) {
     netisr_posted_ = false;
@@ -239,10 +248,17 @@ void InetStack::netisr() {
   }
   std::vector<uint8_t> f = std::move(ipintrq_.front());
   ipintrq_.pop_front();
+  // (On a timeline: what the software interrupt took in, named before ip_input consumes it.)
+  const char* what = !timeline()             ? nullptr
+                     : mbp2::is_fragment(f) ? "ipintr: IP fragment"
+                     : carries_tcp(f)       ? "ipintr: tcp_input"
+                                            : "ipintr: udp_input";
   std::function<void()> effect;
   const uint64_t ps = ip_input(f, effect);
   netisr_ps_.inc(ps);
-  cpu_.interrupt(ps, [this, effect = std::move(effect)] {
+  cpu_.interrupt(ps, [this, effect = std::move(effect), what, ps] {
+    if (what)
+      if (Timeline* tl = timeline()) tl->slice(tl->track(cpu_.name()), what, cpu_.now_ps() - std::min(cpu_.now_ps(), ps), cpu_.now_ps());
     if (effect) effect();
     netisr();
   });
@@ -250,8 +266,7 @@ void InetStack::netisr() {
 
 uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect) {
   uint64_t ps = cycles(c_.ipintr_instr);
-  constexpr size_t kIpProtoAt = 14 + 9;
-  if (!mbp2::is_fragment(frame) && frame.size() > kIpProtoAt && frame[kIpProtoAt] == mbp2::kIpProtoTcp) {
+  if (carries_tcp(frame)) {
     bool fast = false;
     ps += tcp_->input_ps(frame, fast);  // tcp_input, header prediction deciding its length
     effect = [this, fast, f = std::move(frame)]() mutable { tcp_->input(std::move(f), fast); };

@@ -205,8 +205,10 @@ TEST(Timeline, TheMachinesRecordRoundsSystemCallsHandlersAndTransfers) {
                         Want{"mbp2p-ss20.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".nic.pme", "receive"},
                         Want{"mbp2p-ss20.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", "dma", "transfer "},
                         Want{"sockets-ss20-100t-half-udp.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".cpu", "sendto system call"},
-                        Want{"sockets-ss20-100t-half-tcp.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".cpu", "recv system call"}}) {
-    const auto dir = d / (std::to_string(std::hash<std::string>()(w.config + w.track_suffix)));
+                        Want{"sockets-ss20-100t-half-tcp.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".cpu", "recv system call"},
+                        Want{"sockets-ss20-100t-half-tcp.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".cpu", "ipintr: tcp_input"},
+                        Want{"sockets-ss20-100t-half-udp.json", "--set 'workload.sizes=[64]' --set workload.iterations=3", ".cpu", "ipintr: udp_input"}}) {
+    const auto dir = d / (std::to_string(std::hash<std::string>()(w.config + w.track_suffix + w.slice_has)));
     const json t = run_timeline(dir, w.config, w.args);
     check_format(t);
     const auto names = thread_names(t);
