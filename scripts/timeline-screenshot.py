@@ -8,8 +8,8 @@ the process group and every track are expanded, and the page is captured.
 
   scripts/timeline-screenshot.py TIMELINE.json OUT.png [--width 1600] [--height 1000]
 
-Needs the Debian packages chromium and python3-websocket (scripts/figures.sh --screenshot
-installs them). Exit status: 0 written, 1 bad input, 2 the browser or the panel failed.
+Needs the Debian packages chromium and python3-websocket (apt-get install chromium
+python3-websocket; no setup.sh mode installs them). Exit status: 0 written, 1 bad input, 2 the browser or the panel failed.
 The panel's layout (where a track's triangle is) is Chromium's, not ours: the clicks below
 are the layout of Chromium 150-156; a later layout may need them moved.
 """
