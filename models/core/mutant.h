@@ -33,6 +33,10 @@ enum class Id : unsigned char {
   AdmaWritesAtExecute,    // mbp2: the command semantics write host memory themselves, before the ADMA moves anything
   AtomicFromExecute,      // mbp2: an atomic's result is what the semantics computed at the PME's check, not from the ADMA's read
   HelloRestartsNumbering,  // mbcf/ether: on a peer's Hello both ends number afresh from 1 (an old frame can pass for a new one)
+  SnoopFilterKeepsVictims,  // mbp: an L2 victim's bit stays in the node's snoop filter
+  // Speed mutants: right results, more work. The speed guard (scripts/speed-guard.py) must catch them.
+  CopyPerPacket,          // net: every delivered packet is copied byte by byte into a scratch buffer
+  CopyPerReference,       // mbp: every completed processor reference is copied byte by byte into a scratch buffer
 };
 
 struct Entry {
@@ -51,7 +55,16 @@ inline constexpr Entry kAll[] = {
     {Id::TlbKeepsLeftContext, "tlb_keeps_left_context"},         {Id::DmaMovesPosted, "dma_moves_posted"},
     {Id::AdmaWritesAtExecute, "adma_writes_at_execute"},   {Id::AtomicFromExecute, "atomic_from_execute"},
     {Id::HelloRestartsNumbering, "hello_restarts_numbering"},
+    {Id::SnoopFilterKeepsVictims, "snoop_filter_keeps_victims"},
+    {Id::CopyPerPacket, "copy_per_packet"},                {Id::CopyPerReference, "copy_per_reference"},
 };
+
+// What the speed mutants add: a 1 KiB copy, byte by byte (about 5,000 instructions; a packet of
+// the 64-node network costs about 6,000, a reference that hits about 500).
+[[gnu::noinline]] inline void wasted_copy() {
+  static volatile unsigned char scratch[1024];
+  for (unsigned i = 0; i < sizeof scratch; ++i) scratch[i] = static_cast<unsigned char>(i);
+}
 
 #ifdef MBPSIM_MUTANTS
 inline Id from_env() {

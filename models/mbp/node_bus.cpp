@@ -63,24 +63,42 @@ uint64_t System::bus_time(Node& n, uint64_t t, bool data, bool from_memory, uint
   return n.bus.data_free + ctlb_pen;
 }
 
-bool System::node_l2_holds(Node& n, uint64_t pblk) {
+uint64_t& System::l2_holders(Node& n, uint64_t pblk) {
+  return n.frames[(pblk >> (page_shift_ - block_shift_)) - kFrameBase]->l2_holders[pblk & (blocks_per_page_ - 1)];
+}
+
+void System::check_snoop_filter(Node& n, Frame* f, uint32_t bi) {
+  const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+  uint64_t held = 0;
   for (auto& q : n.procs)
-    if (q->l2.find(pblk)) return true;
-  return false;
+    if (q->l2.find(pblk)) held |= uint64_t{1} << q->id;
+  if (held == f->l2_holders[bi]) return;
+  std::ostringstream os;
+  os << "snoop-filter invariant: node " << n.id << " block 0x" << std::hex << (f->npage * blocks_per_page_ + bi) * nc_.block_bytes
+     << ": the filter names the L2s 0x" << f->l2_holders[bi] << ", the L2s holding it are 0x" << held;
+  fail(os.str());
+  throw ProtocolFailure(failure_);
+}
+
+bool System::node_l2_holds(Node& n, Frame* f, uint32_t bi) {
+  if (mc_.check_invariants) check_snoop_filter(n, f, bi);
+  return f->l2_holders[bi] != 0;
 }
 
 bool System::snoop(Node& n, int except, Frame* f, uint32_t bi, bool invalidate) {
+  if (mc_.check_invariants) check_snoop_filter(n, f, bi);
   const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
+  uint64_t& holders = f->l2_holders[bi];
   bool any = false;
-  for (auto& q : n.procs) {
-    if (static_cast<int>(q->id) == except) continue;
+  for (uint64_t m = except >= 0 ? holders & ~(uint64_t{1} << except) : holders; m; m &= m - 1) {
+    Proc* q = n.procs[__builtin_ctzll(m)].get();
     node::Cache::Line* l = q->l2.find(pblk);
-    if (!l) continue;
     any = true;
     if (l->state == kL2M) std::memcpy(mem(f, bi), q->l2.data(l), nc_.block_bytes);
     node::Cache::Line* l1 = q->l1.find(pblk);
     if (invalidate) {
       l->state = 0;
+      holders &= ~(uint64_t{1} << q->id);
       if (l1) l1->state = 0;
     } else {
       l->state = kL2S;
@@ -132,7 +150,7 @@ void System::bus_transport(uint32_t node, tlm::tlm_generic_payload& gp, sc_core:
   };
   switch (c->kind) {
     case BusOp::Kind::Read: {
-      const bool other = node_l2_holds(nd, paddr / nc_.block_bytes);
+      const bool other = node_l2_holds(nd, f, bi);
       f->last_use = t;
       if (!node_can_read() && !other) {
         c->supplier = BusOp::Supplier::Claimed;

@@ -28,6 +28,8 @@ inline void copy_bytes(uint8_t* dst, const uint8_t* src, uint32_t n) {
 // ---------------------------------------------------------------- the caches
 
 void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state, uint64_t t) {
+  Node& nd = *node_[p.node];
+  const uint64_t bit = uint64_t{1} << p.id;
   node::Cache::Line* l = p.l2.find(pblk);
   if (!l) {
     l = p.l2.victim(pblk);
@@ -39,10 +41,15 @@ void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2
         uint64_t wt = t;  // (a buffered write-back: no bus time)
         bus_op(p.node, p.bus, BusOp::Kind::WriteBack, l->blk * nc_.block_bytes, wt, p.l2.data(l));
       }
+      if (!mutant::on(mutant::Id::SnoopFilterKeepsVictims)) l2_holders(nd, l->blk) &= ~bit;
     }
     l->blk = pblk;
   }
   l->state = l2state;
+  if (l2state)
+    l2_holders(nd, pblk) |= bit;
+  else
+    l2_holders(nd, pblk) &= ~bit;
   p.l2.touch(l);
   copy_bytes(p.l2.data(l), data, nc_.block_bytes);
   node::Cache::Line* l1 = p.l1.find(pblk);
@@ -50,6 +57,7 @@ void System::fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2
     l1 = p.l1.victim(pblk);
     l1->blk = pblk;
   }
+  l1->link = p.l2.index_of(l);
   l1->state = l2state >= kL2E ? kL1Write : kL1Read;
   p.l1.touch(l1);
   copy_bytes(p.l1.data(l1), data, nc_.block_bytes);
@@ -101,7 +109,7 @@ void System::run_proc(Proc& p, uint64_t now) {
       p.lvl = 0;
       p.forwarded = false;
       ++p.op_seq;
-      t += static_cast<uint64_t>(std::llround(static_cast<double>(p.op.gap) * nc_.cpi * cpu_ps_));
+      t += gap_ps(p.op.gap);
       p.op_start = t;
     }
     if (t > limit) {
@@ -136,6 +144,7 @@ void System::finish_op(Proc& p, uint64_t t) {
   p.have_op = false;
   p.t = std::max(p.t, t);
   ++ops_completed_;
+  if (mutant::on(mutant::Id::CopyPerReference)) mutant::wasted_copy();
   if (p.lvl == kLvlWriteBuffer) {
     st_.stores->inc();
     nd.wb_stores->inc();
@@ -198,9 +207,9 @@ System::Outcome System::execute(Proc& p, uint64_t& t, uint64_t now) {
 }
 
 System::Addr System::decode(uint64_t addr) const {
-  const uint64_t nblk = addr / nc_.block_bytes;
-  return Addr{addr / nc_.page_bytes, nblk, static_cast<uint32_t>(addr % nc_.block_bytes),
-              static_cast<uint32_t>(nblk % blocks_per_page_)};
+  const uint64_t nblk = addr >> block_shift_;
+  return Addr{addr >> page_shift_, nblk, static_cast<uint32_t>(addr & (nc_.block_bytes - 1)),
+              static_cast<uint32_t>(nblk & (blocks_per_page_ - 1))};
 }
 
 System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
@@ -253,6 +262,7 @@ System::Outcome System::exec_load(Proc& p, uint64_t& t, uint64_t now) {
     t += nc_.l2_latency * cpu_ps_;
     node::Cache::Line* l1 = p.l1.victim(pblk);
     l1->blk = pblk;
+    l1->link = p.l2.index_of(l);
     l1->state = l->state >= kL2E ? kL1Write : kL1Read;
     p.l1.touch(l1);
     copy_bytes(p.l1.data(l1), p.l2.data(l), nc_.block_bytes);
@@ -279,16 +289,18 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
   if (f->proto != Protocol::Invalidate) return exec_wb_store(p, t, now);
   const uint64_t pblk = f->frame_no * blocks_per_page_ + bi;
   const uint64_t paddr = f->frame_no * nc_.page_bytes + bi * nc_.block_bytes;
-  auto write = [&](node::Cache::Line* l2, uint8_t lvl) {
+  // `l1`: the block's L1 line when the caller found it.
+  auto write = [&](node::Cache::Line* l2, uint8_t lvl, node::Cache::Line* l1) {
     l2->state = kL2M;
     p.l2.touch(l2);
     copy_bytes(p.l2.data(l2) + boff, op.data, op.size);  // L1 writes through to L2
-    node::Cache::Line* l1 = p.l1.find(pblk);
+    if (!l1) l1 = p.l1.find(pblk);
     if (l1) {
       copy_bytes(p.l1.data(l1) + boff, op.data, op.size);
     } else {
       l1 = p.l1.victim(pblk);
       l1->blk = pblk;
+      l1->link = p.l2.index_of(l2);
       copy_bytes(p.l1.data(l1), p.l2.data(l2), nc_.block_bytes);
     }
     l1->state = kL1Write;
@@ -302,13 +314,17 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
   };
   if (node::Cache::Line* l = p.l1.find(pblk); l && l->state == kL1Write) {
     t += nc_.l1_latency * cpu_ps_;
-    return write(p.l2.find(pblk), 1);
+    // The L1 line knows where its block sits in the L2 (inclusion keeps it there while the L1
+    // holds the block): one host line read instead of the set's ways.
+    node::Cache::Line* l2 = p.l2.at(l->link);
+    if (!l2 || l2->blk != pblk || !l2->state) l2 = p.l2.find(pblk);
+    return write(l2, 1, l);
   }
   t += nc_.l1_latency * cpu_ps_;
   node::Cache::Line* own = p.l2.find(pblk);
   if (own && own->state >= kL2E) {
     t += nc_.l2_latency * cpu_ps_;
-    return write(own, 2);
+    return write(own, 2, nullptr);
   }
   t += nc_.l2_latency * cpu_ps_;
   // Read-exclusive (or upgrade) on the bus: other L2 copies go, an M copy first lands in the
@@ -324,7 +340,7 @@ System::Outcome System::exec_store(Proc& p, uint64_t& t, uint64_t now) {
     fill_caches(p, pblk, p.bus.line.data(), kL2E, t);
     own = p.l2.find(pblk);
   }
-  return write(own, 3);
+  return write(own, 3, nullptr);
 }
 
 // Stores to update and non-cacheable pages go through the write buffer to the home, which

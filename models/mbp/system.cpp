@@ -23,12 +23,13 @@ void System::footprint(const node::NodeConfig& nc, const MbpConfig& mc, uint64_t
   // Nodes with a busy processor, and the busy processors on each (the most loaded node's).
   const uint64_t busy_nodes = std::min(nodes, busy), per_node = (busy + nodes - 1) / nodes;
   // The caches: an array's page becomes resident when a line in it is filled, or, on hosts
-  // whose kernel maps no shared zero page, as soon as one is looked up. Every cache of a node
-  // is looked up for each block its node bus carries (snoops): on such a host each holds
-  // pages for the blocks of every busy processor of its node; elsewhere for its own.
+  // whose kernel maps no shared zero page, as soon as one is looked up. A snoop looks up only
+  // the caches the snoop filter names, so each cache holds pages for its own processor's
+  // blocks; but mbp.check_invariants checks the filter against every cache of the node at each
+  // snoop, and then, on such a host, each holds pages for every busy processor of its node.
   const uint64_t page = nc.page_bytes, bpp = page / nc.block_bytes;
   const uint64_t priv_pages = (use.private_bytes + page - 1) / page, shared_pages = (use.shared_bytes + page - 1) / page;
-  const uint64_t looked_up = reads_make_pages_resident() ? per_node : 1;
+  const uint64_t looked_up = reads_make_pages_resident() && mc.check_invariants ? per_node : 1;
   const uint64_t node_blocks = use.known ? (looked_up * priv_pages + shared_pages) * bpp : ~0ull >> 8;
   const uint64_t cached_procs = use.known ? busy_nodes * nc.procs : procs;
   uint64_t worst = 0;
@@ -64,7 +65,7 @@ void System::footprint(const node::NodeConfig& nc, const MbpConfig& mc, uint64_t
   const uint64_t homes_per_node = (home_pages + busy_nodes - 1) / busy_nodes;
   if (nc.l3_pages && node_pages > homes_per_node + nc.l3_pages) node_pages = homes_per_node + nc.l3_pages;
   const uint64_t spans = std::min<uint64_t>(banks, page / std::max<uint64_t>(nc.bank_interleave_bytes, nc.block_bytes));
-  const uint64_t frame = heap_bytes(sizeof(Frame)) + vector_bytes<uint8_t*>(spans) + vector_bytes<uint8_t>(bpp) +
+  const uint64_t frame = heap_bytes(sizeof(Frame)) + vector_bytes<uint8_t*>(spans) + vector_bytes<uint8_t>(bpp) + vector_bytes<uint64_t>(bpp) +
                          spans * (heap_bytes(page / spans) + 2 * sizeof(void*)) + 4 * sizeof(uint64_t);
   f.add("memory pages", busy_nodes * node_pages * frame, "node.page_bytes x pages touched per node x nodes, node.l3_pages");
   // A directory entry; its queue of waiting requests (a std::deque) holds a map and a block.
@@ -80,6 +81,9 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
       placement_rng_(seed, "mbp.placement") {
   blocks_per_page_ = nc_.page_bytes / nc_.block_bytes;
   cpu_ps_ = nc_.cpu_ps();
+  block_shift_ = static_cast<uint32_t>(__builtin_ctz(nc_.block_bytes));
+  page_shift_ = static_cast<uint32_t>(__builtin_ctz(nc_.page_bytes));
+  for (uint32_t g = 0; g < kGapTable; ++g) gap_ps_[g] = compute_ps(g);
   bus_ps_ = nc_.bus_ps();
   mbp_ps_ = mc_.clock_ps();
   net_ps_ = net.period().value();
@@ -473,6 +477,7 @@ System::Frame* System::frame_for(uint32_t n, uint64_t page, bool create) {
   if (nd.frames.size() <= f->frame_no - kFrameBase) nd.frames.resize(f->frame_no - kFrameBase + 1);
   attach_memory(nd, f.get());
   f->st.assign(blocks_per_page_, 0);  // HState::None or RState::I
+  f->l2_holders.assign(blocks_per_page_, 0);
   if (f->home) {
     // The page's protocol and directory format are drawn once, from the run seed and the
     // page number, so they do not depend on which node touches the page first.
@@ -557,6 +562,13 @@ bool System::evict_page(uint32_t n) {
     uint64_t at = now;
     bus_op(n, nd.mbp.bus, BusOp::Kind::RequestData, paddr_of(v, bi), at, m->data, m);
   }
+  // No L2 may keep a block of the frame: its number goes to another page.
+  for (uint32_t bi = 0; bi < blocks_per_page_; ++bi)
+    if (v->l2_holders[bi]) {
+      fail("snoop-filter invariant: node " + std::to_string(n) + " evicts the frame of page " + std::to_string(v->npage) +
+           " while an L2 still holds its block " + std::to_string(bi));
+      throw ProtocolFailure(failure_);
+    }
   // TLB shootdown: the processors' P-TLBs, the C-TLB and the N-TLB forget the page.
   for (auto& p : nd.procs) p->ptlb.invalidate(v->npage);
   nd.mbp.ctlb.invalidate(v->frame_no);

@@ -17,6 +17,7 @@
 // grants DMI can replace a bank (use_bank).
 #pragma once
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -223,7 +224,12 @@ class System : public sc_core::sc_module, public net::NetClient {
   // The node's MBP snoops its caches through its bus socket (an Invalidate or a Downgrade, with a
   // data phase when `flush` and a cache held the block). Returns whether some L2 held it.
   bool mbp_snoop(Node& nd, Frame* f, uint32_t bi, bool invalidate, bool flush = false);
-  bool node_l2_holds(Node& n, uint64_t pblk);
+  // Whether some L2 of the node holds block bi of frame f (the snoop filter).
+  bool node_l2_holds(Node& n, Frame* f, uint32_t bi);
+  // mbp.check_invariants: the snoop filter names exactly the L2s that hold the block.
+  void check_snoop_filter(Node& n, Frame* f, uint32_t bi);
+  // The snoop filter's entry of node-physical block pblk.
+  uint64_t& l2_holders(Node& n, uint64_t pblk);
   // Processor p's L2 and L1 take the block in L2 state `l2state` at its time t (a modified L2
   // victim is written back through its socket).
   void fill_caches(Proc& p, uint64_t pblk, const uint8_t* data, uint8_t l2state, uint64_t t);
@@ -281,6 +287,15 @@ class System : public sc_core::sc_module, public net::NetClient {
   DirectoryFormats dirfmt_;
   uint32_t nodes_;
   uint32_t blocks_per_page_;
+  // Address decoding by shifts (block and page sizes are powers of two, checked at load): a
+  // division per reference was a few percent of a run of hits.
+  uint32_t block_shift_, page_shift_;
+  // The compute time before a reference, llround(gap * cpi * cpu period), for the common
+  // gaps: the same value as the expression, without a libm call per reference.
+  static constexpr uint32_t kGapTable = 256;
+  uint64_t gap_ps_[kGapTable];
+  uint64_t compute_ps(uint64_t gap) const { return static_cast<uint64_t>(std::llround(static_cast<double>(gap) * nc_.cpi * cpu_ps_)); }
+  uint64_t gap_ps(uint64_t gap) const { return gap < kGapTable ? gap_ps_[gap] : compute_ps(gap); }
   uint64_t colors_;
   uint64_t cpu_ps_, bus_ps_, mbp_ps_, net_ps_, quantum_ps_, bank_lat_ps_, bank_busy_ps_;
   uint32_t data_flits_;

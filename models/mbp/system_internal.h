@@ -54,6 +54,11 @@ struct System::Frame {
   std::vector<uint8_t*> share;
   std::vector<uint8_t> st;     // per block: HState (home) or RState (elsewhere)
   std::vector<uint32_t> owner; // home: the owner of an Owned block
+  // The node's snoop filter, per block: a bit for each of the node's processors whose L2 holds
+  // it. A bus snoop probes only those L2s, so a delivery to a node without a copy costs one
+  // load, not every L2's ways. Kept exact where an L2 line becomes valid or invalid
+  // (System::fill_caches, System::snoop); mbp.check_invariants checks it at every snoop.
+  std::vector<uint64_t> l2_holders;
   uint64_t last_use = 0;       // remote: last bus access (L3 replacement picks the oldest)
   DirPage* dir = nullptr;  // home: the page's entry in the node's directory (mbp.dir)
 };

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "models/core/error.h"
+#include "models/core/mutant.h"
 #include "models/core/module_tree.h"
 
 namespace mbpsim::net {
@@ -343,6 +344,7 @@ void Network::handle(const Event& e) {
 
 void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
   last_progress_ = now;
+  if (mutant::on(mutant::Id::CopyPerPacket)) mutant::wasted_copy();
   if (tracing()) trace_deliver(node, p, now);
   if (p->kind != PacketKind::Ack) ++total_delivered_;
   auto complete = [&](bool measured) {

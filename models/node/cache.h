@@ -23,6 +23,7 @@ class Cache {
   struct Line {
     uint64_t blk;    // block number (address / block size)
     uint32_t lru;    // last use (per-cache clock)
+    uint32_t link;   // the owner's: an L1 line keeps the index of its block's line in the L2
     uint8_t state;   // 0: invalid; other values are the owner's
   };
   // The array comes from calloc: the kernel hands out zero pages lazily, so a large cache that
@@ -76,6 +77,12 @@ class Cache {
     return v;
   }
   static uint8_t* data(Line* l) { return reinterpret_cast<uint8_t*>(l) + sizeof(Line); }
+  // A line's place in the array, and the line at a place: a hint another structure keeps (the
+  // caller checks that the line still holds what it expects).
+  uint32_t index_of(const Line* l) const {
+    return static_cast<uint32_t>((reinterpret_cast<const uint8_t*>(l) - base_) / stride_);
+  }
+  Line* at(uint32_t i) { return i < nlines_ ? line(i) : nullptr; }
 
  private:
   Line* line(uint64_t i) { return reinterpret_cast<Line*>(base_ + i * stride_); }
