@@ -47,7 +47,7 @@ void Network::footprint(const NetConfig& cfg, MemoryForecast& f) {
   const uint64_t nvcs = static_cast<uint64_t>(cfg.vcs_per_class) * kNumClasses;
   const uint64_t deque_bytes = heap_bytes(8 * sizeof(void*)) + heap_bytes(512);
   f.add("network interfaces",
-        vector_bytes<NetIface>(nodes) + nodes * (kNumClasses * deque_bytes + vector_bytes<int>(nvcs) + CreditLine::bytes(nvcs * cfg.buffer_depth)),
+        vector_bytes<NetIface>(nodes) + nodes * (kNumClasses * deque_bytes + vector_bytes<int>(nvcs) + CreditLine::bytes(CreditLine::kInitial)),
         "network.radix^network.levels");
   // The calendar's wheel: a bucket per cycle of the near future, each as large as the most
   // events one cycle has held (at least one flit or timer event per router and interface).
@@ -72,9 +72,12 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
     for (auto& r : routers_) trace_->router_track.push_back(tl->track(r->name()));
     for (uint32_t n = 0; n < topo_.nodes(); ++n) trace_->ni_track.push_back(tl->track(sp + ".ni" + std::to_string(n)));
   }
-  for (auto& ni : nis_) {
+  for (uint32_t n = 0; n < topo_.nodes(); ++n) {
+    NetIface& ni = nis_[n];
+    ni.leaf = static_cast<uint32_t>(topo_.router_id(topo_.levels() - 1, n / cfg.radix));
+    ni.leaf_port = static_cast<uint8_t>(n % cfg.radix);
     ni.credits.assign(cfg.vcs_per_class * kNumClasses, cfg.buffer_depth);
-    ni.returning.init(static_cast<size_t>(cfg.vcs_per_class) * kNumClasses * cfg.buffer_depth);
+    ni.returning.init();
   }
 
   lat_unicast = &stats.histogram(sp + ".latency.unicast", "cycles, creation to tail delivery", "cycles");
@@ -425,15 +428,15 @@ void Network::ni_step(uint32_t node, uint64_t now) {
     }
     for (int i = 0; i < k && !ni.cur; ++i) {
       const int c = order[i];
-      const int base = c * cfg_.vcs_per_class;
-      for (int j = 0; j < cfg_.vcs_per_class; ++j) {
-        const int v = base + (ni.cls_rr + j) % cfg_.vcs_per_class;
+      const int vpc = cfg_.vcs_per_class, base = c * vpc;
+      for (int j = 0, r = ni.cls_rr; j < vpc; ++j, r = r + 1 == vpc ? 0 : r + 1) {
+        const int v = base + r;
         if (ni.credits[v] > 0) {
           ni.cur = ni.q[c].front();
           ni.q[c].pop_front();
           ni.cur_vc = v;
           ni.next_flit = 0;
-          ni.cls_rr = static_cast<uint8_t>((ni.cls_rr + j + 1) % cfg_.vcs_per_class);
+          ni.cls_rr = static_cast<uint8_t>(r + 1 == vpc ? 0 : r + 1);
           break;
         }
       }
@@ -443,11 +446,8 @@ void Network::ni_step(uint32_t node, uint64_t now) {
     if (tracing() && ni.next_flit == 0) trace_send(node, ni.cur, now);
     --ni.credits[ni.cur_vc];
     ni.free_at = now + cfg_.flit_cycles();
-    const int leaf = topo_.router_id(topo_.levels() - 1, node / cfg_.radix);
     schedule(now + cfg_.link_latency,
-             Event{EvType::FlitArrive, static_cast<uint8_t>(node % cfg_.radix),
-                   static_cast<uint8_t>(ni.cur_vc), ni.next_flit, static_cast<uint32_t>(leaf),
-                   ni.cur, 0});
+             Event{EvType::FlitArrive, ni.leaf_port, static_cast<uint8_t>(ni.cur_vc), ni.next_flit, ni.leaf, ni.cur, 0});
     if (++ni.next_flit == ni.cur->size_flits) ni.cur = nullptr;
   }
 }

@@ -59,6 +59,8 @@ struct NetIface {
   std::vector<int> credits;  // per VC of the leaf router's input port
   CreditLine returning;
   uint8_t cls_rr = 0;
+  uint8_t leaf_port = 0;  // this node's input port at its leaf router
+  uint32_t leaf = 0;      // the leaf router's id
   uint64_t free_at = 0;
   bool active = false;
 };

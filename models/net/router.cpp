@@ -17,11 +17,25 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
   gen_port_ = nports_;
   ninputs_ = nports_ + 1;
   nvcs_ = c.vcs_per_class * kNumClasses;
-  in_.assign(ninputs_, std::vector<InputVC>(nvcs_));
+  // One slab each for the flit buffers, the output VCs and their ready cycles: the input VCs
+  // of a router sit together in host memory, and their size follows the router's ports.
+  const uint32_t cap = FlitQueue::capacity_for(c.buffer_depth), gen_cap = FlitQueue::capacity_for(4);
+  const size_t nvc_total = static_cast<size_t>(ninputs_) * nvcs_;
+  in_.resize(nvc_total);
+  flit_slab_.reset(new Flit[static_cast<size_t>(nports_) * nvcs_ * cap + static_cast<size_t>(nvcs_) * gen_cap]);
+  out_vc_slab_.reset(new int8_t[nvc_total * nports_]);
+  va_ready_slab_.reset(new uint64_t[nvc_total * nports_]());
+  std::fill(out_vc_slab_.get(), out_vc_slab_.get() + nvc_total * nports_, int8_t{-1});
+  Flit* slot = flit_slab_.get();
   for (int p = 0; p < ninputs_; ++p)
-    for (auto& vc : in_[p]) {
-      vc.q.init(p == gen_port_ ? 4 : c.buffer_depth);
-      for (int o = 0; o < kMaxPorts; ++o) vc.out_vc[o] = -1;
+    for (int v = 0; v < nvcs_; ++v) {
+      InputVC& ivc = vc(p, v);
+      const uint32_t n = p == gen_port_ ? gen_cap : cap;
+      ivc.q.attach(slot, n);
+      slot += n;
+      const size_t i = static_cast<size_t>(p) * nvcs_ + v;
+      ivc.out_vc = out_vc_slab_.get() + i * nports_;
+      ivc.va_ready = va_ready_slab_.get() + i * nports_;
     }
   nonempty_.assign(ninputs_, 0);
   va_pending_.assign(ninputs_, 0);
@@ -44,7 +58,7 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
       op.peer_port = static_cast<uint8_t>(pos % k_);
     }
     op.credits.assign(nvcs_, op.to_node ? 0 : c.buffer_depth);
-    op.returning.init(static_cast<size_t>(nvcs_) * c.buffer_depth);
+    op.returning.init();
     op.busy.assign(nvcs_, 0);
     op.holder.assign(nvcs_, -1);
     op.flits = &stats.counter(stat_name(*this, "port" + std::to_string(o) + ".flits"),
@@ -66,11 +80,13 @@ uint64_t Router::footprint_bytes(const NetConfig& c, bool has_parent, size_t nam
   const uint64_t nports = static_cast<uint64_t>(c.radix) + (has_parent ? 1 : 0), ninputs = nports + 1;
   const uint64_t nvcs = static_cast<uint64_t>(c.vcs_per_class) * kNumClasses;
   uint64_t b = module_bytes<Router>(name_len);
-  b += vector_bytes<std::vector<InputVC>>(ninputs) + ninputs * vector_bytes<InputVC>(nvcs);
-  b += nvcs * (nports * FlitQueue::bytes(c.buffer_depth) + FlitQueue::bytes(4));
+  // The input VCs and the three slabs (flit buffers, output VCs, ready cycles).
+  const uint64_t cap = FlitQueue::capacity_for(c.buffer_depth), gen_cap = FlitQueue::capacity_for(4);
+  b += vector_bytes<InputVC>(ninputs * nvcs) + heap_bytes(sizeof(Flit) * nvcs * (nports * cap + gen_cap)) +
+       heap_bytes(ninputs * nvcs * nports) + heap_bytes(sizeof(uint64_t) * ninputs * nvcs * nports);
   b += 4 * vector_bytes<uint32_t>(ninputs) + vector_bytes<uint8_t>(ninputs);
   b += vector_bytes<OutputPort>(nports);
-  b += nports * (vector_bytes<int>(nvcs) + CreditLine::bytes(nvcs * c.buffer_depth) + vector_bytes<uint8_t>(nvcs) +
+  b += nports * (vector_bytes<int>(nvcs) + CreditLine::bytes(CreditLine::kInitial) + vector_bytes<uint8_t>(nvcs) +
                  vector_bytes<int16_t>(nvcs));
   size_t table = 1;
   while (table < static_cast<size_t>(c.combining_entries)) table <<= 1;
@@ -93,11 +109,11 @@ void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
   push_flit(port, vc, Flit{p, now + net_->config().routing_delay, idx});
 }
 
-void Router::push_flit(int port, int vc, const Flit& f) {
-  InputVC& ivc = in_[port][vc];
+void Router::push_flit(int port, int v, const Flit& f) {
+  InputVC& ivc = vc(port, v);
   ivc.q.push(f);
-  if (ivc.q.size() == 1 && f.idx == 0) va_pending_[port] |= 1u << vc;
-  nonempty_[port] |= 1u << vc;
+  if (ivc.q.size() == 1 && f.idx == 0) va_pending_[port] |= 1u << v;
+  nonempty_[port] |= 1u << v;
   port_mask_ |= 1u << port;
   ++flits_held_;
 }
@@ -227,7 +243,7 @@ bool Router::step(uint64_t now) {
     while (m) {
       const int v = __builtin_ctz(m);
       m &= m - 1;
-      InputVC& ivc = in_[p][v];
+      InputVC& ivc = vc(p, v);
       Flit& f = ivc.q.front();
       if (!ivc.routed) {
         if (f.ready > now) {
@@ -262,8 +278,9 @@ bool Router::step(uint64_t now) {
         const int o = __builtin_ctz(m2);
         OutputPort& op = out_[o];
         pick[o] = -1;
-        for (int j = 0; j < n; ++j) {
-          const int cv = lo + (op.va_rr + j) % n;
+        // Round robin from the pointer (no division: the index wraps by one subtraction).
+        for (int j = 0, r = op.va_rr; j < n; ++j, r = r + 1 == n ? 0 : r + 1) {
+          const int cv = lo + r;
           if (!op.busy[cv] && (!vct || op.to_node || op.credits[cv] >= f.pkt->size_flits)) {
             pick[o] = cv;
             break;
@@ -288,7 +305,7 @@ bool Router::step(uint64_t now) {
         op.holder[pick[o]] = static_cast<int16_t>(p * 32 + v);
         ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
         ivc.va_ready[o] = now + c.va_delay;
-        op.va_rr = static_cast<uint8_t>((pick[o] - lo + 1) % n);
+        op.va_rr = static_cast<uint8_t>(pick[o] - lo + 1 == n ? 0 : pick[o] - lo + 1);
       }
       progress = true;
     }
@@ -314,7 +331,7 @@ bool Router::step(uint64_t now) {
       while (bits) {
         const int v = __builtin_ctz(bits);
         bits &= bits - 1;
-        InputVC& ivc = in_[p][v];
+        InputVC& ivc = vc(p, v);
         if (!ivc.routed) continue;
         const Flit& f = ivc.q.front();
         if (f.ready > now) {
@@ -373,7 +390,7 @@ bool Router::step(uint64_t now) {
       if (!grant[p]) continue;
       progress = true;
       const int v = req_vc[p];
-      InputVC& ivc = in_[p][v];
+      InputVC& ivc = vc(p, v);
       uint32_t g = grant[p];
       while (g) {
         const int o = __builtin_ctz(g);
@@ -422,7 +439,7 @@ std::string Router::describe_flits() const {
   static const char* kinds[] = {"unicast", "multicast", "ack"};
   for (int p = 0; p < ninputs_; ++p)
     for (int v = 0; v < nvcs_; ++v) {
-      const InputVC& ivc = in_[p][v];
+      const InputVC& ivc = vc(p, v);
       if (ivc.q.empty()) continue;
       const Flit& f = ivc.q.front();
       os << "\n    in port " << p << " vc " << v << ": " << ivc.q.size() << " flits, front "

@@ -8,6 +8,7 @@
 // nothing while idle.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,15 +29,58 @@ struct Flit {
   uint16_t idx;    // 0 = head; size_flits-1 = tail
 };
 
-// FIFO of flits; sized for credit-limited inputs, growing for the generator port.
-using FlitQueue = Ring<Flit>;
+// FIFO of flits on a power-of-two ring that lives in its router's one slab of flit buffers
+// (no allocation per virtual channel). Credits bound a router input to the buffer depth; only
+// the combining-ack generator's queue can outgrow its slot, and then moves to a heap array of
+// its own.
+class FlitQueue {
+ public:
+  void attach(Flit* slot, uint32_t cap) {
+    buf_ = slot;
+    mask_ = cap - 1;
+  }
+  static uint32_t capacity_for(uint32_t n) {
+    uint32_t c = 1;
+    while (c < n) c <<= 1;
+    return c;
+  }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  Flit& front() { return buf_[head_]; }
+  const Flit& front() const { return buf_[head_]; }
+  void pop() {
+    head_ = (head_ + 1) & mask_;
+    --n_;
+  }
+  void push(const Flit& f) {
+    if (n_ == mask_ + 1) grow();
+    buf_[(head_ + n_) & mask_] = f;
+    ++n_;
+  }
+
+ private:
+  void grow() {
+    std::unique_ptr<Flit[]> nb(new Flit[2 * (mask_ + 1)]);
+    for (uint32_t i = 0; i < n_; ++i) nb[i] = buf_[(head_ + i) & mask_];
+    own_ = std::move(nb);
+    buf_ = own_.get();
+    mask_ = 2 * mask_ + 1;
+    head_ = 0;
+  }
+  Flit* buf_ = nullptr;
+  std::unique_ptr<Flit[]> own_;  // after growing past the slot
+  uint32_t mask_ = 0, head_ = 0, n_ = 0;
+};
 
 // Credits on their way back to an upstream output port, in the order they were sent (the
 // credit delay is constant, so arrival times are non-decreasing). They are absorbed when the
-// upstream next looks at its credits: no calendar event per credit.
+// upstream next looks at its credits: no calendar event per credit. A busy upstream absorbs
+// them every cycle, so the line holds about a credit delay's worth; one that sleeps lets them
+// pile up to its VCs' buffers, and the ring grows then (start-up memory is what is used).
 class CreditLine {
  public:
-  void init(size_t cap) { q_.init(cap); }
+  static constexpr size_t kInitial = 8;
+  void init() { q_.init(kInitial); }
   static uint64_t bytes(size_t cap);
   bool empty() const { return q_.empty(); }
   void push(uint64_t at, int vc) { q_.push(Entry{at, static_cast<uint8_t>(vc)}); }
@@ -66,8 +110,9 @@ struct InputVC {
   bool routed = false;        // the packet at the front has its route
   uint32_t route_mask = 0;    // output ports of the packet at the front
   uint32_t pending = 0;       // outputs the front flit still has to reach
-  int8_t out_vc[kMaxPorts];   // VC held at each output, -1 none
-  uint64_t va_ready[kMaxPorts];  // cycle from which that VC may be used
+  // Per output port of the router (arrays in the router's slabs, nports long):
+  int8_t* out_vc = nullptr;     // VC held at each output, -1 none
+  uint64_t* va_ready = nullptr; // cycle from which that VC may be used
 };
 
 struct OutputPort {
@@ -134,7 +179,14 @@ class Router final : public sc_core::sc_module {
   int ninputs_ = 0;   // input ports: children + parent + generator
   int gen_port_ = 0;  // index of the generator input (combined acks)
   int nvcs_ = 0;
-  std::vector<std::vector<InputVC>> in_;  // [port][vc]
+  // The router's state in a few contiguous arrays, sized by its ports and VCs: the input VCs
+  // ([port * nvcs + vc]), their flit buffers, and their per-output VC and ready cycle.
+  std::vector<InputVC> in_;
+  std::unique_ptr<Flit[]> flit_slab_;
+  std::unique_ptr<int8_t[]> out_vc_slab_;
+  std::unique_ptr<uint64_t[]> va_ready_slab_;
+  InputVC& vc(int port, int v) { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
+  const InputVC& vc(int port, int v) const { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
   std::vector<uint32_t> nonempty_;        // [port] bitmask of VCs holding flits
   uint32_t port_mask_ = 0;                // input ports with a non-zero nonempty_
   // Work lists as bitmasks per input port, so a saturated router does not scan every VC:
