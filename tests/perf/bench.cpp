@@ -77,17 +77,19 @@ void BM_mbp16_random_tester(benchmark::State& s) { run_case(s, "mbp16-random-tes
 void BM_mbp64_random_tester(benchmark::State& s) { run_case(s, "mbp16-random-tester.json", "--set network.levels=3"); }
 void BM_mbp16_sharing(benchmark::State& s) { run_case(s, "mbp16.json", ""); }
 void BM_mbp64_sharing(benchmark::State& s) { run_case(s, "mbp64.json", ""); }
-// Target: a 64-node workload with at least 95% L1 hits replays at least 2 M references per
-// host second (hits cost a lookup, not an event). Shared references: 0.5%, 1% and none.
-void mbp64_hits(benchmark::State& s, const char* shared) {
+// Targets (issue 41), in references per CPU second so that another process on the host does
+// not move them: a 64-node workload of L1 hits makes at least 5 M with private data only and
+// at least 3 M with shared references (0.5% and 1%). A case below its target is labelled so;
+// its figures still print (an error would hide them).
+void mbp64_hits(benchmark::State& s, const char* shared, double target) {
   run_case(s, "mbp64.json", std::string("--set sharing.refs_per_proc=50000 --set sharing.shared_fraction=") + shared);
-  if (!last_host_.contains("references_per_second")) return;
-  const double rate = last_host_["references_per_second"].get<double>();
-  if (s.counters["l1_hit_rate"] >= 0.95 && rate < 2e6) s.SkipWithError("below the 2 M references/s target");
+  if (!last_host_.contains("references")) return;
+  const double rate = last_host_["references"].get<double>() / last_host_["cpu_seconds"].get<double>();
+  if (rate < target) s.SetLabel("below the target of " + std::to_string(static_cast<int>(target / 1e6)) + " M references per CPU second");
 }
-void BM_mbp64_l1hits_private_only(benchmark::State& s) { mbp64_hits(s, "0"); }
-void BM_mbp64_l1hits_shared_0_5pct(benchmark::State& s) { mbp64_hits(s, "0.005"); }
-void BM_mbp64_l1hits_shared_1pct(benchmark::State& s) { mbp64_hits(s, "0.01"); }
+void BM_mbp64_l1hits_private_only(benchmark::State& s) { mbp64_hits(s, "0", 5e6); }
+void BM_mbp64_l1hits_shared_0_5pct(benchmark::State& s) { mbp64_hits(s, "0.005", 3e6); }
+void BM_mbp64_l1hits_shared_1pct(benchmark::State& s) { mbp64_hits(s, "0.01", 3e6); }
 
 // Trace replay (issues 6 and 37): traces of the project's own PARMACS kernels, captured by
 // mbptrace-cc when the benchmark starts: the six-step FFT with 2^16 points (`fft P 16`, about
