@@ -93,6 +93,7 @@ bool System::snoop(Node& n, int except, Frame* f, uint32_t bi, bool invalidate) 
   for (uint64_t m = except >= 0 ? holders & ~(uint64_t{1} << except) : holders; m; m &= m - 1) {
     Proc* q = n.procs[__builtin_ctzll(m)].get();
     node::Cache::Line* l = q->l2.find(pblk);
+    if (!l) check_snoop_filter(n, f, bi);  // a filter that names an L2 without the block: the run stops, named
     any = true;
     if (l->state == kL2M) std::memcpy(mem(f, bi), q->l2.data(l), nc_.block_bytes);
     node::Cache::Line* l1 = q->l1.find(pblk);
