@@ -429,14 +429,14 @@ void Network::ni_step(uint32_t node, uint64_t now) {
     for (int i = 0; i < k && !ni.cur; ++i) {
       const int c = order[i];
       const int vpc = cfg_.vcs_per_class, base = c * vpc;
-      for (int j = 0, r = ni.cls_rr; j < vpc; ++j, r = r + 1 == vpc ? 0 : r + 1) {
+      for (int j = 0, r = ni.cls_rr; j < vpc; ++j, r = rr_next(r, vpc)) {
         const int v = base + r;
         if (ni.credits[v] > 0) {
           ni.cur = ni.q[c].front();
           ni.q[c].pop_front();
           ni.cur_vc = v;
           ni.next_flit = 0;
-          ni.cls_rr = static_cast<uint8_t>(r + 1 == vpc ? 0 : r + 1);
+          ni.cls_rr = static_cast<uint8_t>(rr_next(r, vpc));
           break;
         }
       }

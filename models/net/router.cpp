@@ -278,8 +278,8 @@ bool Router::step(uint64_t now) {
         const int o = __builtin_ctz(m2);
         OutputPort& op = out_[o];
         pick[o] = -1;
-        // Round robin from the pointer (no division: the index wraps by one subtraction).
-        for (int j = 0, r = op.va_rr; j < n; ++j, r = r + 1 == n ? 0 : r + 1) {
+        // Round robin from the pointer (rr_next: no division in the loop).
+        for (int j = 0, r = op.va_rr; j < n; ++j, r = rr_next(r, n)) {
           const int cv = lo + r;
           if (!op.busy[cv] && (!vct || op.to_node || op.credits[cv] >= f.pkt->size_flits)) {
             pick[o] = cv;
@@ -305,7 +305,7 @@ bool Router::step(uint64_t now) {
         op.holder[pick[o]] = static_cast<int16_t>(p * 32 + v);
         ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
         ivc.va_ready[o] = now + c.va_delay;
-        op.va_rr = static_cast<uint8_t>(pick[o] - lo + 1 == n ? 0 : pick[o] - lo + 1);
+        op.va_rr = static_cast<uint8_t>(rr_next(pick[o] - lo, n));
       }
       progress = true;
     }
@@ -383,7 +383,7 @@ bool Router::step(uint64_t now) {
       const uint32_t hi = r & (~0u << op.sa_rr);
       const int p = __builtin_ctz(hi ? hi : r);
       grant[p] |= 1u << o;
-      op.sa_rr = static_cast<uint8_t>(p + 1 == ninputs_ ? 0 : p + 1);
+      op.sa_rr = static_cast<uint8_t>(rr_next(p, ninputs_));
     }
     for (uint32_t rq = requesting; rq; rq &= rq - 1) {
       const int p = __builtin_ctz(rq);
@@ -397,7 +397,7 @@ bool Router::step(uint64_t now) {
         g &= g - 1;
         send(p, ivc, o, now);
       }
-      in_rr_[p] = static_cast<uint8_t>(v + 1 == nvcs_ ? 0 : v + 1);
+      in_rr_[p] = static_cast<uint8_t>(rr_next(v, nvcs_));
       if (ivc.pending) continue;
       // The flit has reached every output it needed: free its slot and credit the upstream.
       const Flit f = ivc.q.front();

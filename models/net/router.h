@@ -103,6 +103,9 @@ class CreditLine {
   Ring<Entry> q_;
 };
 
+// The round-robin pointer after i among n (no division in the arbiters' loops).
+constexpr int rr_next(int i, int n) { return i + 1 == n ? 0 : i + 1; }
+
 constexpr int kMaxPorts = kMaxRadix + 2;  // children, parent, combining-ack generator
 
 struct InputVC {
