@@ -390,7 +390,8 @@ class TcpPingPong : public PingPongClient<TcpWorkload> {
   int fd0_ = -1, fd1_ = -1;
 };
 
-// peak over TCP without TCP_NODELAY (6.2.3, 6.3.3): host 0 sends messages of each size, one
+// peak over TCP, with TCP_NODELAY on both ends if workload.tcp_nodelay says so (the thesis set it
+// on SunOS, 6.2.3, and not on Solaris, 6.3.2): host 0 sends messages of each size, one
 // send() each, as fast as the send buffer takes them; host 1 reads them. A peak rate is TCP's
 // steady state, so workload.transfers messages are timed in the middle of a longer stream: the
 // clock starts when host 1 has read a warm-up of 2 x (sockets.tcp_sendspace +
@@ -411,6 +412,7 @@ class TcpPeak : public TcpWorkload {
     const sockets::SocketConfig sc = sockets::SocketConfig::from(c);
     warm_bytes_ = 2ull * (sc.tcp_sendspace + sc.tcp_recvspace);
     jitter_ps_ = static_cast<uint64_t>(std::llround(c.get_double("workload.phase_jitter_ms") * 1e9));
+    nodelay_ = c.get_bool("workload.tcp_nodelay");
     phase_ = Rng(seed, "workload.phase");
   }
   void start() override { next_point(); }
@@ -430,7 +432,7 @@ class TcpPeak : public TcpWorkload {
     connect_point();
   }
   void connect_point() {
-    link(0, 1, false, static_cast<uint16_t>(kPort + si_), [this](int a, int b) {
+    link(0, 1, nodelay_, static_cast<uint16_t>(kPort + si_), [this](int a, int b) {
       fd0_ = a;
       fd1_ = b;
       measure();
@@ -487,6 +489,7 @@ class TcpPeak : public TcpWorkload {
   std::vector<uint32_t> sizes_;
   uint32_t count_, si_ = 0, k_ = 0, rk_ = 0, warm_ = 0;
   uint64_t warm_bytes_ = 0, jitter_ps_ = 0, idle_ps_ = 0;
+  bool nodelay_ = false;
   Rng phase_;
   double cpu_us_ = 0;  // the sender's host CPU time while the timed messages were read
   int fd0_ = -1, fd1_ = -1;

@@ -52,8 +52,10 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
          "tcp_input when header prediction holds (Van Jacobson, 4.3BSD-Reno): the cached PCB, a pure ACK for new data (sbdrop, RTT, sowwakeup) or pure in-order data (sbappend, sorwakeup); an estimate", 0, 1e9})
       .add(&SocketConfig::tcp_sendspace, {"sockets.tcp_sendspace", 4096, "bytes", "a TCP socket's send buffer (4.3BSD tcp_sendspace, 1024 x 4, SunOS 4.1's default)", 1, 1 << 30})
       .add(&SocketConfig::tcp_recvspace, {"sockets.tcp_recvspace", 4096, "bytes", "a TCP socket's receive buffer and so the largest window it offers (4.3BSD tcp_recvspace, 1024 x 4, SunOS 4.1's default)", 64, 65535})
+      .add(&SocketConfig::mbuf_accounting, {"sockets.mbuf_accounting", true, "",
+         "a TCP socket buffer's space counts the mbufs that hold its data, as SunOS 4.1.4's BSD sockets do (sbspace: the smaller of the bytes left and twice the buffer less the mbuf storage charged, 128 bytes per mbuf and 1024 more per cluster; sosend's clusters from 512 bytes left to copy; the LANCE driver's loaned receive buffers; models/sockets/mbuf_account.h); false: bytes only, as Solaris's STREAMS sockets, with sockets.tcp_send_lowat", 0, 1})
       .add(&SocketConfig::tcp_send_lowat, {"sockets.tcp_send_lowat", 1024, "bytes",
-         "sosend waits for this much send-buffer space (or for all it has left to copy) before it copies more: 4.3BSD-Tahoe's test of one mbuf cluster (MCLBYTES, 1024 on SunOS 4.1)", 1, 1 << 30})
+         "without sockets.mbuf_accounting: sosend waits for this much send-buffer space (or for all it has left to copy) before it copies more (with it, SunOS 4.1.4's own rule: mbuf_account.h)", 1, 1 << 30})
       .add(&SocketConfig::tcp_mss, {"sockets.tcp_mss", 1460, "bytes", "the largest segment's data (tcp_mss: the interface's MTU less 40 bytes of IP and TCP headers on the local network; the smaller of this and sockets.mtu - 40 is used)", 1, 65495})
       .add(&SocketConfig::tcp_dupack_thresh, {"sockets.tcp_dupack_thresh", 3, "ACKs", "duplicate ACKs that trigger a fast retransmission (4.3BSD-Tahoe tcprexmtthresh)", 1, 1000})
       .add(&SocketConfig::tcp_max_rexmt, {"sockets.tcp_max_rexmt", 12, "", "retransmission back-offs before the connection is dropped with ETIMEDOUT (4.3BSD TCP_MAXRXTSHIFT)", 1, 64})

@@ -125,11 +125,14 @@ uint64_t Tcp::chan(int fd, uint32_t kind) const {
   return (static_cast<uint64_t>(node_) << 32) | 0x80000000u | (kind << 24) | static_cast<uint32_t>(fd);
 }
 
+// sbspace: the bytes left, and with sockets.mbuf_accounting the mbuf storage left (at least 0).
 uint32_t Tcp::snd_space(const Tcb& t) const {
-  return c_.tcp_sendspace - std::min<uint32_t>(c_.tcp_sendspace, static_cast<uint32_t>(t.sndbuf.size()));
+  const uint32_t b = c_.tcp_sendspace - std::min<uint32_t>(c_.tcp_sendspace, static_cast<uint32_t>(t.sndbuf.size()));
+  return c_.mbuf_accounting ? static_cast<uint32_t>(std::clamp<int64_t>(t.snd_mb.room(), 0, b)) : b;
 }
 uint32_t Tcp::rcv_space(const Tcb& t) const {
-  return c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size()));
+  const uint32_t b = c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size()));
+  return c_.mbuf_accounting ? static_cast<uint32_t>(std::clamp<int64_t>(t.rcv_mb.room(), 0, b)) : b;
 }
 uint32_t Tcp::offered(const Tcb& t) { return seq_gt(t.rcv_adv, t.rcv_nxt) ? t.rcv_adv - t.rcv_nxt : 0; }
 
@@ -166,6 +169,8 @@ void Tcp::dispatch(Tcb& t, Event e, const mbp2::Parsed* p, const std::vector<uin
 
 int Tcp::socket() {
   tcbs_.push_back(std::make_unique<Tcb>());
+  tcbs_.back()->snd_mb = MbufAccount(c_.tcp_sendspace);
+  tcbs_.back()->rcv_mb = MbufAccount(c_.tcp_recvspace);
   tcbs_.back()->fd = static_cast<int>(tcbs_.size() - 1);
   return tcbs_.back()->fd;
 }
@@ -261,8 +266,11 @@ void Tcp::send(int fd, std::vector<uint8_t> data, std::function<void(Errno)> k) 
       [err, k = std::move(k)] { k(*err); });
 }
 
-// sosend's loop: wait for space (at least the low-water mark, or all that is left), copy what
-// fits, tcp_output (PRU_SEND), again until all is in the send buffer.
+// sosend's loop: wait for space, copy what fits, tcp_output (PRU_SEND), again until all is in
+// the send buffer. With sockets.mbuf_accounting SunOS 4.1.4's rules (mbuf_account.h): wait
+// while no space is left, or while a write of at least a cluster finds less than a cluster's
+// space and the buffer holds a cluster's worth; copy into the mbufs sosend would take, at most
+// SEND_CHUNK per call. Without: wait for the low-water mark's space (or all that is left).
 void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, std::shared_ptr<Errno> err,
                  std::function<void()> done) {
   const size_t rem = buf->size() - pos;
@@ -271,7 +279,10 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
       [this, fd, rem] {
         const Tcb* t = tcb(fd);
         const size_t space = snd_space(*t);
-        return t->error_set || !can_send(t->state) || space >= rem || space >= c_.tcp_send_lowat;
+        if (t->error_set || !can_send(t->state)) return true;
+        if (c_.mbuf_accounting)
+          return space > 0 && !(rem >= mbuf::kMclbytes && space < mbuf::kMclbytes && t->sndbuf.size() >= mbuf::kMclbytes);
+        return space >= rem || space >= c_.tcp_send_lowat;
       },
       [this, fd, buf, pos, rem, err, done = std::move(done)]() mutable {
         Tcb* t = tcb(fd);
@@ -279,16 +290,20 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
           *err = t->error_set ? t->error : Errno::Pipe;
           return done();
         }
-        const size_t n = std::min<size_t>(snd_space(*t), rem);
+        std::vector<MbufAccount::Mbuf> chain;
+        uint32_t taken = 0;
+        if (c_.mbuf_accounting) chain = MbufAccount::sosend_chain(rem, std::min<uint32_t>(snd_space(*t), mbuf::kSendChunk), taken);
+        const size_t n = c_.mbuf_accounting ? taken : std::min<size_t>(snd_space(*t), rem);
         const uint64_t ps = os_.instr_ps(c_.sosend_instr + c_.stream_write_instr) + os_.copy_ps(n);
         rx_ps_.inc(ps);
-        os_.kernel(ps, [this, fd, buf, pos, n, err, done = std::move(done)]() mutable {
+        os_.kernel(ps, [this, fd, buf, pos, n, err, chain = std::move(chain), done = std::move(done)]() mutable {
           Tcb* t = tcb(fd);
           if (t->error_set || !can_send(t->state)) {
             *err = t->error_set ? t->error : Errno::Pipe;
             return done();
           }
           t->sndbuf.insert(t->sndbuf.end(), buf->begin() + static_cast<long>(pos), buf->begin() + static_cast<long>(pos + n));
+          t->snd_mb.append(chain);
           output(*t, false, [this, fd, buf, pos, n, err, done = std::move(done)]() mutable {
             if (pos + n == buf->size()) return done();
             sosend(fd, buf, pos + n, err, std::move(done));
@@ -327,6 +342,7 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
                 const size_t m = std::min(n, t->rcvbuf.size());
                 out->second.assign(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
                 t->rcvbuf.erase(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
+                t->rcv_mb.drop(m);
                 // PRU_RCVD: tcp_output, which sends a window update if the read opened the window enough
                 if (connected(t->state)) return output(*t, false, std::move(done));
                 done();

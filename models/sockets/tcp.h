@@ -46,6 +46,7 @@
 #include "models/core/calendar.h"
 #include "models/core/stats.h"
 #include "models/mbp2/inet.h"
+#include "models/sockets/mbuf_account.h"
 
 namespace mbpsim::host {
 class Os;
@@ -145,11 +146,13 @@ class Tcp final : public sc_core::sc_module {
     uint32_t iss = 0, snd_una = 0, snd_nxt = 0, snd_max = 0, snd_wl1 = 0, snd_wl2 = 0;
     uint32_t snd_wnd = 0, max_sndwnd = 0, cwnd = 0, ssthresh = 0;
     std::deque<uint8_t> sndbuf;  // bytes from snd_una (SYN and FIN take sequence space, no bytes)
+    MbufAccount snd_mb;          // the mbufs holding sndbuf (sockets.mbuf_accounting)
     bool fin_sent = false;
     uint32_t dupacks = 0;
     // receive side
     uint32_t irs = 0, rcv_nxt = 0, rcv_adv = 0;
     std::deque<uint8_t> rcvbuf;
+    MbufAccount rcv_mb;  // the mbufs holding rcvbuf
     std::map<uint32_t, std::vector<uint8_t>> reass;  // out-of-order data by sequence
     bool fin_rcvd = false;
     // timers

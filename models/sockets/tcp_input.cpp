@@ -216,9 +216,11 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
     bool fin_acked = false;
     if (acked > t.sndbuf.size()) {
       t.sndbuf.clear();
+      t.snd_mb.clear();
       fin_acked = t.fin_sent;
     } else {
       t.sndbuf.erase(t.sndbuf.begin(), t.sndbuf.begin() + acked);
+      t.snd_mb.drop(acked);
     }
     os_.wakeup(chan(t.fd, kChanSend));  // sowwakeup
     t.snd_una = ack;
@@ -248,6 +250,7 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
   if (len > 0 && receiving) {
     if (seq == t.rcv_nxt && t.reass.empty()) {
       t.rcvbuf.insert(t.rcvbuf.end(), data, data + len);
+      t.rcv_mb.append(MbufAccount::rx_chain(mbuf::kTcpIpHdr + p->payload_len, len));
       t.rcv_nxt += len;
       t.delack = true;
       sorwakeup(t);
@@ -262,6 +265,7 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
         const uint32_t skip = t.rcv_nxt - b->first;
         if (skip < b->second.size()) {
           t.rcvbuf.insert(t.rcvbuf.end(), b->second.begin() + skip, b->second.end());
+          t.rcv_mb.append(MbufAccount::rx_chain(mbuf::kTcpIpHdr + static_cast<uint32_t>(b->second.size()), static_cast<uint32_t>(b->second.size()) - skip));
           t.rcv_nxt += static_cast<uint32_t>(b->second.size()) - skip;
           moved = true;
         }
@@ -320,7 +324,7 @@ bool Tcp::predicted(const mbp2::Parsed& p) const {
       t->snd_nxt != t->snd_max)
     return false;
   if (p.payload_len == 0) return seq_gt(d.ack, t->snd_una) && seq_le(d.ack, t->snd_max) && t->cwnd >= t->snd_wnd;
-  return d.ack == t->snd_una && t->reass.empty() && t->rcvbuf.size() + p.payload_len <= c_.tcp_recvspace;
+  return d.ack == t->snd_una && t->reass.empty() && p.payload_len <= rcv_space(*t);
 }
 
 void Tcp::input(std::vector<uint8_t>&& frame, bool fast) {

@@ -98,6 +98,7 @@ void Tcp::drop(Tcb& t, Errno e) {
   t.error_set = true;
   t.error = e;
   t.sndbuf.clear();
+  t.snd_mb.clear();
   wake_all(t);
 }
 

@@ -180,6 +180,42 @@ TEST(Tcp, WithTcpNodelayEverySmallSendIsASegment) {
   EXPECT_EQ(h.stat(0, "data_segments_sent"), 10u);
 }
 
+// SunOS 4.1.4 charges a socket buffer for the mbufs that hold its data (mbuf_account.h): each
+// 256-byte segment the LANCE driver loans up costs the receiver's 4 KB buffer 1152 bytes of its
+// 8 KB of storage. Sixteen such segments fill the window first offered (4096 bytes, never
+// shrunk); the receiver then reads 2048 of them. Counting bytes (Solaris's STREAMS,
+// sockets.mbuf_accounting false) that read opens the window by 2048 and eight more segments come;
+// counting storage, the eight left still hold 9216 bytes of it, more than the 8192 allowed, so the
+// window stays shut.
+void read_half_then_stop(bool acct, uint32_t expect_bytes, uint64_t expect_segments) {
+  Hosts h([acct](mbcf::EtherSysConfig&, SocketConfig& sc) {
+    sc.mbuf_accounting = acct;
+    sc.tcp_mss = 256;  // a segment per send, whatever slow start holds back
+  });
+  uint32_t sent = 0, read = 0;
+  std::function<void()> next = [&] {
+    if (sent == 32) return;
+    h.tcp(0).send(h.a, bytes(256, sent), [&](Errno e) {
+      EXPECT_EQ(e, Errno::Ok);
+      ++sent;
+      next();
+    });
+  };
+  h.connect(true, [&] { next(); });
+  run_ms(4000);  // slow start from one segment, one delayed ACK per 200 ms tick
+  ASSERT_EQ(h.tcp(1).readable(h.b), 4096u);
+  h.tcp(1).recv(h.b, 2048, [&](Errno e, std::vector<uint8_t> d) {
+    EXPECT_EQ(e, Errno::Ok);
+    read = static_cast<uint32_t>(d.size());
+  });
+  run_ms(1000);  // no persist probe yet (at least 5 s after the window shut)
+  EXPECT_EQ(read, 2048u);
+  EXPECT_EQ(read + h.tcp(1).readable(h.b), expect_bytes);
+  EXPECT_EQ(h.stat(0, "data_segments_sent"), expect_segments);
+}
+TEST(Tcp, SunOsChargesASocketBufferForItsMbufsNotOnlyItsBytes) { read_half_then_stop(true, 4096, 16); }
+TEST(Tcp, WithoutMbufAccountingTheBufferHoldsItsBytes) { read_half_then_stop(false, 6144, 24); }
+
 // Slow start: the window opens by a segment per ACK from one segment; a stream with buffers
 // larger than the window it reaches ends with cwnd well above its start.
 TEST(Tcp, SlowStartOpensTheWindowBySegmentsPerAck) {
@@ -326,6 +362,24 @@ TEST(Tcp, APeakRateIsTheStreamsSteadyStateWhateverTheRunsLength) {
   EXPECT_EQ(longrun[1]["warmup_messages"].get<uint32_t>(), 32u);
   const double rate = longrun[0]["value"].get<double>(), cpu_us = longrun[0]["host_cpu_us_per_op"].get<double>();
   EXPECT_NEAR(rate, 16.0 / cpu_us, 0.03 * rate);
+}
+
+// The thesis set TCP_NODELAY for its SunOS peak rates (6.2.3) and not for Solaris's (6.3.2):
+// the SunOS configs say workload.tcp_nodelay, so each 16-byte send is a segment of its own; with
+// it off, Nagle packs the sends behind an outstanding segment into a few long ones.
+TEST(Tcp, SunOsPeakRatesRunWithTcpNodelayAsTheThesisSetIt) {
+  auto segments = [](const std::string& extra) {
+    const auto r = test::run_ok("sockets-ss20-100t-half-tcp.json", "--set workload.kind=peak --set 'workload.sizes=[16]' --set workload.transfers=256" + extra);
+    const auto& tcp = r.stats["stats"]["system"]["host0"]["inet"]["tcp"];
+    return std::make_pair(tcp["data_segments_sent"].get<uint64_t>(), r.summary()["points"][0]["warmup_messages"].get<uint64_t>());
+  };
+  const auto [with, warm] = segments("");
+  const auto [without, warm2] = segments(" --set workload.tcp_nodelay=false");
+  const uint64_t messages = 2 * warm + 256;  // warm-up, timed, cool-down
+  EXPECT_EQ(warm, warm2);
+  EXPECT_GE(with * 10, messages * 8);  // a segment per send, but where a closed window held a few (2,068 of 2,304)
+  EXPECT_LT(without * 20, messages);   // 37 of 2,304
+
 }
 
 // workload.phase_jitter_ms: each size's connection starts after an idle drawn from the seed, so

@@ -1,0 +1,90 @@
+// SunOS 4.1.4's socket-buffer storage accounting (models/sockets/mbuf_account.h): what sosend
+// and the LANCE driver make of a write and a frame, and what sbspace's second term charges.
+#include <gtest/gtest.h>
+
+#include "models/sockets/mbuf_account.h"
+
+namespace {
+
+using mbpsim::sockets::MbufAccount;
+namespace mbuf = mbpsim::sockets::mbuf;
+
+// A write of 512 bytes or more takes a cluster and charges its space a whole one: 1152 bytes of
+// storage for 512 of data, so seven such writes leave a 4 KB send buffer 128 bytes of room, not
+// the 512 its byte count says; the eighth is cut to what that room takes, in small mbufs.
+TEST(MbufAccount, AWriteOf512BytesTakesAClusterAndChargesMoreThanTwiceItsData) {
+  MbufAccount sb(4096);
+  EXPECT_EQ(sb.mbmax(), 8192u);
+  for (int i = 0; i < 7; ++i) {
+    uint32_t taken = 0;
+    const auto chain = MbufAccount::sosend_chain(512, sb.room(), taken);
+    ASSERT_EQ(chain.size(), 1u);
+    EXPECT_TRUE(chain[0].cluster);
+    EXPECT_EQ(taken, 512u);
+    sb.append(chain);
+  }
+  EXPECT_EQ(sb.mbcnt(), 7u * 1152u);
+  EXPECT_EQ(sb.room(), 128);
+  uint32_t taken = 0;
+  const auto chain = MbufAccount::sosend_chain(512, sb.room(), taken);
+  EXPECT_EQ(taken, 128u);  // 112 + 16 in small mbufs
+  ASSERT_EQ(chain.size(), 2u);
+  EXPECT_FALSE(chain[0].cluster);
+  EXPECT_EQ(chain[0].len, mbuf::kMlen);
+}
+
+// Below the threshold a write goes into small mbufs (511 bytes: five, 640 bytes of storage), and
+// small writes are packed into the last small mbuf by sbcompress: 28 writes of 4 bytes fill one.
+TEST(MbufAccount, ShortWritesGoIntoSmallMbufsThatSbcompressPacks) {
+  uint32_t taken = 0;
+  const auto chain = MbufAccount::sosend_chain(511, 4096, taken);
+  EXPECT_EQ(taken, 511u);
+  EXPECT_EQ(chain.size(), 5u);
+  MbufAccount a(4096);
+  a.append(chain);
+  EXPECT_EQ(a.mbcnt(), 5u * 128u);
+
+  MbufAccount b(4096);
+  for (int i = 0; i < 28; ++i) b.append(MbufAccount::sosend_chain(4, b.room(), taken));
+  EXPECT_EQ(b.mbcnt(), 128u);
+  b.append(MbufAccount::sosend_chain(4, b.room(), taken));
+  EXPECT_EQ(b.mbcnt(), 256u);
+}
+
+// The LANCE driver loans a frame longer than MLEN as one cluster-type mbuf (a 512-byte segment
+// costs the receive buffer 1152) and copies a short one into small mbufs, which pack.
+TEST(MbufAccount, AReceivedSegmentIsALoanedClusterOrPackedSmallMbufs) {
+  MbufAccount rcv(4096);
+  rcv.append(MbufAccount::rx_chain(40 + 512, 512));
+  EXPECT_EQ(rcv.mbcnt(), 1152u);
+  rcv.append(MbufAccount::rx_chain(40 + 73, 73));  // 113 bytes of IP: loaned too
+  EXPECT_EQ(rcv.mbcnt(), 2u * 1152u);
+
+  MbufAccount small(4096);
+  small.append(MbufAccount::rx_chain(40 + 20, 20));
+  small.append(MbufAccount::rx_chain(40 + 20, 20));  // 76 + 20 + 20 <= MMAXOFF: packed
+  EXPECT_EQ(small.mbcnt(), 128u);
+  small.append(MbufAccount::rx_chain(40 + 20, 20));
+  EXPECT_EQ(small.mbcnt(), 256u);
+  const auto two = MbufAccount::rx_chain(40 + 70, 70);  // 110 bytes: 88 in the first mbuf, 22 in a second
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].len, 48u);
+  EXPECT_EQ(two[1].len, 22u);
+}
+
+// sbdrop: a part of an mbuf only shortens it; an mbuf consumed whole gives its charge back.
+TEST(MbufAccount, DroppingDataFreesOnlyWholeMbufs) {
+  MbufAccount sb(4096);
+  uint32_t taken = 0;
+  sb.append(MbufAccount::sosend_chain(1024, 4096, taken));
+  sb.append(MbufAccount::sosend_chain(1024, 4096, taken));
+  EXPECT_EQ(sb.mbcnt(), 2304u);
+  sb.drop(1000);
+  EXPECT_EQ(sb.mbcnt(), 2304u);
+  sb.drop(24);
+  EXPECT_EQ(sb.mbcnt(), 1152u);
+  sb.drop(5000);
+  EXPECT_EQ(sb.mbcnt(), 0u);
+}
+
+}  // namespace
