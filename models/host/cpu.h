@@ -42,6 +42,7 @@ class Cpu final : public sc_core::sc_module {
   void pio_write(uint64_t addr, uint32_t value, std::function<void(uint64_t, bool)> k);
   uint64_t cycles_ps(double cycles) const;
   uint64_t now_ps() const { return cal_.now_ps(); }
+  Calendar& calendar() const { return cal_; }
   // An interrupt routine of `dur`: `fn` runs at its end. Counted as communication time.
   void interrupt(uint64_t dur, std::function<void()> fn);
   // User-level work of `ps` (or a system call the caller counts with `charge`), then `k`.

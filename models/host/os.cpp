@@ -4,6 +4,7 @@
 // from").
 #include "models/host/os.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/core/module_tree.h"
@@ -121,29 +122,59 @@ void Os::syscall(const char* name, Body body, std::function<void()> k) {
   });
 }
 
-void Os::sleep(uint64_t chan, std::function<void()> k) { sleepers_.emplace_back(chan, std::move(k)); }
+void Os::sleep(uint64_t chan, std::function<void()> k) {
+  tsleep(chan, 0, [k = std::move(k)](bool) { k(); });
+}
+
+void Os::tsleep(uint64_t chan, uint64_t until_ps, std::function<void(bool)> k) {
+  const uint64_t id = next_sleeper_++;
+  sleepers_.push_back({chan, id, std::move(k)});
+  if (until_ps == 0) return;
+  // the callout (softclock's endtsleep): the sleeper, if it still sleeps, times out
+  cpu_.calendar().at(std::max(until_ps, cpu_.now_ps()), [this, id] {
+    for (size_t i = 0; i < sleepers_.size(); ++i)
+      if (sleepers_[i].id == id) return resume(i, true);
+  });
+}
 
 bool Os::sleeping(uint64_t chan) const {
-  for (const auto& [c, k] : sleepers_)
-    if (c == chan) return true;
+  for (const Sleeper& s : sleepers_)
+    if (s.chan == chan) return true;
   return false;
+}
+
+void Os::resume(size_t i, bool timed_out) {
+  auto k = std::move(sleepers_[i].k);
+  sleepers_.erase(sleepers_.begin() + static_cast<long>(i));
+  const uint64_t ps = instr_ps(c_.switch_instr);
+  switches_.inc();
+  switch_ps_.inc(ps);
+  ++spent_.switches;
+  spent_.switch_ps += ps;
+  kernel(ps, [k = std::move(k), timed_out] { k(timed_out); });
 }
 
 void Os::wakeup(uint64_t chan) {
   for (size_t i = 0; i < sleepers_.size();) {
-    if (sleepers_[i].first != chan) {
+    if (sleepers_[i].chan != chan) {
       ++i;
       continue;
     }
-    auto k = std::move(sleepers_[i].second);
-    sleepers_.erase(sleepers_.begin() + static_cast<long>(i));
-    const uint64_t ps = instr_ps(c_.switch_instr);
-    switches_.inc();
-    switch_ps_.inc(ps);
-    ++spent_.switches;
-    spent_.switch_ps += ps;
-    kernel(ps, std::move(k));
+    resume(i, false);
   }
+}
+
+void Os::select_loop(std::function<int()> ready, uint64_t scan_ps, uint64_t chan, uint64_t until_ps, bool timed,
+                     std::function<void(int)> k) {
+  kernel(scan_ps, [this, ready = std::move(ready), scan_ps, chan, until_ps, timed, k = std::move(k)]() mutable {
+    if (const int fd = ready(); fd >= 0) return k(fd);
+    if (timed && cpu_.now_ps() >= until_ps) return k(-1);  // a zero timeout, or a retry past the time
+    tsleep(chan, timed ? next_tick(until_ps) : 0,  // hzto: the timeout in whole ticks
+           [this, ready = std::move(ready), scan_ps, chan, until_ps, timed, k = std::move(k)](bool timed_out) mutable {
+             if (timed_out) return k(-1);  // 4.4BSD: EWOULDBLOCK from tsleep, no scan
+             select_loop(std::move(ready), scan_ps, chan, until_ps, timed, std::move(k));
+           });
+  });
 }
 
 void Os::softint(uint64_t ps, std::function<void()> fn) {

@@ -22,8 +22,10 @@
 //     dispatcher, the signal check on the way out;
 //   - sleep, wakeup and the context switch to the woken process (`host.switch_instr`);
 //   - posting and dispatching a software interrupt (`host.softint_instr`: BSD's netisr);
-//   - select() on a descriptor that has nothing to read, beyond the call (`host.select_instr`);
-//   - the kernel clock's resolution (`host.clock_hz`: a user timer fires on a tick).
+//   - select() on a descriptor that has nothing to read, beyond the call (`host.select_instr`),
+//     and select()'s loop itself (`select_loop`: scan, sleep, scan again, or time out);
+//   - the kernel clock's resolution (`host.clock_hz`: a user timer, and a sleep's timeout, ends
+//     on a tick).
 // The OS runs each on the host CPU (cpu.h) and counts what it did under its own name, so a run's
 // `stats.json` says which OS services a latency contains and how long each took. What a call
 // does to memory is its caller's (a protocol stack's: MBCF's calls are in models/mbcf); the OS
@@ -107,8 +109,20 @@ class Os final : public sc_core::sc_module {
   // The calling process sleeps on channel `chan` until `wakeup(chan)`; then the context switch
   // back to it, then `k`. (One program per host: the CPU is otherwise idle or interrupted.)
   void sleep(uint64_t chan, std::function<void()> k);
+  // tsleep (4.4BSD): sleep on `chan` as `sleep` does, but a callout of the kernel clock ends the
+  // sleep at `until_ps` (a tick: `next_tick`) if no wakeup(chan) came first; then the context
+  // switch back, then `k(true)` (timed out) or `k(false)` (woken). `until_ps` 0: no timeout.
+  void tsleep(uint64_t chan, uint64_t until_ps, std::function<void(bool timed_out)> k);
   // Wakes what sleeps on `chan` (at the end of the kernel work that calls it).
   void wakeup(uint64_t chan);
+  // select()'s loop inside the call (4.4BSD sys_generic.c): each pass scans the descriptors
+  // (`scan_ps`: each one's poll routine) and `ready()` gives the first readable one, or -1. None
+  // ready: with a timeout (`timed`) that ends at `until_ps` and has ended (a zero timeout),
+  // `k(-1)`; else the process tsleeps on `chan` (a descriptor's sorwakeup wakes it), with a
+  // timeout on the kernel clock's tick at or after `until_ps` if `timed`, and scans again when
+  // woken, or gives `k(-1)` when the time is up.
+  void select_loop(std::function<int()> ready, uint64_t scan_ps, uint64_t chan, uint64_t until_ps, bool timed,
+                   std::function<void(int)> k);
   bool sleeping(uint64_t chan) const;
   // Software interrupt work: after the hardware interrupt routines queued so far, the dispatch
   // and then `ps` of work, then `fn` (at interrupt level: counted as interrupt time).
@@ -123,7 +137,13 @@ class Os final : public sc_core::sc_module {
   Counter &lw_calls_, &lw_ps_, &lw_copy_bytes_, &invocations_, &invoke_ps_;
   Counter &syscalls_, &syscall_ps_, &switches_, &switch_ps_, &softints_, &softint_ps_;
   Counter &cold_lines_, &cold_ps_;
-  std::vector<std::pair<uint64_t, std::function<void()>>> sleepers_;
+  struct Sleeper {
+    uint64_t chan, id;
+    std::function<void(bool)> k;
+  };
+  void resume(size_t i, bool timed_out);  // the sleeper `i`: switch back to it
+  std::vector<Sleeper> sleepers_;
+  uint64_t next_sleeper_ = 0;
 };
 
 }  // namespace mbpsim::host

@@ -349,7 +349,8 @@ void InetStack::udp_input(std::vector<uint8_t>&& datagram) {
   s->rcv_bytes += p.payload_len + kAddrBytes;
   s->rcv.push_back(std::move(r));
   udp_in_.inc();
-  os_.wakeup(chan(fd));  // sorwakeup
+  os_.wakeup(chan(fd));  // sorwakeup: a reader,
+  os_.wakeup(select_chan());  // and selwakeup: a process in select()
 }
 
 void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
@@ -383,17 +384,29 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
       [out, k = std::move(k)] { k(out->first, std::move(out->second)); });
 }
 
-void InetStack::select_readable(int fd, std::function<void(bool)> k) {
-  auto ready = std::make_shared<bool>(false);
+void InetStack::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
+  auto out = std::make_shared<std::pair<Errno, int>>(Errno::Ok, -1);
+  auto set = std::make_shared<std::vector<int>>(std::move(fds));
   os_.syscall(
       "select",
-      [this, fd, ready](std::function<void()> done) {
-        os_.kernel(cycles(os_.config().select_instr), [this, fd, ready, done = std::move(done)] {
-          *ready = queued(fd) > 0;
+      [this, set, out, timeout_us](std::function<void()> done) {
+        for (int fd : *set)
+          if (!sock(fd)) out->first = Errno::BadDescriptor;
+        if (set->empty() || !select_timeout_ok(timeout_us)) out->first = Errno::Invalid;
+        if (out->first != Errno::Ok) return done();
+        auto ready = [this, set] {
+          for (int fd : *set)
+            if (!sock(fd)->rcv.empty()) return fd;
+          return -1;
+        };
+        const uint64_t scan = cycles(os_.config().select_instr * static_cast<double>(set->size()));
+        const uint64_t until = timeout_us ? cal_.now_ps() + static_cast<uint64_t>(*timeout_us * 1e6) : 0;
+        os_.select_loop(ready, scan, select_chan(), until, timeout_us.has_value(), [out, done = std::move(done)](int fd) {
+          out->second = fd;
           done();
         });
       },
-      [ready, k = std::move(k)] { k(*ready); });
+      [out, k = std::move(k)] { k(out->first, out->second); });
 }
 
 }  // namespace mbpsim::sockets

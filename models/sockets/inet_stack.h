@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ enum class Errno : uint8_t {
   ConnReset,       // ECONNRESET: the peer reset the connection
   TimedOut,        // ETIMEDOUT: retransmitted sockets.tcp_max_rexmt times without an answer
 };
+// A select() timeout BSD takes (itimerfix): none, or 0 to 10^8 s.
+inline bool select_timeout_ok(const std::optional<double>& us) { return !us || (*us >= 0 && *us <= 1e14); }
+
 const char* to_string(Errno e);
 
 struct Received {
@@ -118,8 +122,11 @@ class InetStack final : public sc_core::sc_module {
   // recvfrom, blocking: sleeps until a datagram is in the socket's receive buffer, then copies
   // it out. (One caller at a time per socket.)
   void recvfrom(int fd, std::function<void(Errno, Received)> k);
-  // select() on the socket with a zero timeout: whether a datagram is waiting (a system call).
-  void select_readable(int fd, std::function<void(bool)> k);
+  // select() for reading on the UDP sockets `fds`: the first in `fds`' order with a datagram
+  // waiting; with `timeout_us` at most that long (0: one scan; the expiry on the kernel clock's
+  // tick at or after it), then fd -1; without, it blocks. A bad descriptor: EBADF; no
+  // descriptors or a bad timeout: EINVAL (as Tcp::select).
+  void select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k);
   // (For tests: no cost.) Datagrams in the socket's receive buffer.
   size_t queued(int fd) const;
 
@@ -173,6 +180,7 @@ class InetStack final : public sc_core::sc_module {
   uint64_t ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect);
   void udp_input(std::vector<uint8_t>&& datagram);
   uint64_t chan(int fd) const { return (static_cast<uint64_t>(node_) << 32) | static_cast<uint32_t>(fd); }
+  uint64_t select_chan() const { return (static_cast<uint64_t>(node_) << 32) | 0x7fffffffu; }  // selwakeup's
 
   Calendar& cal_;
   mbcf::EtherSystem& sys_;

@@ -352,46 +352,30 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
       [out, k = std::move(k)] { k(out->first, std::move(out->second)); });
 }
 
-void Tcp::select(std::vector<int> fds, std::function<void(Errno, int)> k) {
+void Tcp::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
   auto out = std::make_shared<std::pair<Errno, int>>(Errno::Ok, -1);
   auto set = std::make_shared<std::vector<int>>(std::move(fds));
   os_.syscall(
       "select",
-      [this, set, out](std::function<void()> done) {
+      [this, set, out, timeout_us](std::function<void()> done) {
         for (int fd : *set)
           if (const Tcb* t = tcb(fd); !t || t->user_closed) out->first = Errno::BadDescriptor;
-        if (set->empty()) out->first = Errno::Invalid;
+        if (set->empty() || !select_timeout_ok(timeout_us)) out->first = Errno::Invalid;
         if (out->first != Errno::Ok) return done();
-        // selscan: each descriptor polled, on every pass (the first and each after a wakeup)
-        auto ready = [this, set, out] {
-          for (int fd : *set) {
-            const Tcb* t = tcb(fd);
-            if (!t->rcvbuf.empty() || t->fin_rcvd || t->error_set) {
-              out->second = fd;
-              return true;
-            }
-          }
-          return false;
+        // selscan: each descriptor's poll routine, on the first pass and after each wakeup
+        auto ready = [this, set] {
+          for (int fd : *set)
+            if (const Tcb* t = tcb(fd); !t->rcvbuf.empty() || t->fin_rcvd || t->error_set) return fd;
+          return -1;
         };
-        select_pass(set, out, std::move(done));
+        const uint64_t scan = os_.instr_ps(os_.config().select_instr * static_cast<double>(set->size()));
+        const uint64_t until = timeout_us ? cal_.now_ps() + static_cast<uint64_t>(*timeout_us * 1e6) : 0;
+        os_.select_loop(ready, scan, select_chan(), until, timeout_us.has_value(), [out, done = std::move(done)](int fd) {
+          out->second = fd;
+          done();
+        });
       },
       [out, k = std::move(k)] { k(out->first, out->second); });
-}
-
-// selscan: each descriptor polled, on the first pass and after each wakeup; the first with
-// something to read (or end of file, or an error) ends the call.
-void Tcp::select_pass(std::shared_ptr<std::vector<int>> set, std::shared_ptr<std::pair<Errno, int>> out, std::function<void()> done) {
-  const uint64_t scan = os_.instr_ps(os_.config().select_instr * static_cast<double>(set->size()));
-  os_.kernel(scan, [this, set, out, done = std::move(done)]() mutable {
-    for (int fd : *set) {
-      const Tcb* t = tcb(fd);
-      if (!t->rcvbuf.empty() || t->fin_rcvd || t->error_set) {
-        out->second = fd;
-        return done();
-      }
-    }
-    os_.sleep(select_chan(), [this, set, out, done = std::move(done)]() mutable { select_pass(set, out, std::move(done)); });
-  });
 }
 
 uint64_t Tcp::select_chan() const { return chan(0, kChanSelect); }

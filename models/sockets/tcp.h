@@ -39,6 +39,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <systemc>
@@ -105,9 +106,13 @@ class Tcp final : public sc_core::sc_module {
   // recv: sleeps until data (or the peer's FIN: an empty result) is there, then copies out up to
   // `max` bytes.
   void recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8_t>)> k);
-  // select() for reading on `fds`, blocking: sleeps until one has data (or end of file, or an
-  // error) and gives the first such in `fds`' order. A closed or bad descriptor: EBADF.
-  void select(std::vector<int> fds, std::function<void(Errno, int)> k);
+  // select() for reading on `fds`: the first in `fds`' order with data (or end of file, or an
+  // error); with `timeout_us` it waits at most that long (0: one scan; the expiry falls on the
+  // kernel clock's tick at or after it, as BSD rounds a timeout up to ticks), then gives fd -1.
+  // Without, it blocks. A closed or bad descriptor: EBADF; no descriptors, or a negative or
+  // too long timeout (over 10^8 s, BSD's itimerfix): EINVAL.
+  void select(std::vector<int> fds, std::function<void(Errno, int)> k) { select(std::move(fds), std::nullopt, std::move(k)); }
+  void select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k);
   // close: sends FIN after what is in the send buffer; returns at once (the connection closes
   // in the background, as BSD's close without SO_LINGER).
   void close(int fd, std::function<void(Errno)> k);
@@ -203,7 +208,6 @@ class Tcp final : public sc_core::sc_module {
     uint64_t ticket;  // its place in the order tcp_output decided
   };
   void hand_on(std::shared_ptr<std::deque<Seg>> q, uint32_t dst, bool intr, std::function<void()> k);
-  void select_pass(std::shared_ptr<std::vector<int>> set, std::shared_ptr<std::pair<Errno, int>> out, std::function<void()> done);
   uint32_t snd_space(const Tcb& t) const;  // room in the send buffer
   uint32_t rcv_space(const Tcb& t) const;  // room in the receive buffer
   static uint32_t offered(const Tcb& t);   // of the window last advertised, what is still open

@@ -81,6 +81,59 @@ TEST(Sockets, ADatagramLongerThanTheMtuIsFragmentedAndReassembled) {
   EXPECT_EQ(os1["syscalls"].get<uint64_t>(), 2u);
 }
 
+// select() with a timeout on UDP sockets: nothing comes, and it returns -1 on the kernel clock's
+// tick at or after the timeout (a 25 ms timeout from 3 ms ends at the 30 ms tick, plus the
+// switch back and the call's exit); a datagram that comes within the timeout ends it at once,
+// with its socket; a zero timeout scans once and never sleeps; bad arguments fail with EINVAL or
+// EBADF and cost only the call.
+TEST(Sockets, SelectWithATimeoutEndsOnATickOrWhenADatagramComes) {
+  Hosts h;
+  const int s0 = h.inet[0]->udp_socket(), a = h.inet[1]->udp_socket(), b = h.inet[1]->udp_socket();
+  ASSERT_EQ(h.inet[1]->bind(a, 9000), Errno::Ok);
+  ASSERT_EQ(h.inet[1]->bind(b, 9001), Errno::Ok);
+  int first = -2, second = -2, polled = -2;
+  uint64_t first_at = 0, second_at = 0;
+  Errno negative = Errno::Ok, empty = Errno::Ok, bad = Errno::Ok;
+  h.cal.at(3'000'000'000ull, [&] {  // 3 ms
+    h.inet[1]->select({a, b}, 25000.0, [&](Errno e, int fd) {
+      EXPECT_EQ(e, Errno::Ok);
+      first = fd;
+      first_at = h.cal.now_ps();
+      h.inet[1]->select({a, b}, 100000.0, [&](Errno e2, int fd2) {
+        EXPECT_EQ(e2, Errno::Ok);
+        second = fd2;
+        second_at = h.cal.now_ps();
+        h.inet[1]->select({a}, 0.0, [&](Errno e3, int fd3) {
+          EXPECT_EQ(e3, Errno::Ok);
+          polled = fd3;
+          h.inet[1]->select({a}, -1.0, [&](Errno e4, int) {
+            negative = e4;
+            h.inet[1]->select({}, 10.0, [&](Errno e5, int) {
+              empty = e5;
+              h.inet[1]->select({a, 99}, 10.0, [&](Errno e6, int) { bad = e6; });
+            });
+          });
+        });
+      });
+    });
+  });
+  h.cal.at(40'000'000'000ull, [&] { h.inet[0]->sendto(s0, 1, 9001, bytes(4, 1), [](Errno e) { EXPECT_EQ(e, Errno::Ok); }); });
+  sc_core::sc_start(sc_core::sc_time(300, sc_core::SC_MS));
+  EXPECT_EQ(first, -1);
+  EXPECT_GE(first_at, 30'000'000'000ull);
+  EXPECT_LT(first_at, 30'500'000'000ull);  // the switch back and the exit: well under a tick
+  EXPECT_EQ(second, b);
+  EXPECT_GT(second_at, 40'000'000'000ull);
+  EXPECT_LT(second_at, 42'000'000'000ull);  // the datagram's way (under 1 ms), not the 130 ms timeout
+  EXPECT_EQ(polled, -1);
+  EXPECT_EQ(negative, Errno::Invalid);
+  EXPECT_EQ(empty, Errno::Invalid);
+  EXPECT_EQ(bad, Errno::BadDescriptor);
+  const auto os1 = h.stats.dump()["system"]["host1"]["os"];
+  EXPECT_EQ(os1["context_switches"].get<uint64_t>(), 2u);  // the timeout's and the datagram's wake-ups
+  EXPECT_EQ(os1["syscalls"].get<uint64_t>(), 6u);
+}
+
 // A datagram one of whose fragments is lost never reaches the socket; its pieces are dropped
 // when sockets.ipfrag_ttl_s runs out.
 TEST(Sockets, ADatagramWithALostFragmentIsDroppedWhenItsTimeToLiveRunsOut) {

@@ -216,6 +216,34 @@ void read_half_then_stop(bool acct, uint32_t expect_bytes, uint64_t expect_segme
 TEST(Tcp, SunOsChargesASocketBufferForItsMbufsNotOnlyItsBytes) { read_half_then_stop(true, 4096, 16); }
 TEST(Tcp, WithoutMbufAccountingTheBufferHoldsItsBytes) { read_half_then_stop(false, 6144, 24); }
 
+// select() with a timeout on TCP sockets: on a quiet connection it returns -1 on the tick at or
+// after the timeout; when the peer sends within it, at once with the descriptor.
+TEST(Tcp, SelectWithATimeoutEndsOnATickOrWhenDataComes) {
+  Hosts h;
+  int first = -2, second = -2;
+  uint64_t first_at = 0, second_at = 0;
+  h.connect(true, [&] {
+    const uint64_t t0 = h.cal.now_ps();
+    h.tcp(1).select({h.b}, 45000.0, [&, t0](Errno e, int fd) {
+      EXPECT_EQ(e, Errno::Ok);
+      first = fd;
+      first_at = h.cal.now_ps();
+      EXPECT_GE(first_at, t0 + 45'000'000'000ull);
+      EXPECT_EQ(first_at / 10'000'000'000ull, (t0 + 45'000'000'000ull) / 10'000'000'000ull + 1);  // the next 10 ms tick
+      h.cal.at(first_at + 5'000'000'000ull, [&] { h.tcp(0).send(h.a, bytes(4, 0), [](Errno e2) { EXPECT_EQ(e2, Errno::Ok); }); });
+      h.tcp(1).select({h.b}, 1e6, [&](Errno e2, int fd2) {
+        EXPECT_EQ(e2, Errno::Ok);
+        second = fd2;
+        second_at = h.cal.now_ps();
+      });
+    });
+  });
+  run_ms(2000);
+  EXPECT_EQ(first, -1);
+  EXPECT_EQ(second, h.b);
+  EXPECT_LT(second_at, first_at + 7'000'000'000ull);  // the segment's way, not the 1 s timeout
+}
+
 // Slow start: the window opens by a segment per ACK from one segment; a stream with buffers
 // larger than the window it reaches ends with cwnd well above its start.
 TEST(Tcp, SlowStartOpensTheWindowBySegmentsPerAck) {
