@@ -10,6 +10,14 @@
 
 namespace mbpsim::sockets {
 
+namespace {
+// The IP header's total length of an Ethernet frame's packet (a short frame's padding is not
+// the packet's).
+uint32_t ip_total_length(const std::vector<uint8_t>& frame) {
+  return frame.size() >= 18 ? static_cast<uint32_t>(frame[16] << 8 | frame[17]) : 0;
+}
+}  // namespace
+
 using mbp2::InetError;
 
 const char* to_string(Errno e) {
@@ -82,6 +90,7 @@ const InetStack::Socket* InetStack::sock(int fd) const { return const_cast<InetS
 
 int InetStack::udp_socket() {
   socks_.push_back(std::make_unique<Socket>());
+  socks_.back()->rcv_mb = MbufAccount(c_.udp_recvspace);
   return static_cast<int>(socks_.size() - 1);
 }
 
@@ -275,7 +284,10 @@ uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>&
   if (!mbp2::is_fragment(frame)) {
     // (parse_inet checks the transport checksum too: its cost is udp_input's, below)
     ps += cycles(c_.udp_input_instr) + rx_cksum_ps(frame.size());
-    effect = [this, f = std::move(frame)]() mutable { udp_input(std::move(f)); };
+    effect = [this, f = std::move(frame)]() mutable {
+      const uint32_t ip_len = ip_total_length(f);
+      udp_input(std::move(f), {ip_len});
+    };
     return ps;
   }
   ps += cycles(c_.reass_instr);
@@ -308,18 +320,22 @@ uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>&
   r.frames.push_back(std::move(frame));
   if (add != mbp2::Reassembly::Add::Complete) return ps;
   std::vector<std::vector<uint8_t>> pieces;
-  for (const auto& pc : r.r.pieces()) pieces.push_back(std::move(r.frames[pc.tag]));
+  std::vector<uint32_t> ip_lens;
+  for (const auto& pc : r.r.pieces()) {
+    pieces.push_back(std::move(r.frames[pc.tag]));
+    ip_lens.push_back(ip_total_length(pieces.back()));
+  }
   reass_.erase(key);
   std::vector<uint8_t> whole = mbp2::join_fragments(pieces);
   ps += cycles(c_.udp_input_instr) + rx_cksum_ps(whole.size());
-  effect = [this, w = std::move(whole)]() mutable {
+  effect = [this, w = std::move(whole), ip_lens = std::move(ip_lens)]() mutable {
     reassembled_.inc();
-    udp_input(std::move(w));
+    udp_input(std::move(w), std::move(ip_lens));
   };
   return ps;
 }
 
-void InetStack::udp_input(std::vector<uint8_t>&& datagram) {
+void InetStack::udp_input(std::vector<uint8_t>&& datagram, std::vector<uint32_t> frag_ip_lens) {
   mbp2::Parsed p;
   if (mbp2::parse_inet(datagram, p) != InetError::None || p.d.proto != mbp2::kIpProtoUdp || p.d.dst_node != node_) {
     bad_.inc();
@@ -337,10 +353,25 @@ void InetStack::udp_input(std::vector<uint8_t>&& datagram) {
     return;
   }
   // sbappendaddr: the datagram and an mbuf with the sender's address (a sockaddr_in, 16 bytes).
-  constexpr uint32_t kAddrBytes = 16;
-  if (s->rcv_bytes + p.payload_len + kAddrBytes > c_.udp_recvspace) {
+  // With sockets.mbuf_accounting, SunOS's sbspace: its mbuf storage left bounds it too.
+  constexpr uint32_t kAddrBytes = mbuf::kSockaddr;
+  const uint32_t need = p.payload_len + kAddrBytes;
+  if (s->rcv_bytes + need > c_.udp_recvspace || (c_.mbuf_accounting && static_cast<int64_t>(need) > s->rcv_mb.room())) {
     fullsock_.inc();
     return;
+  }
+  if (c_.mbuf_accounting) {
+    // the address mbuf starts the record; each fragment's frame is its own mbufs (the first
+    // carries the UDP header, every one its IP header)
+    std::vector<MbufAccount::Mbuf> chain{{mbuf::kMminoff, kAddrBytes, false}};
+    uint32_t left = p.payload_len;
+    for (size_t i = 0; i < frag_ip_lens.size(); ++i) {
+      const uint32_t hdr = i == 0 ? mbuf::kUdpIpHdr : 20;
+      const uint32_t d = std::min(left, frag_ip_lens[i] > hdr ? frag_ip_lens[i] - hdr : 0);
+      for (const auto& m : MbufAccount::rx_chain(frag_ip_lens[i], d, hdr)) chain.push_back(m);
+      left -= d;
+    }
+    s->rcv_mb.append(chain, true);
   }
   Received r;
   r.src_node = p.d.src_node;
@@ -374,7 +405,8 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
           }
           out->second = std::move(s->rcv.front());
           s->rcv.pop_front();
-          s->rcv_bytes -= static_cast<uint32_t>(out->second.data.size()) + 16;
+          s->rcv_bytes -= static_cast<uint32_t>(out->second.data.size()) + mbuf::kSockaddr;
+          s->rcv_mb.drop(out->second.data.size() + mbuf::kSockaddr);  // the record, whole
           const uint64_t ps = cycles(c_.soreceive_instr) + os_.copy_ps(out->second.data.size());
           rx_ps_.inc(ps);
           os_.kernel(ps, [d = std::move(done)]() mutable { d(); });

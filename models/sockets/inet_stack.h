@@ -155,6 +155,7 @@ class InetStack final : public sc_core::sc_module {
     uint16_t port = 0;
     std::deque<Received> rcv;
     uint32_t rcv_bytes = 0;
+    MbufAccount rcv_mb;  // with sockets.mbuf_accounting: the mbufs holding rcv (mbuf_account.h)
   };
   struct Reass {
     mbp2::Reassembly r;
@@ -178,7 +179,8 @@ class InetStack final : public sc_core::sc_module {
   void netisr();
   // ipintr and udp_input for one frame taken off ipintrq: their cost, and what they do at its end.
   uint64_t ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect);
-  void udp_input(std::vector<uint8_t>&& datagram);
+  // `frag_ip_lens`: the IP lengths of the fragments it came in (one: it came whole).
+  void udp_input(std::vector<uint8_t>&& datagram, std::vector<uint32_t> frag_ip_lens);
   uint64_t chan(int fd) const { return (static_cast<uint64_t>(node_) << 32) | static_cast<uint32_t>(fd); }
   uint64_t select_chan() const { return (static_cast<uint64_t>(node_) << 32) | 0x7fffffffu; }  // selwakeup's
 

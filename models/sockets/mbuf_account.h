@@ -17,7 +17,9 @@
 //     headers in place and sbappends what is left.
 // So a 512-byte write costs a send buffer 1152 bytes of mbuf storage (2.25 times its data, more
 // than sb_mbmax's factor of 2), and any segment of more than 72 data bytes costs the receiver's
-// buffer 1152. Solaris's STREAMS sockets count bytes only (sockets.mbuf_accounting false).
+// buffer 1152. UDP's sbappendaddr refuses a datagram whose bytes and 16-byte address exceed
+// sbspace, then charges an address mbuf and the datagram's mbufs. Solaris's STREAMS sockets
+// count bytes only (sockets.mbuf_accounting false).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -29,7 +31,7 @@ namespace mbpsim::sockets {
 namespace mbuf {
 constexpr uint32_t kMsize = 128, kMminoff = 12, kMmaxoff = 124, kMlen = kMmaxoff - kMminoff;  // 112
 constexpr uint32_t kMclbytes = 1024, kSendThresh = kMclbytes / 2, kSendChunk = kMclbytes * 4;
-constexpr uint32_t kSbMax = 64 * 1024, kEtherPrePad = 24, kTcpIpHdr = 40;
+constexpr uint32_t kSbMax = 64 * 1024, kEtherPrePad = 24, kTcpIpHdr = 40, kUdpIpHdr = 28, kSockaddr = 16;
 }  // namespace mbuf
 
 // The mbufs of one socket buffer, front to back, with what they are charged (sb_mbcnt).
@@ -49,10 +51,15 @@ class MbufAccount {
   int64_t room() const { return static_cast<int64_t>(mbmax_) - mbcnt_; }
 
   // sbappend of a chain: sbcompress into the last small mbuf where it fits, sballoc the rest.
-  void append(const std::vector<Mbuf>& chain) {
+  // `new_record`: the chain's first mbuf starts a record (sbappendaddr's address mbuf), which
+  // is never packed into the record before.
+  void append(const std::vector<Mbuf>& chain, bool new_record = false) {
+    bool first = true;
     for (const Mbuf& m : chain) {
       if (m.len == 0) continue;
-      if (!q_.empty()) {
+      const bool may_pack = !(first && new_record);
+      first = false;
+      if (may_pack && !q_.empty()) {
         Mbuf& n = q_.back();
         if (!n.cluster && !m.cluster && n.off + n.len + m.len <= mbuf::kMmaxoff) {
           n.len += m.len;
@@ -104,17 +111,17 @@ class MbufAccount {
     }
     return out;
   }
-  // The data of a received TCP segment as le_read hands it up and tcp_input appends it: `ip_len`
-  // is the IP datagram's length, `data` the segment's data bytes (after 40 bytes of headers).
-  static std::vector<Mbuf> rx_chain(uint32_t ip_len, uint32_t data) {
+  // The data of a received frame as le_read hands it up and TCP or UDP appends it: `ip_len` is
+  // the IP packet's length, `data` its data bytes after `hdr` bytes of IP and transport headers.
+  static std::vector<Mbuf> rx_chain(uint32_t ip_len, uint32_t data, uint32_t hdr = mbuf::kTcpIpHdr) {
     if (data == 0) return {};
     if (ip_len > mbuf::kMlen) return {Mbuf{mbuf::kMminoff, data, true}};  // the loaned receive buffer
     // copy_to_mbufs: the first mbuf from ETHER_PRE_PAD on, the rest in a second; the headers
     // are stripped from the front of the first.
     const uint32_t first = std::min(ip_len, mbuf::kMlen - mbuf::kEtherPrePad);
     std::vector<Mbuf> out;
-    const uint32_t in_first = first > mbuf::kTcpIpHdr ? first - mbuf::kTcpIpHdr : 0;
-    if (in_first) out.push_back(Mbuf{mbuf::kMminoff + mbuf::kEtherPrePad + mbuf::kTcpIpHdr, in_first, false});
+    const uint32_t in_first = std::min(data, first > hdr ? first - hdr : 0);
+    if (in_first) out.push_back(Mbuf{mbuf::kMminoff + mbuf::kEtherPrePad + hdr, in_first, false});
     if (data > in_first) out.push_back(Mbuf{mbuf::kMminoff, data - in_first, false});
     return out;
   }

@@ -81,6 +81,32 @@ TEST(Sockets, ADatagramLongerThanTheMtuIsFragmentedAndReassembled) {
   EXPECT_EQ(os1["syscalls"].get<uint64_t>(), 2u);
 }
 
+// SunOS's sbappendaddr refuses a datagram its receive buffer's mbuf storage cannot take, as
+// well as one its bytes cannot (mbuf_account.h): each 4-byte datagram costs 20 bytes of the
+// 41,600 but a 128-byte mbuf of the 65,536 (twice the buffer, capped at SB_MAX; its data packed
+// into its address's mbuf), so a socket nobody reads holds 512 of them, not 700 (2,080 by bytes).
+void flood_an_unread_socket(bool acct, uint64_t expect_queued) {
+  Hosts h([acct](mbcf::EtherSysConfig&, SocketConfig& sc) { sc.mbuf_accounting = acct; });
+  const int s0 = h.inet[0]->udp_socket(), s1 = h.inet[1]->udp_socket();
+  ASSERT_EQ(h.inet[1]->bind(s1, 9000), Errno::Ok);
+  uint32_t sent = 0;
+  std::function<void()> next = [&] {
+    if (sent == 700) return;
+    h.inet[0]->sendto(s0, 1, 9000, bytes(4, sent), [&](Errno e) {
+      EXPECT_EQ(e, Errno::Ok);
+      ++sent;
+      next();
+    });
+  };
+  h.cal.at(0, [&] { next(); });
+  sc_core::sc_start(sc_core::sc_time(1000, sc_core::SC_MS));
+  EXPECT_EQ(sent, 700u);
+  EXPECT_EQ(h.inet[1]->queued(s1), expect_queued);
+  EXPECT_EQ(h.stat(1, "full_socket"), 700u - expect_queued);
+}
+TEST(Sockets, SunOsRefusesADatagramItsReceiveBuffersMbufStorageCannotTake) { flood_an_unread_socket(true, 512); }
+TEST(Sockets, CountingBytesOnlyTheUnreadSocketTakesEveryDatagram) { flood_an_unread_socket(false, 700); }
+
 // select() with a timeout on UDP sockets: nothing comes, and it returns -1 on the kernel clock's
 // tick at or after the timeout (a 25 ms timeout from 3 ms ends at the 30 ms tick, plus the
 // switch back and the call's exit); a datagram that comes within the timeout ends it at once,

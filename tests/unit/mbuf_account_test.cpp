@@ -72,6 +72,22 @@ TEST(MbufAccount, AReceivedSegmentIsALoanedClusterOrPackedSmallMbufs) {
   EXPECT_EQ(two[1].len, 22u);
 }
 
+// sbappendaddr: a record's address mbuf is never packed into the record before, but a short
+// datagram's data is packed into its own address mbuf (128 bytes a record); dropping a record
+// whole gives its charge back. SB_MAX caps the storage at 64 KB.
+TEST(MbufAccount, ADatagramRecordStartsWithItsAddressAndPacksItsShortData) {
+  MbufAccount sb(41600);
+  EXPECT_EQ(sb.mbmax(), 65536u);
+  for (int i = 0; i < 3; ++i) {
+    std::vector<MbufAccount::Mbuf> rec{{mbuf::kMminoff, mbuf::kSockaddr, false}};
+    for (const auto& m : MbufAccount::rx_chain(32, 4, mbuf::kUdpIpHdr)) rec.push_back(m);
+    sb.append(rec, true);
+    EXPECT_EQ(sb.mbcnt(), 128u * (i + 1));
+  }
+  sb.drop(20);
+  EXPECT_EQ(sb.mbcnt(), 256u);
+}
+
 // sbdrop: a part of an mbuf only shortens it; an mbuf consumed whole gives its charge back.
 TEST(MbufAccount, DroppingDataFreesOnlyWholeMbufs) {
   MbufAccount sb(4096);
