@@ -54,6 +54,9 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
       .add(&SocketConfig::tcp_recvspace, {"sockets.tcp_recvspace", 4096, "bytes", "a TCP socket's receive buffer and so the largest window it offers (4.3BSD tcp_recvspace, 1024 x 4, SunOS 4.1's default)", 64, 65535})
       .add(&SocketConfig::mbuf_accounting, {"sockets.mbuf_accounting", true, "",
          "a TCP socket buffer's space counts the mbufs that hold its data, as SunOS 4.1.4's BSD sockets do (sbspace: the smaller of the bytes left and twice the buffer less the mbuf storage charged, 128 bytes per mbuf and 1024 more per cluster; sosend's clusters from 512 bytes left to copy; the LANCE driver's loaned receive buffers; models/sockets/mbuf_account.h); false: bytes only, as Solaris's STREAMS sockets, with sockets.tcp_send_lowat", 0, 1})
+      .add_choice(&SocketConfig::tahoe_window_update, {"sockets.tcp_window_update", "tahoe", "",
+         "when tcp_output sends a window update after the user's reads: tahoe (4.3BSD-Tahoe, SunOS 4.1.4's tcp_output.c: the window opened by two segments with the receive buffer empty, or by 35% of the buffer) | reno (4.3BSD-Reno and 4.4BSD: by two segments, or by half the buffer)"},
+                  {{"tahoe", true}, {"reno", false}})
       .add(&SocketConfig::tcp_send_lowat, {"sockets.tcp_send_lowat", 1024, "bytes",
          "without sockets.mbuf_accounting: sosend waits for this much send-buffer space (or for all it has left to copy) before it copies more (with it, SunOS 4.1.4's own rule: mbuf_account.h)", 1, 1 << 30})
       .add(&SocketConfig::tcp_mss, {"sockets.tcp_mss", 1460, "bytes", "the largest segment's data (tcp_mss: the interface's MTU less 40 bytes of IP and TCP headers on the local network; the smaller of this and sockets.mtu - 40 is used)", 1, 65495})

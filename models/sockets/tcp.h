@@ -15,7 +15,9 @@
 //     tcp_output once for what it copied;
 //   - sliding window: the peer's advertised window, never shrunk by the receiver; receiver-side
 //     silly-window avoidance (a window under a quarter of the buffer and under an MSS is 0) and
-//     the window update sent when the user's reads open it by two segments or half the buffer;
+//     the window update sent when the user's reads open it enough (sockets.tcp_window_update:
+//     SunOS 4.1.4's Tahoe rule, two segments with the buffer empty or 35% of it; or Reno's, two
+//     segments or half of it);
 //   - Nagle (RFC 896): a segment shorter than the MSS goes only when nothing is outstanding
 //     (or TCP_NODELAY is set), when it ends the data or reaches half the largest window seen;
 //   - delayed ACK: in-order data is acknowledged by the next tcp_fasttimo tick (every

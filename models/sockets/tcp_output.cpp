@@ -58,7 +58,10 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     bool winupd = false;
     if (sync && !go) {  // a window update, when the user's reads opened it enough
       const int64_t adv = static_cast<int64_t>(std::min(kMaxWin, rcv_space(t))) - static_cast<int64_t>(offered(t));
-      if (adv >= 2 * static_cast<int64_t>(mss_) || 2 * adv >= static_cast<int64_t>(c_.tcp_recvspace)) go = winupd = true;
+      const int64_t two_segs = 2 * static_cast<int64_t>(mss_), hiwat = c_.tcp_recvspace;
+      const bool enough = c_.tahoe_window_update ? (t.rcvbuf.empty() && adv >= two_segs) || 100 * adv >= 35 * hiwat
+                                                 : adv >= two_segs || 2 * adv >= hiwat;
+      if (enough) go = winupd = true;
     }
     if (!go) {
       // tcp_setpersist: data waits, nothing is outstanding and the window is closed

@@ -216,6 +216,42 @@ void read_half_then_stop(bool acct, uint32_t expect_bytes, uint64_t expect_segme
 TEST(Tcp, SunOsChargesASocketBufferForItsMbufsNotOnlyItsBytes) { read_half_then_stop(true, 4096, 16); }
 TEST(Tcp, WithoutMbufAccountingTheBufferHoldsItsBytes) { read_half_then_stop(false, 6144, 24); }
 
+// tcp_output's window update after a read (sockets.tcp_window_update). SunOS 4.1.4's (Tahoe's)
+// sends one when the read opened the window by 35% of the buffer (1434 of 4096 bytes) or, with
+// the buffer empty, by two segments; Reno's needs two segments or half the buffer. A full 4 KB
+// buffer, then one read:
+void read_from_a_full_buffer(bool tahoe, uint32_t read, uint64_t expect_updates) {
+  Hosts h([tahoe](mbcf::EtherSysConfig&, SocketConfig& sc) {
+    sc.tahoe_window_update = tahoe;
+    sc.mbuf_accounting = false;  // the bytes alone decide the window here
+    sc.tcp_mss = 1024;           // four segments fill the buffer; two are more than 35% of it
+  });
+  uint32_t sent = 0;
+  std::function<void()> next = [&] {
+    if (sent == 8) return;
+    h.tcp(0).send(h.a, bytes(1024, sent), [&](Errno e) {
+      EXPECT_EQ(e, Errno::Ok);
+      ++sent;
+      next();
+    });
+  };
+  h.connect(true, [&] { next(); });
+  run_ms(4000);
+  ASSERT_EQ(h.tcp(1).readable(h.b), 4096u);
+  const uint64_t before = h.stat(1, "window_updates");
+  h.tcp(1).recv(h.b, read, [&](Errno e, std::vector<uint8_t> d) {
+    EXPECT_EQ(e, Errno::Ok);
+    EXPECT_EQ(d.size(), read);
+  });
+  run_ms(100);  // no new data, so no delayed ACK; the persist probe is seconds away
+  EXPECT_EQ(h.stat(1, "window_updates") - before, expect_updates);
+}
+TEST(Tcp, SunOsSendsAWindowUpdateWhenAReadOpens35PercentOfTheBuffer) { read_from_a_full_buffer(true, 1434, 1); }
+TEST(Tcp, SunOsSendsNoWindowUpdateBelow35PercentOfTheBuffer) { read_from_a_full_buffer(true, 1433, 0); }
+TEST(Tcp, RenoWaitsForHalfTheBufferOrTwoSegments) {
+  read_from_a_full_buffer(false, 1434, 0);
+}
+
 // select() with a timeout on TCP sockets: on a quiet connection it returns -1 on the tick at or
 // after the timeout; when the peer sends within it, at once with the descriptor.
 TEST(Tcp, SelectWithATimeoutEndsOnATickOrWhenDataComes) {
