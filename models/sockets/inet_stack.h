@@ -65,6 +65,7 @@ struct SocketConfig {
   // TCP's buffers, segment size and timers
   bool mbuf_accounting{};  // sbspace counts mbuf storage (SunOS 4.1.4) or bytes only (Solaris): mbuf_account.h
   bool tahoe_window_update{};  // tcp_output's window-update rule: 4.3BSD-Tahoe's (SunOS 4.1.4) or Reno's
+  uint32_t tcp_initial_cwnd{};  // bytes a new connection may send before its first ACK
   uint32_t tcp_sendspace{}, tcp_recvspace{}, tcp_send_lowat{}, tcp_mss{}, tcp_dupack_thresh{}, tcp_max_rexmt{};
   double tcp_delack_ms{}, tcp_slowtimo_ms{}, tcp_rto_min_s{}, tcp_rto_initial_s{}, tcp_rto_max_s{}, tcp_persist_min_s{}, tcp_msl_s{};
   static const ParamTable<SocketConfig>& params();

@@ -60,6 +60,8 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
       .add(&SocketConfig::tcp_send_lowat, {"sockets.tcp_send_lowat", 1024, "bytes",
          "without sockets.mbuf_accounting: sosend waits for this much send-buffer space (or for all it has left to copy) before it copies more (with it, SunOS 4.1.4's own rule: mbuf_account.h)", 1, 1 << 30})
       .add(&SocketConfig::tcp_mss, {"sockets.tcp_mss", 1460, "bytes", "the largest segment's data (tcp_mss: the interface's MTU less 40 bytes of IP and TCP headers on the local network; the smaller of this and sockets.mtu - 40 is used)", 1, 65495})
+      .add(&SocketConfig::tcp_initial_cwnd, {"sockets.tcp_initial_cwnd", 65535, "bytes",
+         "a new connection's congestion window: SunOS 4.1.4's tcp_newtcpcb sets 65535 and its tcp_mss lowers it to one segment only for a destination off the local network, so the thesis's hosts on one Ethernet start without slow start (it begins after a loss or a source quench); a value below the MSS is one MSS", 1, 65535})
       .add(&SocketConfig::tcp_dupack_thresh, {"sockets.tcp_dupack_thresh", 3, "ACKs", "duplicate ACKs that trigger a fast retransmission (4.3BSD-Tahoe tcprexmtthresh)", 1, 1000})
       .add(&SocketConfig::tcp_max_rexmt, {"sockets.tcp_max_rexmt", 12, "", "retransmission back-offs before the connection is dropped with ETIMEDOUT (4.3BSD TCP_MAXRXTSHIFT)", 1, 64})
       .add(&SocketConfig::tcp_delack_ms, {"sockets.tcp_delack_ms", 200.0, "ms", "the delayed-ACK tick: tcp_fasttimo's period from boot (4.3BSD PR_FASTHZ = 5 per second)", 0.001, 1e6})

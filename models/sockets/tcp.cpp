@@ -89,7 +89,8 @@ Tcp::Tcp(sc_core::sc_module_name name, Calendar& cal, InetStack& ip, host::Os& o
       tx_ps_(st.counter(stat_name(*this, "tx_ps"), "host CPU time in tcp_output and below (IP, ether_output, the driver) for the segments sent, in calls and at interrupt level (ACKs, timers)", "ps")),
       rx_ps_(st.counter(stat_name(*this, "rx_ps"), "host CPU time in send and recv below the system call: sosend, soreceive and their copies", "ps")),
       input_ps_(st.counter(stat_name(*this, "input_ps"), "host CPU time in tcp_input (its checksum included), in netisr", "ps")),
-      bad_(st.counter(stat_name(*this, "bad_segments"), "segments dropped by tcp_input: a bad header or checksum, or neither SYN, RST nor ACK")) {}
+      bad_(st.counter(stat_name(*this, "bad_segments"), "segments dropped by tcp_input: a bad header or checksum, or neither SYN, RST nor ACK")),
+      quenches_(st.counter(stat_name(*this, "quenches"), "segments the interface queue refused (ip_output's ENOBUFS), each closing the connection's congestion window to one segment (tcp_quench)")) {}
 
 Tcp::Tcb* Tcp::tcb(int fd) {
   if (fd < 0 || static_cast<size_t>(fd) >= tcbs_.size()) return nullptr;
@@ -124,6 +125,8 @@ uint16_t Tcp::ephemeral() {
 uint64_t Tcp::chan(int fd, uint32_t kind) const {
   return (static_cast<uint64_t>(node_) << 32) | 0x80000000u | (kind << 24) | static_cast<uint32_t>(fd);
 }
+
+uint32_t Tcp::initial_cwnd() const { return std::max(mss_, std::min(c_.tcp_initial_cwnd, kMaxWin)); }
 
 // sbspace: the bytes left, and with sockets.mbuf_accounting the mbuf storage left (at least 0).
 uint32_t Tcp::snd_space(const Tcb& t) const {

@@ -23,7 +23,9 @@
 //   - delayed ACK: in-order data is acknowledged by the next tcp_fasttimo tick (every
 //     sockets.tcp_delack_ms from boot), unless a segment (data or window update) carries it
 //     first; out-of-order data and a duplicate are acknowledged at once;
-//   - slow start and congestion avoidance (Jacobson 1988): cwnd starts at one MSS and grows by
+//   - slow start and congestion avoidance (Jacobson 1988): cwnd starts at
+//     sockets.tcp_initial_cwnd (SunOS on its local network: 65535, no slow start; one MSS off
+//     it, and after a loss or a quench, since ip_output's ENOBUFS calls tcp_quench) and grows by
 //     an MSS per ACK up to ssthresh, then by MSS*MSS/cwnd; a timeout or three duplicate ACKs
 //     (fast retransmit, as 4.3BSD-Tahoe) set ssthresh to half the window and cwnd to one MSS;
 //   - the retransmission timer: RTO = srtt + 4 rttvar (Jacobson), at least tcp_rto_min_s,
@@ -205,11 +207,13 @@ class Tcp final : public sc_core::sc_module {
   // another, their cost charged at interrupt level (`intr`) or to the calling process; then `k`.
   void output(Tcb& t, bool intr, std::function<void()> k = {});
   struct Seg {
+    int fd;  // the connection's (-1: a RST for none)
     std::vector<uint8_t> frame;
     uint64_t ps;      // its CPU time: tcp_output, the checksum, IP, ether_output, the driver
     uint64_t ticket;  // its place in the order tcp_output decided
   };
   void hand_on(std::shared_ptr<std::deque<Seg>> q, uint32_t dst, bool intr, std::function<void()> k);
+  uint32_t initial_cwnd() const;           // sockets.tcp_initial_cwnd, at least one segment
   uint32_t snd_space(const Tcb& t) const;  // room in the send buffer
   uint32_t rcv_space(const Tcb& t) const;  // room in the receive buffer
   static uint32_t offered(const Tcb& t);   // of the window last advertised, what is still open
@@ -217,7 +221,9 @@ class Tcp final : public sc_core::sc_module {
   void send_segment(Tcb& t, uint8_t flags, uint32_t seq, uint32_t len, std::vector<std::function<void()>>& frames,
                     uint64_t& ps, std::vector<uint64_t>& costs);
   void respond_rst(const mbp2::Parsed& p);
-  void emit(uint64_t ticket, std::vector<uint8_t>&& frame, uint32_t dst);
+  // ip_output of a segment in tcp_output's order; a full interface queue (ENOBUFS) drops it and
+  // tcp_quench closes the connection's congestion window to one segment (SunOS 4.1.4).
+  void emit(uint64_t ticket, std::vector<uint8_t>&& frame, uint32_t dst, int fd);
   uint16_t rcv_window(const Tcb& t) const;
   void arm_rexmt(Tcb& t);
   void cancel_rexmt(Tcb& t);
@@ -241,10 +247,15 @@ class Tcp final : public sc_core::sc_module {
   uint32_t next_iss_;
   bool fasttimo_armed_ = false;
   uint64_t next_ticket_ = 0, next_out_ = 0;  // segments in the order tcp_output decided them
-  std::map<uint64_t, std::pair<std::vector<uint8_t>, uint32_t>> held_;
+  struct Held {
+    std::vector<uint8_t> frame;
+    uint32_t dst;
+    int fd;
+  };
+  std::map<uint64_t, Held> held_;
   Counter &segs_out_, &data_segs_out_, &data_bytes_out_, &rexmt_segs_, &acks_out_, &delacks_, &winupd_out_, &rst_out_,
       &segs_in_, &predicted_, &dupacks_in_, &fast_rexmt_, &timeouts_, &ooo_in_, &dup_in_, &persist_probes_, &conns_,
-      &drops_, &tx_ps_, &rx_ps_, &input_ps_, &bad_;
+      &drops_, &tx_ps_, &rx_ps_, &input_ps_, &bad_, &quenches_;
 };
 
 }  // namespace mbpsim::sockets

@@ -23,7 +23,7 @@ State Tcp::a_connect(Tcb& t, const mbp2::Parsed*, const std::vector<uint8_t>*) {
   t.iss = next_iss_;
   next_iss_ += 64000;  // BSD's TCP_ISSINCR / 2 per connection
   t.snd_una = t.snd_nxt = t.snd_max = t.iss;
-  t.cwnd = mss_;
+  t.cwnd = initial_cwnd();
   t.ssthresh = kMaxWin;
   return State::SynSent;  // output sends the SYN
 }
@@ -58,7 +58,7 @@ State Tcp::a_syn_listen(Tcb& l, const mbp2::Parsed* p, const std::vector<uint8_t
   t.snd_una = t.snd_nxt = t.snd_max = t.iss;
   t.snd_wnd = t.max_sndwnd = p->d.window;
   t.snd_wl1 = p->d.seq;
-  t.cwnd = mss_;
+  t.cwnd = initial_cwnd();
   t.ssthresh = kMaxWin;
   t.state = State::SynRcvd;
   output(t, true);  // the SYN|ACK

@@ -125,7 +125,7 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     if (seq_gt(t.rcv_nxt + d.window, t.rcv_adv)) t.rcv_adv = t.rcv_nxt + d.window;
     t.acknow = false;
     t.delack = false;
-    segs->push_back({std::move(frame), ps, next_ticket_++});
+    segs->push_back({t.fd, std::move(frame), ps, next_ticket_++});
     if (!sendalot) break;
   }
   hand_on(segs, t.rnode, intr, std::move(k));
@@ -141,7 +141,7 @@ void Tcp::hand_on(std::shared_ptr<std::deque<Seg>> q, uint32_t dst, bool intr, s
   const uint64_t ps = q->front().ps;
   tx_ps_.inc(ps);
   auto next = [this, q, dst, intr, k = std::move(k)]() mutable {
-    emit(q->front().ticket, std::move(q->front().frame), dst);
+    emit(q->front().ticket, std::move(q->front().frame), dst, q->front().fd);
     q->pop_front();
     hand_on(q, dst, intr, std::move(k));
   };
@@ -175,16 +175,21 @@ void Tcp::respond_rst(const mbp2::Parsed& p) {
   tx_ps_.inc(ps);
   const uint32_t dst = d.dst_node;
   const uint64_t ticket = next_ticket_++;
-  cpu_.interrupt(ps, [this, ticket, f = std::move(frame), dst]() mutable { emit(ticket, std::move(f), dst); });
+  cpu_.interrupt(ps, [this, ticket, f = std::move(frame), dst]() mutable { emit(ticket, std::move(f), dst, -1); });
 }
 
-void Tcp::emit(uint64_t ticket, std::vector<uint8_t>&& frame, uint32_t dst) {
+void Tcp::emit(uint64_t ticket, std::vector<uint8_t>&& frame, uint32_t dst, int fd) {
   // tcp_output decides and queues a segment in one critical section (splnet), so segments reach
   // the interface in the order they were decided even when a call's output and an interrupt's
   // finish their CPU time in the other order: a frame waits for those decided before it.
-  held_.emplace(ticket, std::make_pair(std::move(frame), dst));
+  held_.emplace(ticket, Held{std::move(frame), dst, fd});
   while (!held_.empty() && held_.begin()->first == next_out_) {
-    ip_.transmit(std::move(held_.begin()->second.first), held_.begin()->second.second);
+    Held& h = held_.begin()->second;
+    if (!ip_.transmit(std::move(h.frame), h.dst))
+      if (Tcb* t = h.fd >= 0 ? tcb(h.fd) : nullptr) {  // tcp_quench; the segment is resent as a lost one
+        t->cwnd = mss_;
+        quenches_.inc();
+      }
     held_.erase(held_.begin());
     ++next_out_;
   }

@@ -94,7 +94,9 @@ TEST(Tcp, ConnectAndAcceptEstablishTheConnectionWithAThreeWayHandshake) {
   EXPECT_EQ(h.stat(1, "segments_sent"), 1u);  // SYN|ACK
   EXPECT_EQ(h.stat(0, "connections"), 1u);
   EXPECT_EQ(h.stat(1, "connections"), 1u);
-  EXPECT_EQ(h.tcp(0).cwnd(h.a), h.tcp(0).mss());  // slow start begins at one segment
+  // SunOS 4.1.4 starts a connection on the local network without slow start (tcp_newtcpcb's
+  // 65535; tcp_mss lowers it to a segment only off the local network)
+  EXPECT_EQ(h.tcp(0).cwnd(h.a), 65535u);
 }
 
 // A stream of 200 KB over a wire that loses 3% of frames and reorders others arrives whole and
@@ -286,6 +288,7 @@ TEST(Tcp, SlowStartOpensTheWindowBySegmentsPerAck) {
   Hosts h([](mbcf::EtherSysConfig&, SocketConfig& sc) {
     sc.tcp_sendspace = 60000;
     sc.tcp_recvspace = 60000;
+    sc.tcp_initial_cwnd = 1;  // one segment: SunOS's start for a destination off the local network
   });
   auto got = std::make_shared<std::vector<uint8_t>>();
   std::vector<uint32_t> seen;
@@ -308,7 +311,7 @@ TEST(Tcp, ARetransmissionTimeoutResendsAndCollapsesTheWindow) {
     ec.ether.blackhole_us = 50000;
   });
   auto got = std::make_shared<std::vector<uint8_t>>();
-  const auto data = bytes(300000, 9);
+  const auto data = bytes(1500000, 9);  // about half a second: it meets the dark port
   bool read = false;
   h.connect(false, [&] {
     h.tcp(0).send(h.a, data, [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
@@ -318,6 +321,38 @@ TEST(Tcp, ARetransmissionTimeoutResendsAndCollapsesTheWindow) {
   ASSERT_TRUE(read);
   EXPECT_EQ(*got, data);
   EXPECT_GT(h.stat(0, "rexmt_timeouts"), 0u);
+}
+
+// ip_output's ENOBUFS: a segment the full interface queue refuses is lost to the network, and
+// SunOS's tcp_output calls tcp_quench, which closes the congestion window to one segment; the
+// stream still arrives whole (the lost segments are resent). A 10 Mb/s wire behind a queue of
+// four frames, with 60 KB buffers and SunOS's open initial window, overflows it at once.
+TEST(Tcp, AFullInterfaceQueueQuenchesTheConnectionToOneSegment) {
+  Hosts h([](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    ec.ether.rate_mbps = 10;
+    sc.ifq_maxlen = 4;
+    sc.tcp_sendspace = 60000;
+    sc.tcp_recvspace = 60000;
+  });
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  const auto data = bytes(200000, 4);
+  bool read = false;
+  uint32_t cwnd_after_first_quench = 0;
+  h.connect(true, [&] {
+    h.tcp(0).send(h.a, data, [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+    h.read_all(1, h.b, got, data.size(), [&] { read = true; });
+  });
+  for (int ms = 0; ms < 200 && cwnd_after_first_quench == 0; ++ms) {
+    run_ms(1);
+    if (h.stat(0, "quenches") > 0) cwnd_after_first_quench = h.tcp(0).cwnd(h.a);
+  }
+  EXPECT_GT(cwnd_after_first_quench, 0u);
+  EXPECT_LE(cwnd_after_first_quench, 2 * h.tcp(0).mss());  // one segment, perhaps one ACK's growth since
+  run_ms(120000);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(*got, data);
+  EXPECT_GT(h.inet_stats(0)["ifq_drops"].get<uint64_t>(), 0u);
+  EXPECT_EQ(h.stat(0, "quenches"), h.inet_stats(0)["ifq_drops"].get<uint64_t>());
 }
 
 // close: FIN after the data; the peer reads the data, then end of file (an empty read); the
