@@ -50,6 +50,8 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
          "tcp_input's full path per segment: the PCB lookup, the sequence and window checks, the ACK (sbdrop, RTT, cwnd, timers), the data through tcp_reass, sbappend and sorwakeup (the checksum at sockets.cksum_cycles_per_byte); an estimate", 0, 1e9})
       .add(&SocketConfig::tcp_predict_instr, {"sockets.tcp_predict_instr", 400.0, "instructions",
          "tcp_input when header prediction holds (Van Jacobson, 4.3BSD-Reno): the cached PCB, a pure ACK for new data (sbdrop, RTT, sowwakeup) or pure in-order data (sbappend, sorwakeup); an estimate", 0, 1e9})
+      .add(&SocketConfig::tcp_header_prediction, {"sockets.tcp_header_prediction", false, "",
+         "whether tcp_input takes header prediction's short path (sockets.tcp_predict_instr) for the next expected segment: Van Jacobson's, in 4.3BSD-Reno and later; SunOS 4.1.4's tcp_input is 4.3BSD-Tahoe's and has none, so every segment pays sockets.tcp_input_instr", 0, 1})
       .add(&SocketConfig::tcp_sendspace, {"sockets.tcp_sendspace", 4096, "bytes", "a TCP socket's send buffer (4.3BSD tcp_sendspace, 1024 x 4, SunOS 4.1's default)", 1, 1 << 30})
       .add(&SocketConfig::tcp_recvspace, {"sockets.tcp_recvspace", 4096, "bytes", "a TCP socket's receive buffer and so the largest window it offers (4.3BSD tcp_recvspace, 1024 x 4, SunOS 4.1's default)", 64, 65535})
       .add(&SocketConfig::mbuf_accounting, {"sockets.mbuf_accounting", true, "",

@@ -32,8 +32,9 @@
 //     doubled per back-off, counted in ticks of the 500 ms slow timer (a timer fires on a tick);
 //     after tcp_max_rexmt back-offs the connection is dropped (ETIMEDOUT); the persist timer
 //     probes a zero window with one byte;
-//   - header prediction (Van Jacobson): an in-order segment in ESTABLISHED that is a pure ACK
-//     for new data or pure in-order data costs tcp_predict_instr instead of tcp_input_instr.
+//   - header prediction (Van Jacobson, 4.3BSD-Reno; sockets.tcp_header_prediction, which SunOS
+//     4.1.4's Tahoe tcp_input lacks): an in-order segment in ESTABLISHED that is a pure ACK for
+//     new data or pure in-order data costs tcp_predict_instr instead of tcp_input_instr.
 // The MSS option is not carried (the codec writes no TCP options): both ends use the MSS they
 // would agree on, min(sockets.tcp_mss, MTU - 40).
 #pragma once

@@ -307,7 +307,7 @@ State Tcp::enter_time_wait(Tcb& t) {
 uint64_t Tcp::input_ps(const std::vector<uint8_t>& frame, bool& fast) {
   mbp2::Parsed p;
   const uint64_t ck = ip_.rx_cksum_ps(frame.size());
-  fast = mbp2::parse_inet(frame, p, false) == mbp2::InetError::None && predicted(p);
+  fast = c_.tcp_header_prediction && mbp2::parse_inet(frame, p, false) == mbp2::InetError::None && predicted(p);
   const uint64_t ps = os_.instr_ps(fast ? c_.tcp_predict_instr : c_.tcp_input_instr) + ck;
   input_ps_.inc(ps);
   return ps;

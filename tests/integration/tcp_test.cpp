@@ -355,6 +355,30 @@ TEST(Tcp, AFullInterfaceQueueQuenchesTheConnectionToOneSegment) {
   EXPECT_EQ(h.stat(0, "quenches"), h.inet_stats(0)["ifq_drops"].get<uint64_t>());
 }
 
+// Header prediction is 4.3BSD-Reno's; SunOS 4.1.4's tcp_input (Tahoe's) has none, so on the SS20
+// configs every segment of a stream takes the full path (sockets.tcp_header_prediction), and
+// with it on (as the Solaris config) in-order data and pure ACKs take the short one.
+void stream_and_count_predictions(bool prediction) {
+  Hosts h([prediction](mbcf::EtherSysConfig&, SocketConfig& sc) { sc.tcp_header_prediction = prediction; });
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  const auto data = bytes(40000, 6);
+  h.connect(false, [&] {
+    h.tcp(0).send(h.a, data, [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+    h.read_all(1, h.b, got, data.size(), [] {});
+  });
+  run_ms(3000);
+  EXPECT_EQ(*got, data);
+  const uint64_t predicted = h.stat(0, "header_predicted") + h.stat(1, "header_predicted");
+  const uint64_t segments = h.stat(0, "segments_received") + h.stat(1, "segments_received");
+  if (prediction) {
+    EXPECT_GT(predicted * 2, segments);  // most: in-order data at host 1, pure ACKs at host 0
+  } else {
+    EXPECT_EQ(predicted, 0u);
+  }
+}
+TEST(Tcp, SunOsTcpInputHasNoHeaderPrediction) { stream_and_count_predictions(false); }
+TEST(Tcp, WithHeaderPredictionMostSegmentsOfAStreamTakeTheShortPath) { stream_and_count_predictions(true); }
+
 // close: FIN after the data; the peer reads the data, then end of file (an empty read); the
 // closing side passes FIN_WAIT and ends in TIME_WAIT, the other in CLOSED after its own FIN.
 TEST(Tcp, CloseSendsFinAfterTheDataAndThePeerReadsEndOfFile) {
