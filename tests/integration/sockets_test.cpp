@@ -82,9 +82,9 @@ TEST(Sockets, ADatagramLongerThanTheMtuIsFragmentedAndReassembled) {
 }
 
 // SunOS's sbappendaddr refuses a datagram its receive buffer's mbuf storage cannot take, as
-// well as one its bytes cannot (mbuf_account.h): each 4-byte datagram costs 20 bytes of the
-// 41,600 but a 128-byte mbuf of the 65,536 (twice the buffer, capped at SB_MAX; its data packed
-// into its address's mbuf), so a socket nobody reads holds 512 of them, not 700 (2,080 by bytes).
+// well as one its bytes cannot (mbuf_account.h): each 4-byte datagram costs 20 bytes of SunOS's
+// 18,032 but a 128-byte mbuf of the 36,064 (twice the buffer; its data packed into its
+// address's mbuf), so a socket nobody reads holds 282 of them, not 700 (901 by bytes).
 void flood_an_unread_socket(bool acct, uint64_t expect_queued) {
   Hosts h([acct](mbcf::EtherSysConfig&, SocketConfig& sc) { sc.mbuf_accounting = acct; });
   const int s0 = h.inet[0]->udp_socket(), s1 = h.inet[1]->udp_socket();
@@ -104,7 +104,7 @@ void flood_an_unread_socket(bool acct, uint64_t expect_queued) {
   EXPECT_EQ(h.inet[1]->queued(s1), expect_queued);
   EXPECT_EQ(h.stat(1, "full_socket"), 700u - expect_queued);
 }
-TEST(Sockets, SunOsRefusesADatagramItsReceiveBuffersMbufStorageCannotTake) { flood_an_unread_socket(true, 512); }
+TEST(Sockets, SunOsRefusesADatagramItsReceiveBuffersMbufStorageCannotTake) { flood_an_unread_socket(true, 282); }
 TEST(Sockets, CountingBytesOnlyTheUnreadSocketTakesEveryDatagram) { flood_an_unread_socket(false, 700); }
 
 // select() with a timeout on UDP sockets: nothing comes, and it returns -1 on the kernel clock's
