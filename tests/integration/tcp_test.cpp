@@ -37,14 +37,15 @@ struct Hosts : test::SocketHosts {
   int a = -1, b = -1;  // the connection's descriptors on host 0 and host 1
   Tcp& tcp(uint32_t n) { return inet[n]->tcp(); }
   uint64_t stat(uint32_t node, const char* leaf) { return inet_stats(node)["tcp"][leaf].get<uint64_t>(); }
-  // Host 0 sends 4-byte messages k .. count-1, each when the call before has returned.
-  void send_small(uint32_t k, uint32_t count) {
+  // Host 0 sends `size`-byte messages k .. count-1, each when the call before has returned.
+  void send_messages(uint32_t size, uint32_t k, uint32_t count) {
     if (k == count) return;
-    tcp(0).send(a, bytes(4, k), [this, k, count](Errno e) {
+    tcp(0).send(a, bytes(size, k), [this, size, k, count](Errno e) {
       EXPECT_EQ(e, Errno::Ok);
-      send_small(k + 1, count);
+      send_messages(size, k + 1, count);
     });
   }
+  void send_small(uint32_t k, uint32_t count) { send_messages(4, k, count); }
   // Host 1 listens on 80, host 0 connects (at time 0), both with `nodelay`; then `k`.
   void connect(bool nodelay, std::function<void()> k) {
     const int l = tcp(1).socket();
@@ -194,17 +195,9 @@ void read_half_then_stop(bool acct, uint32_t expect_bytes, uint64_t expect_segme
     sc.mbuf_accounting = acct;
     sc.tcp_mss = 256;  // a segment per send, whatever slow start holds back
   });
-  uint32_t sent = 0, read = 0;
-  std::function<void()> next = [&] {
-    if (sent == 32) return;
-    h.tcp(0).send(h.a, bytes(256, sent), [&](Errno e) {
-      EXPECT_EQ(e, Errno::Ok);
-      ++sent;
-      next();
-    });
-  };
-  h.connect(true, [&] { next(); });
-  run_ms(4000);  // slow start from one segment, one delayed ACK per 200 ms tick
+  uint32_t read = 0;
+  h.connect(true, [&] { h.send_messages(256, 0, 32); });
+  run_ms(4000);  // long enough for the window first offered to fill
   ASSERT_EQ(h.tcp(1).readable(h.b), 4096u);
   h.tcp(1).recv(h.b, 2048, [&](Errno e, std::vector<uint8_t> d) {
     EXPECT_EQ(e, Errno::Ok);
@@ -228,16 +221,7 @@ void read_from_a_full_buffer(bool tahoe, uint32_t read, uint64_t expect_updates)
     sc.mbuf_accounting = false;  // the bytes alone decide the window here
     sc.tcp_mss = 1024;           // four segments fill the buffer; two are more than 35% of it
   });
-  uint32_t sent = 0;
-  std::function<void()> next = [&] {
-    if (sent == 8) return;
-    h.tcp(0).send(h.a, bytes(1024, sent), [&](Errno e) {
-      EXPECT_EQ(e, Errno::Ok);
-      ++sent;
-      next();
-    });
-  };
-  h.connect(true, [&] { next(); });
+  h.connect(true, [&] { h.send_messages(1024, 0, 8); });
   run_ms(4000);
   ASSERT_EQ(h.tcp(1).readable(h.b), 4096u);
   const uint64_t before = h.stat(1, "window_updates");
