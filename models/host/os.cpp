@@ -164,7 +164,15 @@ void Os::wakeup(uint64_t chan) {
   }
 }
 
-void Os::select_loop(std::function<int()> ready, uint64_t scan_ps, uint64_t chan, uint64_t until_ps, bool timed,
+void Os::select_loop(std::function<int()> ready, size_t ndesc, uint64_t chan, std::optional<double> timeout_us,
+                     std::function<void(int)> k) {
+  const uint64_t scan_ps = instr_ps(c_.select_instr * static_cast<double>(ndesc));
+  const bool timed = timeout_us.has_value();
+  const uint64_t until_ps = timed ? cpu_.now_ps() + static_cast<uint64_t>(*timeout_us * 1e6) : 0;
+  select_pass(std::move(ready), scan_ps, chan, until_ps, timed, std::move(k));
+}
+
+void Os::select_pass(std::function<int()> ready, uint64_t scan_ps, uint64_t chan, uint64_t until_ps, bool timed,
                      std::function<void(int)> k) {
   kernel(scan_ps, [this, ready = std::move(ready), scan_ps, chan, until_ps, timed, k = std::move(k)]() mutable {
     if (const int fd = ready(); fd >= 0) return k(fd);
@@ -172,7 +180,7 @@ void Os::select_loop(std::function<int()> ready, uint64_t scan_ps, uint64_t chan
     tsleep(chan, timed ? next_tick(until_ps) : 0,  // hzto: the timeout in whole ticks
            [this, ready = std::move(ready), scan_ps, chan, until_ps, timed, k = std::move(k)](bool timed_out) mutable {
              if (timed_out) return k(-1);  // 4.4BSD: EWOULDBLOCK from tsleep, no scan
-             select_loop(std::move(ready), scan_ps, chan, until_ps, timed, std::move(k));
+             select_pass(std::move(ready), scan_ps, chan, until_ps, timed, std::move(k));
            });
   });
 }

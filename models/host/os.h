@@ -33,6 +33,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -115,13 +116,13 @@ class Os final : public sc_core::sc_module {
   void tsleep(uint64_t chan, uint64_t until_ps, std::function<void(bool timed_out)> k);
   // Wakes what sleeps on `chan` (at the end of the kernel work that calls it).
   void wakeup(uint64_t chan);
-  // select()'s loop inside the call (4.4BSD sys_generic.c): each pass scans the descriptors
-  // (`scan_ps`: each one's poll routine) and `ready()` gives the first readable one, or -1. None
-  // ready: with a timeout (`timed`) that ends at `until_ps` and has ended (a zero timeout),
-  // `k(-1)`; else the process tsleeps on `chan` (a descriptor's sorwakeup wakes it), with a
-  // timeout on the kernel clock's tick at or after `until_ps` if `timed`, and scans again when
-  // woken, or gives `k(-1)` when the time is up.
-  void select_loop(std::function<int()> ready, uint64_t scan_ps, uint64_t chan, uint64_t until_ps, bool timed,
+  // select()'s loop inside the call (4.4BSD sys_generic.c): each pass scans the `ndesc`
+  // descriptors (`host.select_instr` each: its poll routine) and `ready()` gives the first
+  // readable one, or -1. None ready: once `timeout_us` (from now; 0: a poll) has passed, `k(-1)`;
+  // else the process tsleeps on `chan` (a descriptor's sorwakeup wakes it), until the kernel
+  // clock's tick at or after the timeout's end if there is one, and scans again when woken, or
+  // gives `k(-1)` when the time is up.
+  void select_loop(std::function<int()> ready, size_t ndesc, uint64_t chan, std::optional<double> timeout_us,
                    std::function<void(int)> k);
   bool sleeping(uint64_t chan) const;
   // Software interrupt work: after the hardware interrupt routines queued so far, the dispatch
@@ -142,6 +143,9 @@ class Os final : public sc_core::sc_module {
     std::function<void(bool)> k;
   };
   void resume(size_t i, bool timed_out);  // the sleeper `i`: switch back to it
+  // one pass of select_loop: the scan, then return, or sleep and pass again
+  void select_pass(std::function<int()> ready, uint64_t scan_ps, uint64_t chan, uint64_t until_ps, bool timed,
+                   std::function<void(int)> k);
   std::vector<Sleeper> sleepers_;
   uint64_t next_sleeper_ = 0;
 };

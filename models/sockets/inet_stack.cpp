@@ -431,9 +431,7 @@ void InetStack::select(std::vector<int> fds, std::optional<double> timeout_us, s
             if (!sock(fd)->rcv.empty()) return fd;
           return -1;
         };
-        const uint64_t scan = cycles(os_.config().select_instr * static_cast<double>(set->size()));
-        const uint64_t until = timeout_us ? cal_.now_ps() + static_cast<uint64_t>(*timeout_us * 1e6) : 0;
-        os_.select_loop(ready, scan, select_chan(), until, timeout_us.has_value(), [out, done = std::move(done)](int fd) {
+        os_.select_loop(ready, set->size(), select_chan(), timeout_us, [out, done = std::move(done)](int fd) {
           out->second = fd;
           done();
         });
