@@ -34,6 +34,7 @@ enum class Id : unsigned char {
   AtomicFromExecute,      // mbp2: an atomic's result is what the semantics computed at the PME's check, not from the ADMA's read
   HelloRestartsNumbering,  // mbcf/ether: on a peer's Hello both ends number afresh from 1 (an old frame can pass for a new one)
   SnoopFilterKeepsVictims,  // mbp: an L2 victim's bit stays in the node's snoop filter
+  LonePathKeepsSaPointer,   // net: the lone-flit fast path leaves the outputs' switch-allocation pointers as they were
   // Speed mutants: right results, more work. The speed guard (scripts/speed-guard.py) must catch them.
   CopyPerPacket,          // net: every delivered packet is copied byte by byte into a scratch buffer
   CopyPerReference,       // mbp: every completed processor reference is copied byte by byte into a scratch buffer
@@ -56,6 +57,7 @@ inline constexpr Entry kAll[] = {
     {Id::AdmaWritesAtExecute, "adma_writes_at_execute"},   {Id::AtomicFromExecute, "atomic_from_execute"},
     {Id::HelloRestartsNumbering, "hello_restarts_numbering"},
     {Id::SnoopFilterKeepsVictims, "snoop_filter_keeps_victims"},
+    {Id::LonePathKeepsSaPointer, "lone_path_keeps_sa_pointer"},
     {Id::CopyPerPacket, "copy_per_packet"},                {Id::CopyPerReference, "copy_per_reference"},
 };
 

@@ -29,6 +29,7 @@ struct NetConfig {
   int combining_entries{};
   int ack_flits{};
   uint64_t watchdog_cycles{};
+  bool fast_path{};
 
   uint32_t nodes() const;
   int flit_cycles() const { return (flit_bits + link_width_bits - 1) / link_width_bits; }

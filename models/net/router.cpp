@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "models/core/error.h"
+#include "models/core/mutant.h"
 #include "models/core/module_tree.h"
 #include "models/net/network.h"
 
@@ -37,11 +38,18 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
       ivc.out_vc = out_vc_slab_.get() + i * nports_;
       ivc.va_ready = va_ready_slab_.get() + i * nports_;
     }
-  nonempty_.assign(ninputs_, 0);
-  va_pending_.assign(ninputs_, 0);
-  va_blocked_.assign(ninputs_, 0);
-  credit_blocked_.assign(ninputs_, 0);
-  in_rr_.assign(ninputs_, 0);
+  fast_path_ = c.fast_path;
+  span_ = t.subtree_size(height) * static_cast<uint32_t>(k_);
+  first_node_ = pos * span_;
+  child_span_ = t.subtree_size(height);
+  if ((child_span_ & (child_span_ - 1)) == 0) child_shift_ = __builtin_ctz(child_span_);
+  inp_.reset(new InPort[ninputs_]);
+  routing_delay_ = c.routing_delay;
+  va_delay_ = c.va_delay;
+  hop_delay_ = static_cast<uint64_t>(c.sa_delay) + c.st_delay + c.link_latency;
+  flit_cycles_ = c.flit_cycles();
+  credit_delay_ = c.credit_delay;
+  vpc_ = c.vcs_per_class;
   out_.resize(nports_);
   for (int o = 0; o < nports_; ++o) {
     OutputPort& op = out_[o];
@@ -84,7 +92,7 @@ uint64_t Router::footprint_bytes(const NetConfig& c, bool has_parent, size_t nam
   const uint64_t cap = FlitQueue::capacity_for(c.buffer_depth), gen_cap = FlitQueue::capacity_for(4);
   b += vector_bytes<InputVC>(ninputs * nvcs) + heap_bytes(sizeof(Flit) * nvcs * (nports * cap + gen_cap)) +
        heap_bytes(ninputs * nvcs * nports) + heap_bytes(sizeof(uint64_t) * ninputs * nvcs * nports);
-  b += 4 * vector_bytes<uint32_t>(ninputs) + vector_bytes<uint8_t>(ninputs);
+  b += heap_bytes(sizeof(InPort) * ninputs);
   b += vector_bytes<OutputPort>(nports);
   b += nports * (vector_bytes<int>(nvcs) + CreditLine::bytes(CreditLine::kInitial) + vector_bytes<uint8_t>(nvcs) +
                  vector_bytes<int16_t>(nvcs));
@@ -106,14 +114,14 @@ void Router::accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now) {
     return;
   }
   if (idx == 0 && net_->tracing()) net_->trace_head(id_, port, p, now);
-  push_flit(port, vc, Flit{p, now + net_->config().routing_delay, idx});
+  push_flit(port, vc, Flit{p, now + routing_delay_, idx});
 }
 
 void Router::push_flit(int port, int v, const Flit& f) {
   InputVC& ivc = vc(port, v);
   ivc.q.push(f);
-  if (ivc.q.size() == 1 && f.idx == 0) va_pending_[port] |= 1u << v;
-  nonempty_[port] |= 1u << v;
+  if (ivc.q.size() == 1 && f.idx == 0) inp_[port].va_pending |= 1u << v;
+  inp_[port].nonempty |= 1u << v;
   port_mask_ |= 1u << port;
   ++flits_held_;
 }
@@ -122,8 +130,9 @@ void Router::absorb_credits(int o, uint64_t now) {
   OutputPort& op = out_[o];
   for (uint32_t got = op.returning.absorb(now, op.credits); got; got &= got - 1) {
     const int h = op.holder[__builtin_ctz(got)];
-    if (h >= 0) credit_blocked_[h >> 5] &= ~(1u << (h & 31));
+    if (h >= 0) inp_[h >> 5].credit_blocked &= ~(1u << (h & 31));
   }
+  if (op.returning.empty()) returning_mask_ &= ~(1u << o);
 }
 
 void Router::route(InputVC& ivc, int in_port, Packet* p) {
@@ -157,8 +166,9 @@ void Router::route(InputVC& ivc, int in_port, Packet* p) {
       }
     }
     p->refs += __builtin_popcount(mask) - 1;
-  } else if (t.in_subtree(p->dst, id_)) {
-    mask = 1u << t.child_index(p->dst, height_);
+  } else if (p->dst - first_node_ < span_) {  // below this router (unsigned: one compare)
+    const uint32_t off = p->dst - first_node_;
+    mask = 1u << (child_shift_ >= 0 ? off >> child_shift_ : off / child_span_);
   } else {
     mask = 1u << k_;
   }
@@ -199,115 +209,190 @@ bool Router::consume_ack(Packet* p, uint64_t now) {
 }
 
 void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
-  const NetConfig& c = net_->config();
   const Flit& f = ivc.q.front();
+  const bool tail = f.idx + 1 == f.pkt->size_flits;
   OutputPort& op = out_[o];
   const int vc = ivc.out_vc[o];
-  if (!op.to_node) --op.credits[vc];
-  op.free_at = now + c.flit_cycles();
+  op.free_at = now + flit_cycles_;
   op.flits->inc();
-  const uint64_t at = now + c.sa_delay + c.st_delay + c.link_latency;
+  const uint64_t at = now + hop_delay_;
   if (op.to_node) {
     // Only the tail's arrival delivers the packet: the body flits need no event.
-    if (f.idx + 1 == f.pkt->size_flits) net_->schedule(at, Event{EvType::Eject, 0, 0, f.idx, op.peer, f.pkt, 0});
-  } else
+    if (tail) net_->schedule(at, Event{EvType::Eject, 0, 0, f.idx, op.peer, f.pkt, 0});
+  } else {
+    --op.credits[vc];
     net_->schedule(at, Event{EvType::FlitArrive, op.peer_port, static_cast<uint8_t>(vc), f.idx,
                              op.peer, f.pkt, 0});
+  }
   ivc.pending &= ~(1u << o);
-  if (f.idx + 1 == f.pkt->size_flits && net_->tracing()) net_->trace_hop(id_, in_port, o, f.pkt, now, ivc.pending == 0);
-  if (f.idx + 1 == f.pkt->size_flits) {  // tail: the output VC is free for the next packet
-    op.busy[vc] = 0;
-    op.holder[vc] = -1;
-    ivc.out_vc[o] = -1;
-    if (any_va_blocked_) {  // a free VC: heads that found none may try again
-      for (int p = 0; p < ninputs_; ++p) va_blocked_[p] = 0;
-      any_va_blocked_ = false;
-    }
+  if (!tail) return;
+  if (net_->tracing()) net_->trace_hop(id_, in_port, o, f.pkt, now, ivc.pending == 0);
+  // The tail: the output VC is free for the next packet.
+  op.busy[vc] = 0;
+  op.holder[vc] = -1;
+  ivc.out_vc[o] = -1;
+  if (any_va_blocked_) {  // a free VC: heads that found none may try again
+    for (int p = 0; p < ninputs_; ++p) inp_[p].va_blocked = 0;
+    any_va_blocked_ = false;
   }
 }
 
+bool Router::allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& timed_wait) {
+  const int vpc = vpc_;
+  InputVC& ivc = vc(p, v);
+  Flit& f = ivc.q.front();
+  if (!ivc.routed) {
+    if (f.ready > now) {
+      timed_wait = true;
+      return false;
+    }
+    route(ivc, p, f.pkt);
+    progress = true;
+  }
+  // All or nothing: a packet takes a VC on every output it needs in the same cycle, or none.
+  // A multicast that held one branch's VC while waiting for another's could wait on a packet
+  // waiting on it (two multicasts crossing at a router): a deadlock.
+  uint32_t need = 0;
+  for (uint32_t m2 = ivc.pending; m2; m2 &= m2 - 1) {
+    const int o = __builtin_ctz(m2);
+    if (ivc.out_vc[o] < 0) need |= 1u << o;
+  }
+  if (!need) {
+    inp_[p].va_pending &= ~(1u << v);
+    return false;
+  }
+  // Multicasts move by virtual cut-through: a branch gets a VC only when the downstream buffer
+  // has room for the whole packet. A multicast worm stretched over several routers would make
+  // its downward branches wait on its upward one, and downward and upward links would then
+  // wait on each other (a deadlock seen in testing). Unicasts and acks never fork and move by
+  // wormhole.
+  const int lo = f.pkt->cls * vpc, n = vpc;
+  const bool vct = f.pkt->kind == PacketKind::Multicast;
+  int pick[kMaxPorts];
+  bool all = true;
+  for (uint32_t m2 = need; m2 && all; m2 &= m2 - 1) {
+    const int o = __builtin_ctz(m2);
+    OutputPort& op = out_[o];
+    pick[o] = -1;
+    // Round robin from the pointer (rr_next: no division in the loop).
+    for (int j = 0, r = op.va_rr; j < n; ++j, r = rr_next(r, n)) {
+      const int cv = lo + r;
+      if (!op.busy[cv] && (!vct || op.to_node || op.credits[cv] >= f.pkt->size_flits)) {
+        pick[o] = cv;
+        break;
+      }
+    }
+    all = pick[o] >= 0;
+  }
+  if (!all) {
+    // Until a VC is released this would fail again. A multicast may also wait for buffer
+    // space, which credits bring without a release: it retries every cycle.
+    if (!vct) {
+      inp_[p].va_blocked |= 1u << v;
+      any_va_blocked_ = true;
+    }
+    return false;
+  }
+  inp_[p].va_pending &= ~(1u << v);
+  const uint64_t ready = now + va_delay_;
+  for (uint32_t m2 = need; m2; m2 &= m2 - 1) {
+    const int o = __builtin_ctz(m2);
+    OutputPort& op = out_[o];
+    op.busy[pick[o]] = 1;
+    op.holder[pick[o]] = static_cast<int16_t>(p * 32 + v);
+    ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
+    ivc.va_ready[o] = ready;
+    op.va_rr = static_cast<uint8_t>(rr_next(pick[o] - lo, n));
+  }
+  progress = true;
+  return true;
+}
+
+uint32_t Router::requests(int p, int v, uint64_t now, bool& timed_wait) {
+  InputVC& ivc = vc(p, v);
+  if (!ivc.routed) return 0;
+  const Flit& f = ivc.q.front();
+  if (f.ready > now) {
+    timed_wait = true;
+    return 0;
+  }
+  uint32_t elig = 0;
+  for (uint32_t cand = ivc.pending; cand; cand &= cand - 1) {
+    const int o = __builtin_ctz(cand);
+    const int ov = ivc.out_vc[o];
+    if (ov < 0) continue;
+    const OutputPort& op = out_[o];
+    if (ivc.va_ready[o] > now || op.free_at > now) {
+      timed_wait = true;
+      continue;
+    }
+    if (!op.to_node && op.credits[ov] <= 0) {
+      // A packet with one output waits for that output's credit alone: park it.
+      if (ivc.route_mask == (1u << o)) inp_[p].credit_blocked |= 1u << v;
+      continue;
+    }
+    elig |= 1u << o;
+  }
+  return elig;
+}
+
+void Router::forward(int p, int v, uint32_t grant, uint64_t now) {
+  InputVC& ivc = vc(p, v);
+  for (uint32_t g = grant; g; g &= g - 1) send(p, ivc, __builtin_ctz(g), now);
+  inp_[p].rr = static_cast<uint8_t>(rr_next(v, nvcs_));
+  if (ivc.pending) return;
+  // The flit has reached every output it needed: free its slot and credit the upstream.
+  const Flit f = ivc.q.front();
+  ivc.q.pop();
+  --flits_held_;
+  if (ivc.q.empty() && !(inp_[p].nonempty &= ~(1u << v))) port_mask_ &= ~(1u << p);
+  if (!ivc.q.empty() && ivc.q.front().idx == 0) inp_[p].va_pending |= 1u << v;
+  if (f.idx + 1 == f.pkt->size_flits)
+    ivc.routed = false;
+  else
+    ivc.pending = ivc.route_mask;
+  if (p != gen_port_) return_credit(p, v, now);
+}
+
+bool Router::step_lone(uint64_t now, bool& progress, bool& timed_wait) {
+  const int p = __builtin_ctz(port_mask_), v = __builtin_ctz(inp_[p].nonempty);
+  InPort& in = inp_[p];
+  // A flit given its VCs this cycle cannot request the switch before va_delay (>= 1) has
+  // passed: its switch allocation would only find that out.
+  if ((in.va_pending & ~in.va_blocked) >> v & 1 && allocate_vcs(p, v, now, progress, timed_wait))
+    return stay_awake(now, progress, timed_wait);
+  if ((in.nonempty & ~in.va_pending & ~in.credit_blocked) >> v & 1) {
+    const uint32_t grant = requests(p, v, now, timed_wait);
+    if (grant) {
+      // Each output it asks for has this one requester: the output's arbiter grants it.
+      if (!mutant::on(mutant::Id::LonePathKeepsSaPointer))
+        for (uint32_t g = grant; g; g &= g - 1) out_[__builtin_ctz(g)].sa_rr = static_cast<uint8_t>(rr_next(p, ninputs_));
+      progress = true;
+      forward(p, v, grant, now);
+    }
+  }
+  return stay_awake(now, progress, timed_wait);
+}
+
 bool Router::step(uint64_t now) {
-  const NetConfig& c = net_->config();
-  const int vpc = c.vcs_per_class;
   // A router whose flits all wait for credits or busy VCs sleeps until a credit or flit
   // arrives; it stays awake only while it makes progress or waits for a known cycle.
   bool progress = false, timed_wait = false;
 
-  for (int o = 0; o < nports_; ++o)
-    if (!out_[o].returning.empty()) absorb_credits(o, now);
+  for (uint32_t rm = returning_mask_; rm; rm &= rm - 1) absorb_credits(__builtin_ctz(rm), now);
+
+  if (flits_held_ == 1 && fast_path_) return step_lone(now, progress, timed_wait);
 
   // Route computation and VC allocation for packets at the front of their input VC.
+  // A flit given its VCs this cycle cannot request the switch before va_delay (>= 1) has
+  // passed: `fresh` keeps it out of this cycle's switch allocation.
+  uint32_t fresh[kMaxPorts];
   for (uint32_t pm = port_mask_; pm; pm &= pm - 1) {
     const int p = __builtin_ctz(pm);
-    uint32_t m = va_pending_[p] & ~va_blocked_[p];
-    while (m) {
+    fresh[p] = 0;
+    for (uint32_t m = inp_[p].va_pending & ~inp_[p].va_blocked; m; m &= m - 1) {
       const int v = __builtin_ctz(m);
-      m &= m - 1;
-      InputVC& ivc = vc(p, v);
-      Flit& f = ivc.q.front();
-      if (!ivc.routed) {
-        if (f.ready > now) {
-          timed_wait = true;
-          continue;
-        }
-        route(ivc, p, f.pkt);
-        progress = true;
-      }
-      // All or nothing: a packet takes a VC on every output it needs in the same cycle, or
-      // none. A multicast that held one branch's VC while waiting for another's could wait on a
-      // packet waiting on it (two multicasts crossing at a router): a deadlock.
-      uint32_t need = 0;
-      for (uint32_t m2 = ivc.pending; m2; m2 &= m2 - 1) {
-        const int o = __builtin_ctz(m2);
-        if (ivc.out_vc[o] < 0) need |= 1u << o;
-      }
-      if (!need) {
-        va_pending_[p] &= ~(1u << v);
-        continue;
-      }
-      // Multicasts move by virtual cut-through: a branch gets a VC only when the downstream
-      // buffer has room for the whole packet. A multicast worm stretched over several routers
-      // would make its downward branches wait on its upward one, and downward and upward links
-      // would then wait on each other (a deadlock seen in testing). Unicasts and acks never
-      // fork and move by wormhole.
-      const int lo = f.pkt->cls * vpc, n = vpc;
-      const bool vct = f.pkt->kind == PacketKind::Multicast;
-      int pick[kMaxPorts];
-      bool all = true;
-      for (uint32_t m2 = need; m2 && all; m2 &= m2 - 1) {
-        const int o = __builtin_ctz(m2);
-        OutputPort& op = out_[o];
-        pick[o] = -1;
-        // Round robin from the pointer (rr_next: no division in the loop).
-        for (int j = 0, r = op.va_rr; j < n; ++j, r = rr_next(r, n)) {
-          const int cv = lo + r;
-          if (!op.busy[cv] && (!vct || op.to_node || op.credits[cv] >= f.pkt->size_flits)) {
-            pick[o] = cv;
-            break;
-          }
-        }
-        all = pick[o] >= 0;
-      }
-      if (!all) {
-        // Until a VC is released this would fail again. A multicast may also wait for buffer
-        // space, which credits bring without a release: it retries every cycle.
-        if (!vct) {
-          va_blocked_[p] |= 1u << v;
-          any_va_blocked_ = true;
-        }
-        continue;
-      }
-      va_pending_[p] &= ~(1u << v);
-      for (uint32_t m2 = need; m2; m2 &= m2 - 1) {
-        const int o = __builtin_ctz(m2);
-        OutputPort& op = out_[o];
-        op.busy[pick[o]] = 1;
-        op.holder[pick[o]] = static_cast<int16_t>(p * 32 + v);
-        ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
-        ivc.va_ready[o] = now + c.va_delay;
-        op.va_rr = static_cast<uint8_t>(rr_next(pick[o] - lo, n));
-      }
-      progress = true;
+      if (allocate_vcs(p, v, now, progress, timed_wait)) fresh[p] |= 1u << v;
     }
   }
 
@@ -321,55 +406,26 @@ bool Router::step(uint64_t now) {
   for (uint32_t pm = port_mask_; pm; pm &= pm - 1) {
     const int p = __builtin_ctz(pm);
     req[p] = 0;
-    const uint32_t m = nonempty_[p] & ~va_pending_[p] & ~credit_blocked_[p];
+    const uint32_t m = inp_[p].nonempty & ~inp_[p].va_pending & ~inp_[p].credit_blocked & ~fresh[p];
     // Round robin over the VCs holding flits, starting at the pointer: bits at or above it
     // first, then the ones below.
-    const uint32_t hi = m & (~0u << in_rr_[p]);
+    const uint32_t hi = m & (~0u << inp_[p].rr);
     uint32_t order[2] = {hi, m & ~hi};
     for (int part = 0; part < 2 && !req[p]; ++part) {
-      uint32_t bits = order[part];
-      while (bits) {
+      for (uint32_t bits = order[part]; bits; bits &= bits - 1) {
         const int v = __builtin_ctz(bits);
-        bits &= bits - 1;
-        InputVC& ivc = vc(p, v);
-        if (!ivc.routed) continue;
-        const Flit& f = ivc.q.front();
-        if (f.ready > now) {
-          timed_wait = true;
-          continue;
+        uint32_t elig = requests(p, v, now, timed_wait);
+        if (!elig) continue;
+        req[p] = elig;
+        req_vc[p] = v;
+        requesting |= 1u << p;
+        for (; elig; elig &= elig - 1) {
+          const int o = __builtin_ctz(elig);
+          if (!(touched >> o & 1)) out_req[o] = 0;
+          touched |= 1u << o;
+          out_req[o] |= 1u << p;
         }
-        uint32_t elig = 0;
-        uint32_t cand = ivc.pending;
-        while (cand) {
-          const int o = __builtin_ctz(cand);
-          cand &= cand - 1;
-          const int ov = ivc.out_vc[o];
-          if (ov < 0) continue;
-          const OutputPort& op = out_[o];
-          if (ivc.va_ready[o] > now || op.free_at > now) {
-            timed_wait = true;
-            continue;
-          }
-          if (!op.to_node && op.credits[ov] <= 0) {
-            // A packet with one output waits for that output's credit alone: park it.
-            if (ivc.route_mask == (1u << o)) credit_blocked_[p] |= 1u << v;
-            continue;
-          }
-          elig |= 1u << o;
-        }
-        if (elig) {
-          req[p] = elig;
-          req_vc[p] = v;
-          requesting |= 1u << p;
-          while (elig) {
-            const int o = __builtin_ctz(elig);
-            elig &= elig - 1;
-            if (!(touched >> o & 1)) out_req[o] = 0;
-            touched |= 1u << o;
-            out_req[o] |= 1u << p;
-          }
-          break;
-        }
+        break;
       }
     }
   }
@@ -389,43 +445,23 @@ bool Router::step(uint64_t now) {
       const int p = __builtin_ctz(rq);
       if (!grant[p]) continue;
       progress = true;
-      const int v = req_vc[p];
-      InputVC& ivc = vc(p, v);
-      uint32_t g = grant[p];
-      while (g) {
-        const int o = __builtin_ctz(g);
-        g &= g - 1;
-        send(p, ivc, o, now);
-      }
-      in_rr_[p] = static_cast<uint8_t>(rr_next(v, nvcs_));
-      if (ivc.pending) continue;
-      // The flit has reached every output it needed: free its slot and credit the upstream.
-      const Flit f = ivc.q.front();
-      ivc.q.pop();
-      --flits_held_;
-      if (ivc.q.empty() && !(nonempty_[p] &= ~(1u << v))) port_mask_ &= ~(1u << p);
-      if (!ivc.q.empty() && ivc.q.front().idx == 0) va_pending_[p] |= 1u << v;
-      if (f.idx + 1 == f.pkt->size_flits)
-        ivc.routed = false;
-      else
-        ivc.pending = ivc.route_mask;
-      if (p != gen_port_) return_credit(p, v, now);
+      forward(p, req_vc[p], grant[p], now);
     }
   }
+  return stay_awake(now, progress, timed_wait);
+}
+
+bool Router::stay_awake(uint64_t now, bool progress, bool timed_wait) {
   if (flits_held_ == 0) return false;
   if (progress || timed_wait) return true;
   // Blocked: stay awake only while credits are on their way back (they arrive within the
   // credit delay); otherwise sleep until the downstream frees a slot and wakes this router.
-  bool awaiting = false;
-  for (int o = 0; o < nports_; ++o) {
-    absorb_credits(o, now);
-    awaiting |= !out_[o].returning.empty();
-  }
-  return awaiting;
+  for (uint32_t rm = returning_mask_; rm; rm &= rm - 1) absorb_credits(__builtin_ctz(rm), now);
+  return returning_mask_ != 0;
 }
 
 void Router::return_credit(int p, int vc, uint64_t now) {
-  const uint64_t at = now + net_->config().credit_delay;
+  const uint64_t at = now + credit_delay_;
   if (p < k_ && out_[p].to_node)
     net_->credit_to_ni(out_[p].peer, vc, at);
   else

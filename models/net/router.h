@@ -153,7 +153,10 @@ class Router final : public sc_core::sc_module {
   // A flit arrives at an input VC (called by the network at the arrival cycle).
   void accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
   // The downstream of output `port` freed a slot of `vc`; the credit arrives at cycle `at`.
-  void credit(int port, int vc, uint64_t at) { out_[port].returning.push(at, vc); }
+  void credit(int port, int vc, uint64_t at) {
+    out_[port].returning.push(at, vc);
+    returning_mask_ |= 1u << port;
+  }
   // One cycle of allocation and switching; returns true while it still holds flits.
   bool step(uint64_t now);
   bool active = false;
@@ -166,6 +169,24 @@ class Router final : public sc_core::sc_module {
 
  private:
   void route(InputVC& vc, int in_port, Packet* p);
+  // The three stages of one input VC's turn in a cycle, shared by the general step and the
+  // lone-flit path (one meaning, one place):
+  // VC allocation, after route computation for a head not yet routed. Sets `progress` when it
+  // routed or allocated, `timed_wait` when the head is not ready yet.
+  // Returns true when it allocated VCs in this cycle (the flit cannot request the switch
+  // before va_delay has passed, at least a cycle).
+  bool allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& timed_wait);
+  // The outputs the VC's front flit may request in switch allocation this cycle (it parks a
+  // packet whose one output has no credit).
+  uint32_t requests(int p, int v, uint64_t now, bool& timed_wait);
+  // The front flit crosses the switch to the granted outputs; once it has reached every
+  // output it needed, its slot frees and the upstream gets the credit.
+  void forward(int p, int v, uint32_t grant, uint64_t now);
+  // The fast path: a router holding a single flit has nothing to arbitrate, so its cycle is
+  // that flit's turn alone, without scanning ports and VCs (same state changes, same order).
+  bool step_lone(uint64_t now, bool& progress, bool& timed_wait);
+  // After a cycle's allocation: whether the router stays awake (see step()).
+  bool stay_awake(uint64_t now, bool progress, bool timed_wait);
   // Merges an ack into this router's entry for its transaction; false when there is none.
   bool consume_ack(Packet* p, uint64_t now);
   void send(int in_port, InputVC& vc, int out_port, uint64_t now);
@@ -190,18 +211,31 @@ class Router final : public sc_core::sc_module {
   std::unique_ptr<uint64_t[]> va_ready_slab_;
   InputVC& vc(int port, int v) { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
   const InputVC& vc(int port, int v) const { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
-  std::vector<uint32_t> nonempty_;        // [port] bitmask of VCs holding flits
-  uint32_t port_mask_ = 0;                // input ports with a non-zero nonempty_
-  // Work lists as bitmasks per input port, so a saturated router does not scan every VC:
-  std::vector<uint32_t> va_pending_;      // a head at the front still needs route or VCs
-  std::vector<uint32_t> va_blocked_;      // ... and its last attempt found no free VC; retried
-                                          // only after a VC is released
-  std::vector<uint32_t> credit_blocked_;  // its one output has no credit; cleared by a credit
+  // Per input port: its VCs' work lists as bitmasks, so a saturated router does not scan
+  // every VC, and its switch-allocation round robin (one array, one record per port).
+  struct InPort {
+    uint32_t nonempty = 0;        // VCs holding flits
+    uint32_t va_pending = 0;      // a head at the front still needs route or VCs
+    uint32_t va_blocked = 0;      // ... and its last attempt found no free VC; retried only
+                                  // after a VC is released
+    uint32_t credit_blocked = 0;  // its one output has no credit; cleared by a credit
+    uint8_t rr = 0;               // switch-allocation round robin over its VCs
+  };
+  std::unique_ptr<InPort[]> inp_;
+  uint32_t port_mask_ = 0;                // input ports with a non-zero nonempty
   bool any_va_blocked_ = false;
-  std::vector<uint8_t> in_rr_;            // [port] switch-allocation round robin
   std::vector<OutputPort> out_;
   std::vector<CombineEntry> table_;
   uint64_t flits_held_ = 0;
+  uint32_t returning_mask_ = 0;  // output ports with credits on their way back
+  bool fast_path_ = true;        // network.fast_path
+  // The timing parameters a hop reads, from the network's config (network.*).
+  uint64_t routing_delay_ = 0, va_delay_ = 0, hop_delay_ = 0, flit_cycles_ = 0, credit_delay_ = 0;
+  int vpc_ = 0;  // VCs per message class
+  // Unicast route computation without division: the nodes below this router are
+  // [first_node_, first_node_ + span_), those below child c start at c * child_span_.
+  uint32_t first_node_ = 0, span_ = 0, child_span_ = 1;
+  int child_shift_ = -1;  // log2(child_span_) when it is a power of two
 
   Counter* comb_alloc_ = nullptr;
   Counter* comb_bypassed_ = nullptr;

@@ -60,5 +60,29 @@ TEST(BookSimCrossValidation, SaturationWithinTenPercent) {
   EXPECT_FALSE(below["summary"]["saturated"].get<bool>());
 }
 
+// The network's fast path (network.fast_path: a router holding a single flit takes its cycle
+// without scanning its ports and VCs) is host speed only: every statistic equals the general
+// allocators' run, byte for byte, on unicast traffic below and near saturation, multicasts of
+// several flits with acknowledge combining, and the MBP's coherence traffic.
+TEST(NetworkFastPath, StatisticsEqualTheGeneralAllocators) {
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"net-qtree64-uniform.json", "--set workload.injection_rate=0.01 --set workload.measure_cycles=4000"},
+      {"net-qtree64-uniform.json", "--set workload.injection_rate=0.055 --set workload.measure_cycles=4000"},
+      {"default.json", ""},
+      {"fig2-7-multicast.json", ""},
+      {"mbp16.json", "--set sharing.refs_per_proc=1500"},
+  };
+  for (const auto& [config, sets] : runs) {
+    const auto fast = run_config(config, sets + " --set network.fast_path=true");
+    const auto general = run_config(config, sets + " --set network.fast_path=false");
+    ASSERT_TRUE(fast.contains("stats") && general.contains("stats")) << config;
+    EXPECT_EQ(fast["run"], general["run"]) << config << " " << sets;
+    EXPECT_EQ(fast["summary"], general["summary"]) << config << " " << sets;
+    EXPECT_TRUE(fast["stats"] == general["stats"]) << config << " " << sets << ": statistics differ";
+    // The runs did route traffic (a vacuous comparison would pass too).
+    EXPECT_GT(fast["stats"]["system"]["net"]["packets_delivered"].get<uint64_t>(), 0u) << config;
+  }
+}
+
 }  // namespace
 }  // namespace mbpsim
