@@ -49,6 +49,8 @@ CASES = {
     "mbp2p-ss20": ("MBCF on the MBP2 PCI NIC, SS20: the default config's points", "run", "mbp2p-ss20.json", [], None),
     "sockets-ss20-tcp": ("TCP/IP sockets on SunOS 4.1.4, SS20: the default config's points", "run",
                          "sockets-ss20-100t-half-tcp.json", [], None),
+    "trace-stencil16": ("Trace replay: the shipped stencil trace (traces/stencil-16t, 312k references), 16 nodes x 4 processors, "
+                        "validation included", "run", "splash-mbp16.json", [], None),
 }
 
 

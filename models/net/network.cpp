@@ -66,6 +66,7 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
     routers_.push_back(std::make_unique<Router>(("router_" + std::to_string(h) + "_" + std::to_string(pos)).c_str(), *this, r,
                                                 h, pos, stats));
   }
+  for (auto& r : routers_) r->connect();
   nis_.resize(topo_.nodes());
   if (Timeline* tl = timeline()) {
     trace_.reset(new Trace{*tl, {}, {}, {}});
@@ -228,12 +229,6 @@ void Network::schedule(uint64_t at, const Event& e) {
     far_.emplace(at, e);
 }
 
-void Network::activate(int r) {
-  if (!routers_[r]->active) {
-    routers_[r]->active = true;
-    (stepping_ ? next_active_ : active_routers_).push_back(r);
-  }
-}
 
 void Network::activate_ni(uint32_t n) {
   if (!nis_[n].active) {
@@ -242,10 +237,6 @@ void Network::activate_ni(uint32_t n) {
   }
 }
 
-void Network::credit_to_router(int r, int port, int vc, uint64_t at) {
-  routers_[r]->credit(port, vc, at);
-  if (routers_[r]->holds_flits()) activate(r);
-}
 
 void Network::credit_to_ni(uint32_t n, int vc, uint64_t at) {
   NetIface& ni = nis_[n];

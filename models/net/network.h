@@ -106,10 +106,20 @@ class Network : public sc_core::sc_module {
 
   // Engine interface (used by the router and by tests).
   void schedule(uint64_t at, const Event& e);
-  void activate(int router);
+  void activate(int router) { activate(*routers_[router]); }
+  void activate(Router& r) {
+    if (!r.active) {
+      r.active = true;
+      (stepping_ ? next_active_ : active_routers_).push_back(r.id());
+    }
+  }
   // Credit returns: queued at the receiver and absorbed lazily; a sleeping receiver that holds
   // work is woken so that it looks at them.
-  void credit_to_router(int router, int port, int vc, uint64_t at);
+  void credit_to_router(Router& r, int port, int vc, uint64_t at) {
+    r.credit(port, vc, at);
+    if (r.holds_flits()) activate(r);
+  }
+  Router& router(int id) { return *routers_[id]; }
   void credit_to_ni(uint32_t node, int vc, uint64_t at);
   void activate_ni(uint32_t node);
   // Runs every event and router step of cycle `now`; returns the next busy cycle or UINT64_MAX.

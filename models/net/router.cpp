@@ -462,10 +462,16 @@ bool Router::stay_awake(uint64_t now, bool progress, bool timed_wait) {
 
 void Router::return_credit(int p, int vc, uint64_t now) {
   const uint64_t at = now + credit_delay_;
-  if (p < k_ && out_[p].to_node)
-    net_->credit_to_ni(out_[p].peer, vc, at);
+  const OutputPort& op = out_[p];
+  if (op.to_node)
+    net_->credit_to_ni(op.peer, vc, at);
   else
-    net_->credit_to_router(out_[p].peer, out_[p].peer_port, vc, at);
+    net_->credit_to_router(*op.peer_router, op.peer_port, vc, at);
+}
+
+void Router::connect() {
+  for (OutputPort& op : out_)
+    if (!op.to_node) op.peer_router = &net_->router(static_cast<int>(op.peer));
 }
 
 std::string Router::describe_flits() const {

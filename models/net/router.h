@@ -118,9 +118,12 @@ struct InputVC {
   uint64_t* va_ready = nullptr; // cycle from which that VC may be used
 };
 
+class Router;
+
 struct OutputPort {
   bool to_node = false;  // ejection link to a node (infinite sink)
   uint32_t peer = 0;     // router id or node id
+  Router* peer_router = nullptr;  // the router at the other end (null: a node)
   uint8_t peer_port = 0;
   std::vector<int> credits;   // per VC
   CreditLine returning;       // credits sent back by the downstream, not yet absorbed
@@ -150,6 +153,8 @@ class Router final : public sc_core::sc_module {
   // port; `name_len`: its hierarchical name's length): what the constructor allocates, with a
   // combining table grown to its bound.
   static uint64_t footprint_bytes(const NetConfig& c, bool has_parent, size_t name_len);
+  // Links each port to the router at its other end (once every router of the network exists).
+  void connect();
   // A flit arrives at an input VC (called by the network at the arrival cycle).
   void accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
   // The downstream of output `port` freed a slot of `vc`; the credit arrives at cycle `at`.
