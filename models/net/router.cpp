@@ -51,6 +51,7 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
   credit_delay_ = c.credit_delay;
   vpc_ = c.vcs_per_class;
   out_.resize(nports_);
+  out_slab_.reset(new OutputPort::Vc[static_cast<size_t>(nports_) * nvcs_]);
   for (int o = 0; o < nports_; ++o) {
     OutputPort& op = out_[o];
     if (o < k_) {
@@ -65,10 +66,9 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
       op.peer = t.router_id(height - 1, pos / k_);
       op.peer_port = static_cast<uint8_t>(pos % k_);
     }
-    op.credits.assign(nvcs_, op.to_node ? 0 : c.buffer_depth);
+    op.vc = out_slab_.get() + static_cast<size_t>(o) * nvcs_;
+    for (int v = 0; v < nvcs_; ++v) op.vc[v] = OutputPort::Vc{static_cast<int16_t>(op.to_node ? 0 : c.buffer_depth), -1, 0};
     op.returning.init();
-    op.busy.assign(nvcs_, 0);
-    op.holder.assign(nvcs_, -1);
     op.flits = &stats.counter(stat_name(*this, "port" + std::to_string(o) + ".flits"),
                               o < k_ ? "flits sent down to child " + std::to_string(o)
                                      : std::string("flits sent up to the parent"));
@@ -94,8 +94,7 @@ uint64_t Router::footprint_bytes(const NetConfig& c, bool has_parent, size_t nam
        heap_bytes(ninputs * nvcs * nports) + heap_bytes(sizeof(uint64_t) * ninputs * nvcs * nports);
   b += heap_bytes(sizeof(InPort) * ninputs);
   b += vector_bytes<OutputPort>(nports);
-  b += nports * (vector_bytes<int>(nvcs) + CreditLine::bytes(CreditLine::kInitial) + vector_bytes<uint8_t>(nvcs) +
-                 vector_bytes<int16_t>(nvcs));
+  b += heap_bytes(sizeof(OutputPort::Vc) * nports * nvcs) + nports * CreditLine::bytes(CreditLine::kInitial);
   size_t table = 1;
   while (table < static_cast<size_t>(c.combining_entries)) table <<= 1;
   b += vector_bytes<CombineEntry>(table);
@@ -128,8 +127,8 @@ void Router::push_flit(int port, int v, const Flit& f) {
 
 void Router::absorb_credits(int o, uint64_t now) {
   OutputPort& op = out_[o];
-  for (uint32_t got = op.returning.absorb(now, op.credits); got; got &= got - 1) {
-    const int h = op.holder[__builtin_ctz(got)];
+  for (uint32_t got = op.returning.absorb(now, [&](int v) { ++op.vc[v].credits; }); got; got &= got - 1) {
+    const int h = op.vc[__builtin_ctz(got)].holder;
     if (h >= 0) inp_[h >> 5].credit_blocked &= ~(1u << (h & 31));
   }
   if (op.returning.empty()) returning_mask_ &= ~(1u << o);
@@ -220,7 +219,7 @@ void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
     // Only the tail's arrival delivers the packet: the body flits need no event.
     if (tail) net_->schedule(at, Event{EvType::Eject, 0, 0, f.idx, op.peer, f.pkt, 0});
   } else {
-    --op.credits[vc];
+    --op.vc[vc].credits;
     net_->schedule(at, Event{EvType::FlitArrive, op.peer_port, static_cast<uint8_t>(vc), f.idx,
                              op.peer, f.pkt, 0});
   }
@@ -228,8 +227,8 @@ void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
   if (!tail) return;
   if (net_->tracing()) net_->trace_hop(id_, in_port, o, f.pkt, now, ivc.pending == 0);
   // The tail: the output VC is free for the next packet.
-  op.busy[vc] = 0;
-  op.holder[vc] = -1;
+  op.vc[vc].busy = 0;
+  op.vc[vc].holder = -1;
   ivc.out_vc[o] = -1;
   if (any_va_blocked_) {  // a free VC: heads that found none may try again
     for (int p = 0; p < ninputs_; ++p) inp_[p].va_blocked = 0;
@@ -277,7 +276,8 @@ bool Router::allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& time
     // Round robin from the pointer (rr_next: no division in the loop).
     for (int j = 0, r = op.va_rr; j < n; ++j, r = rr_next(r, n)) {
       const int cv = lo + r;
-      if (!op.busy[cv] && (!vct || op.to_node || op.credits[cv] >= f.pkt->size_flits)) {
+      const OutputPort::Vc& ov = op.vc[cv];
+      if (!ov.busy && (!vct || op.to_node || ov.credits >= f.pkt->size_flits)) {
         pick[o] = cv;
         break;
       }
@@ -298,8 +298,8 @@ bool Router::allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& time
   for (uint32_t m2 = need; m2; m2 &= m2 - 1) {
     const int o = __builtin_ctz(m2);
     OutputPort& op = out_[o];
-    op.busy[pick[o]] = 1;
-    op.holder[pick[o]] = static_cast<int16_t>(p * 32 + v);
+    op.vc[pick[o]].busy = 1;
+    op.vc[pick[o]].holder = static_cast<int16_t>(p * 32 + v);
     ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
     ivc.va_ready[o] = ready;
     op.va_rr = static_cast<uint8_t>(rr_next(pick[o] - lo, n));
@@ -326,7 +326,7 @@ uint32_t Router::requests(int p, int v, uint64_t now, bool& timed_wait) {
       timed_wait = true;
       continue;
     }
-    if (!op.to_node && op.credits[ov] <= 0) {
+    if (!op.to_node && op.vc[ov].credits <= 0) {
       // A packet with one output waits for that output's credit alone: park it.
       if (ivc.route_mask == (1u << o)) inp_[p].credit_blocked |= 1u << v;
       continue;
@@ -493,13 +493,13 @@ std::string Router::describe_flits() const {
           if (ivc.out_vc[o] < 0)
             os << "(no VC)";
           else
-            os << "(vc " << int(ivc.out_vc[o]) << ", " << out_[o].credits[ivc.out_vc[o]] << " credits)";
+            os << "(vc " << int(ivc.out_vc[o]) << ", " << out_[o].vc[ivc.out_vc[o]].credits << " credits)";
         }
     }
   for (int o = 0; o < nports_; ++o) {
     os << "\n    out port " << o << " VCs held:";
     for (int v = 0; v < nvcs_; ++v)
-      if (out_[o].busy[v]) os << " " << v;
+      if (out_[o].vc[v].busy) os << " " << v;
   }
   return os.str();
 }

@@ -84,15 +84,19 @@ class CreditLine {
   static uint64_t bytes(size_t cap);
   bool empty() const { return q_.empty(); }
   void push(uint64_t at, int vc) { q_.push(Entry{at, static_cast<uint8_t>(vc)}); }
-  // Adds every credit that has arrived by `now` to `credits`; returns the VCs that got one.
-  uint32_t absorb(uint64_t now, std::vector<int>& credits) {
+  // Calls credit(vc) for every credit that has arrived by `now`; returns the VCs that got one.
+  template <class F>
+  uint32_t absorb(uint64_t now, F credit) {
     uint32_t got = 0;
     while (!q_.empty() && q_.front().at <= now) {
-      ++credits[q_.front().vc];
+      credit(q_.front().vc);
       got |= 1u << q_.front().vc;
       q_.pop();
     }
     return got;
+  }
+  uint32_t absorb(uint64_t now, std::vector<int>& credits) {
+    return absorb(now, [&](int vc) { ++credits[vc]; });
   }
 
  private:
@@ -125,10 +129,14 @@ struct OutputPort {
   uint32_t peer = 0;     // router id or node id
   Router* peer_router = nullptr;  // the router at the other end (null: a node)
   uint8_t peer_port = 0;
-  std::vector<int> credits;   // per VC
+  // Per VC of this output, in the router's slab (one record per VC: a hop reads them together).
+  struct Vc {
+    int16_t credits;  // free slots downstream
+    int16_t holder;   // input (port * 32 + vc) holding the VC, -1 none
+    uint8_t busy;     // held by a packet
+  };
+  Vc* vc = nullptr;
   CreditLine returning;       // credits sent back by the downstream, not yet absorbed
-  std::vector<uint8_t> busy;  // VC held by a packet
-  std::vector<int16_t> holder;  // input (port * 32 + vc) holding each VC, -1 none
   uint64_t free_at = 0;       // link serialisation
   uint8_t va_rr = 0;
   uint8_t sa_rr = 0;
@@ -214,6 +222,7 @@ class Router final : public sc_core::sc_module {
   std::unique_ptr<Flit[]> flit_slab_;
   std::unique_ptr<int8_t[]> out_vc_slab_;
   std::unique_ptr<uint64_t[]> va_ready_slab_;
+  std::unique_ptr<OutputPort::Vc[]> out_slab_;  // the output ports' VCs ([port * nvcs + vc])
   InputVC& vc(int port, int v) { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
   const InputVC& vc(int port, int v) const { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
   // Per input port: its VCs' work lists as bitmasks, so a saturated router does not scan
