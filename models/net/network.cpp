@@ -229,14 +229,12 @@ void Network::schedule(uint64_t at, const Event& e) {
     far_.emplace(at, e);
 }
 
-
 void Network::activate_ni(uint32_t n) {
   if (!nis_[n].active) {
     nis_[n].active = true;
     (stepping_ ? next_active_nis_ : active_nis_).push_back(n);
   }
 }
-
 
 void Network::credit_to_ni(uint32_t n, int vc, uint64_t at) {
   NetIface& ni = nis_[n];

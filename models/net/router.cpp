@@ -39,9 +39,9 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
       ivc.va_ready = va_ready_slab_.get() + i * nports_;
     }
   fast_path_ = c.fast_path;
-  span_ = t.subtree_size(height) * static_cast<uint32_t>(k_);
-  first_node_ = pos * span_;
   child_span_ = t.subtree_size(height);
+  span_ = child_span_ * static_cast<uint32_t>(k_);
+  first_node_ = pos * span_;
   if ((child_span_ & (child_span_ - 1)) == 0) child_shift_ = __builtin_ctz(child_span_);
   inp_.reset(new InPort[ninputs_]);
   routing_delay_ = c.routing_delay;
@@ -237,7 +237,6 @@ void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
 }
 
 bool Router::allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& timed_wait) {
-  const int vpc = vpc_;
   InputVC& ivc = vc(p, v);
   Flit& f = ivc.q.front();
   if (!ivc.routed) {
@@ -265,7 +264,7 @@ bool Router::allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& time
   // its downward branches wait on its upward one, and downward and upward links would then
   // wait on each other (a deadlock seen in testing). Unicasts and acks never fork and move by
   // wormhole.
-  const int lo = f.pkt->cls * vpc, n = vpc;
+  const int lo = f.pkt->cls * vpc_, n = vpc_;
   const bool vct = f.pkt->kind == PacketKind::Multicast;
   int pick[kMaxPorts];
   bool all = true;
