@@ -530,6 +530,8 @@ int run_experiment(const RunOptions& o) {
     host["network_events"] = network->events_processed();
     host["packets_delivered_total"] = network->total_delivered();
     host["packets_per_second"] = static_cast<double>(network->total_delivered()) / wall;
+    host["router_steps"] = network->router_steps();
+    host["router_lone_steps"] = network->router_lone_steps();
   }
   host["simulated_cycles_per_second"] = static_cast<double>(sim_cycles) / wall;
   host["peak_memory_bytes"] = peak_rss_bytes();

@@ -394,6 +394,12 @@ void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
   }
 }
 
+uint64_t Network::router_lone_steps() const {
+  uint64_t n = 0;
+  for (const auto& r : routers_) n += r->lone_steps();
+  return n;
+}
+
 void Network::ni_step(uint32_t node, uint64_t now) {
   NetIface& ni = nis_[node];
   ni.returning.absorb(now, ni.credits);
@@ -457,6 +463,7 @@ uint64_t Network::run_cycle(uint64_t now) {
   next_active_.clear();
   next_active_nis_.clear();
   stepping_ = true;
+  router_steps_ += active_routers_.size();
   for (size_t i = 0; i < active_routers_.size(); ++i) {
     const int r = active_routers_[i];
     if (routers_[r]->step(now))

@@ -125,6 +125,10 @@ class Network : public sc_core::sc_module {
   // Runs every event and router step of cycle `now`; returns the next busy cycle or UINT64_MAX.
   uint64_t run_cycle(uint64_t now);
   uint64_t events_processed() const { return events_; }
+  // Host-side counts for host.json: router cycles stepped, and how many of them took the
+  // lone-flit path (network.fast_path). Never in stats.json: they describe the host's work.
+  uint64_t router_steps() const { return router_steps_; }
+  uint64_t router_lone_steps() const;
   // Packets delivered since the start (never reset): host-speed figures use it.
   uint64_t total_delivered() const { return total_delivered_; }
   // Starts the network process (call once after elaboration).
@@ -183,6 +187,7 @@ class Network : public sc_core::sc_module {
   uint64_t pending_events_ = 0;
   uint64_t events_ = 0;
   uint64_t total_delivered_ = 0;
+  uint64_t router_steps_ = 0;
 
   PacketPool pool_;
   uint64_t next_id_ = 1;

@@ -380,7 +380,10 @@ bool Router::step(uint64_t now) {
 
   for (uint32_t rm = returning_mask_; rm; rm &= rm - 1) absorb_credits(__builtin_ctz(rm), now);
 
-  if (flits_held_ == 1 && fast_path_) return step_lone(now, progress, timed_wait);
+  if (flits_held_ == 1 && fast_path_) {
+    ++lone_steps_;
+    return step_lone(now, progress, timed_wait);
+  }
 
   // Route computation and VC allocation for packets at the front of their input VC.
   // A flit given its VCs this cycle cannot request the switch before va_delay (>= 1) has

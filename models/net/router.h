@@ -179,6 +179,8 @@ class Router final : public sc_core::sc_module {
   int nports() const { return nports_; }
   OutputPort& out(int p) { return out_[p]; }
   std::string describe_flits() const;
+  // Host-side count (host.json, never stats.json): cycles this router took by the lone-flit path.
+  uint64_t lone_steps() const { return lone_steps_; }
 
  private:
   void route(InputVC& vc, int in_port, Packet* p);
@@ -243,6 +245,7 @@ class Router final : public sc_core::sc_module {
   uint64_t flits_held_ = 0;
   uint32_t returning_mask_ = 0;  // output ports with credits on their way back
   bool fast_path_ = true;        // network.fast_path
+  uint64_t lone_steps_ = 0;
   // The timing parameters a hop reads, from the network's config (network.*).
   uint64_t routing_delay_ = 0, va_delay_ = 0, hop_delay_ = 0, flit_cycles_ = 0, credit_delay_ = 0;
   int vpc_ = 0;  // VCs per message class
