@@ -117,7 +117,9 @@ bool SharingWorkload::next(uint32_t n, uint32_t p, MemOp& op) {
     }
     return false;
   }
-  Rng& r = rng_[idx];
+  // The stream's state in a local: stores into `op` cannot alias it, so the draws keep it in
+  // registers (the same draws, in the same order).
+  Rng r = rng_[idx];
   op.tag = 0;  // only the fields an op kind reads are set: a MemOp is large and this is the hot path
   op.gap = gap_ ? r.below(2 * gap_ + 1) : 0;
   if (k == refs_per_proc_ || (fence_every_ && k % fence_every_ == fence_every_ - 1)) {
@@ -151,6 +153,7 @@ bool SharingWorkload::next(uint32_t n, uint32_t p, MemOp& op) {
     }
   }
   ++k;
+  rng_[idx] = r;
   return true;
 }
 
