@@ -64,8 +64,11 @@ struct SocketConfig {
   double ipfrag_ttl_s{};
   // TCP's buffers, segment size and timers
   bool mbuf_accounting{};  // sbspace counts mbuf storage (SunOS 4.1.4) or bytes only (Solaris): mbuf_account.h
-  bool tahoe_window_update{};
-  bool tcp_header_prediction{};  // tcp_input's fast path (4.3BSD-Reno's; SunOS 4.1.4's Tahoe tcp_input has none)  // tcp_output's window-update rule: 4.3BSD-Tahoe's (SunOS 4.1.4) or Reno's
+  bool tahoe_window_update{};    // tcp_output's window-update rule: 4.3BSD-Tahoe's (SunOS 4.1.4) or Reno's
+  bool tcp_header_prediction{};  // tcp_input's fast path (4.3BSD-Reno's; SunOS 4.1.4's Tahoe tcp_input has none)
+  bool solaris_deferred_ack{};   // the ACK of in-order data: BSD's delayed ACK or Solaris's deferred-ACK rule
+  bool tcp_rwnd_whole_mss{};     // Solaris: the receive buffer rounded up to whole segments
+  bool streams_rcv_flow{};       // the window: BSD's space left, or Solaris's stream-head flow control
   uint32_t tcp_initial_cwnd{};  // bytes a new connection may send before its first ACK
   uint32_t tcp_sendspace{}, tcp_recvspace{}, tcp_send_lowat{}, tcp_mss{}, tcp_dupack_thresh{}, tcp_max_rexmt{};
   double tcp_delack_ms{}, tcp_slowtimo_ms{}, tcp_rto_min_s{}, tcp_rto_initial_s{}, tcp_rto_max_s{}, tcp_persist_min_s{}, tcp_msl_s{};

@@ -65,6 +65,12 @@ Tcp::Tcp(sc_core::sc_module_name name, Calendar& cal, InetStack& ip, host::Os& o
       nodes_(nodes),
       c_(c),
       mss_(std::min(c.tcp_mss, c.mtu - mbp2::kIpHeader - mbp2::kTcpHeader)),
+      // Solaris's tcp_rwnd_set: at least tcp_recv_hiwat_minmss (4) segments, rounded up to whole
+      // segments (the window is at most 65535 without window scaling).
+      recvspace_(c.tcp_rwnd_whole_mss ? std::min<uint32_t>(kMaxWin, (std::max(4 * mss_, c.tcp_recvspace) + mss_ - 1) / mss_ * mss_)
+                                      : c.tcp_recvspace),
+      // Solaris 2.6's tcp_rwnd_set: half the receive window, in whole segments.
+      rack_abs_max_(recvspace_ / mss_ / 2 * mss_),
       // BSD's tcp_iss starts at 1 and steps by TCP_ISSINCR/2 per connection; a node's own start
       // keeps two hosts' sequence spaces apart (deterministic: no clock is read).
       next_iss_(1 + node * 0x01000000u),
@@ -73,7 +79,7 @@ Tcp::Tcp(sc_core::sc_module_name name, Calendar& cal, InetStack& ip, host::Os& o
       data_bytes_out_(st.counter(stat_name(*this, "data_bytes_sent"), "data bytes sent (retransmissions included)", "bytes")),
       rexmt_segs_(st.counter(stat_name(*this, "retransmitted_segments"), "data segments sent again (after a timeout or three duplicate ACKs)")),
       acks_out_(st.counter(stat_name(*this, "pure_acks_sent"), "segments sent with neither data nor SYN/FIN/RST (ACKs and window updates)")),
-      delacks_(st.counter(stat_name(*this, "delayed_acks"), "ACKs sent by the delayed-ACK tick (tcp_fasttimo)")),
+      delacks_(st.counter(stat_name(*this, "delayed_acks"), "ACKs sent by the delayed-ACK timer (BSD: the tcp_fasttimo tick; Solaris: the connection's own)")),
       winupd_out_(st.counter(stat_name(*this, "window_updates"), "pure ACKs sent because the user's reads opened the window")),
       rst_out_(st.counter(stat_name(*this, "resets_sent"), "RSTs sent (a segment for no connection)")),
       segs_in_(st.counter(stat_name(*this, "segments_received"), "TCP segments tcp_input took")),
@@ -134,7 +140,8 @@ uint32_t Tcp::snd_space(const Tcb& t) const {
   return c_.mbuf_accounting ? static_cast<uint32_t>(std::clamp<int64_t>(t.snd_mb.room(), 0, b)) : b;
 }
 uint32_t Tcp::rcv_space(const Tcb& t) const {
-  const uint32_t b = c_.tcp_recvspace - std::min<uint32_t>(c_.tcp_recvspace, static_cast<uint32_t>(t.rcvbuf.size()));
+  if (c_.streams_rcv_flow) return t.rwnd;  // the stream head holds the data; TCP offers tcp_rwnd
+  const uint32_t b = recvspace_ - std::min<uint32_t>(recvspace_, static_cast<uint32_t>(t.rcvbuf.size()));
   return c_.mbuf_accounting ? static_cast<uint32_t>(std::clamp<int64_t>(t.rcv_mb.room(), 0, b)) : b;
 }
 uint32_t Tcp::offered(const Tcb& t) { return seq_gt(t.rcv_adv, t.rcv_nxt) ? t.rcv_adv - t.rcv_nxt : 0; }
@@ -173,7 +180,8 @@ void Tcp::dispatch(Tcb& t, Event e, const mbp2::Parsed* p, const std::vector<uin
 int Tcp::socket() {
   tcbs_.push_back(std::make_unique<Tcb>());
   tcbs_.back()->snd_mb = MbufAccount(c_.tcp_sendspace);
-  tcbs_.back()->rcv_mb = MbufAccount(c_.tcp_recvspace);
+  tcbs_.back()->rcv_mb = MbufAccount(recvspace_);
+  tcbs_.back()->rwnd = recvspace_;
   tcbs_.back()->fd = static_cast<int>(tcbs_.size() - 1);
   return tcbs_.back()->fd;
 }
@@ -346,6 +354,7 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
                 out->second.assign(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
                 t->rcvbuf.erase(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
                 t->rcv_mb.drop(m);
+                if (c_.streams_rcv_flow) streams_drained(*t);
                 // PRU_RCVD: tcp_output, which sends a window update if the read opened the window enough
                 if (connected(t->state)) return output(*t, false, std::move(done));
                 done();

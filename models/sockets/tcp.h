@@ -9,7 +9,9 @@
 // Each cell is one action that returns the next state; an empty cell is the table's default
 // (a segment dropped, with an ACK or a RST where RFC 793 asks for one; a call refused).
 //
-// What the BSD code does and this does, each a rule of tcp_output or tcp_input:
+// What the BSD code does and this does, each a rule of tcp_output or tcp_input (the Solaris
+// config swaps in Solaris's rules where the model has them: the deferred ACK, the receive
+// window in whole segments; docs/VALIDATION.md names its source):
 //   - the send buffer (tcp_sendspace) and receive buffer (tcp_recvspace) of the OS; sosend waits
 //     for space (at least its low-water mark, or all of what is left), then copies and calls
 //     tcp_output once for what it copied;
@@ -22,7 +24,11 @@
 //     (or TCP_NODELAY is set), when it ends the data or reaches half the largest window seen;
 //   - delayed ACK: in-order data is acknowledged by the next tcp_fasttimo tick (every
 //     sockets.tcp_delack_ms from boot), unless a segment (data or window update) carries it
-//     first; out-of-order data and a duplicate are acknowledged at once;
+//     first; out-of-order data and a duplicate are acknowledged at once. Or, with
+//     sockets.tcp_delayed_ack solaris, Solaris's deferred ACK (tcp_rput_data): at once when the
+//     bytes since the last ACK reach a limit that grows by an MSS per such ACK up to half the
+//     window, or for a short segment after data that is not whole segments; else by the
+//     connection's timer (or its next segment, when it has data of its own outstanding);
 //   - slow start and congestion avoidance (Jacobson 1988): cwnd starts at
 //     sockets.tcp_initial_cwnd (SunOS on its local network: 65535, no slow start; one MSS off
 //     it, and after a loss or a quench, since ip_output's ENOBUFS calls tcp_quench) and grows by
@@ -165,6 +171,15 @@ class Tcp final : public sc_core::sc_module {
     MbufAccount rcv_mb;  // the mbufs holding rcvbuf
     std::map<uint32_t, std::vector<uint8_t>> reass;  // out-of-order data by sequence
     bool fin_rcvd = false;
+    // Solaris's deferred ACK (sockets.tcp_delayed_ack solaris): bytes received since the last
+    // ACK sent (tcp_rack_cnt), and the bytes an ACK may now be deferred for (tcp_rack_cur_max)
+    uint32_t rack_cnt = 0, rack_cur_max = 0;
+    uint64_t delack_gen = 0;  // the connection's deferred-ACK timer (Solaris), by generation
+    // Solaris's stream-head flow control (sockets.tcp_rcv_window streams): the window TCP
+    // offers (tcp_rwnd), and whether a segment found the stream head full (QWANTW: the reader's
+    // drain to the low-water mark back-enables tcp_rsrv)
+    uint32_t rwnd = 0;
+    bool qwantw = false;
     // timers
     uint64_t rexmt_gen = 0, twomsl_gen = 0;
     bool rexmt_on = false, persist = false;
@@ -228,7 +243,14 @@ class Tcp final : public sc_core::sc_module {
   uint16_t rcv_window(const Tcb& t) const;
   void arm_rexmt(Tcb& t);
   void cancel_rexmt(Tcb& t);
-  void schedule_delack();  // the next tcp_fasttimo tick
+  // In-order data of `len` bytes came: acknowledge it now (acknow), or defer (delack).
+  void ack_in_order(Tcb& t, uint32_t len);
+  // A deferred ACK's timer: the next tcp_fasttimo tick (BSD), or the connection's own (Solaris).
+  void schedule_delack(Tcb& t);
+  // A segment carries the ACK of everything received: nothing is owed or deferred any more.
+  static void ack_sent(Tcb& t);
+  // Solaris: the reader took data off the stream head; tcp_rsrv when it drained to the mark.
+  void streams_drained(Tcb& t);
   void fasttimo();
   uint64_t rto_ps(const Tcb& t) const;
   void drop(Tcb& t, Errno e);
@@ -243,6 +265,8 @@ class Tcp final : public sc_core::sc_module {
   const uint32_t node_, nodes_;
   const SocketConfig& c_;
   const uint32_t mss_;
+  const uint32_t recvspace_;     // the receive buffer (sockets.tcp_recvspace, or whole segments)
+  const uint32_t rack_abs_max_;  // Solaris: the most bytes an ACK may be deferred for
   std::vector<std::unique_ptr<Tcb>> tcbs_;  // by descriptor
   uint16_t next_ephemeral_ = 1024;
   uint32_t next_iss_;

@@ -236,8 +236,10 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
   }
 
   // The peer's window (RFC 793's SND.WL1/SND.WL2 rule: only a newer segment updates it).
+  // Taking it calls tcp_output afterwards whether or not its size changed (4.3BSD's step6 sets
+  // needoutput): an ACK that frees part of a constant window lets more data go.
   if (seq_lt(t.snd_wl1, d.seq) || (t.snd_wl1 == d.seq && (seq_lt(t.snd_wl2, ack) || (t.snd_wl2 == ack && d.window > t.snd_wnd)))) {
-    if (d.window != t.snd_wnd) t.want_output = true;
+    t.want_output = true;
     t.snd_wnd = d.window;
     t.snd_wl1 = d.seq;
     t.snd_wl2 = ack;
@@ -249,10 +251,14 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
   const bool receiving = next == State::Established || next == State::FinWait1 || next == State::FinWait2;
   if (len > 0 && receiving) {
     if (seq == t.rcv_nxt && t.reass.empty()) {
+      if (c_.streams_rcv_flow && t.rcvbuf.size() >= recvspace_) {  // canput fails: the window shrinks
+        t.rwnd -= std::min(t.rwnd, len);
+        t.qwantw = true;
+      }
       t.rcvbuf.insert(t.rcvbuf.end(), data, data + len);
       t.rcv_mb.append(MbufAccount::rx_chain(mbuf::kTcpIpHdr + p->payload_len, len));
       t.rcv_nxt += len;
-      t.delack = true;
+      ack_in_order(t, len);
       sorwakeup(t);
     } else {
       if (seq != t.rcv_nxt) ooo_in_.inc();
@@ -287,7 +293,7 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
   } else if (fin && t.state == State::TimeWait) {
     t.acknow = true;
   }
-  if (t.delack) schedule_delack();
+  if (t.delack) schedule_delack(t);
   return next;
 }
 

@@ -22,7 +22,7 @@ using namespace tcp_internal;
 
 uint16_t Tcp::rcv_window(const Tcb& t) const {
   uint32_t win = rcv_space(t);
-  if (win < c_.tcp_recvspace / 4 && win < mss_) win = 0;  // receiver silly-window avoidance
+  if (win < recvspace_ / 4 && win < mss_) win = 0;  // receiver silly-window avoidance
   if (seq_lt(t.rcv_nxt + win, t.rcv_adv)) win = t.rcv_adv - t.rcv_nxt;  // never shrink the window offered
   return static_cast<uint16_t>(std::min(win, kMaxWin));
 }
@@ -56,9 +56,9 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
       else if (seq_lt(t.snd_nxt, t.snd_max)) go = true;  // a retransmission
     }
     bool winupd = false;
-    if (sync && !go) {  // a window update, when the user's reads opened it enough
+    if (sync && !go && !c_.streams_rcv_flow) {  // a window update, when the user's reads opened it enough
       const int64_t adv = static_cast<int64_t>(std::min(kMaxWin, rcv_space(t))) - static_cast<int64_t>(offered(t));
-      const int64_t two_segs = 2 * static_cast<int64_t>(mss_), hiwat = c_.tcp_recvspace;
+      const int64_t two_segs = 2 * static_cast<int64_t>(mss_), hiwat = recvspace_;
       const bool enough = c_.tahoe_window_update ? (t.rcvbuf.empty() && adv >= two_segs) || 100 * adv >= 35 * hiwat
                                                  : adv >= two_segs || 2 * adv >= hiwat;
       if (enough) go = winupd = true;
@@ -123,8 +123,7 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
       arm_rexmt(t);
     }
     if (seq_gt(t.rcv_nxt + d.window, t.rcv_adv)) t.rcv_adv = t.rcv_nxt + d.window;
-    t.acknow = false;
-    t.delack = false;
+    ack_sent(t);
     segs->push_back({t.fd, std::move(frame), ps, next_ticket_++});
     if (!sendalot) break;
   }

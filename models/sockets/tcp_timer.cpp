@@ -68,7 +68,69 @@ void Tcp::cancel_rexmt(Tcb& t) {
   ++t.rexmt_gen;
 }
 
-void Tcp::schedule_delack() {
+void Tcp::ack_in_order(Tcb& t, uint32_t len) {
+  if (!c_.solaris_deferred_ack) {  // BSD: the next tick, unless a segment carries the ACK first
+    t.delack = true;
+    return;
+  }
+  // Solaris's tcp_rput_data (tcp.c 1.242): `before` is what was received before this segment
+  // and not yet acknowledged (tcp_rnxt - tcp_rack).
+  const uint32_t before = t.rack_cnt;
+  t.rack_cnt += len;
+  if (t.rack_cnt >= t.rack_cur_max) {  // more unacknowledged data than it should hold: ACK now
+    t.acknow = true;
+    t.rack_cur_max = std::min(t.rack_cur_max + mss_, rack_abs_max_);
+  } else if (len < mss_ && before % mss_ != 0) {
+    // a short segment after data that is not whole segments: ACK now rather than wait for a
+    // response this may be the tail of
+    t.acknow = true;
+  } else {
+    t.delack = true;
+  }
+}
+
+void Tcp::streams_drained(Tcb& t) {
+  // The stream head back-enables TCP's read queue once a queue that was full drains to its
+  // low-water mark (STRLOW); tcp_rsrv then reopens the whole window, and sends a window update
+  // if it had fallen to half or less, or below an MSS.
+  constexpr size_t kStrLowat = 1024;
+  if (!t.qwantw || t.rcvbuf.size() > kStrLowat) return;
+  t.qwantw = false;
+  const uint32_t old = t.rwnd;
+  t.rwnd = recvspace_;
+  if (connected(t.state) && (old <= recvspace_ / 2 || old < mss_)) {
+    t.acknow = true;
+    winupd_out_.inc();
+  }
+}
+
+void Tcp::ack_sent(Tcb& t) {
+  t.acknow = false;
+  t.delack = false;
+  t.rack_cnt = 0;
+  ++t.delack_gen;  // a deferred ACK's timer has nothing left to send
+}
+
+void Tcp::schedule_delack(Tcb& t) {
+  if (c_.solaris_deferred_ack) {
+    // tcp_rput_data's TH_TIMER_NEEDED: the connection's timer restarted tcp_delack_ms
+    // (tcp_deferred_ack_interval) ahead, when nothing of its own is outstanding or unsent
+    // (else that timer is the retransmission's, and the ACK rides on the next segment).
+    if (t.snd_max != t.snd_una || !t.sndbuf.empty()) return;
+    const uint64_t gen = ++t.delack_gen;
+    const int fd = t.fd;
+    cal_.at(cal_.now_ps() + static_cast<uint64_t>(std::llround(c_.tcp_delack_ms * 1e9)), [this, fd, gen] {
+      Tcb* t = tcb(fd);
+      if (!t || t->delack_gen != gen) return;
+      os_.softint(0, [this, fd] {  // the timeout's STREAMS service, at interrupt level
+        Tcb* t = tcb(fd);
+        if (!t || !t->delack) return;
+        dispatch(*t, Event::DelAck);
+        if (t->acknow) output(*t, true);
+      });
+    });
+    return;
+  }
   if (fasttimo_armed_) return;
   fasttimo_armed_ = true;
   // tcp_fasttimo runs every tcp_delack_ms from boot: the next tick after now

@@ -153,6 +153,95 @@ TEST(Tcp, ALoneSegmentIsAcknowledgedByTheDelayedAckTick) {
   EXPECT_EQ(h.stat(0, "rexmt_timeouts"), 0u);
 }
 
+// Solaris 2.6's receiver (tcp.c 1.156): the deferred ACK, a window of whole segments, and the
+// stream head's flow control, as configs/sockets-ultra60-1000sx-tcp.json sets them.
+void solaris_receiver(mbcf::EtherSysConfig&, SocketConfig& sc) {
+  sc.solaris_deferred_ack = true;
+  sc.streams_rcv_flow = true;
+  sc.tcp_rwnd_whole_mss = true;
+  sc.mbuf_accounting = false;
+  sc.tcp_recvspace = 8192;   // 8760: six 1460-byte segments
+  sc.tcp_sendspace = 65536;  // a whole send in the buffer at once
+  sc.tcp_delack_ms = 50;
+}
+
+// A window's worth of full segments (six): the receiver ACKs at once when the bytes since its
+// last ACK reach a limit that starts at 0 and grows by an MSS per such ACK, up to half its
+// window (three segments): segments 1, 2 and 4 are ACKed at once; 5 and 6 wait for the timer,
+// 50 ms (tcp_deferred_ack_interval) after the last of them. The reader's reads send no window
+// update (the stream head took the data at once).
+TEST(Tcp, SolarisAcksWhenTheUnackedBytesReachALimitThatGrowsByAnMssPerAck) {
+  Hosts h(solaris_receiver);
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  const auto data = bytes(6 * 1460, 3);
+  h.connect(true, [&] {
+    h.tcp(0).send(h.a, data, [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+    h.read_all(1, h.b, got, data.size(), [] {});
+  });
+  run_ms(40);
+  EXPECT_EQ(*got, data);
+  EXPECT_EQ(h.stat(0, "data_segments_sent"), 6u);
+  EXPECT_EQ(h.stat(1, "pure_acks_sent"), 3u);
+  EXPECT_EQ(h.stat(1, "delayed_acks"), 0u);
+  run_ms(20);
+  EXPECT_EQ(h.stat(1, "delayed_acks"), 1u);
+  EXPECT_EQ(h.stat(1, "pure_acks_sent"), 4u);
+  EXPECT_EQ(h.stat(1, "window_updates"), 0u);
+}
+
+// Short segments (TCP_NODELAY): the first is ACKed at once (the limit starts at 0), the second
+// is deferred (nothing before it is unacknowledged), the third at once (the 100 bytes before it
+// are not a whole segment) and covers the second. A lone deferred one waits for the timer,
+// 50 ms (tcp_deferred_ack_interval) after it, not for a clock tick.
+TEST(Tcp, SolarisAcksAShortSegmentAtOnceAfterDataThatIsNotWholeSegments) {
+  Hosts h(solaris_receiver);
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  h.connect(true, [&] {
+    h.send_messages(100, 0, 3);
+    h.read_all(1, h.b, got, 300, [] {});
+  });
+  run_ms(10);
+  EXPECT_EQ(got->size(), 300u);
+  EXPECT_EQ(h.stat(1, "pure_acks_sent"), 2u);
+  EXPECT_EQ(h.stat(1, "delayed_acks"), 0u);
+  // A fourth, alone: deferred; its ACK comes from the timer 50 ms later.
+  uint64_t sent_at = 0;
+  h.tcp(0).send(h.a, bytes(100, 9), [&](Errno e) {
+    EXPECT_EQ(e, Errno::Ok);
+    sent_at = h.cal.now_ps();
+  });
+  run_ms(45);
+  EXPECT_GT(sent_at, 0u);
+  EXPECT_EQ(h.stat(1, "delayed_acks"), 0u);
+  run_ms(10);
+  EXPECT_EQ(h.stat(1, "delayed_acks"), 1u);
+  EXPECT_EQ(h.stat(1, "pure_acks_sent"), 3u);
+}
+
+// Solaris's receiver offers its whole window (8192 rounded up to 8760, six segments) while the
+// stream head's queue is below its high-water mark (the window's size), so a reader that does
+// not read holds up to twice that before the window closes; BSD's offers the buffer's space
+// left. Reading reopens the window (tcp_rsrv's update) and the rest of the stream arrives.
+void unread_stream(bool streams, size_t expect_held) {
+  Hosts h([streams](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    solaris_receiver(ec, sc);
+    sc.streams_rcv_flow = streams;
+  });
+  const auto data = bytes(30000, 4);
+  h.connect(true, [&] { h.tcp(0).send(h.a, data, [](Errno e) { EXPECT_EQ(e, Errno::Ok); }); });
+  run_ms(2000);  // no persist probe yet (at least 5 s after the window shut)
+  EXPECT_EQ(h.tcp(1).readable(h.b), expect_held);
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  bool done = false;
+  h.read_all(1, h.b, got, data.size(), [&] { done = true; });
+  run_ms(2000);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(*got, data);
+  EXPECT_GT(h.stat(1, "window_updates"), 0u);
+}
+TEST(Tcp, SolarisStreamHeadHoldsTwiceTheWindowBeforeItCloses) { unread_stream(true, 2 * 8760); }
+TEST(Tcp, BsdReceiveBufferHoldsTheWindowItOffers) { unread_stream(false, 8760); }
+
 // Nagle: of ten 4-byte sends in a row, the first goes at once and the others wait for its ACK
 // (delayed: nothing answers) and go together in one segment.
 TEST(Tcp, NagleCoalescesSmallSendsWhileDataIsOutstanding) {
@@ -525,7 +614,8 @@ TEST(Tcp, AStreamSocketsWriteSideCostsEverySendItsInstructions) {
     return test::run_ok("sockets-ultra60-1000sx-tcp.json", "--set 'workload.sizes=[4]' --set workload.iterations=8 --set sockets.stream_write_instr=" + std::to_string(instr));
   };
   const auto base = run(0), more = run(1000);
-  const double cpi = 4.23, mhz = 450;  // the config's host.kernel_cpi and host.cpu_mhz
+  const auto resolved = nlohmann::json::parse(test::read_text(base.out / "config.resolved.json"));
+  const double cpi = resolved.at("host").at("kernel_cpi").get<double>(), mhz = resolved.at("host").at("cpu_mhz").get<double>();
   const double one_send_us = 1000 * cpi / mhz;
   EXPECT_NEAR(more.summary()["points"][0]["value"].get<double>() - base.summary()["points"][0]["value"].get<double>(), one_send_us, 0.01);
   // host 0 sent iterations + 2 messages, one send() each
