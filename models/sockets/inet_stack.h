@@ -69,6 +69,7 @@ struct SocketConfig {
   bool solaris_deferred_ack{};   // the ACK of in-order data: BSD's delayed ACK or Solaris's deferred-ACK rule
   bool tcp_rwnd_whole_mss{};     // Solaris: the receive buffer rounded up to whole segments
   bool streams_rcv_flow{};       // the window: BSD's space left, or Solaris's stream-head flow control
+  bool tcp_cksum_in_copy{};      // Solaris: the data's checksum computed in the copy from the user
   uint32_t tcp_initial_cwnd{};  // bytes a new connection may send before its first ACK
   uint32_t tcp_sendspace{}, tcp_recvspace{}, tcp_send_lowat{}, tcp_mss{}, tcp_dupack_thresh{}, tcp_max_rexmt{};
   double tcp_delack_ms{}, tcp_slowtimo_ms{}, tcp_rto_min_s{}, tcp_rto_initial_s{}, tcp_rto_max_s{}, tcp_persist_min_s{}, tcp_msl_s{};

@@ -92,7 +92,9 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     std::vector<uint8_t> data;
     if (len > 0) data.assign(t.sndbuf.begin() + off, t.sndbuf.begin() + off + len);
     std::vector<uint8_t> frame = mbp2::build_inet(d, data.data(), len);
-    const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(mbp2::kTcpHeader + len) + ip_.frame_out_ps(frame.size());
+    // (with sockets.tcp_cksum_in_copy the data was summed as send() copied it in)
+    const uint64_t summed = mbp2::kTcpHeader + (c_.tcp_cksum_in_copy ? 0 : len);
+    const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(summed) + ip_.frame_out_ps(frame.size());
     // Counters, and the send state advanced as tcp_output does when it hands the segment on.
     segs_out_.inc();
     if (len > 0) {
