@@ -10,8 +10,9 @@
 // (a segment dropped, with an ACK or a RST where RFC 793 asks for one; a call refused).
 //
 // What the BSD code does and this does, each a rule of tcp_output or tcp_input (the Solaris
-// config swaps in Solaris's rules where the model has them: the deferred ACK, the receive
-// window in whole segments; docs/VALIDATION.md names its source):
+// config swaps in Solaris 2.6's rules where the model has them: the deferred ACK, the window
+// in whole segments and the stream head's flow control, the data summed in send()'s copy;
+// docs/VALIDATION.md names their source):
 //   - the send buffer (tcp_sendspace) and receive buffer (tcp_recvspace) of the OS; sosend waits
 //     for space (at least its low-water mark, or all of what is left), then copies and calls
 //     tcp_output once for what it copied;

@@ -73,7 +73,7 @@ void Tcp::ack_in_order(Tcb& t, uint32_t len) {
     t.delack = true;
     return;
   }
-  // Solaris's tcp_rput_data (tcp.c 1.242): `before` is what was received before this segment
+  // Solaris 2.6's tcp_rput_data (tcp.c 1.156): `before` is what was received before this segment
   // and not yet acknowledged (tcp_rnxt - tcp_rack).
   const uint32_t before = t.rack_cnt;
   t.rack_cnt += len;
