@@ -57,6 +57,7 @@ struct SocketConfig {
   double driver_tx_instr{}, driver_rx_instr{}, ipintr_instr{}, reass_instr{}, udp_input_instr{};
   double soreceive_instr{}, rudp_instr{};
   double stream_write_instr{};  // Solaris: the write side of a socket over a stream, per message handed down
+  double stream_piece_instr{};  // Solaris: strwrite's loop for each further piece of one write
   double cksum_cycles_per_byte{};
   bool driver_copies{};  // the driver copies frames to and from the NIC's own buffers
   // BSD's limits
@@ -70,6 +71,9 @@ struct SocketConfig {
   bool tcp_rwnd_whole_mss{};     // Solaris: the receive buffer rounded up to whole segments
   bool streams_rcv_flow{};       // the window: BSD's space left, or Solaris's stream-head flow control
   bool tcp_cksum_in_copy{};      // Solaris: the data's checksum computed in the copy from the user
+  bool streams_snd_flow{};       // the writer's flow control: BSD's send buffer, or Solaris's unsent bytes
+  bool solaris_output{};         // what tcp_output sends: BSD's rules, or Solaris's tcp_wput_data (whole mblks)
+  uint32_t tcp_maxpsz_multiplier{};  // Solaris: the stream head's largest write, in segments
   uint32_t tcp_initial_cwnd{};  // bytes a new connection may send before its first ACK
   uint32_t tcp_sendspace{}, tcp_recvspace{}, tcp_send_lowat{}, tcp_mss{}, tcp_dupack_thresh{}, tcp_max_rexmt{};
   double tcp_delack_ms{}, tcp_slowtimo_ms{}, tcp_rto_min_s{}, tcp_rto_initial_s{}, tcp_rto_max_s{}, tcp_persist_min_s{}, tcp_msl_s{};

@@ -33,6 +33,8 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
       .add(&SocketConfig::soreceive_instr, {"sockets.soreceive_instr", 600.0, "instructions", "soreceive for a datagram: sblock, the address mbuf, uiomove's set-up, the mbufs freed (the copy at host.copy_mb_s); an estimate", 0, 1e9})
       .add(&SocketConfig::stream_write_instr, {"sockets.stream_write_instr", 0.0, "instructions",
          "the write side of a socket that is a stream (Solaris 2.x; 0 for BSD's sockets, as SunOS 4.1.4's): per message a send() or sendto() hands down, the stream head's write (a data block allocated, the TPI T_DATA_REQ or T_UNITDATA_REQ header block built) and the put procedures between it and the transport, which takes the data off the request and queues it (the copy at host.copy_mb_s); set per OS, see docs/VALIDATION.md", 0, 1e9})
+      .add(&SocketConfig::stream_piece_instr, {"sockets.stream_piece_instr", 500.0, "instructions",
+         "with sockets.tcp_snd_flow streams: the stream head's work for each piece of a write after the first (strwrite's loop in Solaris's streamio.c: the canputnext test, strmakemsg's allocb for each sd_maxblk of the piece, the rwnext attempt, struioget, putnext to TCP and its queueing of the piece, queuerun; the copy at host.copy_mb_s, TCP's segments at their own lengths); the first piece pays sockets.sosend_instr and sockets.stream_write_instr, which hold the call's own work; an estimate", 0, 1e9})
       .add(&SocketConfig::rudp_instr, {"sockets.rudp_instr", 300.0, "instructions",
          "the user-level Go-back-N routine per packet sent or received over UDP (6.2.3: MBCF/Ether's protocol 'in terms of user-level routines'): its header, the protocol's tables; an estimate", 0, 1e9})
       .add(&SocketConfig::cksum_cycles_per_byte, {"sockets.cksum_cycles_per_byte", 0.6, "cycles/byte",
@@ -69,8 +71,16 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
                   {{"bsd", false}, {"streams", true}})
       .add(&SocketConfig::tcp_cksum_in_copy, {"sockets.tcp_cksum_in_copy", false, "",
          "TCP's data is checksummed while send() copies it from the user, and tcp_output sums only the header and those partial sums (Solaris 2.6's synchronous STREAMS: TCP's write queue is STRUIOT_IP, tcp.c 1.156, and the stream head's struioget copies with uioipcopyin, stream.c 1.110 96/10/04 SMI); the combined loop is charged the copy's time alone (an estimate: the add-with-carry per word fits in the copy loop's load and store slots); false: tcp_output sums every segment's data (BSD)", 0, 1})
+      .add_choice(&SocketConfig::streams_snd_flow, {"sockets.tcp_snd_flow", "bsd", "",
+         "what holds back a TCP writer: bsd (the send buffer, sockets.tcp_sendspace, holds the data sent and not yet acknowledged as well as the unsent; sosend copies what fits) | streams (Solaris 2.6, tcp.c 1.156: tcp_wput_data stops the write side's flow when the bytes not yet sent reach sockets.tcp_sendspace, tcp_xmit_hiwater, and re-enables it when they fall to sockets.tcp_send_lowat, tcp_xmit_lowater; data sent and not yet acknowledged does not count; while the flow is on, the stream head hands TCP a write in pieces of sockets.tcp_maxpsz_multiplier segments, each its own message down the stream)"},
+                  {{"bsd", false}, {"streams", true}})
+      .add_choice(&SocketConfig::solaris_output, {"sockets.tcp_output_rule", "bsd", "",
+         "what TCP sends when it may send: bsd (4.3BSD tcp_output: segments of a full MSS cut from the byte stream; Nagle holds a short segment while data is outstanding unless it is all there is and the connection is idle, or TCP_NODELAY) | solaris (Solaris 2.6's tcp_wput_data, tcp.c 1.156: a segment is at most an MSS and never splits a STREAMS data block it does not start in, so it carries whole writes of up to an MSS each (the stream head cuts a write into blocks of at most an MSS, sd_maxblk): 1024-byte writes go one per segment; Nagle's test is made once, when tcp_wput_data is entered: it holds the data only if less than an MSS may go, less than tcp_naglim (an MSS, 1 with TCP_NODELAY), the last segment sent was shorter than tcp_naglim, and data is outstanding; then every segment the window allows goes, the last a short one unless the window, not the data, makes it short (sender silly-window avoidance))"},
+                  {{"bsd", false}, {"solaris", true}})
+      .add(&SocketConfig::tcp_maxpsz_multiplier, {"sockets.tcp_maxpsz_multiplier", 2, "segments",
+         "with sockets.tcp_snd_flow streams: the largest piece of a write the stream head hands down at once (q_maxpsz), in MSS, but at most half the send buffer rounded up to an MSS (Solaris 2.6's tcp_maxpsz_set and its default tcp_maxpsz_multiplier 2, tcp.c 1.156: 2,920 bytes with a 1,460-byte MSS)", 1, 100})
       .add(&SocketConfig::tcp_send_lowat, {"sockets.tcp_send_lowat", 1024, "bytes",
-         "without sockets.mbuf_accounting: sosend waits for this much send-buffer space (or for all it has left to copy) before it copies more (with it, SunOS 4.1.4's own rule: mbuf_account.h)", 1, 1 << 30})
+         "without sockets.mbuf_accounting: sosend waits for this much send-buffer space (or for all it has left to copy) before it copies more (with it, SunOS 4.1.4's own rule: mbuf_account.h); with sockets.tcp_snd_flow streams, the unsent bytes at which TCP re-enables the writer (tcp_xmit_lowater)", 1, 1 << 30})
       .add(&SocketConfig::tcp_mss, {"sockets.tcp_mss", 1460, "bytes", "the largest segment's data (tcp_mss: the interface's MTU less 40 bytes of IP and TCP headers on the local network; the smaller of this and sockets.mtu - 40 is used)", 1, 65495})
       .add(&SocketConfig::tcp_initial_cwnd, {"sockets.tcp_initial_cwnd", 65535, "bytes",
          "a new connection's congestion window: SunOS 4.1.4's tcp_newtcpcb sets 65535 and its tcp_mss lowers it to one segment only for a destination off the local network, so the thesis's hosts on one Ethernet start without slow start (it begins after a loss or a source quench); a value below the MSS is one MSS", 1, 65535})
@@ -97,6 +107,9 @@ SocketConfig SocketConfig::from(const Config& c) {
   if (s.tcp_send_lowat > s.tcp_sendspace)
     c.fail("sockets.tcp_send_lowat", std::to_string(s.tcp_send_lowat) + " bytes is more than the send buffer holds (sockets.tcp_sendspace " +
                                          std::to_string(s.tcp_sendspace) + ")");
+  // Solaris's write side holds its data in STREAMS blocks, not mbufs
+  if (s.streams_snd_flow && s.mbuf_accounting)
+    c.fail("sockets.tcp_snd_flow", "streams holds the data in STREAMS blocks, not in mbufs: set sockets.mbuf_accounting false");
   return s;
 }
 

@@ -139,6 +139,47 @@ uint32_t Tcp::snd_space(const Tcb& t) const {
   const uint32_t b = c_.tcp_sendspace - std::min<uint32_t>(c_.tcp_sendspace, static_cast<uint32_t>(t.sndbuf.size()));
   return c_.mbuf_accounting ? static_cast<uint32_t>(std::clamp<int64_t>(t.snd_mb.room(), 0, b)) : b;
 }
+uint32_t Tcp::unsent(const Tcb& t) {
+  const uint32_t held = static_cast<uint32_t>(t.sndbuf.size());
+  return held - std::min(held, t.snd_max - t.snd_una);
+}
+uint32_t Tcp::maxpsz() const {
+  // tcp_maxpsz_set: tcp_maxpsz_multiplier segments, at most half the send buffer rounded up to
+  // a whole segment
+  uint32_t m = c_.tcp_maxpsz_multiplier * mss_;
+  if (m > c_.tcp_sendspace / 2) m = (c_.tcp_sendspace / 2 + mss_ - 1) / mss_ * mss_;
+  return std::max(m, 1u);
+}
+void Tcp::snd_flow(Tcb& t) {
+  const uint32_t u = unsent(t);
+  if (t.flow_stopped) {
+    if (u <= c_.tcp_send_lowat) {
+      t.flow_stopped = false;
+      os_.wakeup(chan(t.fd, kChanSend));  // enableok: the stream head's writer goes on
+    }
+  } else if (u >= c_.tcp_sendspace) {
+    t.flow_stopped = true;
+  }
+}
+void Tcp::add_mblks(Tcb& t, uint32_t n) {
+  uint32_t end = t.snd_una + static_cast<uint32_t>(t.sndbuf.size());  // (before the append)
+  while (n > 0) {
+    const uint32_t b = std::min(n, mss_);  // strmakemsg: blocks of at most sd_maxblk, the MSS
+    end += b;
+    n -= b;
+    t.mblk_ends.push_back(end);
+  }
+}
+uint32_t Tcp::mblk_fit(const Tcb& t, uint32_t off, uint32_t len) const {
+  const uint32_t start = t.snd_una + off;
+  auto it = std::find_if(t.mblk_ends.begin(), t.mblk_ends.end(), [start](uint32_t e) { return seq_gt(e, start); });
+  if (it == t.mblk_ends.end()) return len;
+  uint32_t seg = *it - start;
+  if (seg >= len) return len;  // the block has more than a segment: cut at the MSS (the rest stays)
+  // "tack on more mblks as long as we don't need to split an mblk"
+  for (uint32_t prev = *it++; it != t.mblk_ends.end() && *it - prev <= len - seg; prev = *it++) seg += *it - prev;
+  return seg;
+}
 uint32_t Tcp::rcv_space(const Tcb& t) const {
   if (c_.streams_rcv_flow) return t.rwnd;  // the stream head holds the data; TCP offers tcp_rwnd
   const uint32_t b = recvspace_ - std::min<uint32_t>(recvspace_, static_cast<uint32_t>(t.rcvbuf.size()));
@@ -163,6 +204,10 @@ tcp::State Tcp::state(int fd) const {
 size_t Tcp::readable(int fd) const {
   const Tcb* t = tcb(fd);
   return t ? t->rcvbuf.size() : 0;
+}
+size_t Tcp::queued(int fd) const {
+  const Tcb* t = tcb(fd);
+  return t ? t->sndbuf.size() : 0;
 }
 uint32_t Tcp::cwnd(int fd) const {
   const Tcb* t = tcb(fd);
@@ -291,6 +336,7 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
         const Tcb* t = tcb(fd);
         const size_t space = snd_space(*t);
         if (t->error_set || !can_send(t->state)) return true;
+        if (c_.streams_snd_flow) return !t->flow_stopped;  // canputnext
         if (c_.mbuf_accounting)
           return space > 0 && !(rem >= mbuf::kMclbytes && space < mbuf::kMclbytes && t->sndbuf.size() >= mbuf::kMclbytes);
         return space >= rem || space >= c_.tcp_send_lowat;
@@ -304,8 +350,12 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
         std::vector<MbufAccount::Mbuf> chain;
         uint32_t taken = 0;
         if (c_.mbuf_accounting) chain = MbufAccount::sosend_chain(rem, std::min<uint32_t>(snd_space(*t), mbuf::kSendChunk), taken);
-        const size_t n = c_.mbuf_accounting ? taken : std::min<size_t>(snd_space(*t), rem);
-        const uint64_t ps = os_.instr_ps(c_.sosend_instr + c_.stream_write_instr) + os_.copy_ps(n);
+        const size_t n = c_.streams_snd_flow ? std::min<size_t>(maxpsz(), rem)  // strwrite's piece
+                         : c_.mbuf_accounting ? taken
+                                              : std::min<size_t>(snd_space(*t), rem);
+        // the call's own work with its first piece; Solaris's stream head pays only its loop for the rest
+        const double instr = c_.streams_snd_flow && pos > 0 ? c_.stream_piece_instr : c_.sosend_instr + c_.stream_write_instr;
+        const uint64_t ps = os_.instr_ps(instr) + os_.copy_ps(n);
         rx_ps_.inc(ps);
         os_.kernel(ps, [this, fd, buf, pos, n, err, chain = std::move(chain), done = std::move(done)]() mutable {
           Tcb* t = tcb(fd);
@@ -313,6 +363,7 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
             *err = t->error_set ? t->error : Errno::Pipe;
             return done();
           }
+          if (c_.solaris_output) add_mblks(*t, static_cast<uint32_t>(n));
           t->sndbuf.insert(t->sndbuf.end(), buf->begin() + static_cast<long>(pos), buf->begin() + static_cast<long>(pos + n));
           t->snd_mb.append(chain);
           output(*t, false, [this, fd, buf, pos, n, err, done = std::move(done)]() mutable {

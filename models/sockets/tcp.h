@@ -132,6 +132,7 @@ class Tcp final : public sc_core::sc_module {
   // (For tests and workloads: no cost.)
   tcp::State state(int fd) const;
   size_t readable(int fd) const;   // bytes in the receive buffer
+  size_t queued(int fd) const;     // bytes in the send buffer: sent and not acknowledged, and unsent
   uint32_t cwnd(int fd) const;
   uint32_t mss() const { return mss_; }
 
@@ -181,6 +182,13 @@ class Tcp final : public sc_core::sc_module {
     // drain to the low-water mark back-enables tcp_rsrv)
     uint32_t rwnd = 0;
     bool qwantw = false;
+    // Solaris's write-side flow control (sockets.tcp_snd_flow streams): stopped when the unsent
+    // bytes reach tcp_xmit_hiwater, on again at tcp_xmit_lowater (tcp_flow_stopped)
+    bool flow_stopped = false;
+    // Solaris's tcp_wput_data (sockets.tcp_output_rule solaris): where each STREAMS data block of
+    // the send buffer ends (sequence numbers, oldest first), and the last segment's length
+    std::deque<uint32_t> mblk_ends;
+    uint32_t last_sent_len = 0;
     // timers
     uint64_t rexmt_gen = 0, twomsl_gen = 0;
     bool rexmt_on = false, persist = false;
@@ -232,6 +240,16 @@ class Tcp final : public sc_core::sc_module {
   void hand_on(std::shared_ptr<std::deque<Seg>> q, uint32_t dst, bool intr, std::function<void()> k);
   uint32_t initial_cwnd() const;           // sockets.tcp_initial_cwnd, at least one segment
   uint32_t snd_space(const Tcb& t) const;  // room in the send buffer
+  static uint32_t unsent(const Tcb& t);    // bytes of the send buffer never sent (tcp_unsent)
+  uint32_t maxpsz() const;                 // Solaris: the stream head's largest piece of a write
+  // Solaris's tcp_wput_data end: the writer's flow stopped at tcp_xmit_hiwater unsent bytes,
+  // back on (and the writer woken) at tcp_xmit_lowater (sockets.tcp_snd_flow streams)
+  void snd_flow(Tcb& t);
+  // Solaris: a write's bytes appended at the send buffer's end, as the stream head's data blocks
+  // of at most an MSS; and the most of `len` bytes from send offset `off` a segment takes
+  // without splitting a block it does not start in
+  void add_mblks(Tcb& t, uint32_t n);
+  uint32_t mblk_fit(const Tcb& t, uint32_t off, uint32_t len) const;
   uint32_t rcv_space(const Tcb& t) const;  // room in the receive buffer
   static uint32_t offered(const Tcb& t);   // of the window last advertised, what is still open
   void collapse_window(Tcb& t);

@@ -224,6 +224,7 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
     }
     os_.wakeup(chan(t.fd, kChanSend));  // sowwakeup
     t.snd_una = ack;
+    while (!t.mblk_ends.empty() && seq_le(t.mblk_ends.front(), ack)) t.mblk_ends.pop_front();
     if (seq_lt(t.snd_nxt, t.snd_una)) t.snd_nxt = t.snd_una;
     if (fin_acked) {
       if (next == State::FinWait1) next = State::FinWait2;

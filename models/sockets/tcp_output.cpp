@@ -31,7 +31,7 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
   t.want_output = false;
   auto segs = std::make_shared<std::deque<Seg>>();
   const uint32_t cc = static_cast<uint32_t>(t.sndbuf.size());
-  for (;;) {
+  for (bool entry = true;; entry = false) {
     const bool syn = (t.state == State::SynSent || t.state == State::SynRcvd) && t.snd_nxt == t.iss;
     const bool sync = connected(t.state);
     uint32_t off = t.snd_nxt - t.snd_una;
@@ -44,10 +44,23 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
       len = mss_;
       sendalot = true;
     }
+    bool wput_go = false;  // Solaris's tcp_wput_data sends this data
+    if (c_.solaris_output && len > 0 && !t.force) {
+      const uint32_t usable = static_cast<uint32_t>(avail);  // min(window, unsent) - outstanding
+      const uint32_t naglim = t.nodelay ? 1 : mss_;
+      if (entry && usable < mss_ && usable < naglim && naglim > t.last_sent_len && t.snd_nxt != t.snd_una)
+        len = 0;  // Nagle's test, once, as tcp_wput_data is entered
+      else if (usable < mss_ && usable < t.max_sndwnd / 2 && cc - off > usable)
+        len = 0;  // sender silly-window avoidance: the window, not the data, makes it short
+      else
+        len = mblk_fit(t, off, len);  // whole data blocks, or an MSS of a longer one
+      wput_go = len > 0;
+      sendalot = wput_go && usable > len;
+    }
     const bool fin_state = t.state == State::FinWait1 || t.state == State::Closing || t.state == State::LastAck;
     const bool fin = fin_state && off + len == cc;
-    bool go = syn || t.acknow || fin;
-    if (len > 0) {
+    bool go = syn || t.acknow || fin || wput_go;
+    if (len > 0 && !wput_go) {
       const bool idle = t.snd_max == t.snd_una;
       if (len == mss_) go = true;
       else if ((idle || t.nodelay) && off + len >= cc) go = true;  // Nagle's rule and TCP_NODELAY
@@ -98,6 +111,7 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     // Counters, and the send state advanced as tcp_output does when it hands the segment on.
     segs_out_.inc();
     if (len > 0) {
+      t.last_sent_len = len;
       data_segs_out_.inc();
       data_bytes_out_.inc(len);
       if (seq_lt(seq, t.snd_max)) rexmt_segs_.inc();
@@ -129,6 +143,7 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     segs->push_back({t.fd, std::move(frame), ps, next_ticket_++});
     if (!sendalot) break;
   }
+  if (c_.streams_snd_flow) snd_flow(t);
   hand_on(segs, t.rnode, intr, std::move(k));
 }
 

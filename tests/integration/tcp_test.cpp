@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "models/core/module_tree.h"
+#include "models/host/os.h"
 #include "models/mbcf/ether_system.h"
 #include "models/sockets/inet_stack.h"
 #include "tests/integration/socket_hosts.h"
@@ -263,6 +264,128 @@ void unread_stream(bool streams, size_t expect_held) {
 }
 TEST(Tcp, SolarisStreamHeadHoldsTwiceTheWindowBeforeItCloses) { unread_stream(true, 2 * 8760); }
 TEST(Tcp, BsdReceiveBufferHoldsTheWindowItOffers) { unread_stream(false, 8760); }
+
+// Solaris 2.6's send side (tcp.c 1.156), as configs/sockets-ultra60-1000sx-tcp.json sets it:
+// the writer's flow control on unsent bytes (8192 high, 2048 low), the stream head's pieces of
+// two segments, and tcp_wput_data's segments of whole data blocks with its Nagle test.
+void solaris_sender(SocketConfig& sc) {
+  sc.mbuf_accounting = false;
+  sc.tcp_sendspace = 8192;
+  sc.tcp_send_lowat = 2048;
+  sc.streams_snd_flow = true;
+  sc.solaris_output = true;
+}
+
+// Twenty 1024-byte writes without TCP_NODELAY. The stream head makes each write one data block
+// (at most an MSS) and tcp_wput_data never splits a block it does not start in, so every segment
+// carries one write: 20 segments of 1024 bytes. BSD's tcp_output cuts full segments from the
+// byte stream instead: 14 of 1460 bytes and the last 40. The stream arrives whole either way.
+void small_writes(bool solaris, uint64_t expect_segments) {
+  Hosts h([solaris](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    solaris_receiver(ec, sc);
+    sc.tcp_sendspace = 8192;
+    if (solaris) solaris_sender(sc);
+  });
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  bool done = false;
+  h.connect(false, [&] {
+    h.send_messages(1024, 0, 20);
+    h.read_all(1, h.b, got, 20 * 1024, [&] { done = true; });
+  });
+  run_ms(500);
+  ASSERT_TRUE(done);
+  std::vector<uint8_t> want;
+  for (uint32_t k = 0; k < 20; ++k) {
+    const auto m = bytes(1024, k);
+    want.insert(want.end(), m.begin(), m.end());
+  }
+  EXPECT_EQ(*got, want);
+  EXPECT_EQ(h.stat(0, "data_bytes_sent"), 20u * 1024);
+  EXPECT_EQ(h.stat(0, "data_segments_sent"), expect_segments);
+}
+TEST(Tcp, SolarisSegmentsCarryWholeWritesOfUpToAnMss) { small_writes(true, 20); }
+TEST(Tcp, BsdSegmentsAreCutFromTheByteStream) { small_writes(false, 15); }
+
+// A 64 KB send to a reader that does not read: the receiver's window closes (at least 2 x 8760
+// bytes at its stream head, above) and the writer sleeps. Solaris's stream head hands TCP
+// pieces of two segments (2920 bytes) while TCP's unsent bytes are below the high-water mark,
+// 8192: the piece that reaches it is taken whole, so more than 8192 wait, none of them sent.
+// BSD's send buffer holds exactly 8192.
+void writer_held(bool solaris) {
+  Hosts h([solaris](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    solaris_receiver(ec, sc);
+    sc.tcp_sendspace = 8192;
+    sc.tcp_send_lowat = 2048;
+    if (solaris) solaris_sender(sc);
+  });
+  bool returned = false;
+  h.connect(true, [&] { h.tcp(0).send(h.a, bytes(65507, 2), [&](Errno) { returned = true; }); });
+  run_ms(2000);  // no persist probe yet
+  EXPECT_FALSE(returned);
+  EXPECT_GE(h.tcp(1).readable(h.b), 2u * 8760);
+  EXPECT_EQ(h.stat(0, "data_bytes_sent"), h.tcp(1).readable(h.b));  // all of it taken: nothing in flight
+  const size_t q = h.tcp(0).queued(h.a);
+  if (solaris) {
+    // the window took six whole pieces (17,520 bytes); three more wait: the third brought the
+    // unsent bytes to 8760, past the mark, and stopped the flow
+    EXPECT_EQ(q, 3u * 2920);
+  } else {
+    EXPECT_EQ(q, 8192u);
+  }
+  // the reader reads: the rest arrives, and the send returns
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  bool done = false;
+  h.read_all(1, h.b, got, 65507, [&] { done = true; });
+  run_ms(2000);
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(returned);
+  EXPECT_EQ(*got, bytes(65507, 2));
+}
+TEST(Tcp, SolarisWriterHandsDownPiecesUntilTheUnsentBytesReachTheHighWaterMark) { writer_held(true); }
+TEST(Tcp, BsdWriterFillsItsSendBuffer) { writer_held(false); }
+
+// One 65,507-byte send through Solaris's stream head costs the call's own work once, with its
+// first piece (sosend_instr + stream_write_instr), strwrite's loop for each of the 22 other
+// pieces (stream_piece_instr), and the copy piece by piece: 22 of 2920 bytes and one of 1267.
+TEST(Tcp, SolarisStreamHeadChargesTheCallOnceAndItsLoopPerPiece) {
+  Hosts h([](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    solaris_receiver(ec, sc);
+    solaris_sender(sc);
+    sc.stream_write_instr = 2000;
+    sc.stream_piece_instr = 500;
+  });
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  h.connect(true, [&] {
+    h.tcp(0).send(h.a, bytes(65507, 7), [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+    h.read_all(1, h.b, got, 65507, [] {});
+  });
+  run_ms(1000);
+  ASSERT_EQ(*got, bytes(65507, 7));
+  const host::Os& os = h.sys->os(0);
+  const uint64_t want = os.instr_ps(h.sc.sosend_instr + 2000) + 22 * os.instr_ps(500) + 22 * os.copy_ps(2920) + os.copy_ps(1267);
+  EXPECT_EQ(h.stat(0, "rx_ps"), want);  // host 0 only sends: its send side alone
+}
+
+// tcp_wput_data's Nagle test (Solaris) holds short data only while the last segment sent was
+// itself short: after a full segment, a 100-byte write goes at once though the segment is not
+// yet acknowledged (the receiver's delayed ACK waits for the 200 ms tick); the next 100 bytes,
+// after a short segment, wait. BSD's Nagle holds the first 100 bytes already.
+void nagle_after_full(bool solaris, uint64_t expect_segments) {
+  Hosts h([solaris](mbcf::EtherSysConfig&, SocketConfig& sc) {
+    if (solaris) solaris_sender(sc);
+  });
+  h.connect(false, [&] {
+    h.tcp(0).send(h.a, bytes(1460, 1), [&](Errno e) {
+      EXPECT_EQ(e, Errno::Ok);
+      h.send_messages(100, 0, 2);
+    });
+  });
+  run_ms(100);
+  EXPECT_EQ(h.stat(0, "data_segments_sent"), expect_segments);
+  EXPECT_EQ(h.stat(1, "pure_acks_sent"), 0u);
+}
+TEST(Tcp, SolarisNagleHoldsShortDataOnlyAfterAShortSegment) { nagle_after_full(true, 2); }
+TEST(Tcp, BsdNagleHoldsShortDataWhileAnySegmentIsOutstanding) { nagle_after_full(false, 1); }
 
 // Nagle: of ten 4-byte sends in a row, the first goes at once and the others wait for its ACK
 // (delayed: nothing answers) and go together in one segment.
@@ -556,6 +679,11 @@ TEST(Tcp, WorkloadsRunOverTcpOnTheSs20AndUltra60Configs) {
   EXPECT_EQ(lowat.status, 1);
   EXPECT_NE(lowat.output.find("sockets.tcp_send_lowat"), std::string::npos) << lowat.output;
   EXPECT_NE(lowat.output.find("tcp_sendspace 4096"), std::string::npos) << lowat.output;
+  // Solaris's write side on SunOS's mbuf-counting buffers is a contradiction, refused
+  const auto mixed = test::run_config("sockets-ss20-100t-half-tcp.json", "--set sockets.tcp_snd_flow=streams");
+  EXPECT_EQ(mixed.status, 1);
+  EXPECT_NE(mixed.output.find("sockets.tcp_snd_flow"), std::string::npos) << mixed.output;
+  EXPECT_NE(mixed.output.find("sockets.mbuf_accounting false"), std::string::npos) << mixed.output;
 }
 
 // A peak rate is TCP's steady state: timed after a warm-up of twice the two socket buffers and
