@@ -104,12 +104,13 @@ TEST(Tcp, ConnectAndAcceptEstablishTheConnectionWithAThreeWayHandshake) {
 // A stream of 200 KB over a wire that loses 3% of frames and reorders others arrives whole and
 // in order; the sender retransmitted (timeouts or fast retransmits) and the receiver held
 // segments that came ahead of a gap.
-TEST(Tcp, AStreamArrivesWholeAndInOrderOverALossyReorderingWire) {
+void lossy_stream(std::function<void(mbcf::EtherSysConfig&, SocketConfig&)> rules) {
   {
     const uint64_t seed = 1;  // the wire's loss and reordering draw from it (replay: change it here)
     SCOPED_TRACE("seed " + std::to_string(seed));
     Hosts h(
-        [](mbcf::EtherSysConfig& ec, SocketConfig&) {
+        [rules](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+          if (rules) rules(ec, sc);
           ec.ether.loss = 0.03;
           ec.ether.reorder = 0.02;
           ec.ether.reorder_max_ns = 300000;
@@ -134,6 +135,7 @@ TEST(Tcp, AStreamArrivesWholeAndInOrderOverALossyReorderingWire) {
     EXPECT_GT(h.stat(1, "out_of_order") + h.stat(1, "duplicate_segments"), 0u);
   }
 }
+TEST(Tcp, AStreamArrivesWholeAndInOrderOverALossyReorderingWire) { lossy_stream(nullptr); }
 
 // One small segment that nothing answers is acknowledged by the delayed-ACK tick (200 ms from
 // boot, tcp_fasttimo), not at once.
@@ -274,6 +276,15 @@ void solaris_sender(SocketConfig& sc) {
   sc.tcp_send_lowat = 2048;
   sc.streams_snd_flow = true;
   sc.solaris_output = true;
+}
+
+// Solaris's whole send and receive sides (the data blocks, the writer's flow on unsent bytes,
+// the deferred ACK, the stream head's window) deliver the lossy wire's 200 KB whole too.
+TEST(Tcp, SolarisRulesDeliverAStreamWholeOverALossyReorderingWire) {
+  lossy_stream([](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    solaris_receiver(ec, sc);
+    solaris_sender(sc);
+  });
 }
 
 // Twenty 1024-byte writes without TCP_NODELAY. The stream head makes each write one data block
