@@ -140,11 +140,19 @@ void System::run_proc(Proc& p, uint64_t now) {
 }
 
 void System::finish_op(Proc& p, uint64_t t) {
-  Node& nd = *node_[p.node];
   p.have_op = false;
   p.t = std::max(p.t, t);
   ++ops_completed_;
   if (mutant::on(mutant::Id::CopyPerReference)) mutant::wasted_copy();
+  if (p.lvl == 1 && (p.op.kind == OpKind::Load || p.op.kind == OpKind::Store)) {
+    // An L1 hit, the common case: the same counters as below, without walking the levels.
+    (p.op.kind == OpKind::Load ? st_.loads : st_.stores)->inc();
+    p.l1_hits->inc();
+    p.op.level = 1;
+    p.driver->complete(p.node, p.id, p.op, t);
+    return;
+  }
+  Node& nd = *node_[p.node];
   if (p.lvl == kLvlWriteBuffer) {
     st_.stores->inc();
     nd.wb_stores->inc();
