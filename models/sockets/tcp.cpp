@@ -334,9 +334,9 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
       chan(fd, kChanSend),
       [this, fd, rem] {
         const Tcb* t = tcb(fd);
-        const size_t space = snd_space(*t);
         if (t->error_set || !can_send(t->state)) return true;
         if (c_.streams_snd_flow) return !t->flow_stopped;  // canputnext
+        const size_t space = snd_space(*t);
         if (c_.mbuf_accounting)
           return space > 0 && !(rem >= mbuf::kMclbytes && space < mbuf::kMclbytes && t->sndbuf.size() >= mbuf::kMclbytes);
         return space >= rem || space >= c_.tcp_send_lowat;
