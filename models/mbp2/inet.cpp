@@ -91,8 +91,8 @@ std::vector<uint8_t> build_inet(const Datagram& d, const uint8_t* payload, uint3
     store_be16(l4 + 14, d.window);
   }
   if (n) std::copy(payload, payload + n, l4 + l4h);
-  uint16_t c = l4_checksum(f);
-  if (d.proto == kIpProtoUdp && c == 0) c = 0xffff;  // UDP: zero means "no checksum"
+  uint16_t c = d.proto == kIpProtoUdp && !d.udp_sum ? 0 : l4_checksum(f);
+  if (d.proto == kIpProtoUdp && d.udp_sum && c == 0) c = 0xffff;  // UDP: zero means "no checksum"
   store_be16(l4 + (d.proto == kIpProtoUdp ? 6 : 16), c);
   return f;
 }
@@ -138,11 +138,11 @@ uint16_t l4_checksum(const std::vector<uint8_t>& f) {
   return static_cast<uint16_t>(~fold(ones_sum(ip + kIpHeader, l4_len, pseudo_sum(ip, l4_len))));
 }
 
-bool l4_verifies(const std::vector<uint8_t>& f) {
-  if (f.size() >= kEth + kIpHeader + kUdpHeader && f[kEth + 9] == kIpProtoUdp && load_be16(&f[kEth + kIpHeader + 6]) == 0)
-    return true;
-  return l4_checksum(f) == 0;
+bool udp_summed(const std::vector<uint8_t>& f) {
+  return !(f.size() >= kEth + kIpHeader + kUdpHeader && f[kEth + 9] == kIpProtoUdp && load_be16(&f[kEth + kIpHeader + 6]) == 0);
 }
+
+bool l4_verifies(const std::vector<uint8_t>& f) { return !udp_summed(f) || l4_checksum(f) == 0; }
 
 namespace {
 // An Ethernet frame carrying IPv4 without options whose total length fits the frame: None, and

@@ -48,6 +48,7 @@ struct Datagram {
   uint8_t flags = kTcpPsh | kTcpAck;
   uint16_t window = 0xffff;
   uint16_t ip_id = 0;
+  bool udp_sum = true;  // UDP only: false sends no checksum (the field 0, RFC 768)
 };
 
 // Header bytes before the payload (Ethernet, IP, UDP or TCP).
@@ -66,6 +67,9 @@ uint32_t udp_frames(uint32_t n, uint32_t mtu);
 uint16_t l4_checksum(const std::vector<uint8_t>& frame);
 // True when a received frame's transport checksum verifies (or a UDP sender sent none: zero).
 bool l4_verifies(const std::vector<uint8_t>& frame);
+// False when a whole UDP datagram's sender sent no checksum (its field 0); a TCP segment always
+// carries one.
+bool udp_summed(const std::vector<uint8_t>& frame);
 
 enum class InetError : uint8_t {
   None,

@@ -186,14 +186,16 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
         d.src_port = s->port;
         d.dst_port = dst_port;
         d.ip_id = ip_id_++;
+        d.udp_sum = c_.udp_cksum;
         const uint64_t n = data.size();
         auto frames = std::make_shared<std::vector<std::vector<uint8_t>>>(
             mbp2::fragment_ip(mbp2::build_inet(d, data.data(), static_cast<uint32_t>(n)), c_.mtu));
         udp_out_.inc();
-        // sosend and the copy from the user's buffer; udp_output with the checksum over header
-        // and data; ip_output's fixed part (its per-fragment part is paid frame by frame).
+        // sosend and the copy from the user's buffer; udp_output, with the checksum over header
+        // and data when sockets.udp_cksum; ip_output's fixed part (its per-fragment part is paid
+        // frame by frame).
         const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr) + os_.copy_ps(n) + cycles(c_.udp_output_instr) +
-                            cksum_ps(n + mbp2::kUdpHeader) + cycles(c_.ip_output_instr);
+                            (c_.udp_cksum ? cksum_ps(n + mbp2::kUdpHeader) : 0) + cycles(c_.ip_output_instr);
         tx_ps_.inc(ps);
         os_.kernel(ps, [this, frames, dst_node, err, done = std::move(done)]() mutable {
           output_frames(frames, dst_node, 0, [err, done = std::move(done)](Errno e) {
@@ -282,8 +284,7 @@ uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>&
     return ps;
   }
   if (!mbp2::is_fragment(frame)) {
-    // (parse_inet checks the transport checksum too: its cost is udp_input's, below)
-    ps += cycles(c_.udp_input_instr) + rx_cksum_ps(frame.size());
+    ps += udp_input_ps(frame);
     effect = [this, f = std::move(frame)]() mutable {
       const uint32_t ip_len = ip_total_length(f);
       udp_input(std::move(f), {ip_len});
@@ -327,7 +328,7 @@ uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>&
   }
   reass_.erase(key);
   std::vector<uint8_t> whole = mbp2::join_fragments(pieces);
-  ps += cycles(c_.udp_input_instr) + rx_cksum_ps(whole.size());
+  ps += udp_input_ps(whole);
   effect = [this, w = std::move(whole), ip_lens = std::move(ip_lens)]() mutable {
     reassembled_.inc();
     udp_input(std::move(w), std::move(ip_lens));
@@ -335,9 +336,17 @@ uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>&
   return ps;
 }
 
+bool InetStack::udp_checks(const std::vector<uint8_t>& datagram) const { return c_.udp_cksum && mbp2::udp_summed(datagram); }
+
+uint64_t InetStack::udp_input_ps(const std::vector<uint8_t>& datagram) {
+  return cycles(c_.udp_input_instr) + (udp_checks(datagram) ? rx_cksum_ps(datagram.size()) : 0);
+}
+
 void InetStack::udp_input(std::vector<uint8_t>&& datagram, std::vector<uint32_t> frag_ip_lens) {
   mbp2::Parsed p;
-  if (mbp2::parse_inet(datagram, p) != InetError::None || p.d.proto != mbp2::kIpProtoUdp || p.d.dst_node != node_) {
+  // (parse_inet checks the transport checksum only where udp_input does: its cost is udp_input_ps's)
+  const bool checked = udp_checks(datagram);
+  if (mbp2::parse_inet(datagram, p, checked) != InetError::None || p.d.proto != mbp2::kIpProtoUdp || p.d.dst_node != node_) {
     bad_.inc();
     return;
   }
@@ -373,12 +382,14 @@ void InetStack::udp_input(std::vector<uint8_t>&& datagram, std::vector<uint32_t>
     }
     s->rcv_mb.append(chain, true);
   }
-  Received r;
-  r.src_node = p.d.src_node;
-  r.src_port = p.d.src_port;
-  r.data.assign(datagram.begin() + p.payload_off, datagram.begin() + p.payload_off + p.payload_len);
+  Queued q;
+  q.r.src_node = p.d.src_node;
+  q.r.src_port = p.d.src_port;
+  q.r.data.assign(datagram.begin() + p.payload_off, datagram.begin() + p.payload_off + p.payload_len);
+  // Unless the checksum or the driver's copy read it, the data is still as the NIC's DMA wrote it.
+  q.untouched_frame_bytes = checked || c_.driver_copies ? 0 : datagram.size();
   s->rcv_bytes += p.payload_len + kAddrBytes;
-  s->rcv.push_back(std::move(r));
+  s->rcv.push_back(std::move(q));
   udp_in_.inc();
   os_.wakeup(chan(fd));  // sorwakeup: a reader,
   os_.wakeup(select_chan());  // and selwakeup: a process in select()
@@ -403,11 +414,16 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
             os_.sleep(chan(fd), [t = self.lock()] { (*t)(); });
             return;
           }
-          out->second = std::move(s->rcv.front());
+          const uint64_t untouched = s->rcv.front().untouched_frame_bytes;
+          out->second = std::move(s->rcv.front().r);
           s->rcv.pop_front();
           s->rcv_bytes -= static_cast<uint32_t>(out->second.data.size()) + mbuf::kSockaddr;
           s->rcv_mb.drop(out->second.data.size() + mbuf::kSockaddr);  // the record, whole
-          const uint64_t ps = cycles(c_.soreceive_instr) + os_.copy_ps(out->second.data.size());
+          // the copy out, and the first touch of the data no checksum read (the Ethernet, IP and
+          // UDP headers ipintr and udp_input read are warm)
+          constexpr uint64_t kHeadersRead = 14 + mbp2::kIpHeader + mbp2::kUdpHeader;
+          const uint64_t ps = cycles(c_.soreceive_instr) + os_.copy_ps(out->second.data.size()) +
+                              (untouched ? os_.first_touch_ps(untouched, kHeadersRead) : 0);
           rx_ps_.inc(ps);
           os_.kernel(ps, [d = std::move(done)]() mutable { d(); });
         };

@@ -60,6 +60,7 @@ struct SocketConfig {
   double stream_piece_instr{};  // Solaris: strwrite's loop for each further piece of one write
   double cksum_cycles_per_byte{};
   bool driver_copies{};  // the driver copies frames to and from the NIC's own buffers
+  bool udp_cksum{};      // UDP checksums made and checked (SunOS 4.1.4's udp_cksum: off)
   // BSD's limits
   uint32_t ifq_maxlen{}, ipintrq_maxlen{}, udp_sendspace{}, udp_recvspace{}, mtu{};
   double ipfrag_ttl_s{};
@@ -162,9 +163,16 @@ class InetStack final : public sc_core::sc_module {
   bool transmit(std::vector<uint8_t>&& frame, uint32_t dst);
 
  private:
+  // A datagram in a receive buffer, and how many bytes of the frame it came in no CPU has read
+  // yet (the NIC's DMA wrote them; 0 once a checksum or the driver's copy touched them):
+  // soreceive's copy out pays their first touch.
+  struct Queued {
+    Received r;
+    uint64_t untouched_frame_bytes = 0;
+  };
   struct Socket {
     uint16_t port = 0;
-    std::deque<Received> rcv;
+    std::deque<Queued> rcv;
     uint32_t rcv_bytes = 0;
     MbufAccount rcv_mb;  // with sockets.mbuf_accounting: the mbufs holding rcv (mbuf_account.h)
   };
@@ -190,6 +198,11 @@ class InetStack final : public sc_core::sc_module {
   void netisr();
   // ipintr and udp_input for one frame taken off ipintrq: their cost, and what they do at its end.
   uint64_t ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect);
+  // The cost of udp_input for a datagram as IP hands it up (whole or reassembled): with
+  // sockets.udp_cksum and a sender that summed it, the checksum, the first touch of its data.
+  uint64_t udp_input_ps(const std::vector<uint8_t>& datagram);
+  // Whether udp_input checks the datagram's checksum: sockets.udp_cksum, and the sender summed it.
+  bool udp_checks(const std::vector<uint8_t>& datagram) const;
   // `frag_ip_lens`: the IP lengths of the fragments it came in (one: it came whole).
   void udp_input(std::vector<uint8_t>&& datagram, std::vector<uint32_t> frag_ip_lens);
   uint64_t chan(int fd) const { return (static_cast<uint64_t>(node_) << 32) | static_cast<uint32_t>(fd); }

@@ -331,42 +331,102 @@ TEST(Sockets, TheUdpPeakAsksForAStatusEveryAckEveryMessages) {
 }
 
 // Cold and warm data (host::Os::first_touch_ps): a received frame was written by the NIC's DMA,
-// so its first touch stalls host.cold_line_ns on every line: udp_input's checksum over the
-// data behind the headers ipintr read (the SBus FastEthernet driver maps mbufs), or the LANCE
-// driver's copy of the whole frame out of its DVMA buffer (10BASE-T; its checksum is then
-// warm). The sender's checksum and copy, and the receiver's copy out, are warm.
+// so its first touch stalls host.cold_line_ns on every line: the LANCE driver's copy of the
+// whole frame out of its DVMA buffer (10BASE-T); with the SBus FastEthernet driver, which maps
+// mbufs, udp_input's checksum over the data behind the headers ipintr read when UDP checksums
+// are on (sockets.udp_cksum), or else soreceive's copy out (SunOS 4.1.4's default: no UDP
+// checksums). The sender's checksum and copy are warm, and so is a copy out of data a checksum
+// or the driver read.
 TEST(Sockets, TheReceiversFirstTouchOfAFrameIsColdAndTheSendersChecksumWarm) {
-  auto run = [](const char* cfg, int cold_ns) {
-    return test::run_ok(cfg, "--set workload.kind=oneway --set 'workload.sizes=[1024]' --set workload.iterations=3 --set host.cold_line_ns=" + std::to_string(cold_ns));
+  auto run = [](const char* cfg, int cold_ns, bool cksum) {
+    return test::run_ok(cfg, "--set workload.kind=oneway --set 'workload.sizes=[1024]' --set workload.iterations=3 --set host.cold_line_ns=" +
+                                 std::to_string(cold_ns) + " --set sockets.udp_cksum=" + (cksum ? "true" : "false"));
   };
   auto host = [](const test::Run& r, const char* h) { return r.stats["stats"]["system"][h]; };
   auto num = [](const nlohmann::json& j) { return j.get<uint64_t>(); };
   // a 1,024-byte message is a frame of 14 + 20 + 8 + 4 + 1024 = 1,070 bytes: 34 lines of 32
-  // bytes, of which the first 2 hold the headers ipintr read
-  for (const char* cfg : {"sockets-ss20-100t-half-udp.json", "sockets-ss20-10t-udp.json"}) {
-    SCOPED_TRACE(cfg);
-    const bool lance = std::string(cfg).find("10t") != std::string::npos;
-    const auto warm = run(cfg, 0), cold = run(cfg, 250);
-    for (const char* h : {"host0", "host1"}) {
-      const auto w = host(warm, h), c = host(cold, h);
-      // the send side is warm: sosend's copy, udp_output's checksum, the driver
-      EXPECT_EQ(num(c["inet"]["tx_ps"]), num(w["inet"]["tx_ps"]));
-      // the copy out of the socket buffer reads what the checksum (or the driver) just read
-      EXPECT_EQ(num(c["inet"]["rx_ps"]), num(w["inet"]["rx_ps"]));
-      // 5 messages of 1,024 bytes each way (iterations + 2); the library's 4-byte
-      // acknowledgements fit in the header lines
-      const uint64_t lines = 5 * (lance ? 34 : 32);
-      EXPECT_EQ(num(c["os"]["cold_lines"]), lines);
-      EXPECT_EQ(num(c["os"]["cold_ps"]), lines * 250000);
-      EXPECT_EQ(num(w["os"]["cold_ps"]), 0u);
-      // the stalls land where the first touch is: the driver's copy, or udp_input's checksum
-      const char* at = lance ? "rx_intr_ps" : "netisr_ps";
-      const char* not_at = lance ? "netisr_ps" : "rx_intr_ps";
-      EXPECT_EQ(num(c["inet"][at]) - num(w["inet"][at]), lines * 250000);
-      EXPECT_EQ(num(c["inet"][not_at]), num(w["inet"][not_at]));
+  // bytes, of which the first 2 hold the headers ipintr and udp_input read
+  for (const char* cfg : {"sockets-ss20-100t-half-udp.json", "sockets-ss20-10t-udp.json"})
+    for (bool cksum : {false, true}) {
+      SCOPED_TRACE(std::string(cfg) + (cksum ? " with UDP checksums" : " without UDP checksums"));
+      const bool lance = std::string(cfg).find("10t") != std::string::npos;
+      const auto warm = run(cfg, 0, cksum), cold = run(cfg, 250, cksum);
+      if (cksum) {
+        // the send side's checksum is the cost of turning them on: 0.6 cycles a byte at 85 MHz
+        // over each datagram's UDP header and data: host 0's five 1,024-byte messages (with the
+        // library's header) and its acknowledgements of host 1's
+        const auto off = run(cfg, 0, false);
+        const double d_us = static_cast<double>(num(host(warm, "host0")["inet"]["tx_ps"]) - num(host(off, "host0")["inet"]["tx_ps"])) / 1e6;
+        const double per_byte_us = 0.6 / 85.0;
+        const double sent = static_cast<double>(num(host(warm, "host0")["inet"]["udp_sent"]));
+        EXPECT_GE(d_us, 5 * 1032 * per_byte_us);
+        EXPECT_LE(d_us, 5 * 1100 * per_byte_us + sent * 100 * per_byte_us);
+      }
+      for (const char* h : {"host0", "host1"}) {
+        const auto w = host(warm, h), c = host(cold, h);
+        // the send side is warm: sosend's copy, udp_output's checksum, the driver
+        EXPECT_EQ(num(c["inet"]["tx_ps"]), num(w["inet"]["tx_ps"]));
+        // 5 messages of 1,024 bytes each way (iterations + 2); the library's 4-byte
+        // acknowledgements fit in the header lines
+        const uint64_t lines = 5 * (lance ? 34 : 32);
+        EXPECT_EQ(num(c["os"]["cold_lines"]), lines);
+        EXPECT_EQ(num(c["os"]["cold_ps"]), lines * 250000);
+        EXPECT_EQ(num(w["os"]["cold_ps"]), 0u);
+        // the stalls land where the first touch is: the driver's copy, udp_input's checksum, or
+        // the copy out of the socket buffer
+        const char* at = lance ? "rx_intr_ps" : cksum ? "netisr_ps" : "rx_ps";
+        EXPECT_EQ(num(c["inet"][at]) - num(w["inet"][at]), lines * 250000);
+        for (const char* other : {"rx_intr_ps", "netisr_ps", "rx_ps"})
+          if (std::string(other) != at) EXPECT_EQ(num(c["inet"][other]), num(w["inet"][other])) << other;
+      }
     }
-  }
 }
+
+// SunOS 4.1.4 ships UDP checksums off (its in_proto.c: udp_cksum = 0): udp_input checks none,
+// so a datagram whose data was altered on the way is delivered as it came. With them on
+// (Solaris's udp_do_checksum), the same datagram is dropped, and one whose sender sent no
+// checksum (a zero field) is still taken. (One test per setting: one elaboration per process.)
+void receive_with_udp_checksums(bool cksum) {
+  const auto p = bytes(200, 1);
+  auto frame = [&](bool summed) {
+    mbp2::Datagram d;
+    d.src_node = 0;
+    d.dst_node = 1;
+    d.src_port = 5000;
+    d.dst_port = 9000;
+    d.udp_sum = summed;
+    auto f = mbp2::build_inet(d, p.data(), static_cast<uint32_t>(p.size()));
+    f[14 + 28 + 7] ^= 0x01;  // altered on the way
+    return f;
+  };
+  Hosts h([&](mbcf::EtherSysConfig&, SocketConfig& sc) { sc.udp_cksum = cksum; });
+  const int s1 = h.inet[1]->udp_socket(), s0 = h.inet[0]->udp_socket();
+  ASSERT_EQ(h.inet[1]->bind(s1, 9000), Errno::Ok);
+  std::vector<Received> got;
+  std::function<void()> read = [&] {
+    h.inet[1]->recvfrom(s1, [&](Errno e, Received r) {
+      EXPECT_EQ(e, Errno::Ok);
+      got.push_back(std::move(r));
+      read();
+    });
+  };
+  h.cal.at(0, [&] {
+    read();
+    h.inet[1]->rx_frame(frame(true));   // summed by its sender
+    h.inet[1]->rx_frame(frame(false));  // sent without a checksum
+    h.inet[0]->sendto(s0, 1, 9000, bytes(1024, 2), [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+  });
+  sc_core::sc_start(sc_core::sc_time(50, sc_core::SC_MS));
+  auto altered = p;
+  altered[7] ^= 0x01;
+  ASSERT_EQ(got.size(), cksum ? 2u : 3u);
+  if (!cksum) EXPECT_EQ(got[0].data, altered);   // nothing checked it
+  EXPECT_EQ(got[got.size() - 2].data, altered);  // the one sent without a sum
+  EXPECT_EQ(got.back().data, bytes(1024, 2));    // a real send arrives either way
+  EXPECT_EQ(h.stat(1, "bad_frames"), cksum ? 1u : 0u);
+}
+TEST(Sockets, SunOsChecksNoUdpChecksumSoAnAlteredDatagramIsDelivered) { receive_with_udp_checksums(false); }
+TEST(Sockets, WithUdpChecksumsOnAnAlteredDatagramIsDroppedAndAnUnsummedOneTaken) { receive_with_udp_checksums(true); }
 
 // Ray tracing over UDP: every chunk reaches the display's frame buffer through its socket, each
 // calculator's stream in order; the display's host pays the stack for every chunk, so with

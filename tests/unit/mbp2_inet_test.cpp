@@ -83,6 +83,34 @@ TEST(Inet, UdpAndTcpFramesRoundTripWithVerifyingChecksums) {
     }
 }
 
+// RFC 768: a UDP sender may send no checksum, a zero field; then any payload verifies (SunOS
+// 4.1.4's default, sockets.udp_cksum false). A summed datagram with an altered byte does not; a
+// TCP segment always carries its sum.
+TEST(Inet, AUdpSenderMaySendNoChecksum) {
+  const auto p = payload(100, 9);
+  Datagram d = dg(kIpProtoUdp);
+  d.udp_sum = false;
+  auto none = build_inet(d, p.data(), 100);
+  EXPECT_EQ(none[14 + 20 + 6], 0);
+  EXPECT_EQ(none[14 + 20 + 7], 0);
+  EXPECT_FALSE(udp_summed(none));
+  none[14 + 28 + 50] ^= 0x5a;
+  EXPECT_TRUE(l4_verifies(none));
+  Parsed out;
+  EXPECT_EQ(parse_inet(none, out), InetError::None);
+  auto summed = build_inet(dg(kIpProtoUdp), p.data(), 100);
+  EXPECT_TRUE(udp_summed(summed));
+  summed[14 + 28 + 50] ^= 0x5a;
+  EXPECT_FALSE(l4_verifies(summed));
+  EXPECT_EQ(parse_inet(summed, out), InetError::BadChecksum);
+  EXPECT_EQ(parse_inet(summed, out, false), InetError::None);  // a receiver that checks nothing
+  Datagram t = dg(kIpProtoTcp);
+  t.udp_sum = false;  // UDP's alone
+  const auto seg = build_inet(t, p.data(), 100);
+  EXPECT_TRUE(udp_summed(seg));
+  EXPECT_EQ(l4_checksum(seg), 0);
+}
+
 TEST(Inet, MalformedFramesAreRefusedWithoutReadingPastTheirEnd) {
   const auto p = payload(100, 1);
   const auto f = build_inet(dg(kIpProtoUdp), p.data(), 100);
