@@ -365,7 +365,9 @@ void InetStack::udp_input(std::vector<uint8_t>&& datagram, std::vector<uint32_t>
   // With sockets.mbuf_accounting, SunOS's sbspace: its mbuf storage left bounds it too.
   constexpr uint32_t kAddrBytes = mbuf::kSockaddr;
   const uint32_t need = p.payload_len + kAddrBytes;
-  if (s->rcv_bytes + need > c_.udp_recvspace || (c_.mbuf_accounting && static_cast<int64_t>(need) > s->rcv_mb.room())) {
+  // Solaris: IP's canputnext asks whether the stream head's queue is below its high-water mark.
+  const bool full = c_.udp_streams_rcv ? s->rcv_bytes >= c_.udp_recvspace : s->rcv_bytes + need > c_.udp_recvspace;
+  if (full || (c_.mbuf_accounting && static_cast<int64_t>(need) > s->rcv_mb.room())) {
     fullsock_.inc();
     return;
   }

@@ -61,6 +61,7 @@ struct SocketConfig {
   double cksum_cycles_per_byte{};
   bool driver_copies{};  // the driver copies frames to and from the NIC's own buffers
   bool udp_cksum{};      // UDP checksums made and checked (SunOS 4.1.4's udp_cksum: off)
+  bool udp_streams_rcv{};  // a datagram is dropped: when it does not fit (BSD) or when the stream head's queue is at its mark (Solaris)
   // BSD's limits
   uint32_t ifq_maxlen{}, ipintrq_maxlen{}, udp_sendspace{}, udp_recvspace{}, mtu{};
   double ipfrag_ttl_s{};

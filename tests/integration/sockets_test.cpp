@@ -428,6 +428,35 @@ void receive_with_udp_checksums(bool cksum) {
 TEST(Sockets, SunOsChecksNoUdpChecksumSoAnAlteredDatagramIsDelivered) { receive_with_udp_checksums(false); }
 TEST(Sockets, WithUdpChecksumsOnAnAlteredDatagramIsDroppedAndAnUnsummedOneTaken) { receive_with_udp_checksums(true); }
 
+// What a UDP socket drops when datagrams arrive faster than it reads: BSD's sbappendaddr refuses
+// one that does not fit in what is left of udp_recvspace; Solaris's stream head takes one while
+// its queue is below the high-water mark, however long, and refuses the next once the queue is
+// at or over it (sockets.udp_rcv_flow). Three 1,000-byte datagrams (1,016 bytes queued each,
+// with the address) against a 1,500-byte buffer nobody reads.
+void fill_a_udp_socket(bool streams) {
+  Hosts h([&](mbcf::EtherSysConfig&, SocketConfig& sc) {
+    sc.udp_streams_rcv = streams;
+    sc.udp_recvspace = 1500;
+  });
+  const int s1 = h.inet[1]->udp_socket();
+  ASSERT_EQ(h.inet[1]->bind(s1, 9000), Errno::Ok);
+  const auto p = bytes(1000, 4);
+  mbp2::Datagram d;
+  d.src_node = 0;
+  d.dst_node = 1;
+  d.src_port = 5000;
+  d.dst_port = 9000;
+  h.cal.at(0, [&] {
+    for (int i = 0; i < 3; ++i) h.inet[1]->rx_frame(mbp2::build_inet(d, p.data(), static_cast<uint32_t>(p.size())));
+  });
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_MS));
+  EXPECT_EQ(h.inet[1]->queued(s1), streams ? 2u : 1u);
+  EXPECT_EQ(h.stat(1, "full_socket"), streams ? 1u : 2u);
+  EXPECT_EQ(h.stat(1, "udp_received"), streams ? 2u : 1u);
+}
+TEST(Sockets, BsdDropsADatagramThatDoesNotFitTheReceiveBuffer) { fill_a_udp_socket(false); }
+TEST(Sockets, SolarisTakesDatagramsUntilTheStreamHeadQueueReachesItsMark) { fill_a_udp_socket(true); }
+
 // Ray tracing over UDP: every chunk reaches the display's frame buffer through its socket, each
 // calculator's stream in order; the display's host pays the stack for every chunk, so with
 // small payloads the run takes longer than over MBCF.
