@@ -194,7 +194,11 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
         // sosend and the copy from the user's buffer; udp_output, with the checksum over header
         // and data when sockets.udp_cksum; ip_output's fixed part (its per-fragment part is paid
         // frame by frame).
-        const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr) + os_.copy_ps(n) + cycles(c_.udp_output_instr) +
+        // sosend's loop takes an mbuf per piece (a datagram goes whole: the send buffer is empty)
+        uint32_t taken = 0;
+        const size_t mbufs = c_.mbuf_accounting ? MbufAccount::sosend_chain(n, c_.udp_sendspace, taken).size() : 1;
+        const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr + c_.mbuf_instr * static_cast<double>(mbufs > 1 ? mbufs - 1 : 0)) +
+                            os_.copy_ps(n) + cycles(c_.udp_output_instr) +
                             (c_.udp_cksum ? cksum_ps(n + mbp2::kUdpHeader) : 0) + cycles(c_.ip_output_instr);
         tx_ps_.inc(ps);
         os_.kernel(ps, [this, frames, dst_node, err, done = std::move(done)]() mutable {
@@ -417,6 +421,8 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
             return;
           }
           const uint64_t untouched = s->rcv.front().untouched_frame_bytes;
+          // soreceive's loop visits each data mbuf of the record (the address mbuf is the base's)
+          const uint32_t mbufs = c_.mbuf_accounting ? s->rcv_mb.span(s->rcv.front().r.data.size() + mbuf::kSockaddr) : 2;
           out->second = std::move(s->rcv.front().r);
           s->rcv.pop_front();
           s->rcv_bytes -= static_cast<uint32_t>(out->second.data.size()) + mbuf::kSockaddr;
@@ -424,7 +430,7 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
           // the copy out, and the first touch of the data no checksum read (the Ethernet, IP and
           // UDP headers ipintr and udp_input read are warm)
           constexpr uint64_t kHeadersRead = 14 + mbp2::kIpHeader + mbp2::kUdpHeader;
-          const uint64_t ps = cycles(c_.soreceive_instr) + os_.copy_ps(out->second.data.size()) +
+          const uint64_t ps = cycles(c_.soreceive_instr + c_.mbuf_instr * (mbufs > 2 ? mbufs - 2 : 0)) + os_.copy_ps(out->second.data.size()) +
                               (untouched ? os_.first_touch_ps(untouched, kHeadersRead) : 0);
           rx_ps_.inc(ps);
           os_.kernel(ps, [d = std::move(done)]() mutable { d(); });

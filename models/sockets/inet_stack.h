@@ -56,6 +56,7 @@ struct SocketConfig {
   double sosend_instr{}, udp_output_instr{}, ip_output_instr{}, frag_instr{}, ether_output_instr{};
   double driver_tx_instr{}, driver_rx_instr{}, ipintr_instr{}, reass_instr{}, udp_input_instr{};
   double soreceive_instr{}, rudp_instr{};
+  double mbuf_instr{};  // with mbuf_accounting: sosend's and soreceive's loop for each mbuf after the first
   double stream_write_instr{};  // Solaris: the write side of a socket over a stream, per message handed down
   double stream_piece_instr{};  // Solaris: strwrite's loop for each further piece of one write
   double cksum_cycles_per_byte{};

@@ -85,6 +85,16 @@ class MbufAccount {
       q_.pop_front();
     }
   }
+  // How many mbufs the first `n` bytes from the front lie in (soreceive's loop visits each).
+  uint32_t span(uint64_t n) const {
+    uint32_t k = 0;
+    for (const Mbuf& m : q_) {
+      if (n == 0) break;
+      ++k;
+      n -= std::min<uint64_t>(n, m.len);
+    }
+    return k;
+  }
   void clear() {
     q_.clear();
     mbcnt_ = 0;

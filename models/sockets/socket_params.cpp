@@ -31,6 +31,8 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
       .add(&SocketConfig::udp_input_instr, {"sockets.udp_input_instr", 400.0, "instructions",
          "udp_input: the checksum's set-up (its bytes at sockets.cksum_cycles_per_byte), the PCB lookup, sbappendaddr and sorwakeup; an estimate", 0, 1e9})
       .add(&SocketConfig::soreceive_instr, {"sockets.soreceive_instr", 600.0, "instructions", "soreceive for a datagram: sblock, the address mbuf, uiomove's set-up, the mbufs freed (the copy at host.copy_mb_s); an estimate", 0, 1e9})
+      .add(&SocketConfig::mbuf_instr, {"sockets.mbuf_instr", 110.0, "instructions",
+         "with sockets.mbuf_accounting (BSD's mbufs): the socket layer's loop for each mbuf of a call after the first, whose work sockets.sosend_instr and sockets.soreceive_instr hold: in sosend, MGET, MCLGET for a cluster and uiomove's call for the piece (SunOS 4.1.4's uipc_socket.c: a 1,408-byte datagram takes a cluster and four small mbufs); in soreceive, uiomove's call, sbfree and MFREE; an estimate (the copies at host.copy_mb_s)", 0, 1e9})
       .add(&SocketConfig::stream_write_instr, {"sockets.stream_write_instr", 0.0, "instructions",
          "the write side of a socket that is a stream (Solaris 2.x; 0 for BSD's sockets, as SunOS 4.1.4's): per message a send() or sendto() hands down, the stream head's write (a data block allocated, the TPI T_DATA_REQ or T_UNITDATA_REQ header block built) and the put procedures between it and the transport, which takes the data off the request and queues it (the copy at host.copy_mb_s); set per OS, see docs/VALIDATION.md", 0, 1e9})
       .add(&SocketConfig::stream_piece_instr, {"sockets.stream_piece_instr", 500.0, "instructions",

@@ -103,4 +103,22 @@ TEST(MbufAccount, DroppingDataFreesOnlyWholeMbufs) {
   EXPECT_EQ(sb.mbcnt(), 0u);
 }
 
+// soreceive's loop visits every mbuf a read takes data from: span counts them from the front,
+// a partly read mbuf included, and nothing for no bytes.
+TEST(MbufAccount, SpanCountsTheMbufsTheFirstBytesLieIn) {
+  MbufAccount sb(4096);
+  uint32_t taken = 0;
+  sb.append(MbufAccount::sosend_chain(1408, 4096, taken));  // a cluster of 1024, then 112, 112, 112, 48
+  EXPECT_EQ(taken, 1408u);
+  EXPECT_EQ(sb.span(0), 0u);
+  EXPECT_EQ(sb.span(1), 1u);
+  EXPECT_EQ(sb.span(1024), 1u);
+  EXPECT_EQ(sb.span(1025), 2u);
+  EXPECT_EQ(sb.span(1408), 5u);
+  EXPECT_EQ(sb.span(100000), 5u);
+  sb.drop(1030);  // the cluster freed, the next small mbuf shortened
+  EXPECT_EQ(sb.span(106), 1u);
+  EXPECT_EQ(sb.span(107), 2u);
+}
+
 }  // namespace
