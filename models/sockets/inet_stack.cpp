@@ -191,10 +191,10 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
         auto frames = std::make_shared<std::vector<std::vector<uint8_t>>>(
             mbp2::fragment_ip(mbp2::build_inet(d, data.data(), static_cast<uint32_t>(n)), c_.mtu));
         udp_out_.inc();
-        // sosend and the copy from the user's buffer; udp_output, with the checksum over header
-        // and data when sockets.udp_cksum; ip_output's fixed part (its per-fragment part is paid
-        // frame by frame).
-        // sosend's loop takes an mbuf per piece (a datagram goes whole: the send buffer is empty)
+        // sosend and the copy from the user's buffer, with a step of its loop for each mbuf after
+        // the first (BSD's mbufs; a datagram goes whole: the send buffer is empty); udp_output,
+        // with the checksum over header and data when sockets.udp_cksum; ip_output's fixed part
+        // (its per-fragment part is paid frame by frame).
         uint32_t taken = 0;
         const size_t mbufs = c_.mbuf_accounting ? MbufAccount::sosend_chain(n, c_.udp_sendspace, taken).size() : 1;
         const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr + c_.mbuf_instr * static_cast<double>(mbufs > 1 ? mbufs - 1 : 0)) +
