@@ -158,8 +158,7 @@ void System::finish_op(Proc& p, uint64_t t) {
     nd.wb_stores->inc();
   } else if (p.op.kind == OpKind::Load || p.op.kind == OpKind::Store) {
     (p.op.kind == OpKind::Load ? st_.loads : st_.stores)->inc();
-    if (p.lvl == 1) p.l1_hits->inc();
-    else if (p.lvl >= 2) p.l1_misses->inc();
+    if (p.lvl >= 2) p.l1_misses->inc();  // (an L1 hit took the short path above)
     if (p.lvl == 2) p.l2_hits->inc();
     else if (p.lvl >= 3) p.l2_misses->inc();
     if (p.lvl == 3) nd.node_hits->inc();

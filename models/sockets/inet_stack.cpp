@@ -197,7 +197,7 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
         // (its per-fragment part is paid frame by frame).
         uint32_t taken = 0;
         const size_t mbufs = c_.mbuf_accounting ? MbufAccount::sosend_chain(n, c_.udp_sendspace, taken).size() : 1;
-        const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr + c_.mbuf_instr * static_cast<double>(mbufs > 1 ? mbufs - 1 : 0)) +
+        const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr + c_.mbuf_steps_instr(mbufs)) +
                             os_.copy_ps(n) + cycles(c_.udp_output_instr) +
                             (c_.udp_cksum ? cksum_ps(n + mbp2::kUdpHeader) : 0) + cycles(c_.ip_output_instr);
         tx_ps_.inc(ps);
@@ -421,8 +421,8 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
             return;
           }
           const uint64_t untouched = s->rcv.front().untouched_frame_bytes;
-          // soreceive's loop visits each data mbuf of the record (the address mbuf is the base's)
-          const uint32_t mbufs = c_.mbuf_accounting ? s->rcv_mb.span(s->rcv.front().r.data.size() + mbuf::kSockaddr) : 2;
+          // soreceive's loop visits each data mbuf of the record (the address mbuf's disposal is the base's)
+          const uint32_t data_mbufs = c_.mbuf_accounting ? s->rcv_mb.span(s->rcv.front().r.data.size() + mbuf::kSockaddr) - 1 : 1;
           out->second = std::move(s->rcv.front().r);
           s->rcv.pop_front();
           s->rcv_bytes -= static_cast<uint32_t>(out->second.data.size()) + mbuf::kSockaddr;
@@ -430,7 +430,7 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
           // the copy out, and the first touch of the data no checksum read (the Ethernet, IP and
           // UDP headers ipintr and udp_input read are warm)
           constexpr uint64_t kHeadersRead = 14 + mbp2::kIpHeader + mbp2::kUdpHeader;
-          const uint64_t ps = cycles(c_.soreceive_instr + c_.mbuf_instr * (mbufs > 2 ? mbufs - 2 : 0)) + os_.copy_ps(out->second.data.size()) +
+          const uint64_t ps = cycles(c_.soreceive_instr + c_.mbuf_steps_instr(data_mbufs)) + os_.copy_ps(out->second.data.size()) +
                               (untouched ? os_.first_touch_ps(untouched, kHeadersRead) : 0);
           rx_ps_.inc(ps);
           os_.kernel(ps, [d = std::move(done)]() mutable { d(); });

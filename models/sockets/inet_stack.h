@@ -80,6 +80,9 @@ struct SocketConfig {
   uint32_t tcp_initial_cwnd{};  // bytes a new connection may send before its first ACK
   uint32_t tcp_sendspace{}, tcp_recvspace{}, tcp_send_lowat{}, tcp_mss{}, tcp_dupack_thresh{}, tcp_max_rexmt{};
   double tcp_delack_ms{}, tcp_slowtimo_ms{}, tcp_rto_min_s{}, tcp_rto_initial_s{}, tcp_rto_max_s{}, tcp_persist_min_s{}, tcp_msl_s{};
+  // With BSD's mbufs: the socket layer's loop steps for a call over `mbufs` mbufs (the first is
+  // the call's own work), in instructions.
+  double mbuf_steps_instr(size_t mbufs) const { return mbuf_instr * static_cast<double>(mbufs > 1 ? mbufs - 1 : 0); }
   static const ParamTable<SocketConfig>& params();
   static SocketConfig from(const Config& c);
 };

@@ -355,7 +355,7 @@ void Tcp::sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, 
                                               : std::min<size_t>(snd_space(*t), rem);
         // the call's own work with its first piece; Solaris's stream head pays only its loop for the rest
         const double instr = (c_.streams_snd_flow && pos > 0 ? c_.stream_piece_instr : c_.sosend_instr + c_.stream_write_instr) +
-                             c_.mbuf_instr * static_cast<double>(chain.size() > 1 ? chain.size() - 1 : 0);  // sosend's loop per mbuf
+                             c_.mbuf_steps_instr(chain.size());  // sosend's loop per mbuf
         const uint64_t ps = os_.instr_ps(instr) + os_.copy_ps(n);
         rx_ps_.inc(ps);
         os_.kernel(ps, [this, fd, buf, pos, n, err, chain = std::move(chain), done = std::move(done)]() mutable {
@@ -400,7 +400,7 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
               const size_t n = std::min<size_t>(max, t->rcvbuf.size());
               // soreceive's loop per mbuf the read takes data from (with BSD's mbufs)
               const uint32_t mbufs = c_.mbuf_accounting ? t->rcv_mb.span(n) : 1;
-              const uint64_t ps = os_.instr_ps(c_.soreceive_instr + c_.mbuf_instr * (mbufs > 1 ? mbufs - 1 : 0)) + os_.copy_ps(n);
+              const uint64_t ps = os_.instr_ps(c_.soreceive_instr + c_.mbuf_steps_instr(mbufs)) + os_.copy_ps(n);
               rx_ps_.inc(ps);
               os_.kernel(ps, [this, fd, n, out, done = std::move(done)]() mutable {
                 Tcb* t = tcb(fd);
