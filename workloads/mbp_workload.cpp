@@ -60,6 +60,7 @@ ordered_json MbpWorkload::host_figures(double wall_s) const {
   h["references"] = sys_->ops_completed();
   h["references_per_second"] = static_cast<double>(sys_->ops_completed()) / wall_s;
   h["mbp_events"] = sys_->events();
+  h["prefetched_references"] = sys_->prefetched();
   return h;
 }
 
@@ -105,8 +106,44 @@ SharingWorkload::SharingWorkload(const Config& c, net::Network& net, Stats& stat
   shared_base_ = 0;
   for (uint32_t i = 0; i < nodes_ * procs_; ++i) rng_.emplace_back(seed, "sharing.proc" + std::to_string(i));
   issued_.assign(nodes_ * procs_, 0);
+  drawn_.assign(nodes_ * procs_, {});
 }
 
+// Processor `idx`'s op number `k`, drawn from its stream. The stream's state in a local:
+// stores into `a` cannot alias it, so the draws keep it in registers.
+[[gnu::always_inline]] inline void SharingWorkload::draw(uint32_t idx, uint64_t k, Drawn& a) {
+  Rng r = rng_[idx];
+  a.gap = gap_ ? static_cast<uint32_t>(r.below(2 * gap_ + 1)) : 0;
+  if (k == refs_per_proc_ || (fence_every_ && k % fence_every_ == fence_every_ - 1)) {
+    a.kind = OpKind::Fence;  // the last one drains the write buffer
+  } else if (r.uniform() < shared_frac_) {
+    a.addr = shared_base_ + r.below(shared_bytes_ / 8) * 8;
+    const double u = r.uniform();
+    if (u < atomic_frac_) {
+      a.kind = OpKind::Atomic;
+    } else if (u < atomic_frac_ + write_frac_) {
+      a.kind = OpKind::Store;
+      a.value = r.next();
+    } else {
+      a.kind = OpKind::Load;
+    }
+  } else {
+    const uint64_t base = 0x40000000ull + static_cast<uint64_t>(idx) * private_bytes_;
+    a.addr = base + r.below(private_bytes_ / 8) * 8;
+    if (r.uniform() < write_frac_) {
+      a.kind = OpKind::Store;
+      a.value = r.next();
+    } else {
+      a.kind = OpKind::Load;
+    }
+  }
+  a.valid = true;
+  rng_[idx] = r;
+}
+
+// Each op is drawn two steps early, when the op two before it is handed out, so that op can name
+// it (MemOp::ahead, a hint for the host's caches); the draws and their order per stream are the
+// same as drawing each op when asked.
 bool SharingWorkload::next(uint32_t n, uint32_t p, MemOp& op) {
   const uint32_t idx = n * procs_ + p;
   uint64_t& k = issued_[idx];
@@ -117,43 +154,36 @@ bool SharingWorkload::next(uint32_t n, uint32_t p, MemOp& op) {
     }
     return false;
   }
-  // The stream's state in a local: stores into `op` cannot alias it, so the draws keep it in
-  // registers (the same draws, in the same order).
-  Rng r = rng_[idx];
+  Drawn* ring = drawn_[idx].data();
+  if (__builtin_expect(!ring[k & 1].valid, 0)) {  // the first op: it and the one after
+    draw(idx, k, ring[k & 1]);
+    if (k + 1 <= refs_per_proc_) draw(idx, k + 1, ring[(k + 1) & 1]);
+  }
+  Drawn& a = ring[k & 1];
   op.tag = 0;  // only the fields an op kind reads are set: a MemOp is large and this is the hot path
-  op.gap = gap_ ? r.below(2 * gap_ + 1) : 0;
-  if (k == refs_per_proc_ || (fence_every_ && k % fence_every_ == fence_every_ - 1)) {
-    op.kind = OpKind::Fence;  // the last one drains the write buffer
-  } else if (r.uniform() < shared_frac_) {
-    op.addr = shared_base_ + r.below(shared_bytes_ / 8) * 8;
+  op.gap = a.gap;
+  op.kind = a.kind;
+  if (a.kind != OpKind::Fence) {
+    op.addr = a.addr;
     op.size = 8;
-    const double u = r.uniform();
-    if (u < atomic_frac_) {
-      op.kind = OpKind::Atomic;
+    if (a.kind == OpKind::Store) {
+      std::memcpy(op.data, &a.value, 8);
+    } else if (a.kind == OpKind::Atomic) {
       op.atomic.op = mbcf::AtomicOp::FetchAdd;
       op.atomic.width = 8;
       op.atomic.operand[0] = 1;
-    } else if (u < atomic_frac_ + write_frac_) {
-      op.kind = OpKind::Store;
-      const uint64_t v = r.next();
-      std::memcpy(op.data, &v, 8);
-    } else {
-      op.kind = OpKind::Load;
-    }
-  } else {
-    const uint64_t base = 0x40000000ull + static_cast<uint64_t>(idx) * private_bytes_;
-    op.addr = base + r.below(private_bytes_ / 8) * 8;
-    op.size = 8;
-    if (r.uniform() < write_frac_) {
-      op.kind = OpKind::Store;
-      const uint64_t v = r.next();
-      std::memcpy(op.data, &v, 8);
-    } else {
-      op.kind = OpKind::Load;
     }
   }
   ++k;
-  rng_[idx] = r;
+  a.valid = false;
+  op.ahead = MemOp::Ahead::Unknown;
+  if (k + 1 <= refs_per_proc_) {  // the op after the next one, into the slot just freed
+    draw(idx, k + 1, a);
+    if (a.kind == OpKind::Load || a.kind == OpKind::Store) {
+      op.ahead = a.kind == OpKind::Store ? MemOp::Ahead::Store : MemOp::Ahead::Load;
+      op.ahead_addr = a.addr;
+    }
+  }
   return true;
 }
 

@@ -2,6 +2,7 @@
 // through the ProcDriver interface and report a summary. Concrete drivers: the coherence
 // random tester (testers/), the synthetic sharing pattern and the processor script below.
 #pragma once
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,11 +55,20 @@ class SharingWorkload : public MbpWorkload {
   void complete(uint32_t node, uint32_t proc, const node::MemOp& op, uint64_t now_ps) override;
 
  private:
+  // An op drawn ahead (the fields its kind reads).
+  struct Drawn {
+    uint64_t addr = 0, value = 0;
+    uint32_t gap = 0;
+    node::OpKind kind = node::OpKind::Load;
+    bool valid = false;
+  };
+  void draw(uint32_t idx, uint64_t k, Drawn& a);
   uint64_t refs_per_proc_, private_bytes_, shared_bytes_, fence_every_;
   double shared_frac_, write_frac_, atomic_frac_;
   uint32_t gap_;
   std::vector<Rng> rng_;
   std::vector<uint64_t> issued_;
+  std::vector<std::array<Drawn, 2>> drawn_;  // a processor's ops k and k + 1, in slots k & 1
   uint32_t finished_ = 0;
   uint64_t shared_base_ = 0;
 };

@@ -109,6 +109,7 @@ void System::run_proc(Proc& p, uint64_t now) {
       p.lvl = 0;
       p.forwarded = false;
       ++p.op_seq;
+      prefetch_hinted(p);
       t += gap_ps(p.op.gap);
       p.op_start = t;
     }
@@ -137,6 +138,31 @@ void System::run_proc(Proc& p, uint64_t now) {
     p.t = std::max(p.t, std::min(t, now));
     return;
   }
+}
+
+// The driver named a later op (MemOp::ahead): ask the host's caches for its block's L1 set (and
+// for a store the L2 set it writes through to) and its frame, so those misses overlap the work
+// before it instead of stalling it. Only where a recent translation knows
+// the page's frame; a stale guess prefetches the wrong lines and nothing else. (The count is
+// also what keeps the compiler from deleting the call: a function that only prefetches counts
+// as free of side effects, and its calls as dead code.)
+void System::prefetch_hinted(Proc& p) {
+  // The store named last time is the next op: its L1 line, asked for then, now says which L2
+  // line the store writes through to.
+  if (p.store_ahead != ~0ull) {
+    if (const node::Cache::Line* l = p.l1.find(p.store_ahead)) __builtin_prefetch(p.l2.at(l->link), 1);
+    p.store_ahead = ~0ull;
+  }
+  if (p.op.ahead == MemOp::Ahead::Unknown) return;
+  const uint64_t addr = p.op.ahead_addr;
+  const uint64_t page = addr >> page_shift_;
+  const Proc::HintPage& h = p.hint_pages[page & 3];
+  if (h.page != page) return;
+  const uint64_t pblk = h.fno * blocks_per_page_ + ((addr >> block_shift_) & (blocks_per_page_ - 1));
+  ++prefetched_;
+  __builtin_prefetch(h.frame);
+  p.l1.prefetch(pblk, 2);
+  if (p.op.ahead == MemOp::Ahead::Store) p.store_ahead = pblk;
 }
 
 void System::finish_op(Proc& p, uint64_t t) {

@@ -252,6 +252,12 @@ void System::set_driver(node::ProcDriver* d) {
       if (!p->port) p->driver = d;
 }
 
+node::ProcDriver* System::driver(uint32_t node, uint32_t proc) const {
+  if (node >= nodes_ || proc >= static_cast<uint32_t>(nc_.procs))
+    throw std::out_of_range("driver: no processor " + std::to_string(proc) + " at node " + std::to_string(node));
+  return node_[node]->procs[proc]->driver;
+}
+
 ProcPort& System::processor_port(uint32_t node, uint32_t proc) {
   if (node >= nodes_ || proc >= static_cast<uint32_t>(nc_.procs))
     throw std::out_of_range("processor_port: no processor " + std::to_string(proc) + " at node " + std::to_string(node));
@@ -628,12 +634,15 @@ System::Frame* System::translate(Proc& p, uint64_t page, uint64_t& t) {
   uint64_t fno;
   if (p.ptlb.lookup(page, &fno)) {
     p.ptlb_hits->inc();
-    return nd.frames[fno - kFrameBase].get();
+    Frame* f = nd.frames[fno - kFrameBase].get();
+    p.hint_pages[page & 3] = {page, fno, f};
+    return f;
   }
   p.ptlb_misses->inc();
   t += nc_.ptlb_miss_cycles * cpu_ps_;
   Frame* f = frame_for(p.node, page, true);
   p.ptlb.insert(page, f->frame_no);
+  p.hint_pages[page & 3] = {page, f->frame_no, f};
   return f;
 }
 

@@ -75,6 +75,8 @@ class System : public sc_core::sc_module, public net::NetClient {
   static void footprint(const node::NodeConfig& nc, const MbpConfig& mc, uint64_t nodes, const AddressUse& use, MemoryForecast& f);
   // The workload's driver gives every processor its operations, but those with a port.
   void set_driver(node::ProcDriver* d);
+  // A processor's driver (to wrap it: a decorator passes each op through and sees it).
+  node::ProcDriver* driver(uint32_t node, uint32_t proc) const;
   // A user's TLM-2.0 memory in place of bank `bank` of node `node` (before elaboration ends).
   // The bus addresses a bank with its own offsets: bank-local address = (p / (u * banks)) * u +
   // p % u for node-physical address p, u = max(node.bank_interleave_bytes, node.block_bytes)
@@ -137,6 +139,9 @@ class System : public sc_core::sc_module, public net::NetClient {
   // Nothing scheduled: no processor will run and no message will be handled until woken.
   bool quiet() const { return cal_.empty(); }
   uint64_t events() const { return events_; }
+  // Ops whose blocks the processors prefetched on their driver's hint (MemOp::next): a host
+  // figure that shows the hint is taken, never in stats.json.
+  uint64_t prefetched() const { return prefetched_; }
 
   // NetClient
   void on_packet(uint32_t node, net::Packet& p, uint64_t now) override;
@@ -170,6 +175,7 @@ class System : public sc_core::sc_module, public net::NetClient {
 
   // Processors.
   void run_proc(Proc& p, uint64_t now);
+  void prefetch_hinted(Proc& p);
   Outcome execute(Proc& p, uint64_t& t, uint64_t now);
   // A shared address: its network page, network block, byte in the block, block in the page.
   struct Addr {
@@ -319,7 +325,7 @@ class System : public sc_core::sc_module, public net::NetClient {
   bool watchdog_armed_ = false;
   uint64_t waiting_procs_ = 0;
   std::string failure_;
-  uint64_t ops_completed_ = 0, events_ = 0;
+  uint64_t ops_completed_ = 0, events_ = 0, prefetched_ = 0;
   std::unordered_map<uint64_t, std::vector<uint8_t>> golden_;  // checkers: invalidate blocks
   Rng placement_rng_;
 

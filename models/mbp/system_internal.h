@@ -130,6 +130,14 @@ struct System::Proc : sc_core::sc_module {
                     // kLvlWriteBuffer: a store to an update or non-cacheable page, buffered
   bool forwarded = false;
   MemOp op;
+  // The frames of the last pages translated, by page & 3: where a hinted next op's block lies
+  // (System::prefetch_hinted; a hint for the host's caches, never read for what is simulated).
+  struct HintPage {
+    uint64_t page = ~0ull, fno = 0;
+    const void* frame = nullptr;
+  };
+  std::array<HintPage, 4> hint_pages{};
+  uint64_t store_ahead = ~0ull;  // the block of a store named ahead, whose L2 line is not yet asked for
   std::vector<WbEntry> wb;
   // Where the operations come from: the workload's driver (System::set_driver), or, once a
   // user bound a core model to it, the processor's TLM-2.0 port (`port`, System::processor_port).

@@ -58,6 +58,17 @@ class Cache {
     }
     return nullptr;
   }
+  // Ask the host to bring the records of `blk`'s set into its caches (a hint: see MemOp::next):
+  // its first `ways` ways, at most four (the lines past a set of three are the next set's).
+  void prefetch(uint64_t blk, uint32_t ways) const {
+    const uint8_t* s = base_ + (blk & (sets_ - 1)) * assoc_ * stride_;
+    __builtin_prefetch(s, 1);
+    if (ways < 2 || assoc_ < 2) return;
+    __builtin_prefetch(s + stride_, 1);
+    if (ways < 4 || assoc_ < 3) return;
+    __builtin_prefetch(s + 2 * stride_, 1);
+    __builtin_prefetch(s + 3 * stride_, 1);
+  }
   void touch(Line* l) {
     if (++clock_ == 0) {  // the clock wrapped: restart every age from zero (order is lost once)
       for (uint64_t i = 0; i < nlines_; ++i) line(i)->lru = 0;

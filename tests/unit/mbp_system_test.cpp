@@ -2,6 +2,7 @@
 // process): translation, the Figure 2.7/2.8 coherence flow, latencies, atomics, protocol
 // switches, and the hard errors of the controllers and checkers.
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -258,6 +259,61 @@ TEST(MbpSystem, ValueCheckerCatchesAStaleCopy) {
   mbp::SystemTestPeer::byte(h.sys(), 2, 0x1000 + 8) ^= 0x01;
   h.run();
   EXPECT_NE(h.net().failure().find("data-value invariant"), std::string::npos) << h.net().failure();
+}
+
+// A driver that knows its later ops names one with each op (MemOp::ahead; SharingWorkload the
+// second after it), and the processor prefetches the simulator's records of that block. The hint
+// must name the op that really comes (a wrong one would only cost speed, so nothing else would
+// notice), and the processors must take it: a compiler once deleted the whole prefetch as a call
+// without side effects.
+TEST(MbpSystem, TheSharingWorkloadNamesTheOpTwoAheadAndTheProcessorsPrefetchIt) {
+  struct Seen {
+    node::OpKind kind;
+    uint64_t addr;
+    node::MemOp::Ahead ahead;
+    uint64_t ahead_addr;
+  };
+  struct Recorder : node::ProcDriver {
+    node::ProcDriver* inner = nullptr;
+    std::map<std::pair<uint32_t, uint32_t>, std::vector<Seen>> ops;
+    bool next(uint32_t n, uint32_t p, node::MemOp& op) override {
+      if (!inner->next(n, p, op)) return false;
+      ops[{n, p}].push_back({op.kind, op.addr, op.ahead, op.ahead_addr});
+      return true;
+    }
+    void complete(uint32_t n, uint32_t p, const node::MemOp& op, uint64_t t) override { inner->complete(n, p, op, t); }
+  } rec;
+  const json cfg = {{"network", {{"radix", 4}, {"levels", 1}}},
+                    {"node", {{"procs", 2}}},
+                    {"workload", {{"kind", "mbp_sharing"}}},
+                    {"sharing", {{"refs_per_proc", 2000}, {"shared_fraction", 0.05}, {"fence_every", 97}}}};
+  MbpHarness h(Config::from_json(schema(), cfg, "test.json"), 7, [&](mbp::System& s) {
+    rec.inner = s.driver(0, 0);
+    s.set_driver(&rec);
+  });
+  h.run(1e9);
+  ASSERT_TRUE(h.workload().done()) << h.net().failure();
+  ASSERT_EQ(rec.ops.size(), 8u);
+  uint64_t named = 0, all = 0;
+  for (const auto& [proc, seq] : rec.ops) {
+    ASSERT_EQ(seq.size(), 2001u);  // 2,000 references and the closing fence
+    for (size_t i = 0; i < seq.size(); ++i) {
+      const Seen& a = seq[i];
+      if (i + 2 >= seq.size() || (seq[i + 2].kind != node::OpKind::Load && seq[i + 2].kind != node::OpKind::Store)) {
+        EXPECT_EQ(a.ahead, node::MemOp::Ahead::Unknown) << "op " << i;
+        continue;
+      }
+      const Seen& b = seq[i + 2];
+      ASSERT_EQ(a.ahead, b.kind == node::OpKind::Store ? node::MemOp::Ahead::Store : node::MemOp::Ahead::Load) << "op " << i;
+      ASSERT_EQ(a.ahead_addr, b.addr) << "op " << i;
+      ++named;
+    }
+    all += seq.size();
+  }
+  EXPECT_GT(named, all * 9 / 10);
+  // Nearly every named op's page was translated recently (one private page, few shared ones).
+  EXPECT_GT(h.sys().prefetched(), named * 8 / 10);
+  EXPECT_LE(h.sys().prefetched(), named);
 }
 
 }  // namespace
