@@ -44,7 +44,7 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
       .add(&SocketConfig::udp_cksum, {"sockets.udp_cksum", false, "",
          "UDP checksums: udp_output sums the pseudo-header, header and data (sockets.cksum_cycles_per_byte) and udp_input checks a datagram whose sender summed it; false: the sender stores 0 ('no checksum', RFC 768) and the receiver checks nothing, so soreceive's copy out is the first touch of a received frame's data. SunOS 4.1.4 ships it off (its in_proto.c: udp_cksum = 0, 'turn on to check & generate udp checksums'); Solaris's udp_do_checksum is 1", 0, 1})
       .add_choice(&SocketConfig::udp_streams_rcv, {"sockets.udp_rcv_flow", "bsd", "",
-         "when a UDP socket drops a datagram that arrives: bsd (sbappendaddr: when its bytes and its 16-byte address do not fit in what is left of sockets.udp_recvspace) | streams (Solaris 2.6: the datagram goes up to the stream head unless its queue holds sockets.udp_recvspace bytes or more, the high-water mark udp_open sets from udp_recv_hiwat (udp.c 1.52 96/10/28 SMI: 'The receive hiwat is only looked at on the stream head queue'), which IP's canputnext test reads before it hands the datagram up; a datagram longer than the mark is taken whole into an emptier queue)"},
+         "when a UDP socket drops a datagram that arrives: bsd (sbappendaddr: when its bytes and its 16-byte address do not fit in what is left of sockets.udp_recvspace) | streams (Solaris 2.6: the datagram goes up to the stream head unless its queue holds sockets.udp_recvspace bytes or more, the high-water mark udp_open sets from udp_recv_hiwat (udp.c 1.52 96/10/28 SMI: 'The receive hiwat is only looked at on the stream head queue'), which IP's canputnext test reads before it hands the datagram up; a datagram longer than the mark is taken whole into an emptier queue; needs sockets.mbuf_accounting false)"},
                   {{"bsd", false}, {"streams", true}})
       .add(&SocketConfig::ifq_maxlen, {"sockets.ifq_maxlen", 50, "frames", "the interface's send queue (4.3BSD IFQ_MAXLEN): a frame that finds it full is dropped and the call fails with ENOBUFS", 1, 1 << 20})
       .add(&SocketConfig::ipintrq_maxlen, {"sockets.ipintrq_maxlen", 50, "frames", "ipintrq, between the driver and netisr (4.3BSD IFQ_MAXLEN): a frame that finds it full is dropped", 1, 1 << 20})
@@ -117,6 +117,9 @@ SocketConfig SocketConfig::from(const Config& c) {
   // Solaris's write side holds its data in STREAMS blocks, not mbufs
   if (s.streams_snd_flow && s.mbuf_accounting)
     c.fail("sockets.tcp_snd_flow", "streams holds the data in STREAMS blocks, not in mbufs: set sockets.mbuf_accounting false");
+  // ...and so does its stream head: a queue measured in bytes, not SunOS's mbuf storage
+  if (s.udp_streams_rcv && s.mbuf_accounting)
+    c.fail("sockets.udp_rcv_flow", "streams queues datagrams at a stream head, not in an mbuf socket buffer: set sockets.mbuf_accounting false");
   return s;
 }
 

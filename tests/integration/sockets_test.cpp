@@ -511,6 +511,13 @@ TEST(Sockets, ConfigErrorsNameTheirKey) {
   const auto d = test::run_config("sockets-ss20-100t-half-udp.json", "--set 'workload.commands=[\"write\"]'");
   EXPECT_EQ(d.status, 1);
   EXPECT_NE(d.output.find("workload.commands"), std::string::npos) << d.output;
+  // Solaris's stream head on SunOS's mbuf-counting buffers is a contradiction, refused (the
+  // Solaris config turns the accounting off and takes the stream head: it runs)
+  const auto e = test::run_config("sockets-ss20-100t-half-udp.json", "--set sockets.udp_rcv_flow=streams");
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.output.find("sockets.udp_rcv_flow"), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("sockets.mbuf_accounting false"), std::string::npos) << e.output;
+  EXPECT_EQ(test::run_config("sockets-ss20-100t-half-udp.json", "--set sockets.udp_rcv_flow=streams --set sockets.mbuf_accounting=false").status, 0);
 }
 
 }  // namespace
