@@ -140,12 +140,12 @@ void System::run_proc(Proc& p, uint64_t now) {
   }
 }
 
-// The driver named a later op (MemOp::ahead): ask the host's caches for its block's L1 set (and
-// for a store the L2 set it writes through to) and its frame, so those misses overlap the work
-// before it instead of stalling it. Only where a recent translation knows
-// the page's frame; a stale guess prefetches the wrong lines and nothing else. (The count is
-// also what keeps the compiler from deleting the call: a function that only prefetches counts
-// as free of side effects, and its calls as dead code.)
+// The driver named a later op (MemOp::ahead): ask the host's caches for its block's L1 set and
+// its page's frame, and one op later, for a store, for the L2 line it writes through to, so
+// those misses overlap the work before it instead of stalling it. Only where a recent
+// translation knows the page's frame; a stale guess prefetches the wrong lines and nothing
+// else. (The count is also what keeps the compiler from deleting the call: a function that
+// only prefetches counts as free of side effects, and its calls as dead code.)
 void System::prefetch_hinted(Proc& p) {
   // The store named last time is the next op: its L1 line, asked for then, now says which L2
   // line the store writes through to.

@@ -139,7 +139,7 @@ class System : public sc_core::sc_module, public net::NetClient {
   // Nothing scheduled: no processor will run and no message will be handled until woken.
   bool quiet() const { return cal_.empty(); }
   uint64_t events() const { return events_; }
-  // Ops whose blocks the processors prefetched on their driver's hint (MemOp::next): a host
+  // Ops whose blocks the processors prefetched on their driver's hint (MemOp::ahead): a host
   // figure that shows the hint is taken, never in stats.json.
   uint64_t prefetched() const { return prefetched_; }
 

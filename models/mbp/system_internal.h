@@ -130,7 +130,7 @@ struct System::Proc : sc_core::sc_module {
                     // kLvlWriteBuffer: a store to an update or non-cacheable page, buffered
   bool forwarded = false;
   MemOp op;
-  // The frames of the last pages translated, by page & 3: where a hinted next op's block lies
+  // The frames of the last pages translated, by page & 3: where a hinted op's block lies
   // (System::prefetch_hinted; a hint for the host's caches, never read for what is simulated).
   struct HintPage {
     uint64_t page = ~0ull, fno = 0;

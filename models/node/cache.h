@@ -58,7 +58,7 @@ class Cache {
     }
     return nullptr;
   }
-  // Ask the host to bring the records of `blk`'s set into its caches (a hint: see MemOp::next):
+  // Ask the host to bring the records of `blk`'s set into its caches (a hint: see MemOp::ahead):
   // its first `ways` ways, at most four (the lines past a set of three are the next set's).
   void prefetch(uint64_t blk, uint32_t ways) const {
     const uint8_t* s = base_ + (blk & (sets_ - 1)) * assoc_ * stride_;
