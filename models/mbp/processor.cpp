@@ -149,9 +149,9 @@ void System::run_proc(Proc& p, uint64_t now) {
 void System::prefetch_hinted(Proc& p) {
   // The store named last time is the next op: its L1 line, asked for then, now says which L2
   // line the store writes through to.
-  if (p.store_ahead != ~0ull) {
+  if (p.store_ahead != Proc::kNoBlock) {
     if (const node::Cache::Line* l = p.l1.find(p.store_ahead)) __builtin_prefetch(p.l2.at(l->link), 1);
-    p.store_ahead = ~0ull;
+    p.store_ahead = Proc::kNoBlock;
   }
   if (p.op.ahead == MemOp::Ahead::Unknown) return;
   const uint64_t addr = p.op.ahead_addr;
@@ -161,7 +161,7 @@ void System::prefetch_hinted(Proc& p) {
   const uint64_t pblk = h.fno * blocks_per_page_ + ((addr >> block_shift_) & (blocks_per_page_ - 1));
   ++prefetched_;
   __builtin_prefetch(h.frame);
-  p.l1.prefetch(pblk, 2);
+  p.l1.prefetch(pblk);
   if (p.op.ahead == MemOp::Ahead::Store) p.store_ahead = pblk;
 }
 

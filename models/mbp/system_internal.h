@@ -137,7 +137,8 @@ struct System::Proc : sc_core::sc_module {
     const void* frame = nullptr;
   };
   std::array<HintPage, 4> hint_pages{};
-  uint64_t store_ahead = ~0ull;  // the block of a store named ahead, whose L2 line is not yet asked for
+  static constexpr uint64_t kNoBlock = ~0ull;
+  uint64_t store_ahead = kNoBlock;  // the block of a store named ahead, whose L2 line is not yet asked for
   std::vector<WbEntry> wb;
   // Where the operations come from: the workload's driver (System::set_driver), or, once a
   // user bound a core model to it, the processor's TLM-2.0 port (`port`, System::processor_port).
