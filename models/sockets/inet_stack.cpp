@@ -78,7 +78,7 @@ InetStack::InetStack(sc_core::sc_module_name name, Calendar& cal, mbcf::EtherSys
       fullsock_(st.counter(stat_name(*this, "full_socket"), "datagrams dropped because the socket's receive buffer was full (udp_recvspace)")),
       tx_ps_(st.counter(stat_name(*this, "tx_ps"), "host CPU time in sendto below the system call's entry and exit: sosend, the copy, UDP, IP, ether_output and the driver", "ps")),
       rx_intr_ps_(st.counter(stat_name(*this, "rx_intr_ps"), "host CPU time in the driver's receive path, in the receive interrupt routine", "ps")),
-      netisr_ps_(st.counter(stat_name(*this, "netisr_ps"), "host CPU time in netisr's ipintr, ip_reass and udp_input (its dispatch is the OS's softint_ps)", "ps")),
+      netisr_ps_(st.counter(stat_name(*this, "netisr_ps"), "host CPU time in ipintr, ip_reass and udp_input, in netisr (its dispatch is the OS's softint_ps) or, with sockets.ip_input interrupt, in the driver's interrupt", "ps")),
       rx_ps_(st.counter(stat_name(*this, "rx_ps"), "host CPU time in recvfrom below the system call's entry and exit: soreceive and the copy out", "ps")),
       tcp_(std::make_unique<Tcp>("tcp", cal, *this, os_, cpu_, node, sys.nodes(), c_, st)) {}
 
@@ -240,8 +240,10 @@ uint64_t InetStack::rx_frame(std::vector<uint8_t>&& frame) {
   if (!netisr_posted_) {
     netisr_posted_ = true;
     // schednetisr: the software interrupt runs once the hardware routine that posted it (whose
-    // cost the host's receive routine queues when this returns) has ended.
+    // cost the host's receive routine queues when this returns) has ended. Under Solaris the
+    // driver's routine goes on with the frame itself (putnext to ip_rput): no dispatch.
     cal_.at(cal_.now_ps(), [this] {
+      if (c_.ip_input_in_interrupt) return netisr();
       os_.softint(0, [this] { netisr(); });
     });
   }

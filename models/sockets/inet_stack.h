@@ -13,7 +13,9 @@
 //
 // Receive, at interrupt level: the NIC's receive interrupt (the host's receive routine hands
 // every IPv4 frame here) runs the driver's receive path and queues the frame on ipintrq
-// (IFQ_MAXLEN: a full queue drops it) and posts the software interrupt; netisr's ipintr checks
+// (IFQ_MAXLEN: a full queue drops it) and posts the software interrupt (with sockets.ip_input
+// interrupt, Solaris's STREAMS, the driver's routine hands the frame up itself: no software
+// interrupt); netisr's ipintr checks
 // the IP header, reassembles fragments (a datagram whose pieces do not all come within
 // sockets.ipfrag_ttl_s is dropped), and udp_input checks the checksum, finds the socket bound
 // to the port (none: dropped), appends the datagram to its receive buffer (udp_recvspace: a
@@ -62,6 +64,7 @@ struct SocketConfig {
   double cksum_cycles_per_byte{};
   bool driver_copies{};  // the driver copies frames to and from the NIC's own buffers
   bool udp_cksum{};      // UDP checksums made and checked (SunOS 4.1.4's udp_cksum: off)
+  bool ip_input_in_interrupt{};  // IP input in the driver's interrupt (Solaris's STREAMS), not in netisr (BSD)
   bool udp_streams_rcv{};  // a datagram is dropped: when it does not fit (BSD) or when the stream head's queue is at its mark (Solaris)
   // BSD's limits
   uint32_t ifq_maxlen{}, ipintrq_maxlen{}, udp_sendspace{}, udp_recvspace{}, mtu{};
@@ -200,6 +203,8 @@ class InetStack final : public sc_core::sc_module {
   // Sends the frames of one datagram, one after another through ether_output and the driver.
   void output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames, uint32_t dst, size_t i,
                      std::function<void(Errno)> k);
+  // Takes the frames off ipintrq one by one: BSD's netisr, or the rest of the driver's interrupt
+  // routine under Solaris (sockets.ip_input).
   void netisr();
   // ipintr and udp_input for one frame taken off ipintrq: their cost, and what they do at its end.
   uint64_t ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect);

@@ -457,6 +457,34 @@ void fill_a_udp_socket(bool streams) {
 TEST(Sockets, BsdDropsADatagramThatDoesNotFitTheReceiveBuffer) { fill_a_udp_socket(false); }
 TEST(Sockets, SolarisTakesDatagramsUntilTheStreamHeadQueueReachesItsMark) { fill_a_udp_socket(true); }
 
+// Where IP input runs (sockets.ip_input). BSD's driver queues a frame on ipintrq and posts a
+// software interrupt, whose dispatch (host.softint_instr) each frame's path pays; Solaris's
+// driver hands the frame up itself (putnext to ip_rput in its interrupt routine), so the same
+// ipintr and udp_input work is done with no software interrupt, and a one-way message arrives
+// exactly one dispatch sooner. The Solaris config says so.
+TEST(Sockets, SolarisRunsIpInputInTheDriversInterruptWithoutASoftwareInterrupt) {
+  auto run = [](const char* where) {
+    return test::run_ok("sockets-ultra60-1000sx-udp.json", std::string("--set workload.kind=oneway --set 'workload.sizes=[64]' --set workload.iterations=5 --set sockets.ip_input=") + where);
+  };
+  const auto bsd = run("netisr"), solaris = run("interrupt");
+  auto host = [](const test::Run& r, const char* h) { return r.stats["stats"]["system"][h]; };
+  const uint64_t frames = host(bsd, "host1")["inet"]["frames_received"].get<uint64_t>();
+  ASSERT_GT(frames, 0u);
+  for (const char* h : {"host0", "host1"}) {
+    EXPECT_EQ(host(bsd, h)["os"]["softints"].get<uint64_t>(), host(bsd, h)["inet"]["frames_received"].get<uint64_t>()) << h;
+    EXPECT_EQ(host(solaris, h)["os"]["softints"].get<uint64_t>(), 0u) << h;
+    EXPECT_EQ(host(solaris, h)["inet"]["frames_received"], host(bsd, h)["inet"]["frames_received"]) << h;
+    EXPECT_EQ(host(solaris, h)["inet"]["netisr_ps"], host(bsd, h)["inet"]["netisr_ps"]) << h;  // the same input work
+  }
+  const double dispatch_us = host(bsd, "host1")["os"]["softint_ps"].get<double>() / static_cast<double>(frames) * 1e-6;
+  EXPECT_GT(dispatch_us, 1.0);
+  EXPECT_NEAR(bsd.summary()["points"][0]["value"].get<double>() - solaris.summary()["points"][0]["value"].get<double>(), dispatch_us, 1e-3);
+  const auto shipped = test::run_ok("sockets-ultra60-1000sx-tcp.json", "--set 'workload.sizes=[4]' --set workload.iterations=3");
+  EXPECT_DOUBLE_EQ(shipped.summary()["points"][0]["value"].get<double>(),
+                   test::run_ok("sockets-ultra60-1000sx-tcp.json", "--set 'workload.sizes=[4]' --set workload.iterations=3 --set sockets.ip_input=interrupt")
+                       .summary()["points"][0]["value"].get<double>());
+}
+
 // With BSD's mbufs (SunOS), sosend's loop runs once per mbuf it fills and soreceive's once per
 // mbuf it reads: each after the first costs sockets.mbuf_instr. A 256-byte message with the
 // library's 4-byte header takes three small mbufs (112 + 112 + 36): 2,000 more instructions
