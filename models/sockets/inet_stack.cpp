@@ -284,6 +284,11 @@ void InetStack::netisr() {
 uint64_t InetStack::ip_input(std::vector<uint8_t>& frame, std::function<void()>& effect) {
   uint64_t ps = cycles(c_.ipintr_instr);
   if (carries_tcp(frame)) {
+    if (tcp_->co_eligible(frame)) {  // Solaris: tcp_rput queues it for the reader (sockets.tcp_rcv_co)
+      ps += tcp_->co_enqueue_ps();
+      effect = [this, f = std::move(frame)]() mutable { tcp_->co_enqueue(std::move(f)); };
+      return ps;
+    }
     bool fast = false;
     ps += tcp_->input_ps(frame, fast);  // tcp_input, header prediction deciding its length
     effect = [this, fast, f = std::move(frame)]() mutable { tcp_->input(std::move(f), fast); };

@@ -77,6 +77,9 @@ struct SocketConfig {
   bool tcp_rwnd_whole_mss{};     // Solaris: the receive buffer rounded up to whole segments
   bool streams_rcv_flow{};       // the window: BSD's space left, or Solaris's stream-head flow control
   bool tcp_cksum_in_copy{};      // Solaris: the data's checksum computed in the copy from the user
+  bool tcp_rcv_co{};             // Solaris: in-order data waits on the co queue for the reader's copy out
+  uint32_t tcp_co_min{};         // Solaris: the shortest segment the co queue takes (tcp_co_min)
+  double tcp_co_instr{};         // Solaris: tcp_rput's work for a segment it puts on the co queue
   bool streams_snd_flow{};       // the writer's flow control: BSD's send buffer, or Solaris's unsent bytes
   bool solaris_output{};         // what tcp_output sends: BSD's rules, or Solaris's tcp_wput_data (whole mblks)
   uint32_t tcp_maxpsz_multiplier{};  // Solaris: the stream head's largest write, in segments

@@ -94,9 +94,12 @@ Tcp::Tcp(sc_core::sc_module_name name, Calendar& cal, InetStack& ip, host::Os& o
       drops_(st.counter(stat_name(*this, "dropped_connections"), "connections dropped: reset by the peer, refused, or timed out")),
       tx_ps_(st.counter(stat_name(*this, "tx_ps"), "host CPU time in tcp_output and below (IP, ether_output, the driver) for the segments sent, in calls and at interrupt level (ACKs, timers)", "ps")),
       rx_ps_(st.counter(stat_name(*this, "rx_ps"), "host CPU time in send and recv below the system call: sosend, soreceive and their copies", "ps")),
-      input_ps_(st.counter(stat_name(*this, "input_ps"), "host CPU time in tcp_input (its checksum included), in netisr", "ps")),
+      input_ps_(st.counter(stat_name(*this, "input_ps"), "host CPU time in tcp_input (its checksum included), in netisr (Solaris: in the driver's interrupt, or for a co-queued segment in the reader's recv, its checksum then in the copy out)", "ps")),
       bad_(st.counter(stat_name(*this, "bad_segments"), "segments dropped by tcp_input: a bad header or checksum, or neither SYN, RST nor ACK")),
-      quenches_(st.counter(stat_name(*this, "quenches"), "segments the interface queue refused (ip_output's ENOBUFS), each closing the connection's congestion window to one segment (tcp_quench)")) {}
+      quenches_(st.counter(stat_name(*this, "quenches"), "segments the interface queue refused (ip_output's ENOBUFS), each closing the connection's congestion window to one segment (tcp_quench)")),
+      co_queued_(st.counter(stat_name(*this, "co_queued"), "segments tcp_rput put on the co queue for the reader (sockets.tcp_rcv_co)")),
+      co_read_(st.counter(stat_name(*this, "co_read"), "co-queued segments the reader's recv copied out and put through tcp_rput_data (tcp_rrw)")),
+      co_drained_(st.counter(stat_name(*this, "co_drained"), "co-queued segments drained at interrupt level (tcp_co_drain: a segment that was not eligible came, or the queue's timer ran out)")) {}
 
 Tcp::Tcb* Tcp::tcb(int fd) {
   if (fd < 0 || static_cast<size_t>(fd) >= tcbs_.size()) return nullptr;
@@ -385,24 +388,32 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
         else if (max == 0) out->first = Errno::Invalid;
         else if (!connected(t->state) && !t->error_set && t->state != State::SynRcvd) out->first = Errno::NotConn;
         if (out->first != Errno::Ok) return done();
-        wait(
-            chan(fd, kChanRecv),
-            [this, fd] {
-              const Tcb* t = tcb(fd);
-              return !t->rcvbuf.empty() || t->fin_rcvd || t->error_set;
-            },
-            [this, fd, max, out, done = std::move(done)]() mutable {
-              Tcb* t = tcb(fd);
-              if (t->rcvbuf.empty()) {  // end of file, or the connection's error
-                if (t->error_set && !t->fin_rcvd) out->first = t->error;
-                return done();
-              }
-              const size_t n = std::min<size_t>(max, t->rcvbuf.size());
-              // soreceive's loop per mbuf the read takes data from (with BSD's mbufs)
-              const uint32_t mbufs = c_.mbuf_accounting ? t->rcv_mb.span(n) : 1;
-              const uint64_t ps = os_.instr_ps(c_.soreceive_instr + c_.mbuf_steps_instr(mbufs)) + os_.copy_ps(n);
-              rx_ps_.inc(ps);
-              os_.kernel(ps, [this, fd, n, out, done = std::move(done)]() mutable {
+        auto ready = [this, fd] {
+          const Tcb* t = tcb(fd);
+          return !t->rcvbuf.empty() || !t->co.empty() || t->fin_rcvd || t->error_set;
+        };
+        auto take = std::make_shared<std::function<void()>>();
+        std::weak_ptr<std::function<void()>> self = take;
+        *take = [this, fd, max, out, self, ready, done = std::move(done)]() mutable {
+          Tcb* t = tcb(fd);
+          // Solaris: the read's rwnext reaches tcp_rrw, which puts the co-queued segments
+          // through TCP in this call (their data copied out as it is summed); then the rest
+          // (or, if they brought no data, the read sleeps again).
+          if (!t->co.empty() && t->rcvbuf.size() < max)
+            return co_process(fd, true, max, [this, fd, ready, s = self.lock()] { wait(chan(fd, kChanRecv), ready, [s] { (*s)(); }); });
+          if (t->rcvbuf.empty()) {  // end of file, or the connection's error
+            if (t->error_set && !t->fin_rcvd) out->first = t->error;
+            return done();
+          }
+          const size_t n = std::min<size_t>(max, t->rcvbuf.size());
+          // soreceive's loop per mbuf the read takes data from (with BSD's mbufs); the bytes
+          // tcp_rrw's copy out already moved are not copied again
+          const uint32_t mbufs = c_.mbuf_accounting ? t->rcv_mb.span(n) : 1;
+          const size_t moved = std::min(n, t->co_copied);
+          t->co_copied -= moved;
+          const uint64_t ps = os_.instr_ps(c_.soreceive_instr + c_.mbuf_steps_instr(mbufs)) + os_.copy_ps(n - moved);
+          rx_ps_.inc(ps);
+          os_.kernel(ps, [this, fd, n, out, done = std::move(done)]() mutable {
                 Tcb* t = tcb(fd);
                 const size_t m = std::min(n, t->rcvbuf.size());
                 out->second.assign(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
@@ -412,8 +423,9 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
                 // PRU_RCVD: tcp_output, which sends a window update if the read opened the window enough
                 if (connected(t->state)) return output(*t, false, std::move(done));
                 done();
-              });
-            });
+          });
+        };
+        wait(chan(fd, kChanRecv), ready, [take] { (*take)(); });
       },
       [out, k = std::move(k)] { k(out->first, std::move(out->second)); });
 }
@@ -431,7 +443,7 @@ void Tcp::select(std::vector<int> fds, std::optional<double> timeout_us, std::fu
         // selscan: each descriptor's poll routine, on the first pass and after each wakeup
         auto ready = [this, set] {
           for (int fd : *set)
-            if (const Tcb* t = tcb(fd); !t->rcvbuf.empty() || t->fin_rcvd || t->error_set) return fd;
+            if (const Tcb* t = tcb(fd); !t->rcvbuf.empty() || !t->co.empty() || t->fin_rcvd || t->error_set) return fd;
           return -1;
         };
         os_.select_loop(ready, set->size(), select_chan(), timeout_us, [out, done = std::move(done)](int fd) {

@@ -11,8 +11,9 @@
 //
 // What the BSD code does and this does, each a rule of tcp_output or tcp_input (the Solaris
 // config swaps in Solaris 2.6's rules where the model has them: the deferred ACK, the window
-// in whole segments and the stream head's flow control, the data summed in send()'s copy;
-// docs/VALIDATION.md names their source):
+// in whole segments and the stream head's flow control, the data summed in send()'s copy,
+// segments of whole data blocks with tcp_wput_data's PSH; and, as an option the config leaves
+// off, the read side's co queue, sockets.tcp_rcv_co; docs/VALIDATION.md names their source):
 //   - the send buffer (tcp_sendspace) and receive buffer (tcp_recvspace) of the OS; sosend waits
 //     for space (at least its low-water mark, or all of what is left), then copies and calls
 //     tcp_output once for what it copied;
@@ -138,9 +139,18 @@ class Tcp final : public sc_core::sc_module {
 
   // The cost of tcp_input for this segment, checksum included: header prediction decides, and
   // `fast` says what it decided.
-  uint64_t input_ps(const std::vector<uint8_t>& frame, bool& fast);
+  // (`summed` false: without the data's checksum and first touch, which Solaris's co queue folds
+  // into the reader's copy out.)
+  uint64_t input_ps(const std::vector<uint8_t>& frame, bool& fast, bool summed = true);
   // tcp_input for a TCP segment that IP took, when netisr has spent `input_ps` on it.
   void input(std::vector<uint8_t>&& frame, bool fast);
+  // Solaris's co queue (sockets.tcp_rcv_co): whether tcp_rput would queue this segment for
+  // the reader instead of processing it (in-order data of at least sockets.tcp_co_min bytes on
+  // an established connection, nothing held for reassembly); what queueing it costs; and the
+  // queueing, when IP has spent that (a segment no longer eligible then goes through `input`).
+  bool co_eligible(const std::vector<uint8_t>& frame) const;
+  uint64_t co_enqueue_ps() const;
+  void co_enqueue(std::vector<uint8_t>&& frame);
 
  private:
   struct Tcb;
@@ -189,6 +199,15 @@ class Tcp final : public sc_core::sc_module {
     // the send buffer ends (sequence numbers, oldest first), and the last segment's length
     std::deque<uint32_t> mblk_ends;
     uint32_t last_sent_len = 0;
+    // Solaris's co queue (sockets.tcp_rcv_co): segments waiting for the reader (tcp_co_head),
+    // the sequence after the last (tcp_co_rnxt), their data bytes (tcp_co_cnt), whether the
+    // reader was woken for them (tcp_co_wakeq_done), the queue's timer (by generation), and the
+    // bytes of the receive buffer the reader's copy out has already moved to the user
+    std::deque<std::vector<uint8_t>> co;
+    uint32_t co_rnxt = 0, co_cnt = 0;
+    size_t co_copied = 0;
+    bool co_wakeq_done = false, co_timer_on = false;
+    uint64_t co_gen = 0;
     // timers
     uint64_t rexmt_gen = 0, twomsl_gen = 0;
     bool rexmt_on = false, persist = false;
@@ -209,6 +228,16 @@ class Tcp final : public sc_core::sc_module {
   void wait(uint64_t ch, std::function<bool()> ready, std::function<void()> then);
   void sosend(int fd, std::shared_ptr<std::vector<uint8_t>> buf, size_t pos, std::shared_ptr<Errno> err, std::function<void()> done);
   bool predicted(const mbp2::Parsed& p) const;
+  // tcp_input of one segment, then tcp_output if it asks for it, charged at interrupt level
+  // (`intr`) or to the calling process; then `k`. With `drain`, a co queue the connection holds
+  // goes through TCP first (tcp_co_drain; not for a segment taken off that queue itself).
+  void input_at(std::shared_ptr<std::vector<uint8_t>> frame, bool fast, bool intr, bool drain, std::function<void()> k);
+  // The co queue's segments through TCP's input, oldest first: by the reader (`reader`: tcp_rrw,
+  // each segment's data copied out with its sum folded in, then tcp_rput_data, charged to the
+  // reader's call; it stops once the receive buffer holds `max` bytes) or drained (tcp_co_drain:
+  // the checksum and tcp_input at interrupt level); then `k`.
+  void co_process(int fd, bool reader, size_t max, std::function<void()> k);
+  void co_timer(Tcb& t);  // (re)starts the queue's timer: tcp_co_drain if no reader came
   void rtt_sample(Tcb& t);
   tcp::State enter_time_wait(Tcb& t);
   void dispatch(Tcb& t, tcp::Event e, const mbp2::Parsed* p = nullptr, const std::vector<uint8_t>* f = nullptr);
@@ -299,7 +328,7 @@ class Tcp final : public sc_core::sc_module {
   std::map<uint64_t, Held> held_;
   Counter &segs_out_, &data_segs_out_, &data_bytes_out_, &rexmt_segs_, &acks_out_, &delacks_, &winupd_out_, &rst_out_,
       &segs_in_, &predicted_, &dupacks_in_, &fast_rexmt_, &timeouts_, &ooo_in_, &dup_in_, &persist_probes_, &conns_,
-      &drops_, &tx_ps_, &rx_ps_, &input_ps_, &bad_, &quenches_;
+      &drops_, &tx_ps_, &rx_ps_, &input_ps_, &bad_, &quenches_, &co_queued_, &co_read_, &co_drained_;
 };
 
 }  // namespace mbpsim::sockets

@@ -311,9 +311,9 @@ State Tcp::enter_time_wait(Tcb& t) {
 
 // ------------------------------------------------------------------ input
 
-uint64_t Tcp::input_ps(const std::vector<uint8_t>& frame, bool& fast) {
+uint64_t Tcp::input_ps(const std::vector<uint8_t>& frame, bool& fast, bool summed) {
   mbp2::Parsed p;
-  const uint64_t ck = ip_.rx_cksum_ps(frame.size());
+  const uint64_t ck = summed ? ip_.rx_cksum_ps(frame.size()) : 0;
   fast = c_.tcp_header_prediction && mbp2::parse_inet(frame, p, false) == mbp2::InetError::None && predicted(p);
   const uint64_t ps = os_.instr_ps(fast ? c_.tcp_predict_instr : c_.tcp_input_instr) + ck;
   input_ps_.inc(ps);
@@ -335,11 +335,21 @@ bool Tcp::predicted(const mbp2::Parsed& p) const {
 }
 
 void Tcp::input(std::vector<uint8_t>&& frame, bool fast) {
+  input_at(std::make_shared<std::vector<uint8_t>>(std::move(frame)), fast, true, true, {});
+}
+
+void Tcp::input_at(std::shared_ptr<std::vector<uint8_t>> frame, bool fast, bool intr, bool drain, std::function<void()> k) {
   mbp2::Parsed p;
-  if (mbp2::parse_inet(frame, p) != mbp2::InetError::None || p.d.proto != mbp2::kIpProtoTcp || p.d.dst_node != node_) {
+  if (mbp2::parse_inet(*frame, p) != mbp2::InetError::None || p.d.proto != mbp2::kIpProtoTcp || p.d.dst_node != node_) {
     bad_.inc();
+    if (k) k();
     return;
   }
+  Tcb* t = lookup(p.d.dst_port, p.d.src_node, p.d.src_port);
+  // Solaris: a segment tcp_rput does not queue drains the co queue first (tcp_co_drain), so
+  // that TCP takes the connection's segments in their order.
+  if (t && !t->co.empty() && drain)
+    return co_process(t->fd, false, 0, [this, frame, fast, k = std::move(k)]() mutable { input_at(frame, fast, true, false, std::move(k)); });
   segs_in_.inc();
   if (fast) predicted_.inc();
   const uint8_t fl = p.d.flags;
@@ -349,16 +359,125 @@ void Tcp::input(std::vector<uint8_t>&& frame, bool fast) {
   else if (fl & kSyn) e = Event::Syn;
   else if (!(fl & kAck)) {
     bad_.inc();  // a segment without ACK is only ever a SYN or a RST
+    if (k) k();
     return;
   } else if (fl & kFin) e = Event::Fin;
   else e = Event::Ack;
-  Tcb* t = lookup(p.d.dst_port, p.d.src_node, p.d.src_port);
   if (!t || (t->state == State::Listen && e != Event::Syn)) {
     if (e != Event::Rst) respond_rst(p);
+    if (k) k();
     return;
   }
-  dispatch(*t, e, &p, &frame);
-  if (t->want_output || t->acknow) output(*t, true);
+  dispatch(*t, e, &p, frame.get());
+  if (t->want_output || t->acknow) return output(*t, intr, std::move(k));
+  if (k) k();
+}
+
+// ------------------------------------------------------------------ Solaris's co queue
+
+bool Tcp::co_eligible(const std::vector<uint8_t>& frame) const {
+  if (!c_.tcp_rcv_co) return false;
+  mbp2::Parsed p;
+  if (mbp2::parse_inet(frame, p, false) != mbp2::InetError::None || p.d.proto != mbp2::kIpProtoTcp || p.d.dst_node != node_) return false;
+  const Tcb* t = const_cast<Tcp*>(this)->lookup(p.d.dst_port, p.d.src_node, p.d.src_port);
+  // tcp_rput_data's test (tcp.c 1.156): IP left the sum to TCP (a whole datagram without
+  // options, in one block), the next sequence expected, at least tcp_co_min bytes, nothing
+  // held for reassembly, no urgent data; and a connection whose reader reads synchronously.
+  if (!t || t->state != State::Established || (p.d.flags & (kSyn | kRst)) || !(p.d.flags & kAck)) return false;
+  const uint32_t expected = t->co.empty() ? t->rcv_nxt : t->co_rnxt;
+  return p.payload_len >= c_.tcp_co_min && p.payload_len > 0 && p.d.seq == expected && t->reass.empty();
+}
+
+uint64_t Tcp::co_enqueue_ps() const { return os_.instr_ps(c_.tcp_co_instr) + ip_.cksum_ps(mbp2::kTcpHeader); }
+
+void Tcp::co_enqueue(std::vector<uint8_t>&& frame) {
+  if (!co_eligible(frame)) {  // something came between: tcp_rput_data's normal path
+    bool fast = false;
+    const uint64_t ps = input_ps(frame, fast);
+    auto f = std::make_shared<std::vector<uint8_t>>(std::move(frame));
+    return cpu_.interrupt(ps, [this, f, fast] { input_at(f, fast, true, true, {}); });
+  }
+  mbp2::Parsed p;
+  mbp2::parse_inet(frame, p, false);
+  Tcb& t = *lookup(p.d.dst_port, p.d.src_node, p.d.src_port);
+  const uint32_t len = p.payload_len;
+  t.co_rnxt = (t.co.empty() ? t.rcv_nxt : t.co_rnxt) + len;
+  t.co_cnt += len;
+  t.co.push_back(std::move(frame));
+  co_queued_.inc();
+  if (!t.co_timer_on) co_timer(t);
+  // A rwnext from the stream head is needed: the reader is woken (strwakeq)
+  if ((!t.co_wakeq_done && t.co_cnt >= t.rack_cur_max) || (p.d.flags & (kPsh | kFin)) || len < mss_) {
+    t.co_wakeq_done = true;
+    sorwakeup(t);
+  }
+}
+
+void Tcp::co_timer(Tcb& t) {
+  t.co_timer_on = true;
+  const uint64_t gen = ++t.co_gen;
+  const int fd = t.fd;
+  cal_.at(cal_.now_ps() + static_cast<uint64_t>(std::llround(c_.tcp_delack_ms * 1e9)), [this, fd, gen] {
+    Tcb* t = tcb(fd);
+    if (!t || t->co_gen != gen) return;
+    t->co_timer_on = false;
+    if (t->co.empty()) return;
+    os_.softint(0, [this, fd] { co_process(fd, false, 0, {}); });  // the timeout's service, at interrupt level
+  });
+}
+
+void Tcp::co_process(int fd, bool reader, size_t max, std::function<void()> k) {
+  Tcb* t = tcb(fd);
+  if (t->co_timer_on) {  // tcp_rrw and tcp_co_drain cancel the queue's timer
+    ++t->co_gen;
+    t->co_timer_on = false;
+  }
+  if (t->co.empty() || (reader && t->rcvbuf.size() >= max)) {
+    if (reader) {
+      // the end of tcp_rrw: segments left keep the timer, and the reader is woken again when
+      // they hold the deferred-ACK limit's bytes
+      if (!t->co.empty()) {
+        co_timer(*t);
+        t->co_wakeq_done = t->co_cnt >= t->rack_cur_max;
+        if (t->co_wakeq_done) sorwakeup(*t);
+      } else {
+        t->co_wakeq_done = false;
+      }
+    } else {
+      t->co_wakeq_done = false;
+    }
+    if (k) k();
+    return;
+  }
+  // The front segment stays queued until TCP takes it: what arrives meanwhile queues behind it
+  // (in Solaris the connection's perimeter holds it back until tcp_rrw is done).
+  auto f = std::make_shared<std::vector<uint8_t>>(t->co.front());
+  mbp2::Parsed p;
+  mbp2::parse_inet(*f, p, false);
+  const uint32_t seq = p.d.seq, len = p.payload_len;
+  bool fast = false;
+  // (drained: tcp_input with the data's sum and its first touch; read: without, and the copy
+  // out of what the NIC wrote, summed as it copies: struioput)
+  uint64_t ps = input_ps(*f, fast, !reader);
+  if (reader) ps += os_.copy_ps(len, host::Os::Data::Cold);
+  auto take = [this, fd, seq, len, f, fast, reader, max, k = std::move(k)]() mutable {
+    Tcb* t = tcb(fd);
+    auto next = [this, fd, reader, max, k = std::move(k)]() mutable { co_process(fd, reader, max, std::move(k)); };
+    mbp2::Parsed q;
+    if (t->co.empty() || mbp2::parse_inet(t->co.front(), q, false) != mbp2::InetError::None || q.d.seq != seq) return next();  // drained meanwhile
+    t->co.pop_front();
+    t->co_cnt -= std::min(t->co_cnt, len);
+    (reader ? co_read_ : co_drained_).inc();
+    const size_t before = t->rcvbuf.size();
+    input_at(f, fast, !reader, false, [this, fd, before, reader, next = std::move(next)]() mutable {
+      Tcb* t = tcb(fd);
+      if (reader && t->rcvbuf.size() > before) t->co_copied += t->rcvbuf.size() - before;
+      next();
+    });
+  };
+  if (!reader) return cpu_.interrupt(ps, std::move(take));  // tcp_co_drain, at interrupt level
+  rx_ps_.inc(ps);
+  os_.kernel(ps, std::move(take));  // tcp_rrw, in the reader's call
 }
 
 }  // namespace mbpsim::sockets

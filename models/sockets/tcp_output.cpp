@@ -88,7 +88,10 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     uint8_t flags = syn ? kSyn : 0;
     if (t.state != State::SynSent) flags |= kAck;
     if (fin) flags |= kFin;
-    if (len > 0 && off + len == cc) flags |= kPsh;
+    // PSH: BSD's on the segment that empties the send buffer; Solaris's tcp_wput_data sets it
+    // on the segment that uses up what may go now (the window's room or the unsent data,
+    // whichever is less: 'usable'), which is what wakes a reader waiting on the co queue.
+    if (len > 0 && (c_.solaris_output ? avail <= static_cast<int64_t>(mss_) : off + len == cc)) flags |= kPsh;
     const uint32_t seq = t.snd_nxt;
     mbp2::Datagram d;
     d.proto = mbp2::kIpProtoTcp;

@@ -287,6 +287,71 @@ TEST(Tcp, SolarisRulesDeliverAStreamWholeOverALossyReorderingWire) {
   });
 }
 
+// Solaris's read-side co queue (sockets.tcp_rcv_co, tcp.c 1.156): in-order data of at least
+// tcp_co_min bytes waits, unprocessed and unsummed, for the reader, whose recv() copies it out
+// and only then runs TCP's input on it (tcp_rrw). Four 1024-byte segments are all queued and
+// all read that way, whole and in order; a 16-byte one (under tcp_co_min, 64) goes through
+// TCP at once, as does everything with the queue off.
+void co_queue_read(bool co) {
+  Hosts h([co](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    solaris_receiver(ec, sc);
+    solaris_sender(sc);
+    sc.tcp_rcv_co = co;
+    sc.tcp_co_min = 64;
+  });
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  std::vector<uint8_t> data;
+  for (uint32_t k = 0; k < 4; ++k) {
+    const auto m = bytes(1024, k);
+    data.insert(data.end(), m.begin(), m.end());
+  }
+  const auto small = bytes(16, 9);
+  h.connect(true, [&] {
+    h.send_messages(1024, 0, 4);
+    h.read_all(1, h.b, got, data.size(), [&] {
+      h.tcp(0).send(h.a, small, [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+      h.read_all(1, h.b, got, data.size() + small.size(), [] {});
+    });
+  });
+  run_ms(40);
+  data.insert(data.end(), small.begin(), small.end());
+  EXPECT_EQ(*got, data);
+  EXPECT_EQ(h.stat(1, "co_queued"), co ? 4u : 0u);
+  EXPECT_EQ(h.stat(1, "co_read"), co ? 4u : 0u);
+  EXPECT_EQ(h.stat(1, "co_drained"), 0u);
+  EXPECT_EQ(h.stat(1, "segments_received"), h.stat(0, "segments_sent"));  // every segment went through TCP
+}
+TEST(Tcp, SolarisCoQueueHoldsInOrderDataForTheReadersCopyOut) { co_queue_read(true); }
+TEST(Tcp, WithoutTheCoQueueEverySegmentGoesThroughTcpAtOnce) { co_queue_read(false); }
+
+// No reader: the co-queued segments wait unprocessed (nothing reaches the stream head, nothing
+// is acknowledged) until the queue's timer, tcp_deferred_ack_interval (50 ms) after the first,
+// drains them through TCP at interrupt level; then the data is there and ACKed, and reads whole.
+TEST(Tcp, SolarisCoQueueIsDrainedByItsTimerWhenNoReaderComes) {
+  Hosts h([](mbcf::EtherSysConfig& ec, SocketConfig& sc) {
+    solaris_receiver(ec, sc);
+    solaris_sender(sc);
+    sc.tcp_rcv_co = true;
+  });
+  h.connect(true, [&] { h.send_messages(1024, 0, 2); });
+  run_ms(30);
+  EXPECT_EQ(h.stat(1, "co_queued"), 2u);
+  EXPECT_EQ(h.tcp(1).readable(h.b), 0u);
+  const uint64_t acks_before = h.stat(1, "pure_acks_sent");
+  run_ms(40);
+  EXPECT_EQ(h.stat(1, "co_drained"), 2u);
+  EXPECT_EQ(h.stat(1, "co_read"), 0u);
+  EXPECT_EQ(h.stat(1, "out_of_order"), 0u);  // drained in their order
+  EXPECT_EQ(h.tcp(1).readable(h.b), 2048u);
+  EXPECT_GT(h.stat(1, "pure_acks_sent"), acks_before);
+  auto got = std::make_shared<std::vector<uint8_t>>();
+  h.read_all(1, h.b, got, 2048, [] {});
+  run_ms(10);
+  std::vector<uint8_t> data = bytes(1024, 0), m1 = bytes(1024, 1);
+  data.insert(data.end(), m1.begin(), m1.end());
+  EXPECT_EQ(*got, data);
+}
+
 // Twenty 1024-byte writes without TCP_NODELAY. The stream head makes each write one data block
 // (at most an MSS) and tcp_wput_data never splits a block it does not start in, so every segment
 // carries one write: 20 segments of 1024 bytes. BSD's tcp_output cuts full segments from the
