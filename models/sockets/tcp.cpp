@@ -414,15 +414,15 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
           const uint64_t ps = os_.instr_ps(c_.soreceive_instr + c_.mbuf_steps_instr(mbufs)) + os_.copy_ps(n - moved);
           rx_ps_.inc(ps);
           os_.kernel(ps, [this, fd, n, out, done = std::move(done)]() mutable {
-                Tcb* t = tcb(fd);
-                const size_t m = std::min(n, t->rcvbuf.size());
-                out->second.assign(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
-                t->rcvbuf.erase(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
-                t->rcv_mb.drop(m);
-                if (c_.streams_rcv_flow) streams_drained(*t);
-                // PRU_RCVD: tcp_output, which sends a window update if the read opened the window enough
-                if (connected(t->state)) return output(*t, false, std::move(done));
-                done();
+            Tcb* t = tcb(fd);
+            const size_t m = std::min(n, t->rcvbuf.size());
+            out->second.assign(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
+            t->rcvbuf.erase(t->rcvbuf.begin(), t->rcvbuf.begin() + static_cast<long>(m));
+            t->rcv_mb.drop(m);
+            if (c_.streams_rcv_flow) streams_drained(*t);
+            // PRU_RCVD: tcp_output, which sends a window update if the read opened the window enough
+            if (connected(t->state)) return output(*t, false, std::move(done));
+            done();
           });
         };
         wait(chan(fd, kChanRecv), ready, [take] { (*take)(); });

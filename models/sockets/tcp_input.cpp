@@ -382,7 +382,8 @@ bool Tcp::co_eligible(const std::vector<uint8_t>& frame) const {
   const Tcb* t = const_cast<Tcp*>(this)->lookup(p.d.dst_port, p.d.src_node, p.d.src_port);
   // tcp_rput_data's test (tcp.c 1.156): IP left the sum to TCP (a whole datagram without
   // options, in one block), the next sequence expected, at least tcp_co_min bytes, nothing
-  // held for reassembly, no urgent data; and a connection whose reader reads synchronously.
+  // held for reassembly, no urgent data; and a connection whose reader reads synchronously
+  // (isuioq: taken as given wherever the option is on).
   if (!t || t->state != State::Established || (p.d.flags & (kSyn | kRst)) || !(p.d.flags & kAck)) return false;
   const uint32_t expected = t->co.empty() ? t->rcv_nxt : t->co_rnxt;
   return p.payload_len >= c_.tcp_co_min && p.payload_len > 0 && p.d.seq == expected && t->reass.empty();

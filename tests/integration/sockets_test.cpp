@@ -546,6 +546,11 @@ TEST(Sockets, ConfigErrorsNameTheirKey) {
   EXPECT_NE(e.output.find("sockets.udp_rcv_flow"), std::string::npos) << e.output;
   EXPECT_NE(e.output.find("sockets.mbuf_accounting false"), std::string::npos) << e.output;
   EXPECT_EQ(test::run_config("sockets-ss20-100t-half-udp.json", "--set sockets.udp_rcv_flow=streams --set sockets.mbuf_accounting=false").status, 0);
+  // Solaris's co queue under BSD's TCP rules is refused; on the Solaris config it runs
+  const auto f = test::run_config("sockets-ss20-100t-half-tcp.json", "--set sockets.tcp_rcv_co=true");
+  EXPECT_EQ(f.status, 1);
+  EXPECT_NE(f.output.find("sockets.tcp_rcv_co"), std::string::npos) << f.output;
+  EXPECT_EQ(test::run_config("sockets-ultra60-1000sx-tcp.json", "--set sockets.tcp_rcv_co=true --set 'workload.sizes=[1024]' --set workload.iterations=3").status, 0);
 }
 
 }  // namespace
