@@ -231,7 +231,7 @@ class Tcp final : public sc_core::sc_module {
   // tcp_input of one segment, then tcp_output if it asks for it, charged at interrupt level
   // (`intr`) or to the calling process; then `k`. With `drain`, a co queue the connection holds
   // goes through TCP first (tcp_co_drain; not for a segment taken off that queue itself).
-  void input_at(std::shared_ptr<std::vector<uint8_t>> frame, bool fast, bool intr, bool drain, std::function<void()> k);
+  void input_at(std::vector<uint8_t>&& frame, bool fast, bool intr, bool drain, std::function<void()> k);
   // The co queue's segments through TCP's input, oldest first: by the reader (`reader`: tcp_rrw,
   // each segment's data copied out with its sum folded in, then tcp_rput_data, charged to the
   // reader's call; it stops once the receive buffer holds `max` bytes) or drained (tcp_co_drain:

@@ -335,12 +335,12 @@ bool Tcp::predicted(const mbp2::Parsed& p) const {
 }
 
 void Tcp::input(std::vector<uint8_t>&& frame, bool fast) {
-  input_at(std::make_shared<std::vector<uint8_t>>(std::move(frame)), fast, true, true, {});
+  input_at(std::move(frame), fast, true, true, {});
 }
 
-void Tcp::input_at(std::shared_ptr<std::vector<uint8_t>> frame, bool fast, bool intr, bool drain, std::function<void()> k) {
+void Tcp::input_at(std::vector<uint8_t>&& frame, bool fast, bool intr, bool drain, std::function<void()> k) {
   mbp2::Parsed p;
-  if (mbp2::parse_inet(*frame, p) != mbp2::InetError::None || p.d.proto != mbp2::kIpProtoTcp || p.d.dst_node != node_) {
+  if (mbp2::parse_inet(frame, p) != mbp2::InetError::None || p.d.proto != mbp2::kIpProtoTcp || p.d.dst_node != node_) {
     bad_.inc();
     if (k) k();
     return;
@@ -348,8 +348,10 @@ void Tcp::input_at(std::shared_ptr<std::vector<uint8_t>> frame, bool fast, bool 
   Tcb* t = lookup(p.d.dst_port, p.d.src_node, p.d.src_port);
   // Solaris: a segment tcp_rput does not queue drains the co queue first (tcp_co_drain), so
   // that TCP takes the connection's segments in their order.
-  if (t && !t->co.empty() && drain)
-    return co_process(t->fd, false, 0, [this, frame, fast, k = std::move(k)]() mutable { input_at(frame, fast, true, false, std::move(k)); });
+  if (t && !t->co.empty() && drain) {
+    auto keep = std::make_shared<std::vector<uint8_t>>(std::move(frame));  // (only while a queue drains)
+    return co_process(t->fd, false, 0, [this, keep, fast, k = std::move(k)]() mutable { input_at(std::move(*keep), fast, true, false, std::move(k)); });
+  }
   segs_in_.inc();
   if (fast) predicted_.inc();
   const uint8_t fl = p.d.flags;
@@ -368,7 +370,7 @@ void Tcp::input_at(std::shared_ptr<std::vector<uint8_t>> frame, bool fast, bool 
     if (k) k();
     return;
   }
-  dispatch(*t, e, &p, frame.get());
+  dispatch(*t, e, &p, &frame);
   if (t->want_output || t->acknow) return output(*t, intr, std::move(k));
   if (k) k();
 }
@@ -396,7 +398,7 @@ void Tcp::co_enqueue(std::vector<uint8_t>&& frame) {
     bool fast = false;
     const uint64_t ps = input_ps(frame, fast);
     auto f = std::make_shared<std::vector<uint8_t>>(std::move(frame));
-    return cpu_.interrupt(ps, [this, f, fast] { input_at(f, fast, true, true, {}); });
+    return cpu_.interrupt(ps, [this, f, fast] { input_at(std::move(*f), fast, true, true, {}); });
   }
   mbp2::Parsed p;
   mbp2::parse_inet(frame, p, false);
@@ -470,7 +472,7 @@ void Tcp::co_process(int fd, bool reader, size_t max, std::function<void()> k) {
     t->co_cnt -= std::min(t->co_cnt, len);
     (reader ? co_read_ : co_drained_).inc();
     const size_t before = t->rcvbuf.size();
-    input_at(f, fast, !reader, false, [this, fd, before, reader, next = std::move(next)]() mutable {
+    input_at(std::move(*f), fast, !reader, false, [this, fd, before, reader, next = std::move(next)]() mutable {
       Tcb* t = tcb(fd);
       if (reader && t->rcvbuf.size() > before) t->co_copied += t->rcvbuf.size() - before;
       next();
