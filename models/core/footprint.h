@@ -4,6 +4,7 @@
 // make it large, instead of being found by crashing (docs/PERFORMANCE.md, "Predicted memory").
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,22 @@ constexpr uint64_t heap_bytes(uint64_t n) {
   return c < 32 ? 32 : c;
 }
 
-// Heap bytes of a std::vector<T> holding `n` elements (capacity n).
+// Heap bytes of a std::vector<T> holding `n` elements (capacity n). An over-aligned T (a record
+// laid out as one host cache line) is allocated with its alignment: up to that much more.
 template <class T>
 constexpr uint64_t vector_bytes(uint64_t n) {
-  return heap_bytes(n * sizeof(T));
+  if (n == 0) return 0;
+  return heap_bytes(n * sizeof(T) + (alignof(T) > 16 ? alignof(T) : 0));
+}
+
+// Heap bytes of `new T[n]`: a T that is not trivially destructible gets a cookie before the
+// elements (the count, padded to T's alignment), and an over-aligned T is allocated with its
+// alignment (up to that much more).
+template <class T>
+constexpr uint64_t array_bytes(uint64_t n) {
+  if (n == 0) return 0;
+  const uint64_t a = alignof(T) > sizeof(uint64_t) ? alignof(T) : sizeof(uint64_t);
+  return heap_bytes(n * sizeof(T) + (std::is_trivially_destructible_v<T> ? 0 : a) + (alignof(T) > 16 ? alignof(T) : 0));
 }
 
 // One std::string's heap (the short-string buffer holds up to 15 characters in place).

@@ -1,5 +1,7 @@
 #include "models/net/router.h"
 
+#include <algorithm>
+#include <iterator>
 #include <sstream>
 
 #include "models/core/error.h"
@@ -18,15 +20,12 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
   gen_port_ = nports_;
   ninputs_ = nports_ + 1;
   nvcs_ = c.vcs_per_class * kNumClasses;
-  // One slab each for the flit buffers, the output VCs and their ready cycles: the input VCs
-  // of a router sit together in host memory, and their size follows the router's ports.
+  // One array of input VCs and one slab of flit buffers: the input VCs of a router sit together
+  // in host memory, and their size follows the router's ports.
   const uint32_t cap = FlitQueue::capacity_for(c.buffer_depth), gen_cap = FlitQueue::capacity_for(4);
   const size_t nvc_total = static_cast<size_t>(ninputs_) * nvcs_;
-  in_.resize(nvc_total);
+  in_.reset(new InputVC[nvc_total]);
   flit_slab_.reset(new Flit[static_cast<size_t>(nports_) * nvcs_ * cap + static_cast<size_t>(nvcs_) * gen_cap]);
-  out_vc_slab_.reset(new int8_t[nvc_total * nports_]);
-  va_ready_slab_.reset(new uint64_t[nvc_total * nports_]());
-  std::fill(out_vc_slab_.get(), out_vc_slab_.get() + nvc_total * nports_, int8_t{-1});
   Flit* slot = flit_slab_.get();
   for (int p = 0; p < ninputs_; ++p)
     for (int v = 0; v < nvcs_; ++v) {
@@ -34,9 +33,7 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
       const uint32_t n = p == gen_port_ ? gen_cap : cap;
       ivc.q.attach(slot, n);
       slot += n;
-      const size_t i = static_cast<size_t>(p) * nvcs_ + v;
-      ivc.out_vc = out_vc_slab_.get() + i * nports_;
-      ivc.va_ready = va_ready_slab_.get() + i * nports_;
+      std::fill(std::begin(ivc.out_vc), std::end(ivc.out_vc), int8_t{-1});
     }
   fast_path_ = c.fast_path;
   child_span_ = t.subtree_size(height);
@@ -44,13 +41,13 @@ Router::Router(sc_core::sc_module_name name, Network& net, int id, int height, u
   first_node_ = pos * span_;
   if ((child_span_ & (child_span_ - 1)) == 0) child_shift_ = __builtin_ctz(child_span_);
   inp_.reset(new InPort[ninputs_]);
-  routing_delay_ = c.routing_delay;
-  va_delay_ = c.va_delay;
-  hop_delay_ = static_cast<uint64_t>(c.sa_delay) + c.st_delay + c.link_latency;
-  flit_cycles_ = c.flit_cycles();
-  credit_delay_ = c.credit_delay;
+  routing_delay_ = static_cast<uint32_t>(c.routing_delay);
+  va_delay_ = static_cast<uint32_t>(c.va_delay);
+  hop_delay_ = static_cast<uint32_t>(c.sa_delay + c.st_delay + c.link_latency);
+  flit_cycles_ = static_cast<uint32_t>(c.flit_cycles());
+  credit_delay_ = static_cast<uint32_t>(c.credit_delay);
   vpc_ = c.vcs_per_class;
-  out_.resize(nports_);
+  out_.reset(new OutputPort[nports_]);
   out_slab_.reset(new OutputPort::Vc[static_cast<size_t>(nports_) * nvcs_]);
   for (int o = 0; o < nports_; ++o) {
     OutputPort& op = out_[o];
@@ -88,12 +85,11 @@ uint64_t Router::footprint_bytes(const NetConfig& c, bool has_parent, size_t nam
   const uint64_t nports = static_cast<uint64_t>(c.radix) + (has_parent ? 1 : 0), ninputs = nports + 1;
   const uint64_t nvcs = static_cast<uint64_t>(c.vcs_per_class) * kNumClasses;
   uint64_t b = module_bytes<Router>(name_len);
-  // The input VCs and the three slabs (flit buffers, output VCs, ready cycles).
+  // The input VCs (each with its output VCs) and the slab of flit buffers.
   const uint64_t cap = FlitQueue::capacity_for(c.buffer_depth), gen_cap = FlitQueue::capacity_for(4);
-  b += vector_bytes<InputVC>(ninputs * nvcs) + heap_bytes(sizeof(Flit) * nvcs * (nports * cap + gen_cap)) +
-       heap_bytes(ninputs * nvcs * nports) + heap_bytes(sizeof(uint64_t) * ninputs * nvcs * nports);
+  b += array_bytes<InputVC>(ninputs * nvcs) + heap_bytes(sizeof(Flit) * nvcs * (nports * cap + gen_cap));
   b += heap_bytes(sizeof(InPort) * ninputs);
-  b += vector_bytes<OutputPort>(nports);
+  b += array_bytes<OutputPort>(nports);
   b += heap_bytes(sizeof(OutputPort::Vc) * nports * nvcs) + nports * CreditLine::bytes(CreditLine::kInitial);
   size_t table = 1;
   while (table < static_cast<size_t>(c.combining_entries)) table <<= 1;
@@ -300,9 +296,9 @@ bool Router::allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& time
     op.vc[pick[o]].busy = 1;
     op.vc[pick[o]].holder = static_cast<int16_t>(p * 32 + v);
     ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
-    ivc.va_ready[o] = ready;
     op.va_rr = static_cast<uint8_t>(rr_next(pick[o] - lo, n));
   }
+  ivc.va_ready = ready;
   progress = true;
   return true;
 }
@@ -321,7 +317,7 @@ uint32_t Router::requests(int p, int v, uint64_t now, bool& timed_wait) {
     const int ov = ivc.out_vc[o];
     if (ov < 0) continue;
     const OutputPort& op = out_[o];
-    if (ivc.va_ready[o] > now || op.free_at > now) {
+    if (ivc.va_ready > now || op.free_at > now) {
       timed_wait = true;
       continue;
     }
@@ -472,8 +468,8 @@ void Router::return_credit(int p, int vc, uint64_t now) {
 }
 
 void Router::connect() {
-  for (OutputPort& op : out_)
-    if (!op.to_node) op.peer_router = &net_->router(static_cast<int>(op.peer));
+  for (int o = 0; o < nports_; ++o)
+    if (OutputPort& op = out_[o]; !op.to_node) op.peer_router = &net_->router(static_cast<int>(op.peer));
 }
 
 std::string Router::describe_flits() const {

@@ -32,9 +32,19 @@ struct Flit {
 // FIFO of flits on a power-of-two ring that lives in its router's one slab of flit buffers
 // (no allocation per virtual channel). Credits bound a router input to the buffer depth; only
 // the combining-ack generator's queue can outgrow its slot, and then moves to a heap array of
-// its own.
+// its own. 24 bytes, so that it and the rest of its input VC share one host cache line.
 class FlitQueue {
  public:
+  FlitQueue() = default;
+  FlitQueue(const FlitQueue&) = delete;
+  FlitQueue& operator=(const FlitQueue&) = delete;
+  FlitQueue(FlitQueue&& o) noexcept : buf_(o.buf_), mask_(o.mask_), head_(o.head_), n_(o.n_), owned_(o.owned_) {
+    o.buf_ = nullptr;
+    o.owned_ = false;
+  }
+  ~FlitQueue() {
+    if (owned_) delete[] buf_;
+  }
   void attach(Flit* slot, uint32_t cap) {
     buf_ = slot;
     mask_ = cap - 1;
@@ -60,16 +70,17 @@ class FlitQueue {
 
  private:
   void grow() {
-    std::unique_ptr<Flit[]> nb(new Flit[2 * (mask_ + 1)]);
+    Flit* nb = new Flit[2 * (mask_ + 1)];
     for (uint32_t i = 0; i < n_; ++i) nb[i] = buf_[(head_ + i) & mask_];
-    own_ = std::move(nb);
-    buf_ = own_.get();
+    if (owned_) delete[] buf_;
+    buf_ = nb;
+    owned_ = true;  // after growing past the slot
     mask_ = 2 * mask_ + 1;
     head_ = 0;
   }
   Flit* buf_ = nullptr;
-  std::unique_ptr<Flit[]> own_;  // after growing past the slot
   uint32_t mask_ = 0, head_ = 0, n_ = 0;
+  bool owned_ = false;
 };
 
 // Credits on their way back to an upstream output port, in the order they were sent (the
@@ -112,23 +123,25 @@ constexpr int rr_next(int i, int n) { return i + 1 == n ? 0 : i + 1; }
 
 constexpr int kMaxPorts = kMaxRadix + 2;  // children, parent, combining-ack generator
 
-struct InputVC {
+// One input VC in one host cache line (64 bytes, aligned): a hop reads its queue, its route and
+// its output VCs together.
+struct alignas(64) InputVC {
   FlitQueue q;
-  bool routed = false;        // the packet at the front has its route
+  // The cycle from which the VCs the packet at the front holds may be used: one for all its
+  // outputs, since a packet takes its VCs on every output in the same cycle or on none.
+  uint64_t va_ready = 0;
   uint32_t route_mask = 0;    // output ports of the packet at the front
   uint32_t pending = 0;       // outputs the front flit still has to reach
-  // Per output port of the router (arrays in the router's slabs, nports long):
-  int8_t* out_vc = nullptr;     // VC held at each output, -1 none
-  uint64_t* va_ready = nullptr; // cycle from which that VC may be used
+  bool routed = false;        // the packet at the front has its route
+  int8_t out_vc[kMaxPorts];   // VC held at each output port, -1 none
 };
+static_assert(sizeof(InputVC) == 64, "an input VC is one host cache line");
 
 class Router;
 
-struct OutputPort {
-  bool to_node = false;  // ejection link to a node (infinite sink)
-  uint32_t peer = 0;     // router id or node id
-  Router* peer_router = nullptr;  // the router at the other end (null: a node)
-  uint8_t peer_port = 0;
+// One output port in one host cache line (64 bytes, aligned): a hop's switch request, its
+// send and the credits coming back read these fields together.
+struct alignas(64) OutputPort {
   // Per VC of this output, in the router's slab (one record per VC: a hop reads them together).
   struct Vc {
     int16_t credits;  // free slots downstream
@@ -136,12 +149,17 @@ struct OutputPort {
     uint8_t busy;     // held by a packet
   };
   Vc* vc = nullptr;
-  CreditLine returning;       // credits sent back by the downstream, not yet absorbed
-  uint64_t free_at = 0;       // link serialisation
+  Router* peer_router = nullptr;  // the router at the other end (null: a node)
+  uint64_t free_at = 0;           // link serialisation
+  Counter* flits = nullptr;
+  CreditLine returning;           // credits sent back by the downstream, not yet absorbed
+  uint32_t peer = 0;              // router id or node id
+  bool to_node = false;           // ejection link to a node (infinite sink)
+  uint8_t peer_port = 0;
   uint8_t va_rr = 0;
   uint8_t sa_rr = 0;
-  Counter* flits = nullptr;
 };
+static_assert(sizeof(OutputPort) == 64, "an output port is one host cache line");
 
 // One multicast this router forwarded: the receivers its branches cover, and what the acks
 // that came back so far stand for. Counting receivers (not branches) lets acks that passed a
@@ -172,7 +190,6 @@ class Router final : public sc_core::sc_module {
   }
   // One cycle of allocation and switching; returns true while it still holds flits.
   bool step(uint64_t now);
-  bool active = false;
   bool holds_flits() const { return flits_held_ > 0; }
   int id() const { return id_; }
   int height() const { return height_; }
@@ -211,22 +228,6 @@ class Router final : public sc_core::sc_module {
   // Credit for a slot freed at input port p goes to whoever feeds that port.
   void return_credit(int p, int vc, uint64_t now);
 
-  Network* net_ = nullptr;
-  int id_ = 0, height_ = 0, k_ = 0;
-  uint32_t pos_ = 0;
-  int nports_ = 0;    // output ports: children + parent
-  int ninputs_ = 0;   // input ports: children + parent + generator
-  int gen_port_ = 0;  // index of the generator input (combined acks)
-  int nvcs_ = 0;
-  // The router's state in a few contiguous arrays, sized by its ports and VCs: the input VCs
-  // ([port * nvcs + vc]), their flit buffers, and their per-output VC and ready cycle.
-  std::vector<InputVC> in_;
-  std::unique_ptr<Flit[]> flit_slab_;
-  std::unique_ptr<int8_t[]> out_vc_slab_;
-  std::unique_ptr<uint64_t[]> va_ready_slab_;
-  std::unique_ptr<OutputPort::Vc[]> out_slab_;  // the output ports' VCs ([port * nvcs + vc])
-  InputVC& vc(int port, int v) { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
-  const InputVC& vc(int port, int v) const { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
   // Per input port: its VCs' work lists as bitmasks, so a saturated router does not scan
   // every VC, and its switch-allocation round robin (one array, one record per port).
   struct InPort {
@@ -237,22 +238,48 @@ class Router final : public sc_core::sc_module {
     uint32_t credit_blocked = 0;  // its one output has no credit; cleared by a credit
     uint8_t rr = 0;               // switch-allocation round robin over its VCs
   };
+
+  // What a hop reads of the router itself, in two host cache lines (the SystemC module before
+  // them is cold): the state a cycle's step looks at, then the hop's parameters.
+  // The router's state in a few contiguous arrays, sized by its ports and VCs: the input VCs
+  // ([port * nvcs + vc], each with its output VCs), the input ports and the output ports.
+  alignas(64) Network* net_ = nullptr;
+  std::unique_ptr<InputVC[]> in_;
   std::unique_ptr<InPort[]> inp_;
-  uint32_t port_mask_ = 0;                // input ports with a non-zero nonempty
-  bool any_va_blocked_ = false;
-  std::vector<OutputPort> out_;
-  std::vector<CombineEntry> table_;
-  uint64_t flits_held_ = 0;
+  std::unique_ptr<OutputPort[]> out_;
+  uint32_t flits_held_ = 0;
+  uint32_t port_mask_ = 0;       // input ports with a non-zero nonempty
   uint32_t returning_mask_ = 0;  // output ports with credits on their way back
-  bool fast_path_ = true;        // network.fast_path
+  int nvcs_ = 0;
+  int ninputs_ = 0;  // input ports: children + parent + generator
+
+ public:
+  bool active = false;  // in the network's list of routers to step
+
+ private:
+  bool any_va_blocked_ = false;
+  bool fast_path_ = true;  // network.fast_path
   uint64_t lone_steps_ = 0;
   // The timing parameters a hop reads, from the network's config (network.*).
-  uint64_t routing_delay_ = 0, va_delay_ = 0, hop_delay_ = 0, flit_cycles_ = 0, credit_delay_ = 0;
+  alignas(64) uint32_t routing_delay_ = 0;
+  uint32_t va_delay_ = 0, hop_delay_ = 0, flit_cycles_ = 0, credit_delay_ = 0;
   int vpc_ = 0;  // VCs per message class
   // Unicast route computation without division: the nodes below this router are
   // [first_node_, first_node_ + span_), those below child c start at c * child_span_.
   uint32_t first_node_ = 0, span_ = 0, child_span_ = 1;
   int child_shift_ = -1;  // log2(child_span_) when it is a power of two
+  int k_ = 0;
+  int gen_port_ = 0;  // index of the generator input (combined acks)
+  int nports_ = 0;    // output ports: children + parent
+  int id_ = 0;
+
+  int height_ = 0;
+  uint32_t pos_ = 0;
+  std::unique_ptr<Flit[]> flit_slab_;
+  std::unique_ptr<OutputPort::Vc[]> out_slab_;  // the output ports' VCs ([port * nvcs + vc])
+  InputVC& vc(int port, int v) { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
+  const InputVC& vc(int port, int v) const { return in_[static_cast<size_t>(port) * nvcs_ + v]; }
+  std::vector<CombineEntry> table_;
 
   Counter* comb_alloc_ = nullptr;
   Counter* comb_bypassed_ = nullptr;
