@@ -3,6 +3,10 @@
 executes on short fixed runs, under valgrind's callgrind, and compares them with the baselines
 checked in at tests/perf/speed-baseline.json. Work, not time: an instruction count does not
 move with the host's load or clock, so a +15% threshold cannot be fooled by a busy machine.
+One case counts host cache misses instead: callgrind's model of a fixed L1 data cache (32 KiB,
+8 ways, 64-byte lines, whatever the host's), whose misses per router traversal of a 4,096-node
+tree say how many host cache lines a hop's state is spread over. Instructions cannot see that
+cost; the model counts it the same way on every machine.
 
   speed-guard.py [--bin BUILD/bin/mbpsim] [--case NAME]... [--jobs N] [--tolerance 0.15]
   speed-guard.py --bless [--case NAME]...     re-measure and write the baselines
@@ -31,7 +35,12 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASELINE = os.path.join(ROOT, "tests", "perf", "speed-baseline.json")
 
-# name: (what it measures, unit, config, options of the short run, of the long run or None)
+# name: (what it measures, unit, config, options of the short run, of the long run or None).
+# A unit of "traversal" counts simulated L1 data misses (reads and writes) per router traversal;
+# every other case counts instructions.
+NET4096 = ["--set", "network.levels=6", "--set", "workload.injection_rate=0.00065", "--set", "workload.warmup_cycles=2000",
+           "--set", "workload.drain_cycles=2000"]
+CACHE_MODEL = ["--cache-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"]
 NET = ["--set", "workload.injection_rate=0.05", "--set", "workload.warmup_cycles=1000", "--set", "workload.drain_cycles=2000"]
 MBP = ["--set", "sharing.shared_fraction=0"]
 MBP_SHARED = ["--set", "sharing.shared_fraction=0.01"]
@@ -49,6 +58,10 @@ CASES = {
     "mbp2p-ss20": ("MBCF on the MBP2 PCI NIC, SS20: the default config's points", "run", "mbp2p-ss20.json", [], None),
     "sockets-ss20-tcp": ("TCP/IP sockets on SunOS 4.1.4, SS20: the default config's points", "run",
                          "sockets-ss20-100t-half-tcp.json", [], None),
+    "net-4096-cache": ("4,096-node quad tree, uniform unicast at 0.00065 flits/node/cycle (about half of the root links): "
+                       "simulated L1 data misses per router traversal", "traversal",
+                       "net-qtree64-uniform.json", NET4096 + ["--set", "workload.measure_cycles=5000"],
+                       NET4096 + ["--set", "workload.measure_cycles=15000"]),
     "trace-stencil16": ("Trace replay: the shipped stencil trace (traces/stencil-16t, 312k references), 16 nodes x 4 processors, "
                         "validation included", "run", "splash-mbp16.json", [], None),
 }
@@ -59,26 +72,56 @@ def fail(msg, status=2):
     sys.exit(status)
 
 
+def traversals(stats):
+    """Router traversals of a run: the flits every router's output ports sent (port<o>.flits)."""
+    total = 0
+
+    def walk(o):
+        nonlocal total
+        for k, v in o.items():
+            if k.startswith("port") and isinstance(v, dict) and "flits" in v:
+                x = v["flits"]
+                total += x if isinstance(x, (int, float)) else x.get("value", 0)
+            elif isinstance(v, dict):
+                walk(v)
+    walk(stats)
+    return total
+
+
 def units(unit, out):
     if unit == "run":
         return 1
+    if unit == "traversal":
+        with open(os.path.join(out, "stats.json")) as f:
+            return traversals(json.load(f))
     with open(os.path.join(out, "host.json")) as f:
         host = json.load(f)
     return host["packets_delivered_total"] if unit == "packet" else host["references"]
 
 
 def measure_once(binary, config, opts, unit, scratch):
-    """Instructions and units of one run of mbpsim under callgrind."""
+    """The count (instructions, or simulated L1 data misses for a traversal case) and the units
+    of one run of mbpsim under callgrind."""
     out = tempfile.mkdtemp(dir=scratch)
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", binary, "run",
+    model = CACHE_MODEL if unit == "traversal" else []
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + model + [binary, "run",
            os.path.join(ROOT, "configs", config), "--quiet", "--out", out] + opts
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    m = re.search(r"Collected : (\d+)", r.stderr)
+    m = re.search(r"Collected : ([\d ]+)", r.stderr)
+    ev = re.search(r"Events +: ([\w ]+)", r.stderr)
     if r.returncode != 0 or not m:
         tail = "\n".join(r.stderr.strip().splitlines()[-5:])
         raise RuntimeError(f"{' '.join(cmd[3:])} failed (exit {r.returncode}):\n{tail}")
-    return int(m.group(1)), units(unit, out)
+    counts = [int(x) for x in m.group(1).split()]
+    if model:
+        names = ev.group(1).split() if ev else []
+        if "D1mr" not in names or "D1mw" not in names or len(names) != len(counts):
+            raise RuntimeError(f"callgrind reported no L1 data misses (events: {' '.join(names) or 'none'})")
+        count = counts[names.index("D1mr")] + counts[names.index("D1mw")]
+    else:
+        count = counts[0]
+    return count, units(unit, out)
 
 
 def measure(name, binary, scratch):
@@ -141,7 +184,7 @@ def main():
                     fail(f"case {n}: {e}")
 
     worse = []
-    print(f"{'case':<22} {'unit':<10} {'baseline':>14} {'measured':>14} {'change':>8}")
+    print(f"{'case':<22} {'unit':<16} {'baseline':>14} {'measured':>14} {'change':>8}")
     for n in names:
         r, unit = results[n], CASES[n][1]
         b = cases.get(n, {}).get("per_unit")
@@ -152,7 +195,8 @@ def main():
             worse.append(n)
         elif change is not None and change < -a.tolerance:
             verdict = "  faster: re-bless to keep the gain (scripts/speed-guard.py --bless)"
-        print(f"{n:<22} {'instr/' + unit:<10} {'-' if b is None else f'{b:.1f}':>14} {r['per_unit']:>14.1f} "
+        what = ("D1miss/" if unit == "traversal" else "instr/") + unit
+        print(f"{n:<22} {what:<16} {'-' if b is None else f'{b:.1f}':>14} {r['per_unit']:>14.1f} "
               f"{'-' if change is None else f'{change:+.1%}':>8}{verdict}")
     if a.bless:
         for n in names:
@@ -160,8 +204,9 @@ def main():
             cases[n] = {"what": what, "unit": unit, "per_unit": round(results[n]["per_unit"], 1),
                         "instructions": results[n]["instructions"], "units": results[n]["units"]}
         base["toolchain"] = toolchain()
-        base["note"] = ("Instructions counted by valgrind --tool=callgrind on a RelWithDebInfo build; written by "
-                        "scripts/speed-guard.py --bless. The guard fails when a case costs more than per_unit plus the tolerance.")
+        base["note"] = ("Instructions counted by valgrind --tool=callgrind on a RelWithDebInfo build (for a case whose unit is "
+                        "a traversal: L1 data misses of callgrind's fixed cache model); written by scripts/speed-guard.py "
+                        "--bless. The guard fails when a case costs more than per_unit plus the tolerance.")
         base["cases"] = dict(sorted(cases.items()))
         with open(a.baseline + ".tmp", "w") as f:
             json.dump(base, f, indent=2)

@@ -38,6 +38,7 @@ enum class Id : unsigned char {
   // Speed mutants: right results, more work. The speed guard (scripts/speed-guard.py) must catch them.
   CopyPerPacket,          // net: every delivered packet is copied byte by byte into a scratch buffer
   CopyPerReference,       // mbp: every completed processor reference is copied byte by byte into a scratch buffer
+  ScatterPerPacket,       // net: every delivered packet reads 96 scattered lines of a 16 MiB array (a hop's state spread thin)
 };
 
 struct Entry {
@@ -59,6 +60,7 @@ inline constexpr Entry kAll[] = {
     {Id::SnoopFilterKeepsVictims, "snoop_filter_keeps_victims"},
     {Id::LonePathKeepsSaPointer, "lone_path_keeps_sa_pointer"},
     {Id::CopyPerPacket, "copy_per_packet"},                {Id::CopyPerReference, "copy_per_reference"},
+    {Id::ScatterPerPacket, "scatter_per_packet"},
 };
 
 // What the speed mutants add: a 1 KiB copy, byte by byte (about 5,000 instructions; a packet of
@@ -66,6 +68,18 @@ inline constexpr Entry kAll[] = {
 [[gnu::noinline]] inline void wasted_copy() {
   static volatile unsigned char scratch[1024];
   for (unsigned i = 0; i < sizeof scratch; ++i) scratch[i] = static_cast<unsigned char>(i);
+}
+
+// What the locality mutant adds: 96 reads of lines scattered over 16 MiB (a few hundred
+// instructions, and about 96 more host cache misses a packet; a packet of the 4,096-node tree
+// crosses about 10 routers, whose state costs about 30 misses each in the speed guard's model).
+[[gnu::noinline]] inline void scattered_reads() {
+  static volatile unsigned char scratch[16u << 20];
+  static unsigned long long x = 1;
+  for (int i = 0; i < 96; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    (void)scratch[(x >> 40) % sizeof scratch & ~63ull];
+  }
 }
 
 #ifdef MBPSIM_MUTANTS

@@ -337,6 +337,7 @@ void Network::handle(const Event& e) {
 void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
   last_progress_ = now;
   if (mutant::on(mutant::Id::CopyPerPacket)) mutant::wasted_copy();
+  if (mutant::on(mutant::Id::ScatterPerPacket)) mutant::scattered_reads();
   if (tracing()) trace_deliver(node, p, now);
   if (p->kind != PacketKind::Ack) ++total_delivered_;
   auto complete = [&](bool measured) {
