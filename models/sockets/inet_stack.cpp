@@ -447,27 +447,35 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
       [out, k = std::move(k)] { k(out->first, std::move(out->second)); });
 }
 
-void InetStack::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
+void select_call(host::Os& os, uint64_t chan, std::vector<int> fds, std::optional<double> timeout_us,
+                 std::function<bool(int)> open, std::function<bool(int)> readable, std::function<void(Errno, int)> k) {
   auto out = std::make_shared<std::pair<Errno, int>>(Errno::Ok, -1);
   auto set = std::make_shared<std::vector<int>>(std::move(fds));
-  os_.syscall(
+  os.syscall(
       "select",
-      [this, set, out, timeout_us](std::function<void()> done) {
+      [&os, chan, set, out, timeout_us, open = std::move(open), readable = std::move(readable)](std::function<void()> done) {
         for (int fd : *set)
-          if (!sock(fd)) out->first = Errno::BadDescriptor;
+          if (!open(fd)) out->first = Errno::BadDescriptor;
         if (set->empty() || !select_timeout_ok(timeout_us)) out->first = Errno::Invalid;
         if (out->first != Errno::Ok) return done();
-        auto ready = [this, set] {
+        // selscan: each descriptor's poll routine, on the first pass and after each wakeup
+        auto ready = [set, readable] {
           for (int fd : *set)
-            if (!sock(fd)->rcv.empty()) return fd;
+            if (readable(fd)) return fd;
           return -1;
         };
-        os_.select_loop(ready, set->size(), select_chan(), timeout_us, [out, done = std::move(done)](int fd) {
+        os.select_loop(ready, set->size(), chan, timeout_us, [out, done = std::move(done)](int fd) {
           out->second = fd;
           done();
         });
       },
       [out, k = std::move(k)] { k(out->first, out->second); });
+}
+
+void InetStack::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
+  select_call(
+      os_, select_chan(), std::move(fds), timeout_us, [this](int fd) { return sock(fd) != nullptr; },
+      [this](int fd) { return !sock(fd)->rcv.empty(); }, std::move(k));
 }
 
 }  // namespace mbpsim::sockets

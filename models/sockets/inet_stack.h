@@ -115,6 +115,12 @@ enum class Errno : uint8_t {
 };
 // A select() timeout BSD takes (itimerfix): none, or 0 to 10^8 s.
 inline bool select_timeout_ok(const std::optional<double>& us) { return !us || (*us >= 0 && *us <= 1e14); }
+// select() on one stack's sockets (4.4BSD sys_generic.c), for the UDP and the TCP stack alike: in
+// `os`'s system call, EBADF when a descriptor is not `open`, EINVAL for an empty set or a
+// timeout itimerfix refuses; else select's loop (host::Os::select_loop) with `readable` as each
+// descriptor's poll routine, sleeping on `chan`; `k(error, the first readable descriptor or -1)`.
+void select_call(host::Os& os, uint64_t chan, std::vector<int> fds, std::optional<double> timeout_us,
+                 std::function<bool(int)> open, std::function<bool(int)> readable, std::function<void(Errno, int)> k);
 
 const char* to_string(Errno e);
 

@@ -431,27 +431,17 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
 }
 
 void Tcp::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
-  auto out = std::make_shared<std::pair<Errno, int>>(Errno::Ok, -1);
-  auto set = std::make_shared<std::vector<int>>(std::move(fds));
-  os_.syscall(
-      "select",
-      [this, set, out, timeout_us](std::function<void()> done) {
-        for (int fd : *set)
-          if (const Tcb* t = tcb(fd); !t || t->user_closed) out->first = Errno::BadDescriptor;
-        if (set->empty() || !select_timeout_ok(timeout_us)) out->first = Errno::Invalid;
-        if (out->first != Errno::Ok) return done();
-        // selscan: each descriptor's poll routine, on the first pass and after each wakeup
-        auto ready = [this, set] {
-          for (int fd : *set)
-            if (const Tcb* t = tcb(fd); !t->rcvbuf.empty() || !t->co.empty() || t->fin_rcvd || t->error_set) return fd;
-          return -1;
-        };
-        os_.select_loop(ready, set->size(), select_chan(), timeout_us, [out, done = std::move(done)](int fd) {
-          out->second = fd;
-          done();
-        });
+  select_call(
+      os_, select_chan(), std::move(fds), timeout_us,
+      [this](int fd) {
+        const Tcb* t = tcb(fd);
+        return t && !t->user_closed;
       },
-      [out, k = std::move(k)] { k(out->first, out->second); });
+      [this](int fd) {
+        const Tcb* t = tcb(fd);
+        return !t->rcvbuf.empty() || !t->co.empty() || t->fin_rcvd || t->error_set;
+      },
+      std::move(k));
 }
 
 uint64_t Tcp::select_chan() const { return chan(0, kChanSelect); }
