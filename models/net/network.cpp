@@ -321,10 +321,12 @@ void Network::set_timer(uint32_t node, uint64_t at, uint64_t tag) {
 
 void Network::handle(const Event& e) {
   switch (e.type) {
-    case EvType::FlitArrive:
-      routers_[e.target]->accept(e.port, e.vc, e.pkt, e.idx, now_);
-      activate(e.target);
+    case EvType::FlitArrive: {
+      Router& r = *routers_[e.target];
+      r.accept(e.port, e.vc, e.pkt, e.idx, now_);
+      activate(r);
       break;
+    }
     case EvType::Eject:
       if (e.idx + 1 == e.pkt->size_flits) deliver(e.target, e.pkt, now_);
       break;
@@ -466,11 +468,11 @@ uint64_t Network::run_cycle(uint64_t now) {
   stepping_ = true;
   router_steps_ += active_routers_.size();
   for (size_t i = 0; i < active_routers_.size(); ++i) {
-    const int r = active_routers_[i];
-    if (routers_[r]->step(now))
+    Router* r = active_routers_[i];
+    if (r->step(now))
       next_active_.push_back(r);
     else
-      routers_[r]->active = false;
+      r->active = false;
   }
   active_routers_.swap(next_active_);
 

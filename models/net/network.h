@@ -110,7 +110,7 @@ class Network : public sc_core::sc_module {
   void activate(Router& r) {
     if (!r.active) {
       r.active = true;
-      (stepping_ ? next_active_ : active_routers_).push_back(r.id());
+      (stepping_ ? next_active_ : active_routers_).push_back(&r);
     }
   }
   // Credit returns: queued at the receiver and absorbed lazily; a sleeping receiver that holds
@@ -177,7 +177,7 @@ class Network : public sc_core::sc_module {
 
   std::vector<std::unique_ptr<Router>> routers_;
   std::vector<NetIface> nis_;
-  std::vector<int> active_routers_, next_active_;
+  std::vector<Router*> active_routers_, next_active_;  // the router itself: no trip through routers_
   std::vector<uint32_t> active_nis_, next_active_nis_;
 
   // Calendar: a wheel of per-cycle buckets for the near future, a sorted overflow beyond.
