@@ -18,12 +18,11 @@ constexpr uint64_t heap_bytes(uint64_t n) {
   return c < 32 ? 32 : c;
 }
 
-// Heap bytes of a std::vector<T> holding `n` elements (capacity n). An over-aligned T (a record
-// laid out as one host cache line) is allocated with its alignment: up to that much more.
+// Heap bytes of a std::vector<T> holding `n` elements (capacity n).
 template <class T>
 constexpr uint64_t vector_bytes(uint64_t n) {
-  if (n == 0) return 0;
-  return heap_bytes(n * sizeof(T) + (alignof(T) > 16 ? alignof(T) : 0));
+  static_assert(alignof(T) <= 16, "an over-aligned T: use array_bytes for new T[n]");
+  return heap_bytes(n * sizeof(T));
 }
 
 // Heap bytes of `new T[n]`: a T that is not trivially destructible gets a cookie before the

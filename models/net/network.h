@@ -106,7 +106,6 @@ class Network : public sc_core::sc_module {
 
   // Engine interface (used by the router and by tests).
   void schedule(uint64_t at, const Event& e);
-  void activate(int router) { activate(*routers_[router]); }
   void activate(Router& r) {
     if (!r.active) {
       r.active = true;

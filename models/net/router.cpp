@@ -199,7 +199,7 @@ bool Router::consume_ack(Packet* p, uint64_t now) {
   acks_combined_->inc();
   const int vc = kAckClass * net_->config().vcs_per_class;
   for (uint16_t f = 0; f < p->size_flits; ++f) push_flit(gen_port_, vc, Flit{p, now, f});
-  net_->activate(id_);
+  net_->activate(*this);
   return true;
 }
 

@@ -240,9 +240,9 @@ class Router final : public sc_core::sc_module {
   };
 
   // What a hop reads of the router itself, in two host cache lines (the SystemC module before
-  // them is cold): the state a cycle's step looks at, then the hop's parameters.
-  // The router's state in a few contiguous arrays, sized by its ports and VCs: the input VCs
-  // ([port * nvcs + vc], each with its output VCs), the input ports and the output ports.
+  // them is cold): first the state a cycle's step looks at (the arrays, sized by the ports and
+  // VCs: input VCs [port * nvcs + vc] with their output VCs, input ports, output ports), then
+  // the hop's parameters.
   alignas(64) Network* net_ = nullptr;
   std::unique_ptr<InputVC[]> in_;
   std::unique_ptr<InPort[]> inp_;
