@@ -80,6 +80,8 @@ InetStack::InetStack(sc_core::sc_module_name name, Calendar& cal, mbcf::EtherSys
       rx_intr_ps_(st.counter(stat_name(*this, "rx_intr_ps"), "host CPU time in the driver's receive path, in the receive interrupt routine", "ps")),
       netisr_ps_(st.counter(stat_name(*this, "netisr_ps"), "host CPU time in ipintr, ip_reass and udp_input, in netisr (its dispatch is the OS's softint_ps) or, with sockets.ip_input interrupt, in the driver's interrupt", "ps")),
       rx_ps_(st.counter(stat_name(*this, "rx_ps"), "host CPU time in recvfrom below the system call's entry and exit: soreceive and the copy out", "ps")),
+      dvma_maps_(st.counter(stat_name(*this, "dvma_maps"), "buffers the driver's start routine mapped for the NIC's DMA (sockets.driver_max_maps)")),
+      pullups_(st.counter(stat_name(*this, "driver_pullups"), "frames the driver's start routine copied into one buffer because they came in more than sockets.driver_max_maps mbufs")),
       tcp_(std::make_unique<Tcp>("tcp", cal, *this, os_, cpu_, node, sys.nodes(), c_, st)) {}
 
 InetStack::Socket* InetStack::sock(int fd) {
@@ -137,12 +139,22 @@ uint64_t InetStack::rx_cksum_ps(uint64_t frame_bytes) {
   return cksum_ps(covered) + (c_.driver_copies ? 0 : os_.first_touch_ps(frame_bytes, kHeaders));
 }
 
-uint64_t InetStack::frame_out_ps(uint64_t bytes) const { return cycles(c_.ip_output_instr) + link_out_ps(bytes); }
+uint64_t InetStack::frame_out_ps(uint64_t bytes, uint32_t buffers) const {
+  return cycles(c_.ip_output_instr) + link_out_ps(bytes, buffers);
+}
 
-uint64_t InetStack::link_out_ps(uint64_t bytes) const {
+uint64_t InetStack::link_out_ps(uint64_t bytes, uint32_t buffers) const {
   uint64_t ps = cycles(c_.ether_output_instr + c_.driver_tx_instr);
-  if (c_.driver_copies) ps += os_.copy_ps(bytes);
-  return ps;
+  if (c_.driver_copies) return ps + os_.copy_ps(bytes);
+  if (c_.driver_max_maps == 0) return ps;
+  if (buffers <= c_.driver_max_maps) {
+    dvma_maps_.inc(buffers);
+    return ps + cycles(c_.dvma_map_instr * buffers);
+  }
+  // hmestart's third case: a fresh buffer, the chain copied into it and freed, one mapping
+  pullups_.inc();
+  dvma_maps_.inc();
+  return ps + cycles(c_.driver_pullup_instr + c_.dvma_map_instr) + os_.copy_ps(bytes);
 }
 
 bool InetStack::ifq_enter() {
@@ -196,13 +208,19 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
         // with the checksum over header and data when sockets.udp_cksum; ip_output's fixed part
         // (its per-fragment part is paid frame by frame).
         uint32_t taken = 0;
-        const size_t mbufs = c_.mbuf_accounting ? MbufAccount::sosend_chain(n, c_.udp_sendspace, taken).size() : 1;
+        auto chain = std::make_shared<std::vector<uint32_t>>();  // the data's mbufs, by length
+        if (c_.mbuf_accounting) {
+          for (const auto& m : MbufAccount::sosend_chain(n, c_.udp_sendspace, taken)) chain->push_back(m.len);
+        } else if (n > 0) {
+          chain->push_back(static_cast<uint32_t>(n));
+        }
+        const size_t mbufs = std::max<size_t>(chain->size(), 1);
         const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr + c_.mbuf_steps_instr(mbufs)) +
                             os_.copy_ps(n) + cycles(c_.udp_output_instr) +
                             (c_.udp_cksum ? cksum_ps(n + mbp2::kUdpHeader) : 0) + cycles(c_.ip_output_instr);
         tx_ps_.inc(ps);
-        os_.kernel(ps, [this, frames, dst_node, err, done = std::move(done)]() mutable {
-          output_frames(frames, dst_node, 0, [err, done = std::move(done)](Errno e) {
+        os_.kernel(ps, [this, frames, chain, dst_node, err, done = std::move(done)]() mutable {
+          output_frames(frames, chain, dst_node, 0, [err, done = std::move(done)](Errno e) {
             *err = e;
             done();
           });
@@ -211,17 +229,36 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
       [err, k = std::move(k)] { k(*err); });
 }
 
-void InetStack::output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames, uint32_t dst, size_t i,
+uint32_t InetStack::udp_frame_buffers(const std::vector<uint32_t>& chain, size_t i, size_t frames) const {
+  if (frames == 1) return 1 + static_cast<uint32_t>(chain.size());
+  // Fragment i: a fresh header mbuf and m_copy of the IP payload [q i, q (i + 1)) out of the
+  // datagram's chain, whose first mbuf (udp_output's) holds the 8-byte UDP header.
+  const uint64_t q = (c_.mtu - mbp2::kIpHeader) & ~7u;
+  const uint64_t lo = q * i, hi = q * (i + 1);
+  uint32_t spanned = 0;
+  uint64_t at = 0;
+  auto piece = [&](uint64_t len) {
+    if (len > 0 && at < hi && at + len > lo) ++spanned;
+    at += len;
+  };
+  piece(mbp2::kUdpHeader);
+  for (uint32_t len : chain) piece(len);
+  return 1 + spanned;
+}
+
+void InetStack::output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames,
+                              std::shared_ptr<const std::vector<uint32_t>> chain, uint32_t dst, size_t i,
                               std::function<void(Errno)> k) {
   if (i == frames->size()) return k(Errno::Ok);
   if (!ifq_enter()) return k(Errno::NoBufs);  // this frame and the rest of the datagram are lost
   const bool fragmented = frames->size() > 1;
-  const uint64_t ps = link_out_ps((*frames)[i].size()) + (fragmented ? cycles(c_.frag_instr) : 0);
+  const uint64_t ps = link_out_ps((*frames)[i].size(), udp_frame_buffers(*chain, i, frames->size())) +
+                      (fragmented ? cycles(c_.frag_instr) : 0);
   tx_ps_.inc(ps);
-  os_.kernel(ps, [this, frames, dst, i, fragmented, k = std::move(k)]() mutable {
+  os_.kernel(ps, [this, frames, chain, dst, i, fragmented, k = std::move(k)]() mutable {
     if (fragmented) frags_out_.inc();
     to_nic(std::move((*frames)[i]), dst);
-    output_frames(frames, dst, i + 1, std::move(k));
+    output_frames(frames, chain, dst, i + 1, std::move(k));
   });
 }
 

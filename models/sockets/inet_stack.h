@@ -63,6 +63,9 @@ struct SocketConfig {
   double stream_piece_instr{};  // Solaris: strwrite's loop for each further piece of one write
   double cksum_cycles_per_byte{};
   bool driver_copies{};  // the driver copies frames to and from the NIC's own buffers
+  uint32_t driver_max_maps{};  // the most buffers of a frame the driver maps one by one (more: copied into one); 0: per frame only
+  double dvma_map_instr{};     // per buffer the driver maps for the NIC's DMA (with driver_max_maps)
+  double driver_pullup_instr{};  // a frame of more buffers copied into one (with driver_max_maps), beside the copy
   bool udp_cksum{};      // UDP checksums made and checked (SunOS 4.1.4's udp_cksum: off)
   bool ip_input_in_interrupt{};  // IP input in the driver's interrupt (Solaris's STREAMS), not in netisr (BSD)
   bool udp_streams_rcv{};  // a datagram is dropped: when it does not fit (BSD) or when the stream head's queue is at its mark (Solaris)
@@ -165,8 +168,8 @@ class InetStack final : public sc_core::sc_module {
   // TCP (tcp.h), the child `tcp` of this module.
   Tcp& tcp() { return *tcp_; }
   // For TCP's segments: ip_output's per-packet work, ether_output and the driver for one frame
-  // of `bytes`, as time on the host CPU; and the checksum over `bytes`.
-  uint64_t frame_out_ps(uint64_t bytes) const;
+  // of `bytes` held in `buffers` mbufs (the header mbuf and the data's), as time on the host CPU.
+  uint64_t frame_out_ps(uint64_t bytes, uint32_t buffers) const;
   // The checksum over `bytes` the CPU has in its cache (the send side's, over data it has just
   // copied into mbufs).
   uint64_t cksum_ps(uint64_t bytes) const;
@@ -203,15 +206,24 @@ class InetStack final : public sc_core::sc_module {
   bool port_taken(uint16_t port) const;
   uint16_t ephemeral();
   uint64_t cycles(double instr) const { return os_.instr_ps(instr); }
-  // ether_output and the driver for one frame of `bytes` (its copy when the driver copies).
-  uint64_t link_out_ps(uint64_t bytes) const;
+  // ether_output and the driver for one frame of `bytes` in `buffers` mbufs: the driver's copy
+  // when it copies every frame (the LANCE's), else each buffer mapped for the NIC's DMA, or with
+  // more than sockets.driver_max_maps the frame copied into one buffer first (Sun's FEPS driver).
+  uint64_t link_out_ps(uint64_t bytes, uint32_t buffers) const;
   // A place on the interface queue (false, counted as a drop, when it is full), and the frame
   // handed to the NIC from it (the place is freed when the NIC has sent it).
   bool ifq_enter();
   void to_nic(std::vector<uint8_t>&& frame, uint32_t dst);
-  // Sends the frames of one datagram, one after another through ether_output and the driver.
-  void output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames, uint32_t dst, size_t i,
+  // Sends the frames of one datagram, one after another through ether_output and the driver;
+  // `chain` holds the lengths of the mbufs sosend put its data in.
+  void output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames,
+                     std::shared_ptr<const std::vector<uint32_t>> chain, uint32_t dst, size_t i,
                      std::function<void(Errno)> k);
+  // The mbufs frame `i` of a datagram in `frames` frames reaches the driver in: udp_output's
+  // header mbuf and the data's; a fragment is a fresh header mbuf and one for each mbuf of the
+  // datagram its piece spans (4.3BSD-Tahoe's ip_output cuts every fragment with m_copy, which
+  // makes one mbuf per mbuf it spans).
+  uint32_t udp_frame_buffers(const std::vector<uint32_t>& chain, size_t i, size_t frames) const;
   // Takes the frames off ipintrq one by one: BSD's netisr, or the rest of the driver's interrupt
   // routine under Solaris (sockets.ip_input).
   void netisr();
@@ -242,7 +254,8 @@ class InetStack final : public sc_core::sc_module {
   std::map<std::pair<uint32_t, uint16_t>, Reass> reass_;  // (source, IP id)
   uint64_t reass_gen_ = 0;
   Counter &udp_out_, &frames_out_, &frags_out_, &ifq_drops_, &udp_in_, &frames_in_, &ipintrq_drops_, &reassembled_,
-      &reass_timeouts_, &reass_bad_, &bad_, &noport_, &fullsock_, &tx_ps_, &rx_intr_ps_, &netisr_ps_, &rx_ps_;
+      &reass_timeouts_, &reass_bad_, &bad_, &noport_, &fullsock_, &tx_ps_, &rx_intr_ps_, &netisr_ps_, &rx_ps_, &dvma_maps_,
+      &pullups_;
   std::unique_ptr<Tcp> tcp_;
 };
 

@@ -95,6 +95,18 @@ class MbufAccount {
     }
     return k;
   }
+  // How many mbufs the `n` bytes from `off` on lie in (tcp_output's m_copy of a segment's data
+  // makes one mbuf for each).
+  uint32_t span(uint64_t off, uint64_t n) const {
+    uint32_t k = 0;
+    uint64_t at = 0;
+    for (const Mbuf& m : q_) {
+      if (at >= off + n) break;
+      if (m.len > 0 && at + m.len > off) ++k;
+      at += m.len;
+    }
+    return n == 0 ? 0 : k;
+  }
   void clear() {
     q_.clear();
     mbcnt_ = 0;

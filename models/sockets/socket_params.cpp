@@ -20,8 +20,14 @@ const ParamTable<SocketConfig>& SocketConfig::params() {
       .add(&SocketConfig::ip_output_instr, {"sockets.ip_output_instr", 350.0, "instructions", "ip_output: the cached route, the IP header and its checksum; an estimate", 0, 1e9})
       .add(&SocketConfig::frag_instr, {"sockets.frag_instr", 200.0, "instructions", "ip_output per fragment of a datagram larger than the MTU: a header mbuf, the header copied, m_copy of the piece, the fragment's header checksum; an estimate", 0, 1e9})
       .add(&SocketConfig::ether_output_instr, {"sockets.ether_output_instr", 300.0, "instructions", "ether_output per frame: the ARP cache hit, the Ethernet header, IF_ENQUEUE on the interface queue; an estimate", 0, 1e9})
-      .add(&SocketConfig::driver_tx_instr, {"sockets.driver_tx_instr", 500.0, "instructions",
-         "the driver's start routine per frame: the SBus FastEthernet adapter's mbufs mapped for its DVMA, a descriptor written and the adapter kicked; an estimate", 0, 1e9})
+      .add(&SocketConfig::driver_tx_instr, {"sockets.driver_tx_instr", 300.0, "instructions",
+         "the driver's start routine per frame, beside its buffers' mappings (sockets.dvma_map_instr) or copy: the transmit ring's reclaim check, a descriptor per buffer written, the adapter kicked; an estimate (500 for the whole frame with its mappings until 2026-12-06: a two-mbuf frame, as a small datagram's, still costs 500)", 0, 1e9})
+      .add(&SocketConfig::driver_max_maps, {"sockets.driver_max_maps", 2, "buffers",
+         "the most mbufs of a frame the driver's start routine maps for the NIC's DMA one by one; a frame in more is first copied into one fresh buffer (sockets.driver_pullup_instr and the copy at host.copy_mb_s) and mapped once. 2: Sun's driver for the FastEthernet SBus Adapter 2.0 (FEPS), as its Solaris version hme.c does it (hmestart: one or two blocks mapped with dvma_kaddr_load, 'more than 2 mblks ... we copy all of them into a msg with one mblk'); its SunOS 4.1.4 version is not in the sources read, and is assumed to do the same with mbufs. 0: the frame's cost is sockets.driver_tx_instr alone, whatever its buffers (drivers the model charges per frame); ignored when sockets.driver_copies", 0, 64})
+      .add(&SocketConfig::dvma_map_instr, {"sockets.dvma_map_instr", 100.0, "instructions",
+         "with sockets.driver_max_maps: each buffer of a frame mapped for the NIC's DMA and released: dvma_kaddr_load (the IOMMU's page entry written and its TLB entry flushed), dvma_sync, the descriptor's sync, and at reclaim dvma_unload and the buffer freed; an estimate", 0, 1e9})
+      .add(&SocketConfig::driver_pullup_instr, {"sockets.driver_pullup_instr", 150.0, "instructions",
+         "with sockets.driver_max_maps: a frame in more buffers than it allows copied into one (hmestart's hmeallocb and mcopymsg: a buffer allocated, the chain walked and freed), beside the copy itself at host.copy_mb_s; an estimate", 0, 1e9})
       .add(&SocketConfig::driver_rx_instr, {"sockets.driver_rx_instr", 500.0, "instructions",
          "the driver's receive path per frame: a fresh mbuf cluster mapped for DVMA in place of the filled one, the frame's mbuf on ipintrq, schednetisr; an estimate", 0, 1e9})
       .add(&SocketConfig::driver_copies, {"sockets.driver_copies", false, "",

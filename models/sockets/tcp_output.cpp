@@ -110,7 +110,9 @@ void Tcp::output(Tcb& t, bool intr, std::function<void()> k) {
     std::vector<uint8_t> frame = mbp2::build_inet(d, data.data(), len);
     // (with sockets.tcp_cksum_in_copy the data was summed as send() copied it in)
     const uint64_t summed = mbp2::kTcpHeader + (c_.tcp_cksum_in_copy ? 0 : len);
-    const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(summed) + ip_.frame_out_ps(frame.size());
+    // the header mbuf and m_copy's of the data (one per send-buffer mbuf it spans)
+    const uint32_t buffers = 1 + (len == 0 ? 0 : c_.mbuf_accounting ? t.snd_mb.span(off, len) : 1);
+    const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(summed) + ip_.frame_out_ps(frame.size(), buffers);
     // Counters, and the send state advanced as tcp_output does when it hands the segment on.
     segs_out_.inc();
     if (len > 0) {
@@ -188,7 +190,7 @@ void Tcp::respond_rst(const mbp2::Parsed& p) {
   d.window = 0;
   d.ip_id = ip_.next_ip_id();
   std::vector<uint8_t> frame = mbp2::build_inet(d, nullptr, 0);
-  const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(mbp2::kTcpHeader) + ip_.frame_out_ps(frame.size());
+  const uint64_t ps = os_.instr_ps(c_.tcp_output_instr) + ip_.cksum_ps(mbp2::kTcpHeader) + ip_.frame_out_ps(frame.size(), 1);
   rst_out_.inc();
   segs_out_.inc();
   tx_ps_.inc(ps);

@@ -121,4 +121,23 @@ TEST(MbufAccount, SpanCountsTheMbufsTheFirstBytesLieIn) {
   EXPECT_EQ(sb.span(107), 2u);
 }
 
+// tcp_output's m_copy of a segment's data, from an offset into the send buffer, makes one mbuf
+// for each mbuf the range touches (the driver maps or copies that many: sockets.driver_max_maps).
+TEST(MbufAccount, SpanFromAnOffsetCountsTheMbufsARangeTouches) {
+  MbufAccount sb(4096);
+  uint32_t taken = 0;
+  sb.append(MbufAccount::sosend_chain(1408, 4096, taken));  // 1024 | 112 | 112 | 112 | 48
+  EXPECT_EQ(sb.span(0, 0), 0u);
+  EXPECT_EQ(sb.span(500, 0), 0u);
+  EXPECT_EQ(sb.span(0, 1024), 1u);
+  EXPECT_EQ(sb.span(1000, 24), 1u);
+  EXPECT_EQ(sb.span(1000, 25), 2u);
+  EXPECT_EQ(sb.span(1024, 112), 1u);
+  EXPECT_EQ(sb.span(1024, 113), 2u);
+  EXPECT_EQ(sb.span(1100, 300), 4u);
+  EXPECT_EQ(sb.span(0, 1408), 5u);
+  EXPECT_EQ(sb.span(1400, 100), 1u);  // past the end: what there is
+  EXPECT_EQ(sb.span(0, 1408), sb.span(1408));
+}
+
 }  // namespace
