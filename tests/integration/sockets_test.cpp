@@ -540,6 +540,12 @@ TEST(Sockets, TheSbusCardsDriverMapsUpToTwoMbufsAndCopiesALongerChainIntoOne) {
     const double d = static_cast<double>(inet(big, h, "tx_ps")) - static_cast<double>(inet(all_mapped, h, "tx_ps"));
     EXPECT_NEAR(d, 5 * per_frame_ps, 10.0);
   }
+  // a 4,000-byte message (4,004 with the header) is four clusters in three fragments; the first
+  // fragment is a fresh header mbuf, the 8-byte UDP header's mbuf and two clusters, the others a
+  // header and two clusters: every fragment is copied
+  const auto frags = run(cfg, 4000);
+  EXPECT_EQ(inet(frags, "host0", "fragments_sent"), 15u);
+  EXPECT_EQ(inet(frags, "host0", "driver_pullups"), 15u);
   // without the policy (sockets.driver_max_maps 0) the frame's cost is sockets.driver_tx_instr alone
   const auto per_frame = run(cfg, 1024, " --set sockets.driver_max_maps=0");
   EXPECT_EQ(inet(per_frame, "host0", "dvma_maps"), 0u);
