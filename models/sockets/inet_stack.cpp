@@ -208,12 +208,10 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
         // with the checksum over header and data when sockets.udp_cksum; ip_output's fixed part
         // (its per-fragment part is paid frame by frame).
         uint32_t taken = 0;
-        auto chain = std::make_shared<std::vector<uint32_t>>();  // the data's mbufs, by length
-        if (c_.mbuf_accounting) {
-          for (const auto& m : MbufAccount::sosend_chain(n, c_.udp_sendspace, taken)) chain->push_back(m.len);
-        } else if (n > 0) {
-          chain->push_back(static_cast<uint32_t>(n));
-        }
+        auto chain = std::make_shared<const std::vector<MbufAccount::Mbuf>>(  // the data's mbufs
+            c_.mbuf_accounting ? MbufAccount::sosend_chain(n, c_.udp_sendspace, taken)
+            : n > 0            ? std::vector<MbufAccount::Mbuf>{{mbuf::kMminoff, static_cast<uint32_t>(n), false}}
+                               : std::vector<MbufAccount::Mbuf>{});
         const size_t mbufs = std::max<size_t>(chain->size(), 1);
         const uint64_t ps = cycles(c_.sosend_instr + c_.stream_write_instr + c_.mbuf_steps_instr(mbufs)) +
                             os_.copy_ps(n) + cycles(c_.udp_output_instr) +
@@ -229,25 +227,18 @@ void InetStack::sendto(int fd, uint32_t dst_node, uint16_t dst_port, std::vector
       [err, k = std::move(k)] { k(*err); });
 }
 
-uint32_t InetStack::udp_frame_buffers(const std::vector<uint32_t>& chain, size_t i, size_t frames) const {
+uint32_t InetStack::udp_frame_buffers(const std::vector<MbufAccount::Mbuf>& chain, size_t i, size_t frames) const {
   if (frames == 1) return 1 + static_cast<uint32_t>(chain.size());
-  // Fragment i: a fresh header mbuf and m_copy of the IP payload [q i, q (i + 1)) out of the
-  // datagram's chain, whose first mbuf (udp_output's) holds the 8-byte UDP header.
-  const uint64_t q = (c_.mtu - mbp2::kIpHeader) & ~7u;
+  // Fragment i carries the IP payload [q i, q (i + 1)): a fresh header mbuf, the mbuf of the
+  // 8-byte UDP header (udp_output's) for the first, and the data mbufs its piece spans.
+  const uint64_t q = (c_.mtu - mbp2::kIpHeader) & ~7u, h = mbp2::kUdpHeader;
   const uint64_t lo = q * i, hi = q * (i + 1);
-  uint32_t spanned = 0;
-  uint64_t at = 0;
-  auto piece = [&](uint64_t len) {
-    if (len > 0 && at < hi && at + len > lo) ++spanned;
-    at += len;
-  };
-  piece(mbp2::kUdpHeader);
-  for (uint32_t len : chain) piece(len);
-  return 1 + spanned;
+  const uint64_t data_lo = lo > h ? lo - h : 0;
+  return 1 + (lo < h ? 1 : 0) + MbufAccount::span_of(chain, data_lo, hi - h - data_lo);
 }
 
 void InetStack::output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames,
-                              std::shared_ptr<const std::vector<uint32_t>> chain, uint32_t dst, size_t i,
+                              std::shared_ptr<const std::vector<MbufAccount::Mbuf>> chain, uint32_t dst, size_t i,
                               std::function<void(Errno)> k) {
   if (i == frames->size()) return k(Errno::Ok);
   if (!ifq_enter()) return k(Errno::NoBufs);  // this frame and the rest of the datagram are lost

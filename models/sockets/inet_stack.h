@@ -215,15 +215,15 @@ class InetStack final : public sc_core::sc_module {
   bool ifq_enter();
   void to_nic(std::vector<uint8_t>&& frame, uint32_t dst);
   // Sends the frames of one datagram, one after another through ether_output and the driver;
-  // `chain` holds the lengths of the mbufs sosend put its data in.
+  // `chain` holds the mbufs sosend put its data in.
   void output_frames(std::shared_ptr<std::vector<std::vector<uint8_t>>> frames,
-                     std::shared_ptr<const std::vector<uint32_t>> chain, uint32_t dst, size_t i,
+                     std::shared_ptr<const std::vector<MbufAccount::Mbuf>> chain, uint32_t dst, size_t i,
                      std::function<void(Errno)> k);
   // The mbufs frame `i` of a datagram in `frames` frames reaches the driver in: udp_output's
   // header mbuf and the data's; a fragment is a fresh header mbuf and one for each mbuf of the
   // datagram its piece spans (4.3BSD-Tahoe's ip_output cuts every fragment with m_copy, which
   // makes one mbuf per mbuf it spans).
-  uint32_t udp_frame_buffers(const std::vector<uint32_t>& chain, size_t i, size_t frames) const;
+  uint32_t udp_frame_buffers(const std::vector<MbufAccount::Mbuf>& chain, size_t i, size_t frames) const;
   // Takes the frames off ipintrq one by one: BSD's netisr, or the rest of the driver's interrupt
   // routine under Solaris (sockets.ip_input).
   void netisr();

@@ -97,15 +97,19 @@ class MbufAccount {
   }
   // How many mbufs the `n` bytes from `off` on lie in (tcp_output's m_copy of a segment's data
   // makes one mbuf for each).
-  uint32_t span(uint64_t off, uint64_t n) const {
+  uint32_t span(uint64_t off, uint64_t n) const { return span_of(q_, off, n); }
+  // The same over any chain of mbufs, front to back (a datagram's, for ip_output's fragments).
+  template <class Chain>
+  static uint32_t span_of(const Chain& chain, uint64_t off, uint64_t n) {
+    if (n == 0) return 0;
     uint32_t k = 0;
     uint64_t at = 0;
-    for (const Mbuf& m : q_) {
+    for (const Mbuf& m : chain) {
       if (at >= off + n) break;
       if (m.len > 0 && at + m.len > off) ++k;
       at += m.len;
     }
-    return n == 0 ? 0 : k;
+    return k;
   }
   void clear() {
     q_.clear();
