@@ -418,7 +418,7 @@ void InetStack::udp_input(std::vector<uint8_t>&& datagram, std::vector<uint32_t>
     for (size_t i = 0; i < frag_ip_lens.size(); ++i) {
       const uint32_t hdr = i == 0 ? mbuf::kUdpIpHdr : 20;
       const uint32_t d = std::min(left, frag_ip_lens[i] > hdr ? frag_ip_lens[i] - hdr : 0);
-      for (const auto& m : MbufAccount::rx_chain(frag_ip_lens[i], d, hdr)) chain.push_back(m);
+      for (const auto& m : MbufAccount::rx_chain(frag_ip_lens[i], d, c_.driver_rx_copy_max, hdr)) chain.push_back(m);
       left -= d;
     }
     s->rcv_mb.append(chain, true);

@@ -66,6 +66,7 @@ struct SocketConfig {
   uint32_t driver_max_maps{};  // the most buffers of a frame the driver maps one by one (more: copied into one); 0: per frame only
   double dvma_map_instr{};     // per buffer the driver maps for the NIC's DMA (with driver_max_maps)
   double driver_pullup_instr{};  // a frame of more buffers copied into one (with driver_max_maps), beside the copy
+  uint32_t driver_rx_copy_max{};  // the longest received IP packet the driver copies into small mbufs (longer: its buffer loaned up)
   bool udp_cksum{};      // UDP checksums made and checked (SunOS 4.1.4's udp_cksum: off)
   bool ip_input_in_interrupt{};  // IP input in the driver's interrupt (Solaris's STREAMS), not in netisr (BSD)
   bool udp_streams_rcv{};  // a datagram is dropped: when it does not fit (BSD) or when the stream head's queue is at its mark (Solaris)

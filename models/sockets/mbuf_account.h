@@ -14,7 +14,9 @@
 //   - the LANCE driver (le_read) loans a received frame's buffer as one cluster-type mbuf when
 //     the frame is longer than MLEN, and copies shorter ones into small mbufs (copy_to_mbufs,
 //     the first starting ETHER_PRE_PAD = 24 bytes in); TCP strips the 40 bytes of IP and TCP
-//     headers in place and sbappends what is left.
+//     headers in place and sbappends what is left. The SBus FastEthernet card's SunOS driver
+//     is assumed to do the same (sockets.driver_rx_copy_max 112; 0 loans every frame up, as
+//     its Solaris version does).
 // So a 512-byte write costs a send buffer 1152 bytes of mbuf storage (2.25 times its data, more
 // than sb_mbmax's factor of 2), and any segment of more than 72 data bytes costs the receiver's
 // buffer 1152. UDP's sbappendaddr refuses a datagram whose bytes and 16-byte address exceed
@@ -137,11 +139,14 @@ class MbufAccount {
     }
     return out;
   }
-  // The data of a received frame as le_read hands it up and TCP or UDP appends it: `ip_len` is
-  // the IP packet's length, `data` its data bytes after `hdr` bytes of IP and transport headers.
-  static std::vector<Mbuf> rx_chain(uint32_t ip_len, uint32_t data, uint32_t hdr = mbuf::kTcpIpHdr) {
+  // The data of a received frame as the driver hands it up and TCP or UDP appends it: `ip_len`
+  // is the IP packet's length, `data` its data bytes after `hdr` bytes of IP and transport
+  // headers. A packet of more than `copy_max` bytes (sockets.driver_rx_copy_max, at most MLEN)
+  // comes up in the driver's loaned receive buffer, one cluster-type mbuf; a shorter one is
+  // copied into small mbufs as le_read's copy_to_mbufs does.
+  static std::vector<Mbuf> rx_chain(uint32_t ip_len, uint32_t data, uint32_t copy_max, uint32_t hdr = mbuf::kTcpIpHdr) {
     if (data == 0) return {};
-    if (ip_len > mbuf::kMlen) return {Mbuf{mbuf::kMminoff, data, true}};  // the loaned receive buffer
+    if (ip_len > copy_max) return {Mbuf{mbuf::kMminoff, data, true}};  // the loaned receive buffer
     // copy_to_mbufs: the first mbuf from ETHER_PRE_PAD on, the rest in a second; the headers
     // are stripped from the front of the first.
     const uint32_t first = std::min(ip_len, mbuf::kMlen - mbuf::kEtherPrePad);

@@ -257,7 +257,7 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
         t.qwantw = true;
       }
       t.rcvbuf.insert(t.rcvbuf.end(), data, data + len);
-      t.rcv_mb.append(MbufAccount::rx_chain(mbuf::kTcpIpHdr + p->payload_len, len));
+      t.rcv_mb.append(MbufAccount::rx_chain(mbuf::kTcpIpHdr + p->payload_len, len, c_.driver_rx_copy_max));
       t.rcv_nxt += len;
       ack_in_order(t, len);
       sorwakeup(t);
@@ -272,7 +272,7 @@ State Tcp::a_segment(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_t>* 
         const uint32_t skip = t.rcv_nxt - b->first;
         if (skip < b->second.size()) {
           t.rcvbuf.insert(t.rcvbuf.end(), b->second.begin() + skip, b->second.end());
-          t.rcv_mb.append(MbufAccount::rx_chain(mbuf::kTcpIpHdr + static_cast<uint32_t>(b->second.size()), static_cast<uint32_t>(b->second.size()) - skip));
+          t.rcv_mb.append(MbufAccount::rx_chain(mbuf::kTcpIpHdr + static_cast<uint32_t>(b->second.size()), static_cast<uint32_t>(b->second.size()) - skip, c_.driver_rx_copy_max));
           t.rcv_nxt += static_cast<uint32_t>(b->second.size()) - skip;
           moved = true;
         }

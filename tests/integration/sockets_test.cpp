@@ -83,10 +83,17 @@ TEST(Sockets, ADatagramLongerThanTheMtuIsFragmentedAndReassembled) {
 
 // SunOS's sbappendaddr refuses a datagram its receive buffer's mbuf storage cannot take, as
 // well as one its bytes cannot (mbuf_account.h): each 4-byte datagram costs 20 bytes of SunOS's
-// 18,032 but a 128-byte mbuf of the 36,064 (twice the buffer; its data packed into its
-// address's mbuf), so a socket nobody reads holds 282 of them, not 700 (901 by bytes).
-void flood_an_unread_socket(bool acct, uint64_t expect_queued) {
-  Hosts h([acct](mbcf::EtherSysConfig&, SocketConfig& sc) { sc.mbuf_accounting = acct; });
+// 18,032. Where the driver copies a short frame into small mbufs (le_read's rule, the default,
+// sockets.driver_rx_copy_max 112) it costs a 128-byte mbuf of the 36,064 (twice the buffer; its
+// data packed into its address's mbuf), so a socket nobody reads holds 282 of them, not 700 (901
+// by bytes). Where the driver loans every frame up (0, as hme.c does) each costs the address's
+// mbuf and a cluster, 1280 bytes: 28 fit, and a 29th still finds its 20 bytes in the 224 left
+// (sbappendaddr checks bytes, then charges the storage), so 29.
+void flood_an_unread_socket(bool acct, uint32_t copy_max, uint64_t expect_queued) {
+  Hosts h([acct, copy_max](mbcf::EtherSysConfig&, SocketConfig& sc) {
+    sc.mbuf_accounting = acct;
+    sc.driver_rx_copy_max = copy_max;
+  });
   const int s0 = h.inet[0]->udp_socket(), s1 = h.inet[1]->udp_socket();
   ASSERT_EQ(h.inet[1]->bind(s1, 9000), Errno::Ok);
   uint32_t sent = 0;
@@ -104,8 +111,9 @@ void flood_an_unread_socket(bool acct, uint64_t expect_queued) {
   EXPECT_EQ(h.inet[1]->queued(s1), expect_queued);
   EXPECT_EQ(h.stat(1, "full_socket"), 700u - expect_queued);
 }
-TEST(Sockets, SunOsRefusesADatagramItsReceiveBuffersMbufStorageCannotTake) { flood_an_unread_socket(true, 282); }
-TEST(Sockets, CountingBytesOnlyTheUnreadSocketTakesEveryDatagram) { flood_an_unread_socket(false, 700); }
+TEST(Sockets, SunOsRefusesADatagramItsReceiveBuffersMbufStorageCannotTake) { flood_an_unread_socket(true, 112, 282); }
+TEST(Sockets, ADriverThatLoansEveryFrameFillsTheReceiveBuffersStorageTenTimesSooner) { flood_an_unread_socket(true, 0, 29); }
+TEST(Sockets, CountingBytesOnlyTheUnreadSocketTakesEveryDatagram) { flood_an_unread_socket(false, 0, 700); }
 
 // select() with a timeout on UDP sockets: nothing comes, and it returns -1 on the kernel clock's
 // tick at or after the timeout (a 25 ms timeout from 3 ms ends at the 30 ms tick, plus the

@@ -55,21 +55,37 @@ TEST(MbufAccount, ShortWritesGoIntoSmallMbufsThatSbcompressPacks) {
 // costs the receive buffer 1152) and copies a short one into small mbufs, which pack.
 TEST(MbufAccount, AReceivedSegmentIsALoanedClusterOrPackedSmallMbufs) {
   MbufAccount rcv(4096);
-  rcv.append(MbufAccount::rx_chain(40 + 512, 512));
+  rcv.append(MbufAccount::rx_chain(40 + 512, 512, mbuf::kMlen));
   EXPECT_EQ(rcv.mbcnt(), 1152u);
-  rcv.append(MbufAccount::rx_chain(40 + 73, 73));  // 113 bytes of IP: loaned too
+  rcv.append(MbufAccount::rx_chain(40 + 73, 73, mbuf::kMlen));  // 113 bytes of IP: loaned too
   EXPECT_EQ(rcv.mbcnt(), 2u * 1152u);
 
   MbufAccount small(4096);
-  small.append(MbufAccount::rx_chain(40 + 20, 20));
-  small.append(MbufAccount::rx_chain(40 + 20, 20));  // 76 + 20 + 20 <= MMAXOFF: packed
+  small.append(MbufAccount::rx_chain(40 + 20, 20, mbuf::kMlen));
+  small.append(MbufAccount::rx_chain(40 + 20, 20, mbuf::kMlen));  // 76 + 20 + 20 <= MMAXOFF: packed
   EXPECT_EQ(small.mbcnt(), 128u);
-  small.append(MbufAccount::rx_chain(40 + 20, 20));
+  small.append(MbufAccount::rx_chain(40 + 20, 20, mbuf::kMlen));
   EXPECT_EQ(small.mbcnt(), 256u);
-  const auto two = MbufAccount::rx_chain(40 + 70, 70);  // 110 bytes: 88 in the first mbuf, 22 in a second
+  const auto two = MbufAccount::rx_chain(40 + 70, 70, mbuf::kMlen);  // 110 bytes: 88 in the first mbuf, 22 in a second
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0].len, 48u);
   EXPECT_EQ(two[1].len, 22u);
+}
+
+// A driver that loans every frame up (sockets.driver_rx_copy_max 0, the SBus FastEthernet card
+// as Solaris's hmeread does it) charges even a 20-byte segment a whole cluster; a threshold
+// between copies up to it and loans above it.
+TEST(MbufAccount, ADriverThatLoansEveryFrameChargesASmallSegmentACluster) {
+  MbufAccount rcv(4096);
+  const auto one = MbufAccount::rx_chain(40 + 20, 20, 0);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(one[0].cluster);
+  rcv.append(one);
+  rcv.append(MbufAccount::rx_chain(40 + 20, 20, 0));  // clusters never pack
+  EXPECT_EQ(rcv.mbcnt(), 2u * 1152u);
+  EXPECT_FALSE(MbufAccount::rx_chain(64, 24, 64)[0].cluster);  // at the threshold: copied
+  EXPECT_TRUE(MbufAccount::rx_chain(65, 25, 64)[0].cluster);   // one byte over it: loaned
+  EXPECT_TRUE(MbufAccount::rx_chain(40, 0, 0).empty());        // no data, nothing appended
 }
 
 // sbappendaddr: a record's address mbuf is never packed into the record before, but a short
@@ -80,7 +96,7 @@ TEST(MbufAccount, ADatagramRecordStartsWithItsAddressAndPacksItsShortData) {
   EXPECT_EQ(sb.mbmax(), 65536u);
   for (int i = 0; i < 3; ++i) {
     std::vector<MbufAccount::Mbuf> rec{{mbuf::kMminoff, mbuf::kSockaddr, false}};
-    for (const auto& m : MbufAccount::rx_chain(32, 4, mbuf::kUdpIpHdr)) rec.push_back(m);
+    for (const auto& m : MbufAccount::rx_chain(32, 4, mbuf::kMlen, mbuf::kUdpIpHdr)) rec.push_back(m);
     sb.append(rec, true);
     EXPECT_EQ(sb.mbcnt(), 128u * (i + 1));
   }
