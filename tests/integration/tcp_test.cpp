@@ -494,8 +494,8 @@ TEST(Tcp, WithTcpNodelayEverySmallSendIsASegment) {
 }
 
 // SunOS 4.1.4 charges a socket buffer for the mbufs that hold its data (mbuf_account.h): each
-// 256-byte segment the driver loans up (either card's) costs the receiver's 4 KB buffer 1152 bytes of its
-// 8 KB of storage. Sixteen such segments fill the window first offered (4096 bytes, never
+// 256-byte segment the driver loans up (either card's: it is longer than MLEN) costs the
+// receiver's 4 KB buffer 1152 bytes of its 8 KB of storage. Sixteen such segments fill the window first offered (4096 bytes, never
 // shrunk); the receiver then reads 2048 of them. Counting bytes (Solaris's STREAMS,
 // sockets.mbuf_accounting false) that read opens the window by 2048 and eight more segments come;
 // counting storage, the eight left still hold 9216 bytes of it, more than the 8192 allowed, so the
