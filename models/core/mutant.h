@@ -91,10 +91,11 @@ inline Id from_env() {
   std::fprintf(stderr, "MBPSIM_MUTANT=%s: no such mutant (models/core/mutant.h lists them)\n", v);
   std::exit(1);
 }
-inline bool on(Id m) {
-  static const Id active = from_env();
-  return active == m;
-}
+// Read once, before main (a namespace-scope variable, not a function's static): a site costs
+// a load and a compare, with no guard to check on each call (the lone-flit path asks once per
+// router step).
+inline const Id g_active = from_env();
+inline bool on(Id m) { return g_active == m; }
 #else
 constexpr bool on(Id) { return false; }
 #endif
