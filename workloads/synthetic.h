@@ -42,6 +42,8 @@ class SyntheticTraffic : public Workload {
   nlohmann::ordered_json summary() const override;
   void on_timer(uint32_t node, uint64_t tag, uint64_t now) override;
   void on_packet(uint32_t node, net::Packet& p, uint64_t now) override;
+  // Its callbacks use the time they are given and the network's calls only.
+  bool runs_on_network_time() const override { return true; }
 
  private:
   void make_packet(uint32_t node, Rng& r);  // one packet from `node`, into its source queue
@@ -78,6 +80,8 @@ class ScriptTraffic : public Workload {
   void on_timer(uint32_t node, uint64_t tag, uint64_t now) override;
   void on_packet(uint32_t node, net::Packet& p, uint64_t now) override;
   void on_ack(uint32_t node, const net::Packet& ack, uint64_t now) override;
+  // Its callbacks use the network's calls only.
+  bool runs_on_network_time() const override { return true; }
 
  private:
   struct Entry {

@@ -30,6 +30,7 @@ struct NetConfig {
   int ack_flits{};
   uint64_t watchdog_cycles{};
   bool fast_path{};
+  bool run_ahead{};
 
   uint32_t nodes() const;
   int flit_cycles() const { return (flit_bits + link_width_bits - 1) / link_width_bits; }

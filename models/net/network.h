@@ -35,6 +35,11 @@ class NetClient {
   virtual void on_packet(uint32_t node, Packet& p, uint64_t now) = 0;
   // An acknowledgement (combined, or one end-to-end ack) reached the multicast's source.
   virtual void on_ack(uint32_t node, const Packet& ack, uint64_t now) {}
+  // True when the callbacks above read the time only as the network gives it (their `now`,
+  // Network::now()) and touch no SystemC clock, event or process: the network may then run
+  // them ahead of SystemC's time (network.run_ahead). A client that asks sc_time_stamp() (the
+  // MBP's calendar does) must say false.
+  virtual bool runs_on_network_time() const { return false; }
 };
 
 enum class EvType : uint8_t { FlitArrive, Eject, Timer };
@@ -132,6 +137,12 @@ class Network : public sc_core::sc_module {
   uint64_t total_delivered() const { return total_delivered_; }
   // Starts the network process (call once after elaboration).
   void start();
+  // The last cycle the current sc_start runs (the runner sets it before each slice): with
+  // network.run_ahead and a client that runs on network time, one activation may run the busy
+  // cycles up to it while no other SystemC activity is due before them. 0: never run ahead.
+  void set_horizon(uint64_t cycle) { horizon_ = cycle; }
+  // Host-side count for host.json (never stats.json): cycles run ahead of SystemC's time.
+  uint64_t run_ahead_cycles() const { return run_ahead_cycles_; }
   // Measurement epoch for utilisation formulas: call with the stats reset.
   void reset_epoch();
   // A protocol invariant broke: the run stops and fails with exit status 2 and a dump.
@@ -187,6 +198,11 @@ class Network : public sc_core::sc_module {
   uint64_t events_ = 0;
   uint64_t total_delivered_ = 0;
   uint64_t router_steps_ = 0;
+  uint64_t horizon_ = 0;            // set_horizon
+  uint64_t run_ahead_cycles_ = 0;   // run_ahead_cycles
+  bool running_ahead_ = false;      // in a cycle run ahead of SystemC's time
+  bool stop_due_ = false;           // a run-ahead cycle failed: sc_stop at its own time
+  void fail_stop();                 // sc_stop now, or at the failing cycle's time when run ahead
 
   PacketPool pool_;
   uint64_t next_id_ = 1;

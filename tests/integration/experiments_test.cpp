@@ -101,5 +101,68 @@ TEST(NetworkFastPath, RoutersHoldingOneFlitTakeIt) {
   EXPECT_EQ(hg.at("router_lone_steps").get<uint64_t>(), 0u);
 }
 
+// The network's run-ahead (network.run_ahead: when the client reads time only from the
+// network, one SystemC activation runs the busy cycles up to the end of the runner's slice
+// while nothing else in the simulation is due) is host speed only: every statistic equals one
+// activation per busy cycle, byte for byte, with the runner's usual slices and with one-cycle
+// slices (a heartbeat so short that each slice is one cycle: no cycle may then run ahead).
+TEST(NetworkRunAhead, StatisticsEqualOneActivationPerBusyCycle) {
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"net-qtree64-uniform.json", "--set workload.injection_rate=0.01 --set workload.measure_cycles=4000"},
+      {"net-qtree64-uniform.json", "--set workload.injection_rate=0.055 --set workload.measure_cycles=4000"},
+      {"default.json", "--set workload.measure_cycles=4000"},
+      {"fig2-7-multicast.json", ""},
+  };
+  const auto host_of = [](const test::Run& r) { return nlohmann::json::parse(test::read_text(r.out / "host.json")); };
+  for (const auto& [config, sets] : runs) {
+    const auto ahead = test::run_ok(config, sets + " --set network.run_ahead=true");
+    const auto each = test::run_ok(config, sets + " --set network.run_ahead=false");
+    const auto stepped = test::run_ok(config, sets + " --set network.run_ahead=true --set experiment.heartbeat_s=1e-9");
+    ASSERT_TRUE(ahead.stats.contains("stats") && each.stats.contains("stats")) << config;
+    EXPECT_EQ(ahead.stats["run"], each.stats["run"]) << config << " " << sets;
+    EXPECT_EQ(ahead.summary(), each.summary()) << config << " " << sets;
+    EXPECT_TRUE(ahead.stats["stats"] == each.stats["stats"]) << config << " " << sets << ": statistics differ";
+    EXPECT_TRUE(stepped.stats["stats"] == each.stats["stats"]) << config << " " << sets << ": one-cycle slices differ";
+    // The runs did route traffic, and cycles did run ahead (a vacuous comparison would pass too).
+    EXPECT_GT(each.stats["stats"]["system"]["net"]["packets_delivered"].get<uint64_t>(), 0u) << config;
+    EXPECT_GT(host_of(ahead).at("network_run_ahead_cycles").get<uint64_t>(), 0u) << config;
+    EXPECT_EQ(host_of(each).at("network_run_ahead_cycles").get<uint64_t>(), 0u) << config;
+  }
+  // At 0.01 flits/node/cycle nearly every busy cycle after a slice's first runs ahead.
+  const auto low = test::run_ok("net-qtree64-uniform.json",
+                                "--set workload.injection_rate=0.01 --set workload.measure_cycles=20000");
+  const auto h = host_of(low);
+  EXPECT_GT(h.at("network_run_ahead_cycles").get<double>(), 0.9 * low.stats["run"]["simulated_cycles"].get<double>());
+}
+
+// A run that fails in a cycle run ahead (here the watchdog: receiver 9 never acknowledges)
+// stops at that cycle's own time, as one activation per cycle does: the same simulated cycles,
+// the same failure. The multicast starts at the window's last cycle, so its deliveries and the
+// watchdog's cycle, 101 cycles later, fall in one of the runner's 200-cycle drain slices: the
+// network runs ahead from the last delivery to the watchdog. (Stopping SystemC at once there
+// ended the run at cycle 200, where that activation began.)
+TEST(NetworkRunAhead, AFailureInACycleRunAheadStopsTheRunAtThatCycle) {
+  auto d = test::temp_dir("runahead_watchdog");
+  test::write_text(d / "c.json", R"({"network": {"levels": 2, "watchdog_cycles": 100},
+    "workload": {"kind": "script", "measure_cycles": 200, "drain_cycles": 5000,
+                 "script": [{"cycle": 199, "src": 4, "dests": [5, 9], "silent": [9]}]}})");
+  const auto ahead = test::run_config((d / "c.json").string(), "--seed 7 --set network.run_ahead=true");
+  const auto each = test::run_config((d / "c.json").string(), "--seed 7 --set network.run_ahead=false");
+  ASSERT_EQ(ahead.status, 2) << ahead.output;
+  ASSERT_EQ(each.status, 2) << each.output;
+  EXPECT_EQ(each.stats["run"]["simulated_cycles"], 314) << each.stats["run"];
+  EXPECT_EQ(ahead.stats["run"], each.stats["run"]);
+  EXPECT_TRUE(ahead.stats["stats"] == each.stats["stats"]);
+}
+
+// The MBP's calendar reads SystemC's clock, so a network serving it keeps one activation per
+// busy cycle.
+TEST(NetworkRunAhead, TheMbpKeepsOneActivationPerBusyCycle) {
+  const auto r = test::run_ok("mbp16.json", "--set sharing.refs_per_proc=300");
+  const auto h = nlohmann::json::parse(test::read_text(r.out / "host.json"));
+  EXPECT_GT(r.stats["stats"]["system"]["net"]["packets_delivered"].get<uint64_t>(), 0u);
+  EXPECT_EQ(h.at("network_run_ahead_cycles").get<uint64_t>(), 0u);
+}
+
 }  // namespace
 }  // namespace mbpsim
