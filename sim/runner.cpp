@@ -19,6 +19,7 @@
 #include "models/core/sim_time.h"
 #include "models/core/timeline.h"
 #include "models/core/error.h"
+#include "models/core/mutant.h"
 #include "models/core/module_tree.h"
 #include "models/mbp2/mbp2_cards.h"
 #include "models/core/stats.h"
@@ -416,7 +417,7 @@ int run_experiment(const RunOptions& o) {
       // it: sc_start makes what is due then runnable but runs it at the next sc_start.
       if (network) {
         const uint64_t end = (sc_core::sc_time_stamp() + per * step).value(), pv = per.value();
-        network->set_horizon((end + pv - 1) / pv - 1);
+        network->set_horizon(mutant::on(mutant::Id::RunAheadIntoSliceEnd) ? end / pv : (end + pv - 1) / pv - 1);
       }
       sc_core::sc_start(per * step);
       const double dw = std::chrono::duration<double>(clock::now() - w0).count();

@@ -35,6 +35,8 @@ enum class Id : unsigned char {
   HelloRestartsNumbering,  // mbcf/ether: on a peer's Hello both ends number afresh from 1 (an old frame can pass for a new one)
   SnoopFilterKeepsVictims,  // mbp: an L2 victim's bit stays in the node's snoop filter
   LonePathKeepsSaPointer,   // net: the lone-flit fast path leaves the outputs' switch-allocation pointers as they were
+  RunAheadIntoSliceEnd,     // net: the runner's horizon takes in the cycle at its slice's very end (it runs before the runner looks)
+  RunAheadStopsAtOnce,      // net: a failure in a cycle run ahead stops SystemC where the activation began
   // Speed mutants: right results, more work. The speed guard (scripts/speed-guard.py) must catch them.
   CopyPerPacket,          // net: every delivered packet is copied byte by byte into a scratch buffer
   CopyPerReference,       // mbp: every completed processor reference is copied byte by byte into a scratch buffer
@@ -59,6 +61,8 @@ inline constexpr Entry kAll[] = {
     {Id::HelloRestartsNumbering, "hello_restarts_numbering"},
     {Id::SnoopFilterKeepsVictims, "snoop_filter_keeps_victims"},
     {Id::LonePathKeepsSaPointer, "lone_path_keeps_sa_pointer"},
+    {Id::RunAheadIntoSliceEnd, "run_ahead_into_slice_end"},
+    {Id::RunAheadStopsAtOnce, "run_ahead_stops_at_once"},
     {Id::CopyPerPacket, "copy_per_packet"},                {Id::CopyPerReference, "copy_per_reference"},
     {Id::ScatterPerPacket, "scatter_per_packet"},
 };

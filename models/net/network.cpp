@@ -570,7 +570,7 @@ void Network::process_method() {
 }
 
 void Network::fail_stop() {
-  if (running_ahead_)
+  if (running_ahead_ && !mutant::on(mutant::Id::RunAheadStopsAtOnce))
     stop_due_ = true;  // process_method stops the run when SystemC's time reaches this cycle
   else
     sc_core::sc_stop();
