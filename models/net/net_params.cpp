@@ -28,7 +28,7 @@ const ParamTable<NetConfig>& NetConfig::params() {
       .add(&NetConfig::ack_flits, {"network.ack_flits", 1, "flits", "size of an acknowledgement packet", 1, 64})
       .add(&NetConfig::watchdog_cycles, {"network.watchdog_cycles", 100000, "cycles", "no delivery for this long with packets in flight: the run fails (exit 2)", 100, 1e12})
       .add(&NetConfig::fast_path, {"network.fast_path", true, "", "a router holding a single flit takes its cycle without scanning its ports and VCs (a host-speed switch: statistics are identical either way; false runs the general allocators for differential testing)", 0, 1})
-      .add(&NetConfig::run_ahead, {"network.run_ahead", true, "", "when the client reads time only from the network (synthetic traffic), the network runs its busy cycles one after another in one SystemC activation while nothing else in the simulation is due, up to the end of the runner's slice, instead of one activation per busy cycle (a host-speed switch: statistics are identical either way)", 0, 1});
+      .add(&NetConfig::run_ahead, {"network.run_ahead", true, "", "when the client reads time only from the network (the synthetic and scripted traffic; not the MBP), the network runs its busy cycles one after another in one SystemC activation while nothing else in the simulation is due, up to the end of the runner's slice, instead of one activation per busy cycle (a host-speed switch: statistics are identical either way)", 0, 1});
   return t;
 }
 
