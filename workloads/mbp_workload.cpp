@@ -141,10 +141,12 @@ SharingWorkload::SharingWorkload(const Config& c, net::Network& net, Stats& stat
   rng_[idx] = r;
 }
 
-// Each op is drawn two steps early, when the op two before it is handed out, so that op can name
-// it (MemOp::ahead, a hint for the host's caches); the draws and their order per stream are the
-// same as drawing each op when asked.
+// Each op is drawn kAheadOps steps early, when the op that many before it is handed out, so that
+// op can name it (MemOp::ahead, a hint for the host's caches); the draws and their order per
+// stream are the same as drawing each op when asked.
 bool SharingWorkload::next(uint32_t n, uint32_t p, MemOp& op) {
+  constexpr uint32_t kAhead = MemOp::kAheadOps;
+  static_assert((kAhead & (kAhead - 1)) == 0, "the ring is indexed by a mask");
   const uint32_t idx = n * procs_ + p;
   uint64_t& k = issued_[idx];
   if (k > refs_per_proc_) {
@@ -155,11 +157,10 @@ bool SharingWorkload::next(uint32_t n, uint32_t p, MemOp& op) {
     return false;
   }
   Drawn* ring = drawn_[idx].data();
-  if (__builtin_expect(!ring[k & 1].valid, 0)) {  // the first op: it and the one after
-    draw(idx, k, ring[k & 1]);
-    if (k + 1 <= refs_per_proc_) draw(idx, k + 1, ring[(k + 1) & 1]);
+  if (__builtin_expect(!ring[k & (kAhead - 1)].valid, 0)) {  // the first op: it and the ones up to the first named
+    for (uint64_t j = k; j < k + kAhead && j <= refs_per_proc_; ++j) draw(idx, j, ring[j & (kAhead - 1)]);
   }
-  Drawn& a = ring[k & 1];
+  Drawn& a = ring[k & (kAhead - 1)];
   op.tag = 0;  // only the fields an op kind reads are set: a MemOp is large and this is the hot path
   op.gap = a.gap;
   op.kind = a.kind;
@@ -177,8 +178,8 @@ bool SharingWorkload::next(uint32_t n, uint32_t p, MemOp& op) {
   ++k;
   a.valid = false;
   op.ahead = MemOp::Ahead::Unknown;
-  if (k + 1 <= refs_per_proc_) {  // the op after the next one, into the slot just freed
-    draw(idx, k + 1, a);
+  if (k + kAhead - 1 <= refs_per_proc_) {  // the op kAhead after this one, into the slot just freed
+    draw(idx, k + kAhead - 1, a);
     if (a.kind == OpKind::Load || a.kind == OpKind::Store) {
       op.ahead = a.kind == OpKind::Store ? MemOp::Ahead::Store : MemOp::Ahead::Load;
       op.ahead_addr = a.addr;

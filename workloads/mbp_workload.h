@@ -68,7 +68,8 @@ class SharingWorkload : public MbpWorkload {
   uint32_t gap_;
   std::vector<Rng> rng_;
   std::vector<uint64_t> issued_;
-  std::vector<std::array<Drawn, 2>> drawn_;  // a processor's ops k and k + 1, in slots k & 1
+  // A processor's ops k ... k + kAheadOps - 1, op j in slot j % kAheadOps.
+  std::vector<std::array<Drawn, node::MemOp::kAheadOps>> drawn_;
   uint32_t finished_ = 0;
   uint64_t shared_base_ = 0;
 };

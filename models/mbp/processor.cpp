@@ -140,18 +140,19 @@ void System::run_proc(Proc& p, uint64_t now) {
   }
 }
 
-// The driver named a later op (MemOp::ahead): ask the host's caches for its block's L1 set and
-// its page's frame, and one op later, for a store, for the L2 line it writes through to, so
-// those misses overlap the work before it instead of stalling it. Only where a recent
-// translation knows the page's frame; a stale guess prefetches the wrong lines and nothing
-// else. (The count is also what keeps the compiler from deleting the call: a function that
-// only prefetches counts as free of side effects, and its calls as dead code.)
+// The driver named a later op (MemOp::ahead, kAheadOps on): ask the host's caches for its
+// block's L1 set and its page's frame, and kAheadOps / 2 ops later, for a store, for the L2 line
+// it writes through to, which the L1 line (by then arrived) names. So those misses overlap the
+// work of the ops before it instead of stalling it (with one op between the L1 set's prefetch
+// and its read, that read still stalled). Only where a recent translation knows the page's
+// frame; a stale guess prefetches the wrong lines and nothing else. (The count is also what
+// keeps the compiler from deleting the call: a function that only prefetches counts as free of
+// side effects, and its calls as dead code.)
 void System::prefetch_hinted(Proc& p) {
-  // The store named last time is the next op: its L1 line, asked for then, now says which L2
-  // line the store writes through to.
-  if (p.store_ahead != Proc::kNoBlock) {
-    if (const node::Cache::Line* l = p.l1.find(p.store_ahead)) __builtin_prefetch(p.l2.at(l->link), 1);
-    p.store_ahead = Proc::kNoBlock;
+  uint64_t& named = p.store_ahead[p.op_seq % p.store_ahead.size()];
+  if (named != Proc::kNoBlock) {  // the store named kAheadOps / 2 ops ago
+    if (const node::Cache::Line* l = p.l1.find(named)) __builtin_prefetch(p.l2.at(l->link), 1);
+    named = Proc::kNoBlock;
   }
   if (p.op.ahead == MemOp::Ahead::Unknown) return;
   const uint64_t addr = p.op.ahead_addr;
@@ -162,7 +163,7 @@ void System::prefetch_hinted(Proc& p) {
   ++prefetched_;
   __builtin_prefetch(h.frame);
   p.l1.prefetch(pblk);
-  if (p.op.ahead == MemOp::Ahead::Store) p.store_ahead = pblk;
+  if (p.op.ahead == MemOp::Ahead::Store) named = pblk;
 }
 
 void System::finish_op(Proc& p, uint64_t t) {

@@ -138,7 +138,15 @@ struct System::Proc : sc_core::sc_module {
   };
   std::array<HintPage, 4> hint_pages{};
   static constexpr uint64_t kNoBlock = ~0ull;
-  uint64_t store_ahead = kNoBlock;  // the block of a store named ahead, whose L2 line is not yet asked for
+  // The blocks of the stores named ahead in the last kAheadOps / 2 ops (slot op_seq % that), whose
+  // L2 lines are not yet asked for.
+  using AheadStores = std::array<uint64_t, node::MemOp::kAheadOps / 2>;
+  static constexpr AheadStores kNoStores = [] {
+    AheadStores a{};
+    for (uint64_t& b : a) b = kNoBlock;
+    return a;
+  }();
+  AheadStores store_ahead = kNoStores;
   std::vector<WbEntry> wb;
   // Where the operations come from: the workload's driver (System::set_driver), or, once a
   // user bound a core model to it, the processor's TLM-2.0 port (`port`, System::processor_port).

@@ -31,10 +31,11 @@ struct MemOp {
   uint64_t tag = 0;   // the driver's own
   uint8_t level = 0;  // set on completion: where it was served (1 L1, 2 L2, 3 the node, 4 another node; 0 otherwise)
   // An op the driver will hand out later, when it already knows it (its ops do not depend on
-  // results; SharingWorkload names the second after this one, so the prefetch has a whole op's
-  // time to arrive): a hint for the host's caches only. The processor prefetches the
-  // simulator's records of that block, which changes the simulator's speed, never what it
-  // simulates.
+  // results): the op kAheadOps after this one, a hint for the host's caches only. The processor
+  // prefetches the simulator's records of that block, which changes the simulator's speed,
+  // never what it simulates: the block's L1 set at once, and for a store, kAheadOps / 2 ops
+  // later, the L2 line that L1 line names, so each prefetch has a few ops' time to arrive.
+  static constexpr uint32_t kAheadOps = 4;
   enum class Ahead : uint8_t { Unknown, Load, Store };
   Ahead ahead = Ahead::Unknown;
   uint64_t ahead_addr = 0;

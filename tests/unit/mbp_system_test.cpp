@@ -262,11 +262,11 @@ TEST(MbpSystem, ValueCheckerCatchesAStaleCopy) {
 }
 
 // A driver that knows its later ops names one with each op (MemOp::ahead; SharingWorkload the
-// second after it), and the processor prefetches the simulator's records of that block. The hint
+// one kAheadOps after it), and the processor prefetches the simulator's records of that block. The hint
 // must name the op that really comes (a wrong one would only cost speed, so nothing else would
 // notice), and the processors must take it: a compiler once deleted the whole prefetch as a call
 // without side effects.
-TEST(MbpSystem, TheSharingWorkloadNamesTheOpTwoAheadAndTheProcessorsPrefetchIt) {
+TEST(MbpSystem, TheSharingWorkloadNamesTheOpKAheadOpsOnAndTheProcessorsPrefetchIt) {
   struct Seen {
     node::OpKind kind;
     uint64_t addr;
@@ -299,11 +299,12 @@ TEST(MbpSystem, TheSharingWorkloadNamesTheOpTwoAheadAndTheProcessorsPrefetchIt) 
     ASSERT_EQ(seq.size(), 2001u);  // 2,000 references and the closing fence
     for (size_t i = 0; i < seq.size(); ++i) {
       const Seen& a = seq[i];
-      if (i + 2 >= seq.size() || (seq[i + 2].kind != node::OpKind::Load && seq[i + 2].kind != node::OpKind::Store)) {
+      const size_t j = i + node::MemOp::kAheadOps;
+      if (j >= seq.size() || (seq[j].kind != node::OpKind::Load && seq[j].kind != node::OpKind::Store)) {
         EXPECT_EQ(a.ahead, node::MemOp::Ahead::Unknown) << "op " << i;
         continue;
       }
-      const Seen& b = seq[i + 2];
+      const Seen& b = seq[j];
       ASSERT_EQ(a.ahead, b.kind == node::OpKind::Store ? node::MemOp::Ahead::Store : node::MemOp::Ahead::Load) << "op " << i;
       ASSERT_EQ(a.ahead_addr, b.addr) << "op " << i;
       ++named;
