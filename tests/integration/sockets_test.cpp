@@ -385,7 +385,9 @@ TEST(Sockets, TheReceiversFirstTouchOfAFrameIsColdAndTheSendersChecksumWarm) {
         const char* at = lance ? "rx_intr_ps" : cksum ? "netisr_ps" : "rx_ps";
         EXPECT_EQ(num(c["inet"][at]) - num(w["inet"][at]), lines * 250000);
         for (const char* other : {"rx_intr_ps", "netisr_ps", "rx_ps"})
-          if (std::string(other) != at) EXPECT_EQ(num(c["inet"][other]), num(w["inet"][other])) << other;
+          if (std::string(other) != at) {
+            EXPECT_EQ(num(c["inet"][other]), num(w["inet"][other])) << other;
+          }
       }
     }
 }
@@ -428,7 +430,9 @@ void receive_with_udp_checksums(bool cksum) {
   auto altered = p;
   altered[7] ^= 0x01;
   ASSERT_EQ(got.size(), cksum ? 2u : 3u);
-  if (!cksum) EXPECT_EQ(got[0].data, altered);   // nothing checked it
+  if (!cksum) {
+    EXPECT_EQ(got[0].data, altered);  // nothing checked it
+  }
   EXPECT_EQ(got[got.size() - 2].data, altered);  // the one sent without a sum
   EXPECT_EQ(got.back().data, bytes(1024, 2));    // a real send arrives either way
   EXPECT_EQ(h.stat(1, "bad_frames"), cksum ? 1u : 0u);
