@@ -7,7 +7,10 @@ const char* to_string(MsgType t) {
                             "Recall", "Inv", "Upd", "PageInv", "Data", "DataOnce", "DataX", "Nack",
                             "LocalGrant", "ReadResp", "WriteAck", "AtomicResp", "SetProtoAck",
                             "RecallData", "RoundAck", "PutAck"};
-  return n[static_cast<int>(t)];
+  static_assert(sizeof(n) / sizeof(n[0]) == kNumMsgTypes, "one name per message type");
+  // A value past the names (Count, or a corrupted message's byte) is named, not read past the table.
+  const int i = static_cast<int>(t);
+  return i < kNumMsgTypes ? n[i] : "(not a message type)";
 }
 
 bool carries_data(MsgType t) {

@@ -1,6 +1,7 @@
 // Parts of the MBP system that need no simulation: the controllers' tables, the atomic
 // command semantics, and the cache and TLB arrays.
 #include <set>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -42,6 +43,22 @@ TEST(ProtocolTables, EveryRowIsUniqueAndLooksUp) {
   // Every busy home state defers new requests.
   for (auto s : {mbp::HState::RecallS, mbp::HState::RecallX, mbp::HState::InvRound, mbp::HState::UpdRound})
     EXPECT_EQ(mbp::home_action(s, mbp::HEvent::GetS), mbp::HAction::Defer);
+}
+
+// Every message type has its own name, and a value past them (the Count marker, or the byte of
+// a corrupted message that reaches the "unexpected message" error) is named as such instead of
+// being read past the table (gcc's unity build saw the out-of-bounds read in the error path).
+TEST(ProtocolTables, EveryMessageTypeIsNamedAndAValuePastThemIsNotReadOutOfBounds) {
+  std::set<std::string> names;
+  for (int i = 0; i < mbp::kNumMsgTypes; ++i) {
+    const std::string n = mbp::to_string(static_cast<mbp::MsgType>(i));
+    EXPECT_NE(n, "(not a message type)") << i;
+    EXPECT_TRUE(names.insert(n).second) << "two message types named " << n;
+  }
+  EXPECT_STREQ(mbp::to_string(mbp::MsgType::GetS), "GetS");
+  EXPECT_STREQ(mbp::to_string(mbp::MsgType::PutAck), "PutAck");
+  EXPECT_STREQ(mbp::to_string(mbp::MsgType::Count), "(not a message type)");
+  EXPECT_STREQ(mbp::to_string(static_cast<mbp::MsgType>(200)), "(not a message type)");
 }
 
 TEST(AtomicSemantics, SwapFetchAddVectorAndCompareSwap) {
