@@ -13,9 +13,6 @@
 
 namespace mbpsim {
 
-using net::Packet;
-using net::PacketKind;
-
 void CopyHolders::add(uint64_t txn, std::vector<uint32_t> holders, uint32_t deliveries) {
   std::sort(holders.begin(), holders.end());
   txns_[txn] = Txn{std::move(holders), deliveries};
@@ -98,7 +95,7 @@ void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
 
 void SyntheticTraffic::make_packet(uint32_t node, Rng& r) {
   const uint32_t n = net_.topology().nodes();
-  Packet* p = net_.new_packet();
+  net::Packet* p = net_.new_packet();
   p->src = node;
   p->size_flits = static_cast<uint16_t>(flits_);
   p->cls = net::kRequest;
@@ -123,15 +120,15 @@ void SyntheticTraffic::make_packet(uint32_t node, Rng& r) {
       }
       break;
   }
-  if (p->kind == PacketKind::Unicast) net_.inject(p);
+  if (p->kind == net::PacketKind::Unicast) net_.inject(p);
   if (p->measured) {
     ++measured_created_;
     window_offered_flits_ += p->size_flits;
   }
 }
 
-void SyntheticTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {
-  if (p.kind == PacketKind::Multicast) {
+void SyntheticTraffic::on_packet(uint32_t node, net::Packet& p, uint64_t) {
+  if (p.kind == net::PacketKind::Multicast) {
     const bool held = holders_.deliver(p.txn, node);
     if (!held) net_.note_no_copy();
     if (p.ack_req) net_.send_ack(node, p, held);
@@ -252,7 +249,7 @@ void ScriptTraffic::start() {
 
 void ScriptTraffic::on_timer(uint32_t node, uint64_t tag, uint64_t) {
   const Entry& e = entries_[tag];
-  Packet* p = net_.new_packet();
+  net::Packet* p = net_.new_packet();
   p->src = e.src;
   p->size_flits = static_cast<uint16_t>(e.flits);
   p->user = tag;
@@ -267,8 +264,8 @@ void ScriptTraffic::on_timer(uint32_t node, uint64_t tag, uint64_t) {
   ++started_;
 }
 
-void ScriptTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {
-  if (p.kind == PacketKind::Multicast) {
+void ScriptTraffic::on_packet(uint32_t node, net::Packet& p, uint64_t) {
+  if (p.kind == net::PacketKind::Multicast) {
     receivers_.push_back(node);
     const bool held = holders_.deliver(p.txn, node);
     if (!held) net_.note_no_copy();
@@ -280,7 +277,7 @@ void ScriptTraffic::on_packet(uint32_t node, Packet& p, uint64_t) {
   }
 }
 
-void ScriptTraffic::on_ack(uint32_t, const Packet& ack, uint64_t) {
+void ScriptTraffic::on_ack(uint32_t, const net::Packet& ack, uint64_t) {
   ++acks_;
   ack_count_ += ack.ack_count;
   ack_held_ += ack.ack_held;
