@@ -2,6 +2,7 @@
 #pragma once
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -56,6 +57,9 @@ inline double stat_value(const mbpsim::Stats& st, const std::string& path) {
   }
   return at->get<double>();
 }
+
+// How many lines a command printed (its newline characters).
+inline int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 inline std::string read_text(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);

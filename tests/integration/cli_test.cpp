@@ -14,7 +14,7 @@ namespace {
 
 using test::run_cmd;
 
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+using test::count_lines;
 
 TEST(Cli, MalformedJsonExitsOneWithOneLine) {
   auto d = test::temp_dir("cli_badjson");

@@ -131,7 +131,7 @@ TEST(ForeignBus, AUsersMonitorSeesEveryTransactionOfItsProcessorsAndTheTesterPas
   EXPECT_NE(sc_core::sc_find_object("system.node0.bus.socket"), nullptr);
 }
 
-json script_config(const json& steps) {
+json bus_script_config(const json& steps) {
   return {{"network", {{"radix", 4}, {"levels", 1}}}, {"workload", {{"kind", "mbp_script"}, {"mbp_script", steps}}}};
 }
 json step(int node, int proc, double at_ns, const std::string& op, uint64_t addr) {
@@ -147,7 +147,7 @@ TEST(ForeignBus, TheDelayAModuleInThePathAddsIsPaid) {
   slow.extra = sc_core::sc_time(1, sc_core::SC_US);
   const json steps = {step(0, 0, 0, "load", 0x0), step(0, 0, 2000, "load", 0x20), step(0, 1, 4000, "load", 0x40),
                       step(0, 1, 6000, "load", 0x60)};
-  test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1, [&](mbp::System& s) {
+  test::MbpHarness h(Config::from_json(schema(), bus_script_config(steps), "test.json"), 1, [&](mbp::System& s) {
     s.use_bus_path(0, 0, slow.in);
     slow.out.bind(s.bus_socket(0));
   });
@@ -168,7 +168,7 @@ TEST(ForeignBus, TheDelayAModuleInThePathAddsIsPaid) {
 // transaction started at 3005 ns, in the past, dropping the TLB refill (done at 3225 ns).
 TEST(ForeignBus, ARetriedMissStartsItsBusTransactionNoEarlierThanThePresent) {
   const json steps = {step(1, 0, 0, "store", 0x1000), step(0, 1, 2000, "load", 0x1000), step(0, 0, 2950, "load", 0x1000)};
-  test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1);
+  test::MbpHarness h(Config::from_json(schema(), bus_script_config(steps), "test.json"), 1);
   h.run();
   ASSERT_TRUE(h.workload().done()) << h.sys().failure();
   const json st = h.summary()["steps"];
@@ -206,7 +206,7 @@ struct UserBusMaster : sc_core::sc_module {
 TEST(ForeignBus, AUsersBusMasterReadsTheHomeMemoryAndMalformedTransactionsGetErrors) {
   UserBusMaster master("user_master");
   const json steps = json::array({step(2, 0, 0, "store", 0x1000)});  // (not {x}: clang reads a one-element list as a copy of x)
-  test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1,
+  test::MbpHarness h(Config::from_json(schema(), bus_script_config(steps), "test.json"), 1,
                      [&](mbp::System& s) { master.socket.bind(s.bus_socket(2)); });
   h.run();
   mbp::System& s = h.sys();
@@ -248,7 +248,7 @@ struct BrokenBus : sc_core::sc_module {
 TEST(ForeignBus, APathThatAnswersAnErrorFailsTheRunNamingNodeProcessorAndTransaction) {
   BrokenBus broken("broken_bus");
   const json steps = json::array({step(1, 1, 0, "load", 0x20)});  // (not {x}: clang reads a one-element list as a copy of x)
-  test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1,
+  test::MbpHarness h(Config::from_json(schema(), bus_script_config(steps), "test.json"), 1,
                      [&](mbp::System& s) { s.use_bus_path(1, 1, broken.socket); });
   h.run();
   EXPECT_FALSE(h.workload().done());
@@ -272,7 +272,7 @@ struct WaitingPath : sc_core::sc_module {
 TEST(ForeignBus, AModuleThatWaitsInThePathGetsSystemCsError) {
   WaitingPath waits("waiting_path");
   const json steps = json::array({step(0, 0, 0, "load", 0x20)});  // (not {x}: clang reads a one-element list as a copy of x)
-  test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1, [&](mbp::System& s) {
+  test::MbpHarness h(Config::from_json(schema(), bus_script_config(steps), "test.json"), 1, [&](mbp::System& s) {
     s.use_bus_path(0, 0, waits.in);
     waits.out.bind(s.bus_socket(0));
   });
@@ -289,7 +289,7 @@ TEST(ForeignBus, AModuleThatWaitsInThePathGetsSystemCsError) {
 TEST(ForeignBus, APathIsBoundOnlyBeforeTheRunAndOnlyToAProcessorTheMachineHas) {
   BrokenBus late("late_bus");
   const json steps = json::array({step(1, 0, 0, "load", 0x20)});  // (not {x}: clang reads a one-element list as a copy of x)
-  test::MbpHarness h(Config::from_json(schema(), script_config(steps), "test.json"), 1,
+  test::MbpHarness h(Config::from_json(schema(), bus_script_config(steps), "test.json"), 1,
                      [&](mbp::System& s) { s.use_bus_path(2, 0, late.socket); });
   EXPECT_THROW(h.sys().use_bus_path(1, 0, late.socket), std::logic_error);
   EXPECT_THROW(h.sys().use_bus_path(1, 99, late.socket), std::out_of_range);

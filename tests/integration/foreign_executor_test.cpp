@@ -65,14 +65,14 @@ class OffloadEngine final : public Executor {
 // Four nodes on the conventional NIC and a switch: nodes 0 and 1 run the protocol on the user's
 // engines, nodes 2 and 3 in the host kernel (the factory gives none for them). The pairs 0 -> 1
 // and 2 -> 3 see the same NIC and wire.
-struct Cluster {
+struct EngineCluster {
   Stats stats;
   Root root;  // built in it as the runner builds: statistics under system.*
   Calendar cal{"cal"};
   EtherSysConfig ec;
   std::vector<OffloadEngine*> engines;
   std::unique_ptr<EtherSystem> sys;
-  Cluster() {
+  EngineCluster() {
     Within in(root);
     ec.nodes = 4;
     ec.ether.medium = net::EtherConfig::Medium::Switch;
@@ -92,7 +92,7 @@ struct Cluster {
 };
 
 TEST(ForeignExecutor, AUsersEngineRunsTheProtocolAndTheReceivingHostCpuDoesNothing) {
-  Cluster c;
+  EngineCluster c;
   const uint32_t n = 100;
   c.stream(0, 1, n, 900);   // engines
   c.stream(2, 3, n, 5000);  // kernels
@@ -119,7 +119,7 @@ TEST(ForeignExecutor, AUsersEngineRunsTheProtocolAndTheReceivingHostCpuDoesNothi
 TEST(ForeignExecutor, TheRequestAndTheRoutineEntryCostWhatTheExecutorSays) {
   // One write on each pair from an idle cluster: when the sender's NIC gets the packet (after
   // the request's cost) and when the receiver's routine takes it (after the routine's entry).
-  Cluster c;
+  EngineCluster c;
   uint64_t to_nic[4] = {}, accepted[4] = {};
   c.sys->set_tx_hook([&](uint32_t from, uint32_t, const Packet& p) {
     if (!p.cmds.empty() && p.cmds[0].cmd == Cmd::Write) to_nic[from] = c.cal.now_ps();

@@ -27,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::run_cmd;
 
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+using test::count_lines;
 
 // What a folder holds, by name, sorted.
 std::vector<std::string> entries(const fs::path& d) {

@@ -15,9 +15,9 @@ namespace {
 
 using namespace mbpsim;
 
-constexpr uint64_t kUs = 1000000;  // ps
+constexpr uint64_t kOsUsPs = 1000000;  // ps
 
-struct Host {
+struct OsRig {
   Calendar cal{"cal"};
   Stats st;
   host::Cpu cpu{"cpu", cal, 100.0, 50.0};  // 100 MHz: a cycle is 10 ns
@@ -41,33 +41,33 @@ struct Host {
 };
 
 TEST(HostOs, ALightWeightCallIsItsTrapThenTheCopyOfWhatTheKernelFound) {
-  Host h;
+  OsRig h;
   EXPECT_EQ(h.os.interrupt_entry_ps(), 800000u);
-  EXPECT_EQ(h.os.copy_ps(1000), 10 * kUs);
+  EXPECT_EQ(h.os.copy_ps(1000), 10 * kOsUsPs);
   uint64_t kernel_at = 0;
   h.os.lw_enter([&] {
     kernel_at = h.cal.now_ps();
     h.os.lw_leave(300, host::Os::Data::Warm, h.mark('a'));  // the kernel found a 300-byte entry
   });
   h.run();
-  EXPECT_EQ(kernel_at, 2 * kUs);
+  EXPECT_EQ(kernel_at, 2 * kOsUsPs);
   ASSERT_EQ(h.ends.size(), 1u);
-  EXPECT_EQ(h.ends[0], std::make_pair('a', 5 * kUs));
+  EXPECT_EQ(h.ends[0], std::make_pair('a', 5 * kOsUsPs));
   EXPECT_EQ(h.stat("lw_syscalls"), 1);
-  EXPECT_EQ(h.stat("lw_syscall_ps"), 5.0 * kUs);
+  EXPECT_EQ(h.stat("lw_syscall_ps"), 5.0 * kOsUsPs);
   EXPECT_EQ(h.stat("lw_copy_bytes"), 300);
-  EXPECT_EQ(h.os.spent().lw_trap_ps, 2 * kUs);
-  EXPECT_EQ(h.os.spent().lw_copy_ps, 3 * kUs);
+  EXPECT_EQ(h.os.spent().lw_trap_ps, 2 * kOsUsPs);
+  EXPECT_EQ(h.os.spent().lw_copy_ps, 3 * kOsUsPs);
 }
 
 TEST(HostOs, ACallThatFindsNothingCopiesNothingAndTheUserWorkItPreemptsResumes) {
-  Host h;
-  h.cpu.compute(10 * kUs, h.mark('u'));
-  h.cal.at(4 * kUs, [&h] { h.os.lw_enter([&h] { h.os.lw_leave(0, host::Os::Data::Warm, h.mark('a')); }); });
+  OsRig h;
+  h.cpu.compute(10 * kOsUsPs, h.mark('u'));
+  h.cal.at(4 * kOsUsPs, [&h] { h.os.lw_enter([&h] { h.os.lw_leave(0, host::Os::Data::Warm, h.mark('a')); }); });
   h.run();
   ASSERT_EQ(h.ends.size(), 2u);
-  EXPECT_EQ(h.ends[0], std::make_pair('a', 6 * kUs));
-  EXPECT_EQ(h.ends[1], std::make_pair('u', 12 * kUs));  // 10 us of work plus the 2 us call
+  EXPECT_EQ(h.ends[0], std::make_pair('a', 6 * kOsUsPs));
+  EXPECT_EQ(h.ends[1], std::make_pair('u', 12 * kOsUsPs));  // 10 us of work plus the 2 us call
   EXPECT_EQ(h.stat("lw_copy_bytes"), 0);
   EXPECT_EQ(h.os.spent().lw_copy_ps, 0u);
 }
@@ -77,9 +77,9 @@ TEST(HostOs, ACallThatFindsNothingCopiesNothingAndTheUserWorkItPreemptsResumes) 
 // buffer's first bytes share with headers read before are not counted again; a light-weight
 // call whose entry the MBP2's ADMA wrote copies it cold.
 TEST(HostOs, AColdCopyIsTheWarmOnePlusAStallPerLineTouchedFirst) {
-  Host h;
-  EXPECT_EQ(h.os.copy_ps(1000, host::Os::Data::Warm), 10 * kUs);
-  EXPECT_EQ(h.os.copy_ps(1000, host::Os::Data::Cold), 10 * kUs + 32 * 250000);
+  OsRig h;
+  EXPECT_EQ(h.os.copy_ps(1000, host::Os::Data::Warm), 10 * kOsUsPs);
+  EXPECT_EQ(h.os.copy_ps(1000, host::Os::Data::Cold), 10 * kOsUsPs + 32 * 250000);
   EXPECT_EQ(h.stat("cold_lines"), 32);
   // a 1,070-byte frame whose first 34 bytes (2 lines) were read: 32 lines left
   EXPECT_EQ(h.os.first_touch_ps(1070, 34), 32u * 250000);
@@ -89,20 +89,20 @@ TEST(HostOs, AColdCopyIsTheWarmOnePlusAStallPerLineTouchedFirst) {
   h.os.lw_enter([&] { h.os.lw_leave(300, host::Os::Data::Cold, h.mark('a')); });
   h.run();
   ASSERT_EQ(h.ends.size(), 1u);
-  EXPECT_EQ(h.ends[0], std::make_pair('a', 2 * kUs + 3 * kUs + 10 * 250000));  // trap, copy, 10 lines
-  EXPECT_EQ(h.os.spent().lw_copy_ps, 3 * kUs + 10 * 250000);
+  EXPECT_EQ(h.ends[0], std::make_pair('a', 2 * kOsUsPs + 3 * kOsUsPs + 10 * 250000));  // trap, copy, 10 lines
+  EXPECT_EQ(h.os.spent().lw_copy_ps, 3 * kOsUsPs + 10 * 250000);
 }
 
 TEST(HostOs, AnInvocationIsItsUpcallsAndInterruptsStillDelayIt) {
-  Host h;
+  OsRig h;
   h.os.invoke(2, h.mark('p'));  // through the user-level scheduler: two upcalls
-  h.cal.at(3 * kUs, [&h] { h.cpu.interrupt(1 * kUs, h.mark('i')); });
+  h.cal.at(3 * kOsUsPs, [&h] { h.cpu.interrupt(1 * kOsUsPs, h.mark('i')); });
   h.run();
   ASSERT_EQ(h.ends.size(), 2u);
-  EXPECT_EQ(h.ends[0], std::make_pair('i', 4 * kUs));
-  EXPECT_EQ(h.ends[1], std::make_pair('p', 11 * kUs));
+  EXPECT_EQ(h.ends[0], std::make_pair('i', 4 * kOsUsPs));
+  EXPECT_EQ(h.ends[1], std::make_pair('p', 11 * kOsUsPs));
   EXPECT_EQ(h.stat("invocations"), 2);
-  EXPECT_EQ(h.stat("invoke_ps"), 10.0 * kUs);
+  EXPECT_EQ(h.stat("invoke_ps"), 10.0 * kOsUsPs);
   EXPECT_EQ(h.os.spent().invocations, 2u);
 }
 
