@@ -347,13 +347,13 @@ TEST(Cli, TheHeartbeatSaysHowMuchOfTheWorkloadIsDone) {
     }
     return pct;
   };
-  percentages("mbp16.json", " --set sharing.refs_per_proc=40000", "o");
+  percentages("mbp16.json", " --set sharing.refs_per_proc=10000", "o");
   // Four points of 20,002 round trips each: the percentage moves within a point, not by quarters.
   const auto m = percentages(
       "mbcf-ss20-100t-half.json", " --set workload.kind=rtt --set workload.iterations=20000 --set 'workload.commands=[\"write\"]' --set 'workload.sizes=[4,64,256,1024]'", "m");
   EXPECT_TRUE(std::any_of(m.begin(), m.end(), [](double p) { return std::fmod(p, 25.0) != 0; }));
   percentages("sockets-ss20-100t-half-udp.json", " --set workload.kind=rtt --set workload.iterations=10000 --set 'workload.sizes=[4,1024]'", "u");
-  const auto n = test::run_cmd(test::mbpsim_bin() + " run " + kNet + " --set workload.measure_cycles=2000000 --set experiment.heartbeat_s=0.05 --out " +
+  const auto n = test::run_cmd(test::mbpsim_bin() + " run " + kNet + " --set workload.measure_cycles=400000 --set experiment.heartbeat_s=0.05 --out " +
                                (d / "n").string());
   EXPECT_NE(n.output.find("% of the longest the run may take"), std::string::npos) << n.output;
 }
