@@ -5,7 +5,8 @@
 #                                          corpora replay as part of it)
 #   scripts/sanitize.sh fuzz [SECONDS] [NAME...]
 #                                          each libFuzzer harness (tests/fuzz/README.md) for
-#                                          SECONDS (default 60) from its seed corpus; new inputs
+#                                          SECONDS (default 60), one per core at a time, from
+#                                          its seed corpus; new inputs
 #                                          go to build-san/findings/NAME, never into the
 #                                          checked-in corpus. A crash leaves crash-* there and
 #                                          exits 1; reproduce it with build-san/bin/fuzz_NAME FILE.
@@ -49,23 +50,37 @@ case "$mode" in
     cmake --build build-san -j"$jobs" --target "${targets[@]}"
     # No SystemC threads in the fuzzers: LeakSanitizer scans stacks as usual.
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=use_stacks=1
-    rc=0
     seed=${FUZZ_SEED:-$(( (RANDOM << 15 | RANDOM) + 1 ))}
     echo "fuzz seed $seed (replay this run with FUZZ_SEED=$seed)"
-    for n in "${names[@]}"; do
-      work=build-san/findings/$n
-      rm -rf "$work" && mkdir -p "$work/corpus"
-      log=$work/log.txt
+    # One harness per core at a time (each is one process); the verdicts print in the order named.
+    fuzz_one() {
+      local n=$1 work=build-san/findings/$1
+      local log=$work/log.txt
       if build-san/bin/fuzz_$n -seed="$seed" -max_total_time="$secs" -rss_limit_mb=4096 -timeout="${FUZZ_TIMEOUT:-10}" -max_len=8192 \
            -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "tests/fuzz/corpus/$n" >"$log" 2>&1; then
+        local execs cov
         execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
-        cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1)
-        echo "fuzz_$n: ${secs} s, $execs executions, $cov, no failure"
+        cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 || true)
+        echo "fuzz_$n: ${secs} s, $execs executions, $cov, no failure" >"$work/verdict"
       else
-        echo "fuzz_$n: FAILED, see $log and $work/crash-*"
-        tail -40 "$log"
-        rc=1
+        { echo "fuzz_$n: FAILED, see $log and $work/crash-*"; tail -40 "$log"; } >"$work/verdict"
+        touch "$work/failed"
       fi
+    }
+    for n in "${names[@]}"; do
+      rm -rf "build-san/findings/$n" && mkdir -p "build-san/findings/$n/corpus"
+    done
+    running=0
+    for n in "${names[@]}"; do
+      if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+      fuzz_one "$n" &
+      running=$((running + 1))
+    done
+    wait
+    rc=0
+    for n in "${names[@]}"; do
+      cat "build-san/findings/$n/verdict" 2>/dev/null || { echo "fuzz_$n: no verdict (the harness did not finish)"; rc=1; }
+      [ -e "build-san/findings/$n/failed" ] && rc=1
     done
     exit $rc
     ;;
