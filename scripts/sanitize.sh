@@ -64,7 +64,6 @@ case "$mode" in
         echo "fuzz_$n: ${secs} s, $execs executions, $cov, no failure" >"$work/verdict"
       else
         { echo "fuzz_$n: FAILED, see $log and $work/crash-*"; tail -40 "$log"; } >"$work/verdict"
-        touch "$work/failed"
       fi
     }
     for n in "${names[@]}"; do
@@ -79,8 +78,9 @@ case "$mode" in
     wait
     rc=0
     for n in "${names[@]}"; do
-      cat "build-san/findings/$n/verdict" 2>/dev/null || { echo "fuzz_$n: no verdict (the harness did not finish)"; rc=1; }
-      [ -e "build-san/findings/$n/failed" ] && rc=1
+      verdict=build-san/findings/$n/verdict
+      cat "$verdict" 2>/dev/null || { echo "fuzz_$n: no verdict (the harness did not finish)"; rc=1; }
+      grep -q "^fuzz_$n: FAILED" "$verdict" 2>/dev/null && rc=1
     done
     exit $rc
     ;;

@@ -301,7 +301,7 @@ TEST(Mbp2Msg, TheDatagramWorkloadSendsDatagramsBeyondAFrameInFragments) {
                            " --set workload.kind=datagram " + bad);
     EXPECT_EQ(r.status, 1) << bad << r.output;
     EXPECT_NE(r.output.find("workload.sizes"), std::string::npos) << r.output;
-    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(test::count_lines(r.output), 1) << r.output;
     EXPECT_FALSE(std::filesystem::exists(d / "o" / "stats.json")) << bad;
   }
 }

@@ -435,7 +435,7 @@ TEST(Mbp2Crypto, BadCryptoSettingsExitOneNamingTheKey) {
     EXPECT_EQ(r.status, 1) << sets << ": " << r.output;
     const std::string key = sets.substr(sets.find(' ') + 1, sets.find('=') - sets.find(' ') - 1);
     EXPECT_NE(r.output.find(key.front() == '\'' ? key.substr(1) : key), std::string::npos) << r.output;
-    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(test::count_lines(r.output), 1) << r.output;
   }
   EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written"));
 }

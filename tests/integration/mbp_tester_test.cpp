@@ -114,7 +114,7 @@ TEST_P(BadMbpInput, OneLineNamingTheFileAndKeyExitOne) {
                          c.sets + " --out " + (d / "out").string());
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find(c.expect), std::string::npos) << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(test::count_lines(r.output), 1) << r.output;
   EXPECT_FALSE(std::filesystem::exists(d / "out")) << "no partial output";
   std::filesystem::remove_all(d);
 }

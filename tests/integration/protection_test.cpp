@@ -109,7 +109,7 @@ TEST(Protection, AnAttackCanBeRunAloneAndBadSelectionsExitOne) {
     auto r = run_cmd(test::mbpsim_bin() + " run " + test::config_path("protection-ether.json") + " --set " + set + " --out " + (d / "o").string());
     EXPECT_EQ(r.status, 1) << set << ": " << r.output;
     EXPECT_NE(r.output.find(where), std::string::npos) << r.output;
-    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(test::count_lines(r.output), 1) << r.output;
     EXPECT_FALSE(std::filesystem::exists(d / "o")) << set;
   }
 }

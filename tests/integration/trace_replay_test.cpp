@@ -357,7 +357,7 @@ TEST(TraceReplay, BadInputExitsOneNamingTheFile) {
                       " --set trace.validate=false --set trace.path=" + (d / "t").string());
     EXPECT_EQ(r.status, 1) << r.output;
     EXPECT_NE(r.output.find("thread-3.bin.gz: thread 3, record "), std::string::npos) << r.output;
-    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(test::count_lines(r.output), 1) << r.output;
     EXPECT_FALSE(std::filesystem::exists(d / "o"));
   }
   // A gap no capture makes, and no replay could add up, is refused where it is read.
@@ -394,7 +394,7 @@ TEST(TraceReplay, AnUnvalidatedTraceThatBreaksARuleExitsOne) {
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.name << ": " << r.output;
     EXPECT_NE(r.output.find("trace.validate is false"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
-    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(test::count_lines(r.output), 1) << r.output;
     EXPECT_FALSE(std::filesystem::exists(d / "o"));
   }
 }
