@@ -540,6 +540,7 @@ int run_experiment(const RunOptions& o) {
     host["packets_per_second"] = static_cast<double>(network->total_delivered()) / wall;
     host["router_steps"] = network->router_steps();
     host["router_lone_steps"] = network->router_lone_steps();
+    host["router_express_hops"] = network->router_express_hops();
     host["network_run_ahead_cycles"] = network->run_ahead_cycles();
   }
   host["simulated_cycles_per_second"] = static_cast<double>(sim_cycles) / wall;

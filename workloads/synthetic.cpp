@@ -277,6 +277,10 @@ void ScriptTraffic::on_packet(uint32_t node, net::Packet& p, uint64_t) {
   }
 }
 
+bool ScriptTraffic::sends_acked_multicasts() const {
+  return std::any_of(entries_.begin(), entries_.end(), [](const Entry& e) { return e.dests.size() > 1 && e.ack; });
+}
+
 void ScriptTraffic::on_ack(uint32_t, const net::Packet& ack, uint64_t) {
   ++acks_;
   ack_count_ += ack.ack_count;

@@ -44,6 +44,9 @@ class SyntheticTraffic : public Workload {
   void on_packet(uint32_t node, net::Packet& p, uint64_t now) override;
   // Its callbacks use the time they are given and the network's calls only.
   bool runs_on_network_time() const override { return true; }
+  // Per-node random streams, per-transaction holder sets: order-free.
+  bool order_free() const override { return true; }
+  bool sends_acked_multicasts() const override { return pattern_ == Pattern::Multicast && mc_ack_; }
 
  private:
   void make_packet(uint32_t node, Rng& r);  // one packet from `node`, into its source queue
@@ -82,6 +85,9 @@ class ScriptTraffic : public Workload {
   void on_ack(uint32_t node, const net::Packet& ack, uint64_t now) override;
   // Its callbacks use the network's calls only.
   bool runs_on_network_time() const override { return true; }
+  // It sums the acknowledgements and sorts the receivers it reports: order-free.
+  bool order_free() const override { return true; }
+  bool sends_acked_multicasts() const override;
 
  private:
   struct Entry {

@@ -37,6 +37,9 @@ enum class Id : unsigned char {
   LonePathKeepsSaPointer,   // net: the lone-flit fast path leaves the outputs' switch-allocation pointers as they were
   RunAheadIntoSliceEnd,     // net: the runner's horizon takes in the cycle at its slice's very end (it runs before the runner looks)
   RunAheadStopsAtOnce,      // net: a failure in a cycle run ahead stops SystemC where the activation began
+  ExpressFreesVcAtOnce,     // net: an express hop frees its output VC at once, not in the cycle it crosses
+  ExpressJumpsQueue,        // net: a flit arriving behind an express packet on its input VC does not wait for it to cross
+  ExpressIgnoresArrivals,   // net: a flit takes an express hop although another arrives at its router in the same cycle
   // Speed mutants: right results, more work. The speed guard (scripts/speed-guard.py) must catch them.
   CopyPerPacket,          // net: every delivered packet is copied byte by byte into a scratch buffer
   CopyPerReference,       // mbp: every completed processor reference is copied byte by byte into a scratch buffer
@@ -63,6 +66,9 @@ inline constexpr Entry kAll[] = {
     {Id::LonePathKeepsSaPointer, "lone_path_keeps_sa_pointer"},
     {Id::RunAheadIntoSliceEnd, "run_ahead_into_slice_end"},
     {Id::RunAheadStopsAtOnce, "run_ahead_stops_at_once"},
+    {Id::ExpressFreesVcAtOnce, "express_frees_vc_at_once"},
+    {Id::ExpressJumpsQueue, "express_jumps_queue"},
+    {Id::ExpressIgnoresArrivals, "express_ignores_arrivals"},
     {Id::CopyPerPacket, "copy_per_packet"},                {Id::CopyPerReference, "copy_per_reference"},
     {Id::ScatterPerPacket, "scatter_per_packet"},
 };

@@ -31,6 +31,7 @@ struct NetConfig {
   uint64_t watchdog_cycles{};
   bool fast_path{};
   bool run_ahead{};
+  bool express_hops{};
 
   uint32_t nodes() const;
   int flit_cycles() const { return (flit_bits + link_width_bits - 1) / link_width_bits; }

@@ -319,11 +319,20 @@ void Network::set_timer(uint32_t node, uint64_t at, uint64_t tag) {
   schedule(std::max(at, earliest), Event{EvType::Timer, 0, 0, 0, node, nullptr, tag});
 }
 
+template <bool kExpress>
 void Network::handle(const Event& e) {
   switch (e.type) {
     case EvType::FlitArrive: {
       Router& r = *routers_[e.target];
-      r.accept(e.port, e.vc, e.pkt, e.idx, now_);
+      if constexpr (kExpress) {
+        if ((r.take_arrivals() == 1 || mutant::on(mutant::Id::ExpressIgnoresArrivals)) &&
+            r.express(e.port, e.vc, e.pkt, e.idx, now_))
+          break;
+        r.accept(e.port, e.vc, e.pkt, e.idx, now_);
+        if (!mutant::on(mutant::Id::ExpressJumpsQueue)) r.hold_behind_express(e.port, e.vc);
+      } else {
+        r.accept(e.port, e.vc, e.pkt, e.idx, now_);
+      }
       activate(r);
       break;
     }
@@ -397,12 +406,6 @@ void Network::deliver(uint32_t node, Packet* p, uint64_t now) {
   }
 }
 
-uint64_t Network::router_lone_steps() const {
-  uint64_t n = 0;
-  for (const auto& r : routers_) n += r->lone_steps();
-  return n;
-}
-
 void Network::ni_step(uint32_t node, uint64_t now) {
   NetIface& ni = nis_[node];
   ni.returning.absorb(now, ni.credits);
@@ -458,7 +461,14 @@ uint64_t Network::run_cycle(uint64_t now) {
     far_.erase(far_.begin());
   }
   auto& bucket = wheel_[now & (kWheel - 1)];
-  for (size_t i = 0; i < bucket.size(); ++i) handle(bucket[i]);
+  if (express_on_) {
+    // Express hops need to know which flits arrive alone at their router this cycle.
+    for (const Event& e : bucket)
+      if (e.type == EvType::FlitArrive) routers_[e.target]->count_arrival();
+    for (size_t i = 0; i < bucket.size(); ++i) handle<true>(bucket[i]);
+  } else {
+    for (size_t i = 0; i < bucket.size(); ++i) handle<false>(bucket[i]);
+  }
   pending_events_ -= bucket.size();
   events_ += bucket.size();
   bucket.clear();
@@ -516,7 +526,7 @@ uint64_t Network::run_cycle(uint64_t now) {
     fail_stop();
   }
 
-  if (!active_routers_.empty() || !active_nis_.empty()) return now + 1;
+  if (!active_routers_.empty() || !active_nis_.empty() || express_until_ > now) return now + 1;
   uint64_t next = UINT64_MAX;
   if (pending_events_ > 0) {
     for (uint64_t t = now + 1; t < now + kWheel && next == UINT64_MAX; ++t)
@@ -582,7 +592,11 @@ void Network::invariant_failed(const std::string& what) {
   fail_stop();
 }
 
-void Network::start() { wake_.notify(sc_core::SC_ZERO_TIME); }
+void Network::start() {
+  express_on_ = cfg_.express_hops && cfg_.fast_path && client_ && client_->order_free() &&
+                !(cfg_.combining && client_->sends_acked_multicasts()) && !trace_;
+  wake_.notify(sc_core::SC_ZERO_TIME);
+}
 
 std::string Network::dump_in_flight(size_t max) const {
   std::vector<const Packet*> live;
@@ -610,7 +624,7 @@ std::string Network::dump_in_flight(size_t max) const {
        << " created at cycle " << open[i].second.create << ": " << open[i].second.remaining
        << " receivers not yet acknowledged\n";
   for (const auto& r : routers_)
-    if (r->holds_flits()) os << "  " << r->describe_flits() << "\n";
+    if (r->holds_packets(now_)) os << "  " << r->describe_flits() << "\n";
   return os.str();
 }
 

@@ -40,6 +40,18 @@ class NetClient {
   // them ahead of SystemC's time (network.run_ahead). A client that asks sc_time_stamp() (the
   // MBP's calendar does) must say false.
   virtual bool runs_on_network_time() const { return false; }
+  // True when nothing the client computes depends on the order in which one cycle's deliveries,
+  // acknowledgements and timers of different nodes reach its callbacks (a node gets its own in
+  // time order whatever happens: it has one ejection link). The network may then take express
+  // hops (network.express_hops), which move a flit's events within their cycles, never to
+  // another cycle. The MBP's callbacks schedule into one calendar whose ties follow call
+  // order: false.
+  virtual bool order_free() const { return false; }
+  // Whether the client may send multicasts that ask for acknowledgements. With combining, the
+  // network itself then depends on that order: acknowledgements of two transactions that a
+  // router completes in one cycle queue at its generator in the order they arrived. So express
+  // hops need either no combining or no such multicasts.
+  virtual bool sends_acked_multicasts() const { return true; }
 };
 
 enum class EvType : uint8_t { FlitArrive, Eject, Timer };
@@ -132,7 +144,26 @@ class Network : public sc_core::sc_module {
   // Host-side counts for host.json: router cycles stepped, and how many of them took the
   // lone-flit path (network.fast_path). Never in stats.json: they describe the host's work.
   uint64_t router_steps() const { return router_steps_; }
-  uint64_t router_lone_steps() const;
+  uint64_t router_lone_steps() const { return lone_steps_; }
+  // Host-side count for host.json: router traversals taken as express hops (network.express_hops).
+  uint64_t router_express_hops() const { return express_hops_; }
+  // The routers count their lone steps and express hops here (beside router_steps_, a line
+  // every cycle writes: off the routers' own lines).
+  void count_lone_step() { ++lone_steps_; }
+  // An express hop crosses at `at`: the pipeline would have kept its router busy until then, so
+  // the network runs every cycle until then as it would (what it reads of its own time, now(),
+  // the utilisation's epoch and the watchdog's cycles, stays the pipeline's).
+  void count_express_hop(uint64_t at) {
+    ++express_hops_;
+    if (at > express_until_) express_until_ = at;
+  }
+  // Whether a router may take an express hop now whose flit crosses at cycle `at`: the client is
+  // order-free and no timeline is recorded (express_on_), the cycle is inside the runner's slice
+  // (the runner may reset the statistics between slices), and no failure can stop the run before
+  // it (none has, and the watchdog cannot fire before `at`).
+  bool may_express(uint64_t at) const {
+    return at <= horizon_ && failure_.empty() && at - 1 - last_progress_ <= cfg_.watchdog_cycles;
+  }
   // Packets delivered since the start (never reset): host-speed figures use it.
   uint64_t total_delivered() const { return total_delivered_; }
   // Starts the network process (call once after elaboration).
@@ -167,6 +198,9 @@ class Network : public sc_core::sc_module {
   [[gnu::cold, gnu::noinline]] void trace_send(uint32_t node, const Packet* p, uint64_t now);
   [[gnu::cold, gnu::noinline]] void trace_deliver(uint32_t node, const Packet* p, uint64_t now);
   void process_method();
+  // kExpress: express hops are on (the cycle's arrivals were counted); a separate copy, so that
+  // a run without them (the MBP's) pays nothing for them here.
+  template <bool kExpress>
   void handle(const Event& e);
   void ni_step(uint32_t node, uint64_t now);
   void deliver(uint32_t node, Packet* p, uint64_t now);
@@ -198,6 +232,9 @@ class Network : public sc_core::sc_module {
   uint64_t events_ = 0;
   uint64_t total_delivered_ = 0;
   uint64_t router_steps_ = 0;
+  uint64_t lone_steps_ = 0, express_hops_ = 0;
+  uint64_t express_until_ = 0;  // the last cycle an express hop crosses in (count_express_hop)
+  bool express_on_ = false;  // network.express_hops, an order-free client, no timeline
   uint64_t horizon_ = 0;            // set_horizon
   uint64_t run_ahead_cycles_ = 0;   // run_ahead_cycles
   bool running_ahead_ = false;      // in a cycle run ahead of SystemC's time

@@ -161,11 +161,8 @@ void Router::route(InputVC& ivc, int in_port, Packet* p) {
       }
     }
     p->refs += __builtin_popcount(mask) - 1;
-  } else if (p->dst - first_node_ < span_) {  // below this router (unsigned: one compare)
-    const uint32_t off = p->dst - first_node_;
-    mask = 1u << (child_shift_ >= 0 ? off >> child_shift_ : off / child_span_);
   } else {
-    mask = 1u << k_;
+    mask = unicast_route(p->dst);
   }
   ivc.route_mask = mask;
   ivc.pending = mask;
@@ -203,33 +200,80 @@ bool Router::consume_ack(Packet* p, uint64_t now) {
   return true;
 }
 
-void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
-  const Flit& f = ivc.q.front();
-  const bool tail = f.idx + 1 == f.pkt->size_flits;
+void Router::cross(int o, int vc, Packet* pkt, uint16_t idx, bool tail, uint64_t now) {
   OutputPort& op = out_[o];
-  const int vc = ivc.out_vc[o];
   op.free_at = now + flit_cycles_;
   op.flits->inc();
   const uint64_t at = now + hop_delay_;
   if (op.to_node) {
     // Only the tail's arrival delivers the packet: the body flits need no event.
-    if (tail) net_->schedule(at, Event{EvType::Eject, 0, 0, f.idx, op.peer, f.pkt, 0});
+    if (tail) net_->schedule(at, Event{EvType::Eject, 0, 0, idx, op.peer, pkt, 0});
   } else {
     --op.vc[vc].credits;
-    net_->schedule(at, Event{EvType::FlitArrive, op.peer_port, static_cast<uint8_t>(vc), f.idx,
-                             op.peer, f.pkt, 0});
+    net_->schedule(at, Event{EvType::FlitArrive, op.peer_port, static_cast<uint8_t>(vc), idx, op.peer, pkt, 0});
   }
+}
+
+void Router::send(int in_port, InputVC& ivc, int o, uint64_t now) {
+  const Flit& f = ivc.q.front();
+  const bool tail = f.idx + 1 == f.pkt->size_flits;
+  const int vc = ivc.out_vc[o];
+  cross(o, vc, f.pkt, f.idx, tail, now);
   ivc.pending &= ~(1u << o);
   if (!tail) return;
   if (net_->tracing()) net_->trace_hop(id_, in_port, o, f.pkt, now, ivc.pending == 0);
   // The tail: the output VC is free for the next packet.
-  op.vc[vc].busy = 0;
-  op.vc[vc].holder = -1;
   ivc.out_vc[o] = -1;
+  release_vc(o, vc);
+}
+
+void Router::release_vc(int o, int vc) {
+  OutputPort::Vc& ov = out_[o].vc[vc];
+  ov.busy = 0;
+  ov.holder = -1;
+  --out_vcs_held_;
   if (any_va_blocked_) {  // a free VC: heads that found none may try again
     for (int p = 0; p < ninputs_; ++p) inp_[p].va_blocked = 0;
     any_va_blocked_ = false;
   }
+}
+
+void Router::release_ahead() {
+  release_vc(ahead_out_, ahead_vc_);
+  ahead_at_ = 0;
+}
+
+bool Router::express(int port, int v, Packet* p, uint16_t idx, uint64_t now) {
+  if (ahead_at_ && ahead_at_ < now) release_ahead();  // it crossed while this router slept
+  if (flits_held_ || out_vcs_held_ || idx != 0 || p->size_flits != 1 || p->kind == PacketKind::Multicast || p->hop_ack)
+    return false;
+  const uint64_t at = now + routing_delay_ + va_delay_;
+  if (!net_->may_express(at)) return false;
+  const int o = __builtin_ctz(unicast_route(p->dst));
+  OutputPort& op = out_[o];
+  if (op.free_at > at) return false;
+  if (returning_mask_ >> o & 1) absorb_credits(o, now);  // as this cycle's step would
+  // Every VC is free: VC allocation takes the first of the class in round-robin order.
+  const int lo = p->cls * vpc_, vc = lo + op.va_rr;
+  if (!op.to_node && op.vc[vc].credits <= 0) return false;
+  op.va_rr = static_cast<uint8_t>(rr_next(op.va_rr, vpc_));
+  op.vc[vc].busy = 1;
+  op.vc[vc].holder = static_cast<int16_t>(port * 32 + v);
+  ++out_vcs_held_;
+  ahead_at_ = at;
+  ahead_out_ = static_cast<uint8_t>(o);
+  ahead_vc_ = static_cast<uint8_t>(vc);
+  ahead_in_port_ = static_cast<uint8_t>(port);
+  ahead_in_vc_ = static_cast<uint8_t>(v);
+  ahead_pkt_ = p;
+  // Switch allocation at `at`: the only requester of its input and of its output.
+  grant_lone(port, 1u << o);
+  inp_[port].rr = static_cast<uint8_t>(rr_next(v, nvcs_));
+  cross(o, vc, p, 0, true, at);
+  if (mutant::on(mutant::Id::ExpressFreesVcAtOnce)) release_ahead();
+  return_credit(port, v, at);
+  net_->count_express_hop(at);
+  return true;
 }
 
 bool Router::allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& timed_wait) {
@@ -295,6 +339,7 @@ bool Router::allocate_vcs(int p, int v, uint64_t now, bool& progress, bool& time
     OutputPort& op = out_[o];
     op.vc[pick[o]].busy = 1;
     op.vc[pick[o]].holder = static_cast<int16_t>(p * 32 + v);
+    ++out_vcs_held_;
     ivc.out_vc[o] = static_cast<int8_t>(pick[o]);
     op.va_rr = static_cast<uint8_t>(rr_next(pick[o] - lo, n));
   }
@@ -349,19 +394,26 @@ void Router::forward(int p, int v, uint32_t grant, uint64_t now) {
   if (p != gen_port_) return_credit(p, v, now);
 }
 
-bool Router::step_lone(uint64_t now, bool& progress, bool& timed_wait) {
+void Router::grant_lone(int p, uint32_t grant) {
+  // Each output it asks for has this one requester: the output's arbiter grants it.
+  if (!mutant::on(mutant::Id::LonePathKeepsSaPointer))
+    for (uint32_t g = grant; g; g &= g - 1) out_[__builtin_ctz(g)].sa_rr = static_cast<uint8_t>(rr_next(p, ninputs_));
+}
+
+bool Router::step_lone(uint64_t now, bool release_due, bool& progress, bool& timed_wait) {
   const int p = __builtin_ctz(port_mask_), v = __builtin_ctz(inp_[p].nonempty);
   InPort& in = inp_[p];
   // A flit given its VCs this cycle cannot request the switch before va_delay (>= 1) has
   // passed: its switch allocation would only find that out.
-  if ((in.va_pending & ~in.va_blocked) >> v & 1 && allocate_vcs(p, v, now, progress, timed_wait))
-    return stay_awake(now, progress, timed_wait);
-  if ((in.nonempty & ~in.va_pending & ~in.credit_blocked) >> v & 1) {
+  const bool fresh = (in.va_pending & ~in.va_blocked) >> v & 1 && allocate_vcs(p, v, now, progress, timed_wait);
+  if (__builtin_expect(release_due, 0)) {  // an express packet crosses in this switch allocation
+    release_ahead();
+    progress = true;
+  }
+  if (!fresh && (in.nonempty & ~in.va_pending & ~in.credit_blocked) >> v & 1) {
     const uint32_t grant = requests(p, v, now, timed_wait);
     if (grant) {
-      // Each output it asks for has this one requester: the output's arbiter grants it.
-      if (!mutant::on(mutant::Id::LonePathKeepsSaPointer))
-        for (uint32_t g = grant; g; g &= g - 1) out_[__builtin_ctz(g)].sa_rr = static_cast<uint8_t>(rr_next(p, ninputs_));
+      grant_lone(p, grant);
       progress = true;
       forward(p, v, grant, now);
     }
@@ -375,10 +427,19 @@ bool Router::step(uint64_t now) {
   bool progress = false, timed_wait = false;
 
   for (uint32_t rm = returning_mask_; rm; rm &= rm - 1) absorb_credits(__builtin_ctz(rm), now);
+  // An express packet crosses in this cycle's switch allocation, after its VC allocation, or
+  // crossed in an earlier one while this router slept.
+  bool release_due = false;
+  if (__builtin_expect(ahead_at_ != 0, 0)) {
+    if (ahead_at_ < now)
+      release_ahead();
+    else
+      release_due = ahead_at_ == now;
+  }
 
   if (flits_held_ == 1 && fast_path_) {
-    ++lone_steps_;
-    return step_lone(now, progress, timed_wait);
+    net_->count_lone_step();
+    return step_lone(now, release_due, progress, timed_wait);
   }
 
   // Route computation and VC allocation for packets at the front of their input VC.
@@ -392,6 +453,10 @@ bool Router::step(uint64_t now) {
       const int v = __builtin_ctz(m);
       if (allocate_vcs(p, v, now, progress, timed_wait)) fresh[p] |= 1u << v;
     }
+  }
+  if (__builtin_expect(release_due, 0)) {
+    release_ahead();
+    progress = true;
   }
 
   // Separable input-first switch allocation: each input offers one VC's flit, each output
@@ -452,6 +517,9 @@ bool Router::step(uint64_t now) {
 bool Router::stay_awake(uint64_t now, bool progress, bool timed_wait) {
   if (flits_held_ == 0) return false;
   if (progress || timed_wait) return true;
+  // An express packet's VC frees in the switch allocation of ahead_at_, which may unblock a head
+  // here: the pipeline holds that packet until then, so the router is awake then anyway.
+  if (ahead_at_) return true;
   // Blocked: stay awake only while credits are on their way back (they arrive within the
   // credit delay); otherwise sleep until the downstream frees a slot and wakes this router.
   for (uint32_t rm = returning_mask_; rm; rm &= rm - 1) absorb_credits(__builtin_ctz(rm), now);
@@ -494,10 +562,17 @@ std::string Router::describe_flits() const {
             os << "(vc " << int(ivc.out_vc[o]) << ", " << out_[o].vc[ivc.out_vc[o]].credits << " credits)";
         }
     }
+  // After cycle `now`, an express packet that crosses later is still here as the pipeline has it;
+  // once it crossed its VC is free (this router may have slept through that cycle).
+  const uint64_t now = net_->now();
+  if (ahead_at_ > now)
+    os << "\n    in port " << int(ahead_in_port_) << " vc " << int(ahead_in_vc_) << ": " << kinds[static_cast<int>(ahead_pkt_->kind)]
+       << " packet " << ahead_pkt_->id << " (express: crosses to out port " << int(ahead_out_) << " vc " << int(ahead_vc_)
+       << " at cycle " << ahead_at_ << ")";
   for (int o = 0; o < nports_; ++o) {
     os << "\n    out port " << o << " VCs held:";
     for (int v = 0; v < nvcs_; ++v)
-      if (out_[o].vc[v].busy) os << " " << v;
+      if (out_[o].vc[v].busy && !(ahead_at_ && ahead_at_ <= now && o == ahead_out_ && v == ahead_vc_)) os << " " << v;
   }
   return os.str();
 }

@@ -183,6 +183,38 @@ class Router final : public sc_core::sc_module {
   void connect();
   // A flit arrives at an input VC (called by the network at the arrival cycle).
   void accept(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
+  // The express hop (network.express_hops; the network asks only when it allows one, see
+  // Network::may_express): a one-flit unicast (or an uncombined ack) that is the only flit to
+  // arrive here this cycle, at a router that holds no flit and no output VC, will take the first
+  // VC of its class and cross the switch in the first cycle it may, `routing_delay + va_delay`
+  // later, for certain when its output's link is free by then and the VC has a credit now
+  // (credits only grow, but by this router's own sends): no other packet can ask for that
+  // output by then (one that arrives later gets its VCs later, and asks later still). It crosses
+  // now, stamped with that cycle: the same VC, arbiter pointers, arrival downstream and credit
+  // upstream as the pipeline's, and the router neither stores the flit nor wakes for it. What
+  // other packets could see before that cycle stays the pipeline's: its output VC is held until
+  // the switch allocation of that cycle (release_ahead), and a flit that arrives on its input VC
+  // first reaches the front only then (push_flit). Returns false, changing nothing anyone sees,
+  // when it cannot; the flit is then accepted as usual.
+  bool express(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
+  // After accept() of a flit at input VC (port, vc): behind an express packet of that VC that
+  // has not crossed yet, a head reaches the front in the cycle it crosses, too late for that
+  // cycle's VC allocation. (Only arrivals can follow an express packet on its VC: the combining
+  // generator's input takes no express hop.)
+  void hold_behind_express(int port, int vc) {
+    if (ahead_at_ && port == ahead_in_port_ && vc == ahead_in_vc_) {
+      FlitQueue& q = this->vc(port, vc).q;  // (empty: the flit was an acknowledgement combined here)
+      if (q.size() == 1 && q.front().ready <= ahead_at_) q.front().ready = ahead_at_ + 1;
+    }
+  }
+  // Arrivals at this router in the cycle being handled (the network counts them before it
+  // handles the cycle's events, so that a packet knows whether it arrives alone); read once.
+  void count_arrival() { arrivals_ += arrivals_ < 255; }
+  uint8_t take_arrivals() {
+    const uint8_t n = arrivals_;
+    arrivals_ = 0;
+    return n;
+  }
   // The downstream of output `port` freed a slot of `vc`; the credit arrives at cycle `at`.
   void credit(int port, int vc, uint64_t at) {
     out_[port].returning.push(at, vc);
@@ -191,16 +223,24 @@ class Router final : public sc_core::sc_module {
   // One cycle of allocation and switching; returns true while it still holds flits.
   bool step(uint64_t now);
   bool holds_flits() const { return flits_held_ > 0; }
+  // Holds flits, or an express packet that crosses after cycle `now` (failure dumps).
+  bool holds_packets(uint64_t now) const { return flits_held_ > 0 || ahead_at_ > now; }
   int id() const { return id_; }
   int height() const { return height_; }
   int nports() const { return nports_; }
   OutputPort& out(int p) { return out_[p]; }
   std::string describe_flits() const;
-  // Host-side count (host.json, never stats.json): cycles this router took by the lone-flit path.
-  uint64_t lone_steps() const { return lone_steps_; }
 
  private:
   void route(InputVC& vc, int in_port, Packet* p);
+  // The output towards node `dst` (nearest-common-ancestor routing).
+  uint32_t unicast_route(uint32_t dst) const {
+    if (dst - first_node_ < span_) {  // below this router (unsigned: one compare)
+      const uint32_t off = dst - first_node_;
+      return 1u << (child_shift_ >= 0 ? off >> child_shift_ : off / child_span_);
+    }
+    return 1u << k_;
+  }
   // The three stages of one input VC's turn in a cycle, shared by the general step and the
   // lone-flit path (one meaning, one place):
   // VC allocation, after route computation for a head not yet routed. Sets `progress` when it
@@ -216,7 +256,17 @@ class Router final : public sc_core::sc_module {
   void forward(int p, int v, uint32_t grant, uint64_t now);
   // The fast path: a router holding a single flit has nothing to arbitrate, so its cycle is
   // that flit's turn alone, without scanning ports and VCs (same state changes, same order).
-  bool step_lone(uint64_t now, bool& progress, bool& timed_wait);
+  // `release_due`: an express packet crosses in this cycle's switch allocation.
+  bool step_lone(uint64_t now, bool release_due, bool& progress, bool& timed_wait);
+  // The switch allocation of a lone requester: each output it asks for grants it.
+  void grant_lone(int p, uint32_t grant);
+  // Frees the output VC an express packet held, as its crossing would have.
+  void release_ahead();
+  // Frees output VC `vc` of port `o` (a tail crossed): heads that found no VC may try again.
+  void release_vc(int o, int vc);
+  // A flit crosses to output `o` on its VC `vc` at `now`: the link, the port's count, the
+  // arrival downstream (or the delivery) and the downstream buffer's credit.
+  void cross(int o, int vc, Packet* pkt, uint16_t idx, bool tail, uint64_t now);
   // After a cycle's allocation: whether the router stays awake (see step()).
   bool stay_awake(uint64_t now, bool progress, bool timed_wait);
   // Merges an ack into this router's entry for its transaction; false when there is none.
@@ -259,7 +309,10 @@ class Router final : public sc_core::sc_module {
  private:
   bool any_va_blocked_ = false;
   bool fast_path_ = true;  // network.fast_path
-  uint64_t lone_steps_ = 0;
+  uint8_t arrivals_ = 0;   // count_arrival()
+  // The express packet whose output VC is still held: the cycle it crosses (0: none). Its
+  // output port and VC, input port and VC are in the next line (read only when there is one).
+  uint64_t ahead_at_ = 0;
   // The timing parameters a hop reads, from the network's config (network.*).
   alignas(64) uint32_t routing_delay_ = 0;
   uint32_t va_delay_ = 0, hop_delay_ = 0, flit_cycles_ = 0, credit_delay_ = 0;
@@ -272,9 +325,12 @@ class Router final : public sc_core::sc_module {
   int gen_port_ = 0;  // index of the generator input (combined acks)
   int nports_ = 0;    // output ports: children + parent
   int id_ = 0;
+  uint8_t ahead_out_ = 0, ahead_vc_ = 0, ahead_in_port_ = 0, ahead_in_vc_ = 0;
+  uint16_t out_vcs_held_ = 0;  // output VCs held by packets in this router (or an express one)
 
   int height_ = 0;
   uint32_t pos_ = 0;
+  const Packet* ahead_pkt_ = nullptr;  // the express packet (failure dumps only)
   std::unique_ptr<Flit[]> flit_slab_;
   std::unique_ptr<OutputPort::Vc[]> out_slab_;  // the output ports' VCs ([port * nvcs + vc])
   InputVC& vc(int port, int v) { return in_[static_cast<size_t>(port) * nvcs_ + v]; }

@@ -89,7 +89,8 @@ TEST(NetworkFastPath, StatisticsEqualTheGeneralAllocators) {
 // flits/node/cycle most busy routers hold one flit (82% on 2026-12-05); with the path off, none
 // of the same cycles takes it.
 TEST(NetworkFastPath, RoutersHoldingOneFlitTakeIt) {
-  const std::string sets = "--set workload.injection_rate=0.01 --set workload.measure_cycles=4000";
+  // (Express hops off: they take most lone hops without a router step at all.)
+  const std::string sets = "--set workload.injection_rate=0.01 --set workload.measure_cycles=4000 --set network.express_hops=false";
   const auto fast = test::run_ok("net-qtree64-uniform.json", sets + " --set network.fast_path=true");
   const auto general = test::run_ok("net-qtree64-uniform.json", sets + " --set network.fast_path=false");
   const auto host_of = [](const test::Run& r) { return nlohmann::json::parse(test::read_text(r.out / "host.json")); };
@@ -99,6 +100,75 @@ TEST(NetworkFastPath, RoutersHoldingOneFlitTakeIt) {
   EXPECT_EQ(hf["router_steps"], hg["router_steps"]) << "the same cycles are stepped either way";
   EXPECT_GT(hf.at("router_lone_steps").get<double>() / steps, 0.6);
   EXPECT_EQ(hg.at("router_lone_steps").get<uint64_t>(), 0u);
+}
+
+// Express hops (network.express_hops: a one-flit unicast that arrives alone at a router holding
+// nothing crosses it at once, stamped with the cycle the pipeline would cross it in) are host
+// speed only: every statistic equals the pipeline's, byte for byte, wherever they are taken.
+// The runs press on what an express hop must keep as the pipeline has it: VCs and credits that
+// run short (one VC per class, two-flit buffers, slow credits: its output VC held until it
+// crosses, a flit queued behind it on its input VC), longer pipelines (route computation and VC
+// allocation of 1-3 cycles), a hot spot at low load (the network's own clock between its busy
+// cycles: the utilisation's epoch), multicasts whose end-to-end acknowledgements take express
+// hops, and one-cycle slices (no hop may cross past the runner's slice).
+TEST(NetworkExpressHops, StatisticsEqualThePipelines) {
+  const std::string u = "net-qtree64-uniform.json";
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {u, "--set workload.injection_rate=0.01 --set workload.measure_cycles=4000"},
+      {u, "--set workload.injection_rate=0.055 --set workload.measure_cycles=4000"},
+      {u, "--set workload.injection_rate=0.03 --set workload.measure_cycles=3000 --set network.vcs_per_class=1 "
+          "--set network.buffer_depth=2 --set network.credit_delay=4"},
+      {u, "--set workload.injection_rate=0.03 --set workload.measure_cycles=3000 --set network.routing_delay=1 "
+          "--set network.va_delay=2 --set network.vcs_per_class=1"},
+      {u, "--set workload.injection_rate=0.005 --set workload.measure_cycles=1000 --set network.levels=2 "
+          "--set workload.pattern=hotspot --set network.routing_delay=2 --set network.va_delay=3 "
+          "--set network.vcs_per_class=2 --set network.buffer_depth=4 --set network.link_latency=2 --seed 241"},
+      {"default.json", "--set workload.packet_flits=1 --set workload.measure_cycles=3000 --set network.combining=false "
+                       "--set workload.injection_rate=0.01"},
+      {u, "--set workload.injection_rate=0.02 --set workload.measure_cycles=1000 --set experiment.heartbeat_s=1e-9"},
+  };
+  const auto host_of = [](const test::Run& r) { return nlohmann::json::parse(test::read_text(r.out / "host.json")); };
+  for (const auto& [config, sets] : runs) {
+    const auto on = test::run_config(config, sets + " --set network.express_hops=true");
+    const auto off = test::run_config(config, sets + " --set network.express_hops=false");
+    ASSERT_TRUE(on.stats.contains("stats") && off.stats.contains("stats")) << config << " " << sets << "\n" << on.output;
+    EXPECT_EQ(on.status, off.status) << config << " " << sets;
+    EXPECT_EQ(on.stats["run"], off.stats["run"]) << config << " " << sets;
+    EXPECT_EQ(on.stats["summary"], off.stats["summary"]) << config << " " << sets;
+    EXPECT_TRUE(on.stats["stats"] == off.stats["stats"]) << config << " " << sets << ": statistics differ";
+    // Express hops were taken (a vacuous comparison would pass too), and none with them off.
+    EXPECT_GT(host_of(on).at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
+    EXPECT_EQ(host_of(off).at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
+  }
+  // At 0.01 flits/node/cycle most router traversals are express hops (68% on 2026-12-07), and
+  // the routers step a quarter as often.
+  const auto on = test::run_ok(u, "--set workload.injection_rate=0.01 --set workload.measure_cycles=20000");
+  const auto off = test::run_ok(u, "--set workload.injection_rate=0.01 --set workload.measure_cycles=20000 --set network.express_hops=false");
+  uint64_t traversals = 0;
+  for (const auto& [name, r] : on.stats["stats"]["system"]["net"].items())
+    if (name.rfind("router_", 0) == 0)
+      for (const auto& [stat, v] : r.items())
+        if (stat.rfind("port", 0) == 0) traversals += v["flits"].get<uint64_t>();
+  const auto ho = host_of(on), hf = host_of(off);
+  EXPECT_GT(ho.at("router_express_hops").get<double>(), 0.5 * static_cast<double>(traversals));
+  EXPECT_LT(ho.at("router_steps").get<double>(), 0.5 * hf.at("router_steps").get<double>());
+}
+
+// ...and are never taken where the order of one cycle's events matters: the MBP's coherence
+// traffic (its callbacks schedule into a calendar whose ties follow call order), multicasts
+// with acknowledgements combined in the routers (two transactions' acknowledgements completed
+// in one cycle queue at the generator in arrival order), or a run that records a timeline.
+TEST(NetworkExpressHops, AreNotTakenWhereTheOrderOfACyclesEventsMatters) {
+  const auto host_of = [](const test::Run& r) { return nlohmann::json::parse(test::read_text(r.out / "host.json")); };
+  for (const auto& [config, sets] : std::vector<std::pair<std::string, std::string>>{
+           {"mbp16.json", "--set sharing.refs_per_proc=300"},
+           {"default.json", "--set workload.packet_flits=1 --set workload.measure_cycles=2000"},
+           {"net-qtree64-uniform.json", "--set workload.injection_rate=0.01 --set workload.measure_cycles=1000 --timeline " +
+                                            (test::temp_dir("express_timeline") / "t.json").string()}}) {
+    const auto r = test::run_ok(config, sets);
+    EXPECT_GT(r.stats["stats"]["system"]["net"]["packets_delivered"].get<uint64_t>(), 0u) << config;
+    EXPECT_EQ(host_of(r).at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
+  }
 }
 
 // The network's run-ahead (network.run_ahead: when the client reads time only from the
