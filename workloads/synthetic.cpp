@@ -39,6 +39,7 @@ SyntheticTraffic::SyntheticTraffic(const Config& c, net::Network& net, uint64_t 
   rate_ = c.get_double("workload.injection_rate");
   flits_ = c.get_int("workload.packet_flits");
   pkt_prob_ = rate_ / flits_;
+  log1p_minus_prob_ = std::log1p(-pkt_prob_);
   hot_frac_ = c.get_double("workload.hotspot_fraction");
   mc_frac_ = c.get_double("workload.multicast_fraction");
   fanout_ = c.get_int("workload.multicast_fanout");
@@ -73,7 +74,7 @@ void SyntheticTraffic::start() {
   // Rng::kNever, a time the network's clock must never be asked to wait for).
   const uint64_t stop = injection_stop(phases_, inject_during_drain_);
   for (uint32_t i = 0; i < rng_.size(); ++i) {
-    const uint64_t first = rng_[i].geometric(pkt_prob_) - 1;
+    const uint64_t first = rng_[i].geometric(pkt_prob_, log1p_minus_prob_) - 1;
     if (first < stop) net_.set_timer(i, first, 0);
   }
 }
@@ -88,7 +89,7 @@ void SyntheticTraffic::on_timer(uint32_t node, uint64_t, uint64_t now) {
     window_offered_flits_ += flits_;
   }
   // Keep offering load through the drain so measured packets see a steady network.
-  const uint64_t next = now + r.geometric(pkt_prob_);
+  const uint64_t next = now + r.geometric(pkt_prob_, log1p_minus_prob_);
   const uint64_t stop = injection_stop(phases_, inject_during_drain_);
   if (next < stop) net_.set_timer(node, next, 0);
 }

@@ -56,6 +56,7 @@ class SyntheticTraffic : public Workload {
   Pattern pattern_;
   double rate_;      // flits/node/cycle
   double pkt_prob_;  // packets/node/cycle
+  double log1p_minus_prob_;  // log1p(-pkt_prob_): the geometric gap's divisor, computed once
   int flits_;
   std::vector<uint32_t> hot_;
   double hot_frac_, mc_frac_;

@@ -65,10 +65,12 @@ class Rng {
   // Equivalent to testing p once per cycle, without one draw per idle cycle.
   // A gap too long for any run (p tiny or 0) is kNever, never a cast out of range.
   static constexpr uint64_t kNever = uint64_t{1} << 62;
-  uint64_t geometric(double p) {
+  uint64_t geometric(double p) { return geometric(p, std::log1p(-p)); }
+  // The same draw with log1p(-p) given (a caller that draws often with one p computes it once).
+  uint64_t geometric(double p, double log1p_minus_p) {
     if (p >= 1.0) return 1;
     const double u = 1.0 - uniform();  // (0, 1]
-    const double g = std::floor(std::log(u) / std::log1p(-p));
+    const double g = std::floor(std::log(u) / log1p_minus_p);
     if (!(g < static_cast<double>(kNever))) return kNever;  // also NaN (p = 0, u = 1)
     return 1 + static_cast<uint64_t>(g);
   }
