@@ -148,6 +148,8 @@ struct Run {
   std::filesystem::path out; // the --out folder (kept until the test process ends)
   nlohmann::json stats;      // stats.json, or null when the run wrote none
   const nlohmann::json& summary() const { return stats["summary"]; }
+  // host.json: the run's host-side figures (wall and CPU time, the network's step counts).
+  nlohmann::json host() const { return nlohmann::json::parse(read_text(out / "host.json")); }
 };
 
 // Runs `config` (a shipped config's file name, or a path) with further arguments (`--set`,

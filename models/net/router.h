@@ -194,7 +194,7 @@ class Router final : public sc_core::sc_module {
   // upstream as the pipeline's, and the router neither stores the flit nor wakes for it. What
   // other packets could see before that cycle stays the pipeline's: its output VC is held until
   // the switch allocation of that cycle (release_ahead), and a flit that arrives on its input VC
-  // first reaches the front only then (push_flit). Returns false, changing nothing anyone sees,
+  // first reaches the front only then (hold_behind_express). Returns false, changing nothing anyone sees,
   // when it cannot; the flit is then accepted as usual.
   bool express(int port, int vc, Packet* p, uint16_t idx, uint64_t now);
   // After accept() of a flit at input VC (port, vc): behind an express packet of that VC that

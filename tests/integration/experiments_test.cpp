@@ -93,8 +93,7 @@ TEST(NetworkFastPath, RoutersHoldingOneFlitTakeIt) {
   const std::string sets = "--set workload.injection_rate=0.01 --set workload.measure_cycles=4000 --set network.express_hops=false";
   const auto fast = test::run_ok("net-qtree64-uniform.json", sets + " --set network.fast_path=true");
   const auto general = test::run_ok("net-qtree64-uniform.json", sets + " --set network.fast_path=false");
-  const auto host_of = [](const test::Run& r) { return nlohmann::json::parse(test::read_text(r.out / "host.json")); };
-  const auto hf = host_of(fast), hg = host_of(general);
+  const auto hf = fast.host(), hg = general.host();
   const double steps = hf.at("router_steps").get<double>();
   ASSERT_GT(steps, 10000);
   EXPECT_EQ(hf["router_steps"], hg["router_steps"]) << "the same cycles are stepped either way";
@@ -127,7 +126,6 @@ TEST(NetworkExpressHops, StatisticsEqualThePipelines) {
                        "--set workload.injection_rate=0.01"},
       {u, "--set workload.injection_rate=0.02 --set workload.measure_cycles=1000 --set experiment.heartbeat_s=1e-9"},
   };
-  const auto host_of = [](const test::Run& r) { return nlohmann::json::parse(test::read_text(r.out / "host.json")); };
   for (const auto& [config, sets] : runs) {
     const auto on = test::run_config(config, sets + " --set network.express_hops=true");
     const auto off = test::run_config(config, sets + " --set network.express_hops=false");
@@ -137,11 +135,11 @@ TEST(NetworkExpressHops, StatisticsEqualThePipelines) {
     EXPECT_EQ(on.stats["summary"], off.stats["summary"]) << config << " " << sets;
     EXPECT_TRUE(on.stats["stats"] == off.stats["stats"]) << config << " " << sets << ": statistics differ";
     // Express hops were taken (a vacuous comparison would pass too), and none with them off.
-    EXPECT_GT(host_of(on).at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
-    EXPECT_EQ(host_of(off).at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
+    EXPECT_GT(on.host().at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
+    EXPECT_EQ(off.host().at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
   }
   // At 0.01 flits/node/cycle most router traversals are express hops (68% on 2026-12-07), and
-  // the routers step a quarter as often.
+  // the routers step less than half as often (a quarter on 2026-12-07).
   const auto on = test::run_ok(u, "--set workload.injection_rate=0.01 --set workload.measure_cycles=20000");
   const auto off = test::run_ok(u, "--set workload.injection_rate=0.01 --set workload.measure_cycles=20000 --set network.express_hops=false");
   uint64_t traversals = 0;
@@ -149,7 +147,7 @@ TEST(NetworkExpressHops, StatisticsEqualThePipelines) {
     if (name.rfind("router_", 0) == 0)
       for (const auto& [stat, v] : r.items())
         if (stat.rfind("port", 0) == 0) traversals += v["flits"].get<uint64_t>();
-  const auto ho = host_of(on), hf = host_of(off);
+  const auto ho = on.host(), hf = off.host();
   EXPECT_GT(ho.at("router_express_hops").get<double>(), 0.5 * static_cast<double>(traversals));
   EXPECT_LT(ho.at("router_steps").get<double>(), 0.5 * hf.at("router_steps").get<double>());
 }
@@ -159,7 +157,6 @@ TEST(NetworkExpressHops, StatisticsEqualThePipelines) {
 // with acknowledgements combined in the routers (two transactions' acknowledgements completed
 // in one cycle queue at the generator in arrival order), or a run that records a timeline.
 TEST(NetworkExpressHops, AreNotTakenWhereTheOrderOfACyclesEventsMatters) {
-  const auto host_of = [](const test::Run& r) { return nlohmann::json::parse(test::read_text(r.out / "host.json")); };
   for (const auto& [config, sets] : std::vector<std::pair<std::string, std::string>>{
            {"mbp16.json", "--set sharing.refs_per_proc=300"},
            {"default.json", "--set workload.packet_flits=1 --set workload.measure_cycles=2000"},
@@ -167,7 +164,7 @@ TEST(NetworkExpressHops, AreNotTakenWhereTheOrderOfACyclesEventsMatters) {
                                             (test::temp_dir("express_timeline") / "t.json").string()}}) {
     const auto r = test::run_ok(config, sets);
     EXPECT_GT(r.stats["stats"]["system"]["net"]["packets_delivered"].get<uint64_t>(), 0u) << config;
-    EXPECT_EQ(host_of(r).at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
+    EXPECT_EQ(r.host().at("router_express_hops").get<uint64_t>(), 0u) << config << " " << sets;
   }
 }
 
@@ -183,7 +180,6 @@ TEST(NetworkRunAhead, StatisticsEqualOneActivationPerBusyCycle) {
       {"default.json", "--set workload.measure_cycles=4000"},
       {"fig2-7-multicast.json", ""},
   };
-  const auto host_of = [](const test::Run& r) { return nlohmann::json::parse(test::read_text(r.out / "host.json")); };
   for (const auto& [config, sets] : runs) {
     const auto ahead = test::run_ok(config, sets + " --set network.run_ahead=true");
     const auto each = test::run_ok(config, sets + " --set network.run_ahead=false");
@@ -195,13 +191,13 @@ TEST(NetworkRunAhead, StatisticsEqualOneActivationPerBusyCycle) {
     EXPECT_TRUE(stepped.stats["stats"] == each.stats["stats"]) << config << " " << sets << ": one-cycle slices differ";
     // The runs did route traffic, and cycles did run ahead (a vacuous comparison would pass too).
     EXPECT_GT(each.stats["stats"]["system"]["net"]["packets_delivered"].get<uint64_t>(), 0u) << config;
-    EXPECT_GT(host_of(ahead).at("network_run_ahead_cycles").get<uint64_t>(), 0u) << config;
-    EXPECT_EQ(host_of(each).at("network_run_ahead_cycles").get<uint64_t>(), 0u) << config;
+    EXPECT_GT(ahead.host().at("network_run_ahead_cycles").get<uint64_t>(), 0u) << config;
+    EXPECT_EQ(each.host().at("network_run_ahead_cycles").get<uint64_t>(), 0u) << config;
   }
   // At 0.01 flits/node/cycle nearly every busy cycle after a slice's first runs ahead.
   const auto low = test::run_ok("net-qtree64-uniform.json",
                                 "--set workload.injection_rate=0.01 --set workload.measure_cycles=20000");
-  const auto h = host_of(low);
+  const auto h = low.host();
   EXPECT_GT(h.at("network_run_ahead_cycles").get<double>(), 0.9 * low.stats["run"]["simulated_cycles"].get<double>());
 }
 
@@ -229,7 +225,7 @@ TEST(NetworkRunAhead, AFailureInACycleRunAheadStopsTheRunAtThatCycle) {
 // busy cycle.
 TEST(NetworkRunAhead, TheMbpKeepsOneActivationPerBusyCycle) {
   const auto r = test::run_ok("mbp16.json", "--set sharing.refs_per_proc=300");
-  const auto h = nlohmann::json::parse(test::read_text(r.out / "host.json"));
+  const auto h = r.host();
   EXPECT_GT(r.stats["stats"]["system"]["net"]["packets_delivered"].get<uint64_t>(), 0u);
   EXPECT_EQ(h.at("network_run_ahead_cycles").get<uint64_t>(), 0u);
 }

@@ -392,7 +392,7 @@ TEST(Robustness, ThePredictedMemoryIsWithinAQuarterOfThePeak) {
     SCOPED_TRACE(std::string(config) + " " + args);
     auto r = test::run_config(config, args);
     ASSERT_TRUE(r.status == 0 || r.status == 3) << r.output;
-    const auto host = nlohmann::json::parse(test::read_text(r.out / "host.json"));
+    const auto host = r.host();
     const double peak = host["peak_memory_bytes"].get<double>(), predicted = host["predicted_memory_bytes"].get<double>();
     EXPECT_NEAR(predicted / peak, 1.0, 0.25) << "predicted " << predicted / 1048576 << " MiB, peak " << peak / 1048576 << " MiB";
   }
@@ -481,7 +481,7 @@ TEST(Robustness, AnOverloadedSourceRefusesPacketsInsteadOfGrowing) {
   EXPECT_TRUE(r.summary()["saturated"].get<bool>());
   EXPECT_GT(r.summary()["packets_refused"].get<uint64_t>(), 64u * 100000u) << "most packets due are refused";
   EXPECT_NEAR(r.summary()["offered_rate"].get<double>(), 1.0, 0.01) << "refused packets are still offered";
-  const auto host = nlohmann::json::parse(test::read_text(r.out / "host.json"));
+  const auto host = r.host();
   EXPECT_LT(host["peak_memory_bytes"].get<double>(), 200e6);
   auto ok = test::run_config("net-qtree64-uniform.json", "");
   ASSERT_EQ(ok.status, 0) << ok.output;
