@@ -34,7 +34,7 @@ void declare_mbcf_workload_params(ParamSchema& s) {
   s.add({"workload.tcp_nodelay", T::Bool, false, "",
          "peak over TCP: TCP_NODELAY on both ends (Nagle off). The thesis set it for its SunOS peak rates (6.2.3: 'To cope with measurement for fine-grained communications, I added the TCP_NODELAY option') and not for Solaris's (6.3.2: 'I did not attach the TCP_NODELAY option'); rtt and oneway always set it (6.2.4, 6.3.3)",
          0, 1});
-  s.add({"workload.ack_every", T::Int, 16, "", "peak: a status check every N transmissions (6.2.3)", 1, 1e6});
+  s.add({"workload.ack_every", T::Int, 16, "", "peak over mbcf and udp: a status check every N transmissions (6.2.3); peak over tcp streams, its own ACKs acknowledging", 1, 1e6});
   s.add({"workload.protocol", T::String, "udp", "", "datagram: udp | tcp (MBP2 message passing)", -1e300, 1e300, {"udp", "tcp"}});
   s.add({"workload.timeout_us", T::Double, 1e6, "us",
          "datagram, UDP: how long the user library waits for an echo before sending again, and the stream's receiver for the next datagram once the sender is done (a library's choice: longer than a first contact's key exchange, 0.4 s in the MBP2P's firmware; idle simulated time costs nothing)",
