@@ -266,6 +266,7 @@ class OnewayWorkload : public MbcfWorkload {
     if (i_ == 2) {
       mark_cpu();
       for (uint32_t n = 0; n < 2; ++n) os_mark_[n] = sys_->os(n).spent();
+      struct_mark_ = sys_->structure_ps();
     }
     t0_ = now();
     send(0);
@@ -287,6 +288,11 @@ class OnewayWorkload : public MbcfWorkload {
     j["lw_copy_us"] = us(copy);
     j["invoke_us"] = us(invoke);
     return j;
+  }
+  // The receive routines' work on the FIFO and signal structures per one-way message (us): not
+  // the OS's, but part of what a FIFO and a SIGNAL cost beyond a WRITE (a WRITE's is none).
+  double structures_us() const {
+    return std::round(static_cast<double>(sys_->structure_ps() - struct_mark_) / (2.0 * iters_ * 1e6) * 1000) / 1000;
   }
   // Node `from` sends this round's message to the other node.
   void send(uint32_t from) {
@@ -334,7 +340,10 @@ class OnewayWorkload : public MbcfWorkload {
     const double lat = sum_ / iters_ / 2 / 1e6;
     std::string name = cmds_[ci_] == "write" ? "MBCF_WRITE" : cmds_[ci_] == "fifo" ? "MBCF_FIFO" : "MBCF_SIGNAL";
     points_.push_back(point(name, sizes_[si_], lat, "us", cpu_us_since_mark() / iters_ / 2));
-    if (cmds_[ci_] != "write") points_.back()["receiver_os"] = os_terms();
+    if (cmds_[ci_] != "write") {
+      points_.back()["receiver_os"] = os_terms();
+      points_.back()["routine_structures_us"] = structures_us();
+    }
     if (legs_ == 2 * iters_) {  // (every leg seen by both hooks: otherwise unmeasured, left out)
       auto us = [this](double ps) { return std::round(ps / legs_ / 1e6 * 1000) / 1000; };
       nlohmann::ordered_json path;
@@ -356,6 +365,7 @@ class OnewayWorkload : public MbcfWorkload {
   uint64_t t0_ = 0;
   double sum_ = 0;
   host::OsSpent os_mark_[2];
+  uint64_t struct_mark_ = 0;  // sys_->structure_ps() at the mark
   // The message on its way: who sent it, its command, when it was asked for, handed to the
   // NIC and taken by the receiving routine; and the sums over the measured legs.
   uint32_t leg_from_ = 0;

@@ -275,6 +275,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
     case Cmd::FifoeRetry: {
       FifoHdr h;
       if (!fifo_read(L, c.laddr, h)) return false;
+      ++r.structures;
       // FIFOe: the stopped state is this sender's (4.1, "for the commands from a given
       // requestor"); the structure's flag bit 0 tells the owner that some sender is stopped.
       const Lump::StopKey who{c.laddr, p.src_pnode, p.src_ptask};
@@ -313,6 +314,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
         L.violation = ViolationCode::BadStructure;
         return false;
       }
+      ++r.structures;
       const auto I = static_cast<SigInvoke>(inv);
       const auto S = static_cast<SigStore>(sto);
       const auto C = static_cast<SigCond>(cond);
@@ -340,6 +342,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
         case SigStore::Quew: {
           FifoHdr h;
           if (!fifo_read(L, fifo, h)) return false;
+          ++r.structures;
           if (!fifo_push(L, fifo, h, {{bare ? nullptr : info, bare ? 0u : 12u}, {c.data.data(), c.length}})) st = Status::FifoFull;
           break;
         }

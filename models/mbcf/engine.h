@@ -43,6 +43,9 @@ struct ExecResult {
   std::vector<Invocation> invocations;
   bool woke = false;               // the scheduling option woke a blocked task
   uint32_t data_bytes = 0;         // bytes moved into or out of task memory (for cost models)
+  // MBCF structures in the target task's memory the commands read, checked and updated (a
+  // FIFO's, a signal's; for cost models): work the receive routine does beyond a WRITE's.
+  uint32_t structures = 0;
   // A NIC whose DMA makes the writes (TaskSpace's write buffer): how many of them came before
   // the READ, which its DMA must read between them; and its handle on the bytes the DMA read
   // for the READ's reply (0: none; the reply then carries what the semantics read).

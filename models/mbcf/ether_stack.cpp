@@ -165,6 +165,13 @@ uint64_t EtherSystem::packet_cost(uint32_t node, const Packet& p, ExecResult& r)
     if (is_atomic(c.cmd)) cyc += c_.atomic_word_cycles * (c.length / 4);
   if (!r.replies.empty() || r.outcome != ExecResult::Outcome::Done) cyc += c_.reply_cycles;
   cyc += c_.reply_cycles * r.forwards.size();
+  if (r.structures) {
+    const uint64_t sp = ex(node).proto_ps(c_.int_struct_cycles * r.structures);
+    structures_.inc(r.structures);
+    structure_ps_.inc(sp);
+    structure_ps_sum_ += sp;
+    ps += sp;
+  }
   return ex(node).proto_ps(cyc) + ps;
 }
 

@@ -70,6 +70,8 @@ EtherSystem::EtherSystem(Calendar& cal, const EtherSysConfig& c, Stats& st, uint
                           "requests refused before anything was sent: an Ltask not in the task's table, a command users may not send, a 4.4 rule the sender can see, or a packet or reply that would not fit a frame")),
       save_full_(st.counter(stat_name(*this, "save_area_full"),
                             "packets for a task waiting for a page-in that found the save area full (mbcf.save_area): not accepted, so Go-back-N brings them again; a local request waits")),
+      structures_(st.counter(stat_name(*this, "structures"), "MBCF structures (a FIFO's, a signal's) the receive routines read, checked and updated")),
+      structure_ps_(st.counter(stat_name(*this, "structure_ps"), "the receive routines' time on those structures (host.int_struct_cycles each)", "ps")),
       isr_batch_(st.histogram(stat_name(*this, "isr_batch"), "packets handled per receive interrupt", "packets")) {
   gbn::Params gp = c.gbn_params();
   const gbn::Counters counts{dup_,      gap_,        resends_,     resend_reqs_,        acks_sent_, timeouts_, ack_polls_,

@@ -50,7 +50,7 @@ struct EtherSysConfig {
   // host CPU
   double cpu_mhz{};
   // the MBCF kernel's own costs (its system call and receive routine)
-  double syscall_cycles{}, int_packet_cycles{}, int_command_cycles{};
+  double syscall_cycles{}, int_packet_cycles{}, int_command_cycles{}, int_struct_cycles{};
   double reply_cycles{}, ack_cycles{}, tx_done_cycles{}, poll_cycles{};
   double atomic_word_cycles{}, user_build_cycles{};
   double timer_read_us{};
@@ -120,6 +120,9 @@ class EtherSystem : public sc_core::sc_module {
   host::Cpu& cpu(uint32_t node) { return *n_[node]->cpu; }
   host::Os& os(uint32_t node) { return *n_[node]->os; }
   const host::Os& os(uint32_t node) const { return *n_[node]->os; }
+  // The receive routines' work on MBCF structures since the run began (ExecResult::structures,
+  // host.int_struct_cycles each), as time on the processors that ran it.
+  uint64_t structure_ps() const { return structure_ps_sum_; }
   Executor& executor(uint32_t node) { return *n_[node]->exec; }
   uint64_t cycles_ps(double cycles) const;  // host CPU cycles as time
 
@@ -402,8 +405,9 @@ class EtherSystem : public sc_core::sc_module {
   std::function<void(uint32_t, uint32_t, const Packet&)> tx_hook_;
   Counter &sent_, &received_, &malformed_, &violations_, &dup_, &gap_, &resends_, &resend_reqs_, &acks_sent_,
       &ring_drops_, &timeouts_, &ack_polls_, &th1_cuts_, &faults_, &forwards_, &invocations_, &wakeups_, &blocked_, &peer_resets_, &peers_unresponsive_, &abandoned_, &hellos_, &stale_,
-      &nic_drops_down_, &refused_, &save_full_;
+      &nic_drops_down_, &refused_, &save_full_, &structures_, &structure_ps_;
   Histogram& isr_batch_;
+  uint64_t structure_ps_sum_ = 0;  // (structure_ps(): counters may be reset by a run's phases)
 };
 
 }  // namespace mbpsim::mbcf

@@ -57,6 +57,7 @@ TEST_F(Fixture, WriteAndWriteF) {
   uint8_t b[5];
   ts.read(*t, 0x10010, b, 5);
   EXPECT_EQ(b[4], 5);
+  EXPECT_EQ(r.structures, 0u) << "a WRITE's target is plain memory, no MBCF structure";
   Command f = cmd(Cmd::WriteF, 0x10100, le({0xAB}), ReplyMode::Status);
   f.flag_laddr = 0x10200;
   f.flag_value = 9;
@@ -109,6 +110,7 @@ TEST_F(Fixture, FifoAndFifoeStoppedStateWithThreeStatuses) {
   for (int i = 0; i < 8; ++i) {
     auto r = execute(ts, pkt({cmd(Cmd::Fifo, 0x10000, d, ReplyMode::OnlyFailures)}));
     last = r.statuses[0];
+    EXPECT_EQ(r.structures, 1u) << "the FIFO's structure is read, stored into or found full";
     if (last == Status::Succeeded) {
       ++ok;
       EXPECT_TRUE(r.replies.empty());  // REPLY_ONLY_FAILURES: silence on success
@@ -163,6 +165,9 @@ TEST_P(SignalTest, StoresInvokesAndHonoursTheCondition) {
   c.offset = 16;
   auto r1 = execute(ts, pkt({c}));
   ASSERT_EQ(r1.outcome, ExecResult::Outcome::Done);
+  // The receive routine's structures (their cost): the signal structure, and the FIFO it stores
+  // into when it queues (an invocation type of NONE stops at the structure).
+  EXPECT_EQ(r1.structures, sc.inv != SigInvoke::None && sc.store == SigStore::Quew ? 2u : 1u);
   if (sc.inv == SigInvoke::None) {
     EXPECT_EQ(r1.statuses[0], Status::SignalStopped);
     EXPECT_TRUE(r1.invocations.empty());
