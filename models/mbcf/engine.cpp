@@ -360,7 +360,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
         }
       }
       if (st != Status::Succeeded) break;
-      r.data_bytes += c.length;
+      if (S != SigStore::Nonw) r.data_bytes += rec;  // the record stored: its requester information and the data
       if (I == SigInvoke::Polling) break;
       if (C == SigCond::FirstOnlyNonblk && running > 0 && !mutant::on(mutant::Id::FirstOnlyInvokesAgain)) break;  // stored; no second invocation
       L.store32(s + 12, running + 1);

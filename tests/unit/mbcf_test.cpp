@@ -175,6 +175,9 @@ TEST_P(SignalTest, StoresInvokesAndHonoursTheCondition) {
   }
   EXPECT_EQ(r1.statuses[0], Status::Succeeded);
   const bool bare = sc.inv == SigInvoke::MemwSsp;
+  // What the routine moved into the task's memory (its copy's cost): the record it stored, the
+  // requester's information first unless MEMW_SSP; NONW stores nothing.
+  EXPECT_EQ(r1.data_bytes, sc.store == SigStore::Nonw ? 0u : (bare ? 0u : 12u) + 4u);
   // Storage
   switch (sc.store) {
     case SigStore::Nonw: EXPECT_EQ(fifo_entries(ts, *t, F), 0u); EXPECT_EQ(word(B), 0u); break;
