@@ -27,14 +27,17 @@ void declare_mbcf_workload_params(ParamSchema& s) {
   s.add({"workload.commands", T::Json, json::array(), "", "the commands measured: rtt [write, read, swap] by default, or send; oneway [write, fifo, signal]; peak, secure and raytrace write only; datagram none (empty: the workload's default)", -1e300, 1e300});
   s.add({"workload.over", T::String, "mbcf", "", "rtt, oneway, peak: what carries the messages: mbcf (MBCF/Ether's commands) | udp (each host's UDP/IP socket stack, sockets.*, with MBCF/Ether's Go-back-N as user-level routines on top, as the thesis's UDP figures) | tcp (each host's TCP/IP socket stack: rtt and oneway with TCP_NODELAY, peak as workload.tcp_nodelay says, raytrace without)", -1e300, 1e300, {"mbcf", "udp", "tcp"}});
   s.add({"workload.iterations", T::Int, 20, "", "rtt, oneway: measured repetitions per point (after 2 unmeasured ones)", 1, 1e9});
-  s.add({"workload.transfers", T::Int, 1024, "", "peak: messages timed per size (MBCF_WRITEs; over TCP, after a warm-up of twice the two socket buffers)", 16, 1e9});
+  s.add({"workload.transfers", T::Int, 1024, "", "peak: messages timed per size (MBCF_WRITEs; over TCP, after a warm-up of twice the two socket buffers, unless workload.tcp_peak_method is check)", 16, 1e9});
   s.add({"workload.phase_jitter_ms", T::Double, 0.0, "ms",
          "peak over TCP: before each size's connection, an idle of up to this long drawn from the run's seed, so that seeds sample the phase of the kernel's periodic timers (the delayed-ACK tick runs from boot), which picks some streams' steady state; 0: none (a run's points start where the previous one ended)",
          0, 1e6});
   s.add({"workload.tcp_nodelay", T::Bool, false, "",
          "peak over TCP: TCP_NODELAY on both ends (Nagle off). The thesis set it for its SunOS peak rates (6.2.3: 'To cope with measurement for fine-grained communications, I added the TCP_NODELAY option') and not for Solaris's (6.3.2: 'I did not attach the TCP_NODELAY option'); rtt and oneway always set it (6.2.4, 6.3.3)",
          0, 1});
-  s.add({"workload.ack_every", T::Int, 16, "", "peak over mbcf and udp: a status check every N transmissions (6.2.3); peak over tcp streams, its own ACKs acknowledging", 1, 1e6});
+  s.add({"workload.ack_every", T::Int, 16, "", "peak over mbcf and udp: a status check every N transmissions (6.2.3); peak over tcp streams, its own ACKs acknowledging, unless workload.tcp_peak_method is check", 1, 1e6});
+  s.add({"workload.tcp_peak_method", T::String, "stream", "",
+         "peak over TCP: stream (the stream's steady state between a warm-up and a cool-down, TCP's own ACKs pacing the sender: what the thesis's TCP figures measure, docs/VALIDATION.md) | check (MBCF's method of 6.2.3 on TCP, for comparison: after every workload.ack_every messages the receiver writes a 4-byte status back on the connection, and before each new group the sender reads the status of the group before last; timed from the first send() to the last group's status, the connection's start included)",
+         -1e300, 1e300, {"stream", "check"}});
   s.add({"workload.protocol", T::String, "udp", "", "datagram: udp | tcp (MBP2 message passing)", -1e300, 1e300, {"udp", "tcp"}});
   s.add({"workload.timeout_us", T::Double, 1e6, "us",
          "datagram, UDP: how long the user library waits for an echo before sending again, and the stream's receiver for the next datagram once the sender is done (a library's choice: longer than a first contact's key exchange, 0.4 s in the MBP2P's firmware; idle simulated time costs nothing)",

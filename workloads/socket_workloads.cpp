@@ -414,13 +414,21 @@ class TcpPeak : public TcpWorkload {
     jitter_ps_ = static_cast<uint64_t>(std::llround(c.get_double("workload.phase_jitter_ms") * 1e9));
     nodelay_ = c.get_bool("workload.tcp_nodelay");
     phase_ = Rng(seed, "workload.phase");
+    check_ = c.get_string("workload.tcp_peak_method") == "check";
+    if (check_) {
+      every_ = static_cast<uint32_t>(c.get_int("workload.ack_every"));
+      if (count_ % every_) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
+    }
   }
   void start() override { next_point(); }
 
  protected:
   // A point's messages: the warm-up, the timed ones and the cool-down, as the receiver reads them.
   size_t planned_points() const override { return sizes_.size(); }
-  double point_share() const override { return warm_ ? static_cast<double>(rk_) / (2.0 * warm_ + count_) : 0; }
+  double point_share() const override {
+    if (check_) return static_cast<double>(rk_) / count_;
+    return warm_ ? static_cast<double>(rk_) / (2.0 * warm_ + count_) : 0;
+  }
 
  private:
   // Every size on a connection of its own (as a benchmark program run once per size), set up
@@ -443,6 +451,12 @@ class TcpPeak : public TcpWorkload {
     warm_ = static_cast<uint32_t>((warm_bytes_ + n - 1) / n);
     k_ = rk_ = 0;
     sent_all_ = read_all_ = false;
+    if (check_) {  // MBCF's method: from the first send() on, no warm-up and no cool-down
+      warm_ = 0;
+      statuses_ = 0;
+      mark_cpu();
+      t0_ = now();
+    }
     receive();
     step();
   }
@@ -454,6 +468,7 @@ class TcpPeak : public TcpWorkload {
         mark_cpu();
         t0_ = now();
       }
+      if (check_) return answer();
       if (rk_ == warm_ + count_) {  // the timed messages are read
         t_end_ = now();
         cpu_us_ = cpu_us_since_mark();
@@ -463,8 +478,41 @@ class TcpPeak : public TcpWorkload {
       point_done();
     });
   }
+  // The check method: the receiver writes a 4-byte status (the group's number) after the last
+  // message of each group of workload.ack_every.
+  void answer() {
+    if (rk_ % every_) return receive();
+    std::vector<uint8_t> st(4);
+    store_le(st.data(), 4, rk_ / every_);
+    tcp(1).send(fd1_, std::move(st), [this](sockets::Errno e) {
+      if (e != sockets::Errno::Ok) return failed(1, "send", e);
+      if (rk_ < count_) return receive();
+      read_all_ = true;
+      point_done();
+    });
+  }
+  // The sender reads the next group's status (they come in order): `k` once it has it.
+  void read_status(std::function<void()> k) {
+    read_n(0, fd0_, 4, [this, k = std::move(k)](std::vector<uint8_t> d) {
+      if (load_le(d.data(), 4) != statuses_ + 1)
+        return sys_->fail("host 0 read status " + std::to_string(load_le(d.data(), 4)) + " where it expected group " +
+                          std::to_string(statuses_ + 1) + "'s");
+      ++statuses_;
+      k();
+    });
+  }
   void step() {
     const uint32_t n = sizes_[si_];
+    if (check_ && k_ == count_) {  // the last group's status closes the measurement
+      if (statuses_ < count_ / every_) return read_status([this] { step(); });
+      t_end_ = now();
+      cpu_us_ = cpu_us_since_mark();
+      sent_all_ = true;
+      return point_done();
+    }
+    // Before a new group, the status of the group before last must be back (one group in flight
+    // while the previous one is being acknowledged), as MBCF's peak workload does.
+    if (check_ && k_ % every_ == 0 && k_ / every_ >= 2 && statuses_ < k_ / every_ - 1) return read_status([this] { step(); });
     if (k_ == 2 * warm_ + count_) {
       sent_all_ = true;
       return point_done();
@@ -480,7 +528,10 @@ class TcpPeak : public TcpWorkload {
     const uint32_t n = sizes_[si_];
     const double s = (t_end_ - t0_) / 1e12;
     ordered_json p = point("TCP", n, count_ * static_cast<double>(n) / s / 1e6, "MB/s", cpu_us_ / count_);
-    p["warmup_messages"] = warm_;
+    if (check_)
+      p["status_every"] = every_;
+    else
+      p["warmup_messages"] = warm_;
     if (jitter_ps_) p["phase_idle_ms"] = six_significant(idle_ps_ / 1e9);
     points_.push_back(std::move(p));
     ++si_;
@@ -490,6 +541,8 @@ class TcpPeak : public TcpWorkload {
   uint32_t count_, si_ = 0, k_ = 0, rk_ = 0, warm_ = 0;
   uint64_t warm_bytes_ = 0, jitter_ps_ = 0, idle_ps_ = 0;
   bool nodelay_ = false;
+  bool check_ = false;  // workload.tcp_peak_method check
+  uint32_t every_ = 16, statuses_ = 0;  // (check) messages per status; statuses the sender read
   Rng phase_;
   double cpu_us_ = 0;  // the sender's host CPU time while the timed messages were read
   int fd0_ = -1, fd1_ = -1;

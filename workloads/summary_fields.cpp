@@ -97,7 +97,7 @@ const std::vector<SummaryField>& summary_fields() {
       {"acks_from_holders", "acks", "trace replay: receivers that acknowledged holding a copy", {"trace"}},
       {"network_bytes_per_level", "list", "trace replay: bytes down and up each tree level's links (level 0: the root's)", {"trace"}},
       // ---- MBCF/Ether and the MBP2 (workloads/mbcf_workloads.cpp, socket_workloads.cpp)
-      {"points", "list", "the measured points: command, size (bytes), value and its unit, host CPU time per operation (and, where a workload has them, its own: oneway's path and receiver_os, peak over TCP's warmup_messages and, with workload.phase_jitter_ms, phase_idle_ms)", kMbcf},
+      {"points", "list", "the measured points: command, size (bytes), value and its unit, host CPU time per operation (and, where a workload has them, its own: oneway's path and receiver_os, peak over TCP's warmup_messages (status_every with workload.tcp_peak_method check) and, with workload.phase_jitter_ms, phase_idle_ms)", kMbcf},
       {"nic", "list", "MBP2: per card, its units' utilisation and the PME's interrupt rate", all_of({kMbcf, kTesters})},
       {"over", "text", "what carried the messages: mbcf, udp or tcp (workload.over)", kOver},
       {"calc_nodes", "nodes", "raytrace: calculator nodes (node 0 displays)", {"raytrace"}},

@@ -822,6 +822,41 @@ TEST(Tcp, SunOsPeakRatesRunWithTcpNodelayAsTheThesisSetIt) {
 
 }
 
+// workload.tcp_peak_method check: MBCF's peak method of 6.2.3 on TCP. The receiver writes a
+// 4-byte status back after every workload.ack_every messages and the sender reads the status
+// of the group before last before each new group; the clock runs from the first send(), with no
+// warm-up and no cool-down. The default (stream) keeps streaming under TCP's own ACKs.
+TEST(Tcp, ThePeakCheckMethodIsMbcfsStatusEveryGroupOnTheConnection) {
+  auto run = [](const std::string& extra) {
+    return test::run_ok("sockets-ss20-100t-half-tcp.json", "--set workload.kind=peak --set 'workload.sizes=[64]' --set workload.transfers=256" + extra);
+  };
+  auto sent = [](const test::Run& r, int host) {
+    return r.stats["stats"]["system"]["host" + std::to_string(host)]["inet"]["tcp"]["data_bytes_sent"].get<uint64_t>();
+  };
+  const auto check16 = run(" --set workload.tcp_peak_method=check");
+  const auto check32 = run(" --set workload.tcp_peak_method=check --set workload.ack_every=32");
+  const auto stream = run("");
+  const auto& p = check16.summary()["points"][0];
+  EXPECT_EQ(p["status_every"].get<uint32_t>(), 16u);
+  EXPECT_FALSE(p.contains("warmup_messages"));
+  EXPECT_EQ(sent(check16, 0), 256u * 64) << "the timed messages alone: no warm-up, no cool-down";
+  EXPECT_EQ(sent(check16, 1), 256u / 16 * 4) << "a 4-byte status per group";
+  EXPECT_EQ(sent(check32, 1), 256u / 32 * 4);
+  EXPECT_GT(sent(stream, 0), 256u * 64) << "the stream method times the middle of a longer stream";
+  EXPECT_EQ(sent(stream, 1), 0u) << "the stream method's receiver only reads";
+  // Waiting for the statuses costs the sender: the check rate stays well under the stream's.
+  const double rc = p["value"].get<double>(), rs = stream.summary()["points"][0]["value"].get<double>();
+  EXPECT_LT(rc, 0.8 * rs) << rc << " against " << rs;
+  // A group that does not divide the run is refused, naming the key.
+  const auto bad = test::run_config("sockets-ss20-100t-half-tcp.json",
+                                    "--set workload.kind=peak --set workload.tcp_peak_method=check --set workload.transfers=100");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.output.find("workload.transfers"), std::string::npos) << bad.output;
+  const auto bad2 = test::run_config("sockets-ss20-100t-half-tcp.json", "--set workload.kind=peak --set workload.tcp_peak_method=poll");
+  EXPECT_EQ(bad2.status, 1);
+  EXPECT_NE(bad2.output.find("workload.tcp_peak_method"), std::string::npos) << bad2.output;
+}
+
 // workload.phase_jitter_ms: each size's connection starts after an idle drawn from the seed, so
 // that seeds sample the phase of the periodic delayed-ACK tick. Without it the seed changes
 // nothing in a lossless TCP run; with it each point says its idle (below the jitter, different
