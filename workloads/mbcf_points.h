@@ -67,6 +67,14 @@ inline std::vector<std::string> commands(const Config& c, std::vector<std::strin
   return out;
 }
 
+// MBCF's peak method (6.2.3): a status every workload.ack_every messages, which must divide
+// the workload.transfers timed (the last group's status closes the measurement).
+inline uint32_t status_every(const Config& c, uint32_t transfers) {
+  const auto every = static_cast<uint32_t>(c.get_int("workload.ack_every"));
+  if (transfers % every) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
+  return every;
+}
+
 // The sizes, each within [min, max] (`why` says where max comes from).
 inline std::vector<uint32_t> sizes(const Config& c, uint32_t min, uint32_t max = kMbcfMaxSize, const char* why = "one MBCF packet's data") {
   std::vector<uint32_t> s;

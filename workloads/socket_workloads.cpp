@@ -148,8 +148,7 @@ class SocketPeak : public SocketWorkload {
     commands(c, {}, {});
     sizes_ = sizes(c, 1, max_size_, "one UDP datagram under the library's header: sockets.udp_sendspace less 4");
     count_ = static_cast<uint32_t>(c.get_int("workload.transfers"));
-    every_ = static_cast<uint32_t>(c.get_int("workload.ack_every"));
-    if (count_ % every_) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
+    every_ = status_every(c, count_);
   }
   void start() override {
     serve();
@@ -415,10 +414,7 @@ class TcpPeak : public TcpWorkload {
     nodelay_ = c.get_bool("workload.tcp_nodelay");
     phase_ = Rng(seed, "workload.phase");
     check_ = c.get_string("workload.tcp_peak_method") == "check";
-    if (check_) {
-      every_ = static_cast<uint32_t>(c.get_int("workload.ack_every"));
-      if (count_ % every_) c.fail("workload.transfers", "must be a multiple of workload.ack_every");
-    }
+    if (check_) every_ = status_every(c, count_);
   }
   void start() override { next_point(); }
 
