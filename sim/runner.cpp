@@ -28,6 +28,7 @@
 #include "models/mbp/mbp_config.h"
 #include "models/node/node_config.h"
 #include "models/mbcf/ether_system.h"
+#include "models/host/x11.h"
 #include "models/sockets/inet_stack.h"
 #include "workloads/trace/replay.h"
 #include "workloads/mbcf_workloads.h"
@@ -61,6 +62,7 @@ const ParamSchema& schema() {
     declare_trace_params(s);
     mbcf::declare_mbcf_params(s);
     sockets::declare_socket_params(s);
+    host::declare_x11_params(s);
     mbp2::declare_mbp2_params(s);
     declare_mbcf_workload_params(s);
     declare_protection_params(s);

@@ -48,6 +48,7 @@ void declare_mbcf_workload_params(ParamSchema& s) {
   s.add({"workload.height", T::Int, 450, "pixels", "raytrace: picture height", 1, 1e5});
   s.add({"workload.pixel_us", T::Double, 70.0, "us", "raytrace: computation per pixel (6.2.6: 70 us on the SS20)", 0, 1e9});
   s.add({"workload.skip_cycles", T::Double, 8.0, "cycles", "raytrace: a calculator's test for a pixel it is not responsible for (every node runs the whole loop, 6.2.6)", 0, 1e9});
+  s.add({"workload.display", T::String, "auto", "", "raytrace: how the display node shows the pixels: auto (MBCF: the calculators' MBCF_WRITEs store into its frame buffer, 6.2.6; over udp or tcp: x11) | x11 (the display program draws each chunk with XPutImage through the X server, x11.*: 6.2.6's X11R6 without XFlush; udp and tcp only) | memory (the program only stores the pixels in its memory; udp and tcp only)", -1e300, 1e300, {"auto", "x11", "memory"}});
 }
 
 // ------------------------------------------------------------------ base
@@ -523,6 +524,8 @@ class RaytraceWorkload : public MbcfWorkload {
   RaytraceWorkload(const Config& c, Stats& st, uint64_t seed)
       : MbcfWorkload(c, st, seed), sc_(c, cfg_.nodes, [this](double cy) { return sys_->cycles_ps(cy); }) {
     commands(c, {"write"}, {"write"});  // 6.2.6: each chunk is one MBCF_WRITE
+    if (c.get_string("workload.display") != "auto")
+      c.fail("workload.display", "over mbcf the calculators' MBCF_WRITEs store into the display's frame buffer (6.2.6): no display program runs; x11 and memory are for udp and tcp");
     TaskSpace& ts = sys_->space(0);
     const uint32_t bytes = sc_.bytes();
     ts.map(*ts.find(kPtask), kFrame, (bytes + ts.page_bytes() - 1) / ts.page_bytes(), kPermRW);

@@ -12,6 +12,7 @@
 #include "models/core/bytes.h"
 #include "models/core/error.h"
 #include "models/core/rng.h"
+#include "models/host/x11.h"
 #include "models/sockets/reliable_udp.h"
 #include "workloads/mbcf_points.h"
 #include "workloads/mbcf_workloads.h"
@@ -217,6 +218,48 @@ class SocketPeak : public SocketWorkload {
 
 // ------------------------------------------------------------------ raytrace (6.2.6)
 
+// How the ray tracer's display program over sockets shows what it receives (workload.display):
+// with x11 (the default, 6.2.6's X11R6 "without 'XFlush'"), one XPutImage per row piece of each
+// chunk through the X server of the display's host (models/host/x11.h); with memory, the pixels
+// only stored in the program's memory. What the run checks is what the screen shows: the X
+// server's window after the program's last request has reached it (XCloseDisplay's flush).
+class RayDisplay {
+ public:
+  RayDisplay(const Config& c, const RayScene& sc, host::Os& os, Stats& st) : sc_(sc), frame_(sc.bytes(), 0) {
+    if (c.get_string("workload.display") == "memory") return;
+    const sockets::SocketConfig so = sockets::SocketConfig::from(c);
+    x11_ = std::make_unique<host::X11Display>(os, host::X11Config::from(c), so.sosend_instr, so.soreceive_instr, sc.w, sc.h, st);
+  }
+  // The program shows the chunk's `pixels` at `first`; `k` when it goes on.
+  void show(uint32_t first, std::vector<uint8_t> pixels, std::function<void()> k) {
+    if (!x11_) {
+      std::copy(pixels.begin(), pixels.end(), frame_.begin() + first);
+      return k();
+    }
+    put_rows(first, std::move(pixels), 0, std::move(k));
+  }
+  // The program's end: what Xlib still holds goes to the server; then `k(the frame is right)`.
+  void close(std::function<void(bool)> k) {
+    if (!x11_) return k(sc_.correct(frame_));
+    x11_->flush([this, k = std::move(k)] { k(sc_.correct(x11_->screen())); });
+  }
+
+ private:
+  // One XPutImage per row the chunk covers, from its byte `at` on.
+  void put_rows(uint32_t first, std::vector<uint8_t> pixels, size_t at, std::function<void()> k) {
+    if (at == pixels.size()) return k();
+    const uint32_t pos = first + static_cast<uint32_t>(at);
+    const size_t n = std::min<size_t>(pixels.size() - at, sc_.w - pos % sc_.w);
+    std::vector<uint8_t> row(pixels.begin() + static_cast<long>(at), pixels.begin() + static_cast<long>(at + n));
+    x11_->put_image(pos, std::move(row), [this, first, pixels = std::move(pixels), at, n, k = std::move(k)]() mutable {
+      put_rows(first, std::move(pixels), at + n, std::move(k));
+    });
+  }
+  const RayScene& sc_;
+  std::vector<uint8_t> frame_;  // (memory)
+  std::unique_ptr<host::X11Display> x11_;
+};
+
 // The parallel ray tracer of the MBCF workload (6.2.6) over UDP: calculator n computes every
 // calc_nodes-th chunk of workload.payload_bytes pixels (and skips the others' pixels, as every
 // node runs the whole loop) and sends it to the display, host 0, as a message: the chunk's
@@ -226,9 +269,10 @@ class SocketPeak : public SocketWorkload {
 class SocketRaytrace : public SocketWorkload {
  public:
   SocketRaytrace(const Config& c, Stats& st, uint64_t seed)
-      : SocketWorkload(c, st, seed), sc_(c, cfg_.nodes, [this](double cy) { return sys_->cycles_ps(cy); }) {
+      : SocketWorkload(c, st, seed),
+        sc_(c, cfg_.nodes, [this](double cy) { return sys_->cycles_ps(cy); }),
+        screen_(c, sc_, sys_->os(0), st) {
     commands(c, {}, {});
-    frame_.assign(sc_.bytes(), 0);
   }
   void start() override {
     display();
@@ -248,12 +292,15 @@ class SocketRaytrace : public SocketWorkload {
       if (m.size() < 4) return sys_->fail("the display received a message without its chunk's offset");
       const uint32_t first = RayScene::offset_of(m.data());
       const uint32_t len = static_cast<uint32_t>(m.size() - 4);
-      if (first + len > frame_.size()) return sys_->fail("the display received a chunk outside its frame");
-      std::copy(m.begin() + 4, m.end(), frame_.begin() + first);
-      if (++received_ < sc_.chunks) return display();
-      exec_ps_ = now();
-      frame_ok_ = sc_.correct(frame_);
-      finish();
+      if (first + len > sc_.bytes()) return sys_->fail("the display received a chunk outside its frame");
+      screen_.show(first, std::vector<uint8_t>(m.begin() + 4, m.end()), [this] {
+        if (++received_ < sc_.chunks) return display();
+        exec_ps_ = now();  // the program has shown every chunk
+        screen_.close([this](bool ok) {
+          frame_ok_ = ok;
+          finish();
+        });
+      });
     });
   }
   void work(uint32_t n, uint32_t k) {
@@ -263,9 +310,9 @@ class SocketRaytrace : public SocketWorkload {
     });
   }
   const RayScene sc_;
+  RayDisplay screen_;
   uint32_t received_ = 0;
   uint64_t exec_ps_ = 0;
-  std::vector<uint8_t> frame_;
   bool frame_ok_ = false;
 };
 
@@ -554,9 +601,10 @@ class TcpPeak : public TcpWorkload {
 class TcpRaytrace : public TcpWorkload {
  public:
   TcpRaytrace(const Config& c, Stats& st, uint64_t seed)
-      : TcpWorkload(c, st, seed), sc_(c, cfg_.nodes, [this](double cy) { return sys_->cycles_ps(cy); }) {
+      : TcpWorkload(c, st, seed),
+        sc_(c, cfg_.nodes, [this](double cy) { return sys_->cycles_ps(cy); }),
+        screen_(c, sc_, sys_->os(0), st) {
     commands(c, {}, {});
-    frame_.assign(sc_.bytes(), 0);
   }
   void start() override {
     const int l = tcp(0).socket();
@@ -592,13 +640,16 @@ class TcpRaytrace : public TcpWorkload {
       if (e != sockets::Errno::Ok) return failed(0, "select", e);
       read_n(0, fd, 4, [this, fd](std::vector<uint8_t> hdr) {
         const uint32_t first = RayScene::offset_of(hdr.data());
-        if (first >= frame_.size() || first % sc_.chunk) return sys_->fail("the display received a chunk outside its frame");
+        if (first >= sc_.bytes() || first % sc_.chunk) return sys_->fail("the display received a chunk outside its frame");
         read_n(0, fd, sc_.len(first / sc_.chunk), [this, first](std::vector<uint8_t> px) {
-          std::copy(px.begin(), px.end(), frame_.begin() + first);
-          if (++received_ < sc_.chunks) return display();
-          exec_ps_ = now();
-          frame_ok_ = sc_.correct(frame_);
-          finish();
+          screen_.show(first, std::move(px), [this] {
+            if (++received_ < sc_.chunks) return display();
+            exec_ps_ = now();  // the program has shown every chunk
+            screen_.close([this](bool ok) {
+              frame_ok_ = ok;
+              finish();
+            });
+          });
         });
       });
     });
@@ -613,9 +664,9 @@ class TcpRaytrace : public TcpWorkload {
     });
   }
   const RayScene sc_;
+  RayDisplay screen_;
   uint32_t received_ = 0;
   uint64_t exec_ps_ = 0;
-  std::vector<uint8_t> frame_;
   std::vector<int> fds_;
   bool frame_ok_ = false;
 };

@@ -107,6 +107,9 @@ class Os final : public sc_core::sc_module {
   void syscall(const char* name, Body body, std::function<void()> k);
   // Kernel work of `ps` inside a system call (or user work the process does), then `k`.
   void kernel(uint64_t ps, std::function<void()> k);
+  // Work of `ps` by a program's own code that is no communication (a window system's drawing,
+  // models/host/x11.h), then `k`: CPU time, not counted as the host's communication time.
+  void user(uint64_t ps, std::function<void()> k) { cpu_.compute(ps, std::move(k)); }
   // The calling process sleeps on channel `chan` until `wakeup(chan)`; then the context switch
   // back to it, then `k`. (One program per host: the CPU is otherwise idle or interrupted.)
   void sleep(uint64_t chan, std::function<void()> k);

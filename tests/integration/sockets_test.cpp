@@ -589,6 +589,35 @@ TEST(Sockets, RayTracingOverUdpFillsTheDisplaysFrameExactly) {
   EXPECT_GT(s["exec_time_s"].get<double>(), m.summary()["exec_time_s"].get<double>());
 }
 
+// 6.2.6: the UDP display program showed the picture through X11R6 "without 'XFlush'". Each chunk
+// is one XPutImage per row it covers; Xlib sends its buffer when the next request does not fit,
+// and the X server draws on the display's CPU: with one-byte chunks the display's host is the
+// bottleneck, so the run is longer than with the pixels only stored in the program's memory by
+// about what X cost it. The window is what the run checks. Over MBCF there is no display program.
+TEST(Sockets, TheRayTracersDisplayDrawsEachChunkThroughTheXServer) {
+  const std::string small = "--set workload.kind=raytrace --set mbcf.nodes=3 --set workload.calc_nodes=2 --set workload.width=64 --set workload.height=20 --set workload.payload_bytes=1";
+  const auto x = test::run_config("sockets-ss20-100t-half-udp.json", small);
+  const auto m = test::run_config("sockets-ss20-100t-half-udp.json", small + " --set workload.display=memory");
+  ASSERT_EQ(x.status, 0) << x.command << "\n" << x.output;
+  ASSERT_EQ(m.status, 0) << m.command << "\n" << m.output;
+  EXPECT_TRUE(x.summary()["frame_correct"].get<bool>());
+  EXPECT_TRUE(m.summary()["frame_correct"].get<bool>());
+  const auto x11 = x.stats["stats"]["system"]["host0"]["x11"];
+  EXPECT_EQ(x11["put_images"].get<uint64_t>(), 64u * 20);
+  EXPECT_EQ(x11["requests"].get<uint64_t>(), 64u * 20);
+  EXPECT_EQ(x11["bytes"].get<uint64_t>(), 64u * 20 * 28);  // 24 bytes and a pixel padded to 4
+  EXPECT_EQ(x11["flushes"].get<uint64_t>(), (64u * 20 + 72) / 73);  // 73 requests fill 2,044 of 2,048 bytes
+  EXPECT_FALSE(m.stats["stats"]["system"]["host0"].contains("x11"));
+  const double x_ps = x11["client_ps"].get<double>() + x11["server_ps"].get<double>();
+  const double longer_ps = (x.summary()["exec_time_s"].get<double>() - m.summary()["exec_time_s"].get<double>()) * 1e12;
+  EXPECT_GT(longer_ps, 0.8 * x_ps) << "X's " << x_ps / 1e12 << " s of the display's CPU";
+  EXPECT_LT(longer_ps, 1.2 * x_ps) << "X's " << x_ps / 1e12 << " s of the display's CPU";
+  // over MBCF the calculators write the frame buffer themselves
+  const auto r = test::run_config("mbcf-ss20-100t-half.json", small + " --set workload.display=x11");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("workload.display"), std::string::npos) << r.output;
+}
+
 TEST(Sockets, ConfigErrorsNameTheirKey) {
   const auto a = test::run_config("sockets-ss20-100t-half-udp.json", "--set mbcf.nic=mbp2");
   EXPECT_EQ(a.status, 1);

@@ -920,6 +920,14 @@ TEST(Tcp, RayTracingOverTcpFillsTheDisplaysFrameExactly) {
   const auto t0 = r.stats["stats"]["system"]["host0"]["inet"]["tcp"];
   EXPECT_EQ(t0["connections"].get<uint64_t>(), 3u);
   EXPECT_GT(r.stats["stats"]["system"]["host0"]["os"]["syscalls"].get<uint64_t>(), 3u * 80);  // select and two reads per chunk
+  EXPECT_EQ(r.stats["stats"]["system"]["host0"]["x11"]["put_images"].get<uint64_t>(), 64u * 20 / 16);  // one row each
+  // a 24-pixel row: 5 of the 15 chunks of 16 pixels cross a row's end, and are drawn as two rows
+  const auto w = test::run_config("sockets-ss20-100t-half-tcp.json",
+                                  "--set workload.kind=raytrace --set mbcf.nodes=4 --set workload.calc_nodes=3 --set workload.width=24 --set workload.height=10 --set workload.payload_bytes=16");
+  ASSERT_EQ(w.status, 0) << w.command << "\n" << w.output;
+  EXPECT_TRUE(w.summary()["frame_correct"].get<bool>());
+  EXPECT_EQ(w.stats["stats"]["system"]["host0"]["x11"]["put_images"].get<uint64_t>(), 20u);
+  EXPECT_EQ(w.stats["stats"]["system"]["host0"]["x11"]["requests"].get<uint64_t>(), 20u);
 }
 
 }  // namespace

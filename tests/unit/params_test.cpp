@@ -8,6 +8,7 @@
 
 #include "models/core/params.h"
 #include "models/host/io_bus.h"
+#include "models/host/x11.h"
 #include "models/mbcf/ether_system.h"
 #include "models/mbp/mbp_config.h"
 #include "models/mbp2/mbp2_cards.h"
@@ -57,7 +58,7 @@ class ParamTableTest : public ::testing::Test {};
 
 using Structs = ::testing::Types<net::NetConfig, node::NodeConfig, mbp::MbpConfig, net::EtherConfig, host::BusConfig,
                                  mbcf::EtherSysConfig, mbp2::PmeConfig, mbp2::EmConfig, mbp2::CryptoConfig,
-                                 mbp2::Mbp2Config>;
+                                 mbp2::Mbp2Config, host::X11Config>;
 TYPED_TEST_SUITE(ParamTableTest, Structs);
 
 // `S{}` holds every documented default, as the parameter listing prints it.
