@@ -543,6 +543,7 @@ class RaytraceWorkload : public MbcfWorkload {
   }
   ordered_json summary() const override {
     ordered_json s = sc_.summary(done_, exec_ps_, frame_ok_);
+    s["display"] = "frame_buffer";
     add_nic(s);
     return s;
   }

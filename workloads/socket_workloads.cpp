@@ -238,6 +238,7 @@ class RayDisplay {
     }
     put_rows(first, std::move(pixels), 0, std::move(k));
   }
+  const char* name() const { return x11_ ? "x11" : "memory"; }
   // The program's end: what Xlib still holds goes to the server; then `k(the frame is right)`.
   void close(std::function<void(bool)> k) {
     if (!x11_) return k(sc_.correct(frame_));
@@ -280,6 +281,7 @@ class SocketRaytrace : public SocketWorkload {
   }
   ordered_json summary() const override {
     ordered_json s = sc_.summary(done_, exec_ps_, frame_ok_);
+    s["display"] = screen_.name();
     s["over"] = "udp";
     return s;
   }
@@ -620,6 +622,7 @@ class TcpRaytrace : public TcpWorkload {
   }
   ordered_json summary() const override {
     ordered_json s = sc_.summary(done_, exec_ps_, frame_ok_);
+    s["display"] = screen_.name();
     s["over"] = "tcp";
     return s;
   }

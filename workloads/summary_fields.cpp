@@ -104,6 +104,7 @@ const std::vector<SummaryField>& summary_fields() {
       {"payload_bytes", "bytes", "raytrace: pixels (one byte each) per message, the unit of cyclic distribution", {"raytrace"}},
       {"packets", "messages", "raytrace: messages that carried the frame", {"raytrace"}},
       {"frame_correct", "bool", "raytrace: the display's frame equals the scene's pixels, byte for byte", {"raytrace"}},
+      {"display", "text", "raytrace: what showed the pixels: frame_buffer (over mbcf, the calculators' writes into it), x11 (the display program's XPutImages through the X server) or memory (the program's memory only) (workload.display)", {"raytrace"}},
       {"first_transfer_us", "us", "secure: time of the first transfer, key exchange included", {"secure"}},
       {"verified_bytes", "bytes", "secure: bytes the receiver verified", {"secure"}},
       {"corrupted_bytes", "bytes", "secure: bytes that arrived wrong (0 for a correct system)", {"secure"}},

@@ -608,6 +608,8 @@ TEST(Sockets, TheRayTracersDisplayDrawsEachChunkThroughTheXServer) {
   EXPECT_EQ(x11["bytes"].get<uint64_t>(), 64u * 20 * 28);  // 24 bytes and a pixel padded to 4
   EXPECT_EQ(x11["flushes"].get<uint64_t>(), (64u * 20 + 72) / 73);  // 73 requests fill 2,044 of 2,048 bytes
   EXPECT_FALSE(m.stats["stats"]["system"]["host0"].contains("x11"));
+  EXPECT_EQ(x.summary()["display"], "x11");
+  EXPECT_EQ(m.summary()["display"], "memory");
   const double x_ps = x11["client_ps"].get<double>() + x11["server_ps"].get<double>();
   const double longer_ps = (x.summary()["exec_time_s"].get<double>() - m.summary()["exec_time_s"].get<double>()) * 1e12;
   EXPECT_GT(longer_ps, 0.8 * x_ps) << "X's " << x_ps / 1e12 << " s of the display's CPU";
