@@ -294,7 +294,7 @@ class SocketRaytrace : public SocketWorkload {
       if (m.size() < 4) return sys_->fail("the display received a message without its chunk's offset");
       const uint32_t first = RayScene::offset_of(m.data());
       const uint32_t len = static_cast<uint32_t>(m.size() - 4);
-      if (first + len > sc_.bytes()) return sys_->fail("the display received a chunk outside its frame");
+      if (uint64_t{first} + len > sc_.bytes()) return sys_->fail("the display received a chunk outside its frame");
       screen_.show(first, std::vector<uint8_t>(m.begin() + 4, m.end()), [this] {
         if (++received_ < sc_.chunks) return display();
         exec_ps_ = now();  // the program has shown every chunk
