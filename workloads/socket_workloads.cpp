@@ -251,6 +251,7 @@ class RayDisplay {
     if (at == pixels.size()) return k();
     const uint32_t pos = first + static_cast<uint32_t>(at);
     const size_t n = std::min<size_t>(pixels.size() - at, sc_.w - pos % sc_.w);
+    if (at == 0 && n == pixels.size()) return x11_->put_image(pos, std::move(pixels), std::move(k));  // one row: as it is
     std::vector<uint8_t> row(pixels.begin() + static_cast<long>(at), pixels.begin() + static_cast<long>(at + n));
     x11_->put_image(pos, std::move(row), [this, first, pixels = std::move(pixels), at, n, k = std::move(k)]() mutable {
       put_rows(first, std::move(pixels), at + n, std::move(k));
