@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
 #include <vector>
 
 #include "models/core/footprint.h"
@@ -26,26 +27,46 @@ class Cache {
     uint32_t link;   // the owner's: an L1 line keeps the index of its block's line in the L2
     uint8_t state;   // 0: invalid; other values are the owner's
   };
-  // The array comes from calloc: the kernel hands out zero pages lazily, so a large cache that
-  // a run touches little costs little host memory (256 processors with 1 MiB L2s are common).
+  // An array of kMapBytes or more is mapped from the kernel, which hands out zero pages lazily,
+  // so a large cache that a run touches little costs little host memory (256 processors with
+  // 1 MiB L2s are common), and unmapping returns it in one call. It does not go through the
+  // allocator: glibc's calloc maps only below a threshold that rises after each free of a
+  // mapped chunk (up to 32 MiB), and an allocator that checks memory (AddressSanitizer)
+  // writes a poison mark over each freed byte's shadow: 4 GiB of it for sixteen 1 GiB L2s,
+  // half a minute to tear down a machine that never ran. A smaller array comes from calloc.
+  static constexpr uint64_t kMapBytes = 128 * 1024;
   Cache(uint32_t bytes, uint32_t assoc, uint32_t block)
       : assoc_(assoc), sets_(bytes / block / assoc), nlines_(bytes / block),
-        stride_((sizeof(Line) + block + 63) / 64 * 64),
-        raw_(static_cast<uint8_t*>(std::calloc(nlines_ * stride_ + 64, 1))) {
-    if (!raw_) throw std::bad_alloc();
+        stride_((sizeof(Line) + block + 63) / 64 * 64), raw_bytes_(nlines_ * stride_ + 64) {
+    if (raw_bytes_ >= kMapBytes) {
+      void* p = mmap(nullptr, raw_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      raw_ = static_cast<uint8_t*>(p);
+    } else {
+      raw_ = static_cast<uint8_t*>(std::calloc(raw_bytes_, 1));
+      if (!raw_) throw std::bad_alloc();
+    }
     base_ = raw_ + (64 - reinterpret_cast<uintptr_t>(raw_) % 64) % 64;
   }
-  ~Cache() { std::free(raw_); }
+  ~Cache() {
+    if (raw_bytes_ >= kMapBytes) {
+      munmap(raw_, raw_bytes_);
+    } else {
+      std::free(raw_);
+    }
+  }
   // Host memory of a cache of this geometry whose processor touches `blocks` distinct blocks
-  // (contiguous runs of addresses, so as many consecutive sets). A large array comes from
-  // calloc as untouched zero pages and becomes resident a page at a time, as lines are filled;
-  // one below glibc's mmap threshold (128 KiB) is carved from the heap and counted whole.
-  // `worst`: every line filled.
+  // (contiguous runs of addresses, so as many consecutive sets). A mapped array is untouched
+  // zero pages and becomes resident a page at a time, as lines are filled; a smaller one is
+  // carved from the heap and counted whole. `worst`: every line filled.
   static uint64_t footprint_bytes(uint64_t bytes, uint64_t assoc, uint64_t block, uint64_t blocks, uint64_t* worst = nullptr) {
     const uint64_t stride = (sizeof(Line) + block + 63) / 64 * 64, lines = bytes / block, sets = lines / assoc;
     const uint64_t array = lines * stride + 64;
-    if (worst) *worst = heap_bytes(array);
-    if (array < 128 * 1024) return heap_bytes(array);
+    if (array < kMapBytes) {
+      if (worst) *worst = heap_bytes(array);
+      return heap_bytes(array);
+    }
+    if (worst) *worst = round_to_pages(array);
     return std::min(round_to_pages(array), round_to_pages(std::min(blocks, sets) * assoc * stride));
   }
   Cache(const Cache&) = delete;
@@ -100,7 +121,8 @@ class Cache {
   Line* line(uint64_t i) { return reinterpret_cast<Line*>(base_ + i * stride_); }
   uint32_t assoc_;
   uint64_t sets_, nlines_, stride_;
-  uint8_t* raw_;
+  uint64_t raw_bytes_;
+  uint8_t* raw_ = nullptr;
   uint8_t* base_ = nullptr;
   uint32_t clock_ = 0;
 };
