@@ -91,12 +91,14 @@ ResultsDir::ResultsDir(const std::string& dir, bool keep) {
                           "', which no mbpsim run writes; refusing to replace the folder (choose another --out)");
       if (ec) throw UserError(dir + ": cannot read the folder: " + ec.message());
     }
-    // Staging folders of runs that crashed: nobody else can hold them while we hold the lock.
-    const std::string stale = "." + name + ".partial-";
-    for (const auto& e : fs::directory_iterator(parent, ec))
-      if (e.path().filename().string().rfind(stale, 0) == 0) fs::remove_all(e.path(), ec);
-    staging_ = parent / (stale + std::to_string(::getpid()));
+    // The staging folder and the place the previous results wait in at commit have fixed names:
+    // only the holder of the lock uses them, so what is there now is a crashed run's, and goes.
+    // (Names with the run's pid, as before 2026-12-07, had to be looked for by reading the whole
+    // parent folder at every run: a sweep's points/ folder, or /tmp, of thousands of entries.)
+    staging_ = parent / ("." + name + ".partial");
+    old_ = parent / ("." + name + ".old");
     fs::remove_all(staging_, ec);
+    fs::remove_all(old_, ec);
     if (!fs::create_directory(staging_, ec) || ec)
       throw UserError(staging_.string() + ": cannot create the staging folder: " + (ec ? ec.message() : "it exists"));
   } catch (...) {
@@ -131,7 +133,7 @@ void ResultsDir::commit() {
     if (exchange(staging_, dir_)) {
       fs::remove_all(staging_, ec);  // it holds the previous results now
     } else {
-      const fs::path old = dir_.parent_path() / ("." + dir_.filename().string() + ".old-" + std::to_string(::getpid()));
+      const fs::path& old = old_;
       fs::remove_all(old, ec);
       fs::rename(dir_, old, ec);
       if (ec) throw UserError(dir_.string() + ": cannot move the previous results aside: " + ec.message());

@@ -1,7 +1,7 @@
 // A run's results folder (`--out DIR`), owned and atomic:
 //  - one run at a time: `DIR.lock` beside it, held with flock(2) for the run (a second run
 //    into the same DIR is refused, not mixed with the first);
-//  - the run writes into `.DIR.partial-PID` beside DIR and renames it into place only when it
+//  - the run writes into `.DIR.partial` beside DIR and renames it into place only when it
 //    is complete (renameat2 RENAME_EXCHANGE where the file system has it), so DIR always holds
 //    one whole run: the previous one or this one, never a mixture, never a truncated file;
 //  - an existing DIR is replaced whole, never merged, and only if it holds nothing but files a
@@ -36,7 +36,7 @@ class ResultsDir {
   static bool is_result_file(const std::string& name);
 
  private:
-  std::filesystem::path dir_, staging_, lock_path_;
+  std::filesystem::path dir_, staging_, old_, lock_path_;
   int lock_fd_ = -1;
   bool committed_ = false;
 };

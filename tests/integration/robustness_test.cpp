@@ -219,6 +219,42 @@ TEST_P(Interrupt, WritesTheStatisticsSoFarMarkedInterrupted) {
 
 INSTANTIATE_TEST_SUITE_P(Robustness, Interrupt, ::testing::Values(SIGINT, SIGTERM));
 
+// A run killed outright (SIGKILL: no handler runs) leaves its staging folder and its lock file
+// beside DIR, and DIR as it was. The next run into DIR, holding the lock, removes them (and the
+// place a commit moves the previous results aside to, as a crash between its two renames would
+// leave it) without reading the rest of the parent folder, and leaves DIR alone beside them.
+TEST(Robustness, TheNextRunRemovesWhatAKilledRunLeft) {
+  auto d = test::temp_dir("rob_killed");
+  auto r = run_cmd(run_into(d / "o"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string before = test::read_text(d / "o" / "stats.json");
+  int out[1];
+  const pid_t pid = spawn_mbpsim({"run", test::config_path("net-qtree64-uniform.json"), "--out", (d / "o").string(), "--set",
+                                  "workload.measure_cycles=1000000000", "--set", "experiment.heartbeat_s=0.01"},
+                                 out);
+  ASSERT_GT(pid, 0);
+  std::string text;
+  char buf[512];
+  while (text.find("[mbpsim] ") == std::string::npos) {  // simulating: the staging folder is made
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::kill(pid, SIGKILL);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ::close(out[0]);
+  ASSERT_TRUE(WIFSIGNALED(st)) << text;
+  EXPECT_EQ(entries(d), (std::vector<std::string>{".o.partial", "o", "o.lock"})) << text;
+  EXPECT_EQ(test::read_text(d / "o" / "stats.json"), before);
+  fs::create_directory(d / ".o.old");
+  test::write_text(d / ".o.old" / "stats.json", "from a commit that crashed");
+  r = run_cmd(run_into(d / "o", " --seed 7"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(entries(d), std::vector<std::string>{"o"});
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(d / "o" / "stats.json"))["run"]["seed"], 7);
+}
+
 // A signal that comes while the system is being built is kept until the run's first step: the
 // run stops there, at cycle 0, with its statistics marked interrupted (it used to die at once,
 // leaving its staging folder and lock). Made deterministic by starting mbpsim with SIGINT
