@@ -180,6 +180,23 @@ pid_t spawn_mbpsim(const std::vector<std::string>& args, int* fd, bool block_sig
   return pid;
 }
 
+// A run of the network that would take hours, into `out`, once it prints its first heartbeat
+// (it is simulating: its results folder is claimed and its staging folder made); what it
+// printed so far is in `*text`, and the rest comes through `*fd`.
+pid_t spawn_long_run(const fs::path& out, int* fd, std::string* text) {
+  const pid_t pid = spawn_mbpsim({"run", test::config_path("net-qtree64-uniform.json"), "--out", out.string(), "--set",
+                                  "workload.measure_cycles=1000000000", "--set", "experiment.heartbeat_s=0.01"},
+                                 fd);
+  if (pid <= 0) return pid;
+  char buf[512];
+  while (text->find("[mbpsim] ") == std::string::npos) {
+    const ssize_t n = ::read(*fd, buf, sizeof buf);
+    if (n <= 0) break;
+    text->append(buf, static_cast<size_t>(n));
+  }
+  return pid;
+}
+
 // SIGINT and SIGTERM stop a run at the next slice: it writes what it has, marked interrupted
 // with the simulated time reached, says so in one line and exits 130 or 143.
 class Interrupt : public ::testing::TestWithParam<int> {};
@@ -188,20 +205,12 @@ TEST_P(Interrupt, WritesTheStatisticsSoFarMarkedInterrupted) {
   const int sig = GetParam();
   auto d = test::temp_dir(std::string("rob_sig") + std::to_string(sig));
   int out[1];
-  const pid_t pid = spawn_mbpsim({"run", test::config_path("net-qtree64-uniform.json"), "--out", (d / "o").string(), "--set",
-                                  "workload.measure_cycles=1000000000", "--set", "experiment.heartbeat_s=0.01"},
-                                 out);
-  ASSERT_GT(pid, 0);
-  // Wait for the first heartbeat: the run is simulating.
   std::string text;
-  char buf[512];
-  while (text.find("[mbpsim] ") == std::string::npos) {
-    const ssize_t n = ::read(out[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
+  const pid_t pid = spawn_long_run(d / "o", out, &text);
+  ASSERT_GT(pid, 0);
   ASSERT_NE(text.find("[mbpsim] "), std::string::npos) << text;
   ::kill(pid, sig);
+  char buf[512];
   for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
   ::close(out[0]);
   int st = 0;
@@ -229,17 +238,10 @@ TEST(Robustness, TheNextRunRemovesWhatAKilledRunLeft) {
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string before = test::read_text(d / "o" / "stats.json");
   int out[1];
-  const pid_t pid = spawn_mbpsim({"run", test::config_path("net-qtree64-uniform.json"), "--out", (d / "o").string(), "--set",
-                                  "workload.measure_cycles=1000000000", "--set", "experiment.heartbeat_s=0.01"},
-                                 out);
-  ASSERT_GT(pid, 0);
   std::string text;
-  char buf[512];
-  while (text.find("[mbpsim] ") == std::string::npos) {  // simulating: the staging folder is made
-    const ssize_t n = ::read(out[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
+  const pid_t pid = spawn_long_run(d / "o", out, &text);
+  ASSERT_GT(pid, 0);
+  ASSERT_NE(text.find("[mbpsim] "), std::string::npos) << text;
   ::kill(pid, SIGKILL);
   int st = 0;
   ASSERT_EQ(::waitpid(pid, &st, 0), pid);
