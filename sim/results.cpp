@@ -79,6 +79,17 @@ ResultsDir::ResultsDir(const std::string& dir, bool keep) {
   }
 
   try {
+    // The staging folder and the place the previous results wait in during a commit have fixed
+    // names: only the holder of the lock uses them, so what is there now is a crashed run's.
+    // (Names with the run's pid, as before 2026-12-07, had to be looked for by reading the whole
+    // parent folder at every run: a sweep's points/ folder, or /tmp, of thousands of entries.)
+    // Without DIR, a commit stopped between its two renames (where the file system cannot
+    // exchange two paths) left the previous results aside: they go back, as DIR was.
+    staging_ = parent / ("." + name + ".partial");
+    old_ = parent / ("." + name + ".old");
+    if (!fs::exists(dir_, ec) && fs::is_directory(old_, ec)) fs::rename(old_, dir_, ec);
+    fs::remove_all(old_, ec);
+    fs::remove_all(staging_, ec);
     // What DIR holds now, if anything: replaced whole at commit, so it must be a run's.
     if (fs::is_symlink(dir_, ec))
       throw UserError(dir + ": is a symbolic link; give the folder itself as --out");
@@ -91,14 +102,6 @@ ResultsDir::ResultsDir(const std::string& dir, bool keep) {
                           "', which no mbpsim run writes; refusing to replace the folder (choose another --out)");
       if (ec) throw UserError(dir + ": cannot read the folder: " + ec.message());
     }
-    // The staging folder and the place the previous results wait in at commit have fixed names:
-    // only the holder of the lock uses them, so what is there now is a crashed run's, and goes.
-    // (Names with the run's pid, as before 2026-12-07, had to be looked for by reading the whole
-    // parent folder at every run: a sweep's points/ folder, or /tmp, of thousands of entries.)
-    staging_ = parent / ("." + name + ".partial");
-    old_ = parent / ("." + name + ".old");
-    fs::remove_all(staging_, ec);
-    fs::remove_all(old_, ec);
     if (!fs::create_directory(staging_, ec) || ec)
       throw UserError(staging_.string() + ": cannot create the staging folder: " + (ec ? ec.message() : "it exists"));
   } catch (...) {

@@ -230,8 +230,9 @@ INSTANTIATE_TEST_SUITE_P(Robustness, Interrupt, ::testing::Values(SIGINT, SIGTER
 
 // A run killed outright (SIGKILL: no handler runs) leaves its staging folder and its lock file
 // beside DIR, and DIR as it was. The next run into DIR, holding the lock, removes them (and the
-// place a commit moves the previous results aside to, as a crash between its two renames would
-// leave it) without reading the rest of the parent folder, and leaves DIR alone beside them.
+// place a commit moves the previous results aside to, which a crash between its two renames
+// leaves: beside DIR it goes, without DIR it is put back) without reading the rest of the
+// parent folder, and leaves DIR alone.
 TEST(Robustness, TheNextRunRemovesWhatAKilledRunLeft) {
   auto d = test::temp_dir("rob_killed");
   auto r = run_cmd(run_into(d / "o"));
@@ -255,6 +256,15 @@ TEST(Robustness, TheNextRunRemovesWhatAKilledRunLeft) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(entries(d), std::vector<std::string>{"o"});
   EXPECT_EQ(nlohmann::json::parse(test::read_text(d / "o" / "stats.json"))["run"]["seed"], 7);
+  // A commit stopped between its two renames: DIR gone, the previous results aside. They go
+  // back into DIR, which is then what --keep refuses to replace.
+  const std::string seven = test::read_text(d / "o" / "stats.json");
+  fs::rename(d / "o", d / ".o.old");
+  r = run_cmd(run_into(d / "o", " --seed 8 --keep"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("exists, and --keep refuses to replace it"), std::string::npos) << r.output;
+  EXPECT_EQ(entries(d), std::vector<std::string>{"o"});
+  EXPECT_EQ(test::read_text(d / "o" / "stats.json"), seven);
 }
 
 // A signal that comes while the system is being built is kept until the run's first step: the
