@@ -136,16 +136,14 @@ void ResultsDir::commit() {
     if (exchange(staging_, dir_)) {
       fs::remove_all(staging_, ec);  // it holds the previous results now
     } else {
-      const fs::path& old = old_;
-      fs::remove_all(old, ec);
-      fs::rename(dir_, old, ec);
+      fs::rename(dir_, old_, ec);  // (the constructor removed or put back what a crash left there)
       if (ec) throw UserError(dir_.string() + ": cannot move the previous results aside: " + ec.message());
       fs::rename(staging_, dir_, ec);
       if (ec) {
         committed_ = true;  // keep what the run wrote where the message says it is
         throw UserError(dir_.string() + ": cannot put the results in place: " + ec.message() + " (they are in " + staging_.string() + ")");
       }
-      fs::remove_all(old, ec);
+      fs::remove_all(old_, ec);
     }
   } else {
     fs::rename(staging_, dir_, ec);
