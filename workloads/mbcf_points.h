@@ -41,7 +41,7 @@ inline nlohmann::ordered_json point(const std::string& cmd, uint32_t size, doubl
   nlohmann::ordered_json p;
   p["command"] = cmd;
   p["size"] = size;
-  p["value"] = six_significant(value);  // a 0.045 MB/s rate keeps as many digits as 189 us
+  p["value"] = figure_json(value);  // a 0.045 MB/s rate keeps as many digits as 189 us; null if not a number
   p["unit"] = unit;
   p["host_cpu_us_per_op"] = std::round(cpu_us * 1000) / 1000;
   return p;

@@ -126,6 +126,11 @@ void Stats::reset() {
   for (auto& h : histograms_) h.reset();
 }
 
+nlohmann::ordered_json figure_json(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return six_significant(v);
+}
+
 double six_significant(double v) {
   if (!std::isfinite(v)) return 0.0;
   if (v == 0) return 0.0;
@@ -161,21 +166,30 @@ nlohmann::ordered_json Stats::dump() const {
     nlohmann::ordered_json v;
     switch (e.kind) {
       case Kind::Counter: v = counters_[e.idx].value; break;
+      // Without a sample a mean, an extreme or a percentile was not measured: null, not 0.
       case Kind::Average: {
         const Average& a = averages_[e.idx];
+        if (a.count == 0) {
+          v = {{"mean", nullptr}, {"count", 0}, {"min", nullptr}, {"max", nullptr}};
+          break;
+        }
         v = {{"mean", six_significant(a.mean())}, {"count", a.count}, {"min", six_significant(a.min)},
              {"max", six_significant(a.max)}};
         break;
       }
       case Kind::Histogram: {
         const Histogram& h = histograms_[e.idx];
+        if (h.count() == 0) {
+          v = {{"count", 0}, {"mean", nullptr}, {"min", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}, {"max", nullptr}};
+          break;
+        }
         v = {{"count", h.count()},       {"mean", six_significant(h.mean())},
              {"min", h.min()},           {"p50", h.percentile(0.50)},
              {"p90", h.percentile(0.90)}, {"p99", h.percentile(0.99)},
              {"max", h.max()}};
         break;
       }
-      case Kind::Formula: v = six_significant(formulas_[e.idx]()); break;
+      case Kind::Formula: v = figure_json(formulas_[e.idx]()); break;
     }
     (*node)[k] = v;
   }

@@ -62,6 +62,9 @@ class Histogram {
 // every figure: the JSON text stays stable and a small rate keeps as many digits as a large
 // latency.
 double six_significant(double v);
+// A figure as stats.json holds it: six significant digits, or null when nothing was measured
+// behind it (it is not a number: a ratio over nothing), never 0.
+nlohmann::ordered_json figure_json(double v);
 
 // Each statistic has a description and a unit. The unit is declared by the name's convention
 // (`conventional_unit`: a last word `ps`, `ns`, `us` or `cycles`, a word `bytes` or `flits`,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -136,16 +137,16 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
     nd->mbp_msgs_in = &stats.counter(pre + "mbp.messages_in", "messages the node's MBP handled");
     nd->round_in = &stats.counter(pre + "mbp.round_deliveries", "invalidations, updates and page invalidations of rounds delivered to this node");
     nd->mbp_queue_ps = &stats.histogram(pre + "mbp.queue_wait_ps", "ps a message waited for the MBP's engine of its bank");
-    // The TLBs' hit rates (0 without lookups).
+    // The TLBs' hit rates (null without lookups: nothing measured).
     for (const auto& [tlb, what, hits, misses] :
          {std::tuple{"ctlb", "C-TLB", nd->ctlb_hits, nd->ctlb_misses}, std::tuple{"ntlb", "N-TLB", nd->ntlb_hits, nd->ntlb_misses}})
       stats.formula(
           pre + "mbp." + tlb + ".hit_rate",
           [h = hits, m = misses] {
             const double a = static_cast<double>(h->value + m->value);
-            return a ? h->value / a : 0.0;
+            return a ? h->value / a : std::numeric_limits<double>::quiet_NaN();
           },
-          std::string("fraction of ") + what + " lookups that hit (0 without lookups)", "fraction");
+          std::string("fraction of ") + what + " lookups that hit (null without lookups)", "fraction");
     node_.push_back(std::move(nd));
   }
   beside.reset();
@@ -170,8 +171,8 @@ System::System(sc_core::sc_module_name name, const node::NodeConfig& nc, const M
     Counter* m = st_.proto_msgs[i];
     Counter* a = st_.proto_actions[i];
     stats.formula(g + "per_protocol." + pn[i] + ".messages_per_action",
-                  [m, a] { return a->value ? static_cast<double>(m->value) / a->value : 0.0; },
-                  "messages per request served (0 without requests)", "messages/request");
+                  [m, a] { return a->value ? static_cast<double>(m->value) / a->value : std::numeric_limits<double>::quiet_NaN(); },
+                  "messages per request served (null without requests)", "messages/request");
     st_.dir_lookups[i] = &stats.counter(g + "directory.lookups." + fn[i],
                                         std::string("directory lookups at homes of pages in the ") + fn[i] + " format");
   }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "models/core/error.h"
@@ -114,7 +115,7 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
           uint64_t sum = 0;
           for (auto* c : cs) sum += c->value;
           const double cyc = static_cast<double>(now_ - epoch_);
-          return cyc > 0 ? sum / (cyc * cs.size()) : 0.0;
+          return cyc > 0 ? sum / (cyc * cs.size()) : std::numeric_limits<double>::quiet_NaN();  // no cycle: null
         },
         "flits per output link per cycle", "flits/link/cycle");
   }
@@ -135,7 +136,7 @@ Network::Network(sc_core::sc_module_name name, const NetConfig& cfg, Stats& stat
             uint64_t sum = 0;
             for (auto* c : cs) sum += c->value;
             const double cyc = static_cast<double>(now_ - epoch_);
-            return cyc > 0 ? sum / (cyc * cs.size()) : 0.0;
+            return cyc > 0 ? sum / (cyc * cs.size()) : std::numeric_limits<double>::quiet_NaN();  // no cycle: null
           },
           "flits per link per cycle on the links leaving height-" + std::to_string(h) +
               (up ? " routers towards the root" : " routers towards the leaves"), "flits/link/cycle");

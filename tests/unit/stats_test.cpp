@@ -1,3 +1,6 @@
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "models/core/stats.h"
@@ -21,6 +24,42 @@ TEST(Stats, CountersAveragesFormulasNestAndReset) {
   j = s.dump();
   EXPECT_EQ(j["system"]["a"]["count"], 0);
   EXPECT_EQ(j["system"]["a"]["avg"]["count"], 0);
+}
+
+// Nothing measured prints as null, never as 0: a mean, an extreme or a percentile of no
+// sample, and a formula that is not a number (a ratio over nothing). Counts stay 0, and a
+// measured 0 stays 0.
+TEST(Stats, WhatWasNotMeasuredIsNullNotZero) {
+  Stats s;
+  Average& a = s.average("m.avg");
+  Histogram& h = s.histogram("m.lat_cycles");
+  Counter& hits = s.counter("m.hits");
+  Counter& lookups = s.counter("m.lookups");
+  s.formula("m.hit_rate", [&] { return lookups.value ? static_cast<double>(hits.value) / lookups.value : std::nan(""); });
+  s.formula("m.inf", [] { return std::numeric_limits<double>::infinity(); });
+  auto j = s.dump();
+  EXPECT_EQ(j["m"]["avg"]["count"], 0);
+  for (const char* k : {"mean", "min", "max"}) EXPECT_TRUE(j["m"]["avg"][k].is_null()) << k;
+  EXPECT_EQ(j["m"]["lat_cycles"]["count"], 0);
+  for (const char* k : {"mean", "min", "p50", "p90", "p99", "max"}) EXPECT_TRUE(j["m"]["lat_cycles"][k].is_null()) << k;
+  EXPECT_TRUE(j["m"]["hit_rate"].is_null());
+  EXPECT_TRUE(j["m"]["inf"].is_null());
+  EXPECT_TRUE(figure_json(std::nan("")).is_null());
+  // Measured, including a measured 0.
+  a.sample(0);
+  h.sample(0);
+  lookups.inc(4);
+  j = s.dump();
+  EXPECT_EQ(j["m"]["avg"]["mean"], 0.0);
+  EXPECT_EQ(j["m"]["avg"]["min"], 0.0);
+  EXPECT_EQ(j["m"]["lat_cycles"]["p50"], 0);
+  EXPECT_EQ(j["m"]["lat_cycles"]["max"], 0);
+  EXPECT_EQ(j["m"]["hit_rate"], 0.0);
+  // The end of warm-up empties them again.
+  s.reset();
+  j = s.dump();
+  EXPECT_TRUE(j["m"]["avg"]["mean"].is_null());
+  EXPECT_TRUE(j["m"]["lat_cycles"]["p99"].is_null());
 }
 
 TEST(Stats, HistogramPercentilesExactForSmallValues) {
