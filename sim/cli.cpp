@@ -1,5 +1,7 @@
 #include "sim/cli.h"
 
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -99,6 +101,43 @@ int cmd_stats_doc(const Stats& st, const std::string& prefix, const std::string&
 
 }  // namespace
 
+std::vector<uint64_t> parse_seeds(const std::string& text) {
+  std::vector<uint64_t> out;
+  std::string t = text;
+  if (!t.empty() && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
+  std::stringstream ss(t);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    unsigned long long v = 0;
+    try {
+      if (item.empty() || item[0] == '-') throw std::invalid_argument(item);
+      v = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) throw UserError("command line: --seed " + text + ": '" + item + "' is not a seed (a whole number >= 0)");
+    out.push_back(v);
+  }
+  if (out.empty()) throw UserError("command line: --seed needs at least one seed");
+  return out;
+}
+
+uint64_t parse_whole(const std::string& option, const std::string& text, uint64_t lo, uint64_t hi) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) throw std::invalid_argument(text);
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || v < lo || v > hi)
+    throw UserError("command line: " + option + " " + text + ": expected a whole number " +
+                    (hi == UINT64_MAX ? ">= " + std::to_string(lo) : "from " + std::to_string(lo) + " to " + std::to_string(hi)));
+  return v;
+}
+
 int cli_main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -144,7 +183,7 @@ int cli_main_args(std::vector<std::string> args, const std::vector<std::string>&
   po::options_description common("options"), run_opts("run"), doc_opts("stats-doc"), desc;
   common.add_options()("set", po::value<std::vector<std::string>>(&o.sets)->composing(),
                        "override a parameter: dotted.key=value (repeatable)")(
-      "seed", po::value<uint64_t>(), "run seed (overrides experiment.seed)")(
+      "seed", po::value<std::string>(), "run seed (overrides experiment.seed)")(
       "config", po::value<std::vector<std::string>>(&positional), "the config file (also given without --config)")(
       "help,h", "this text");
   run_opts.add_options()("out", po::value<std::string>(&o.out_dir), "output folder (default: out)")(
@@ -153,7 +192,7 @@ int cli_main_args(std::vector<std::string> args, const std::vector<std::string>&
       "timeline", po::value<std::string>(&o.timeline), "write the transaction timeline (Chrome trace-event JSON: Perfetto, chrome://tracing) to this file")(
       "timeline-window", po::value<std::string>(), "only what happens in FROM:TO microseconds of simulated time (either may be empty)")(
       "timeline-prefix", po::value<std::vector<std::string>>(&o.timeline_prefixes)->composing(), "only modules whose name starts with this (repeatable), e.g. system.net.router_1")(
-      "timeline-max-events", po::value<uint64_t>(&o.timeline_max_events), "stop recording after this many events (default 1000000)");
+      "timeline-max-events", po::value<std::string>(), "stop recording after this many events (default 1000000)");
   doc_opts.add_options()("prefix", po::value<std::string>(), "only the fields and statistics whose path starts with this");
   desc.add(common).add(run_opts).add(doc_opts);
   if (help) {
@@ -181,7 +220,12 @@ int cli_main_args(std::vector<std::string> args, const std::vector<std::string>&
   if (positional.size() != 1)
     throw UserError("command line: " + cmd + " takes exactly one CONFIG.json");
   o.config_path = positional[0];
-  if (vm.count("seed")) o.seed = vm["seed"].as<uint64_t>();
+  if (vm.count("seed")) {
+    const std::string text = vm["seed"].as<std::string>();
+    const std::vector<uint64_t> seeds = parse_seeds(text);
+    if (seeds.size() != 1) throw UserError("command line: --seed " + text + ": " + cmd + " takes one seed (a sweep takes a list)");
+    o.seed = seeds[0];
+  }
   o.argv = argv;
   // What decides the results: the command, the config, --set and --seed (stats.json).
   o.result_argv = {"mbpsim", cmd, o.config_path};
@@ -207,7 +251,8 @@ int cli_main_args(std::vector<std::string> args, const std::vector<std::string>&
     o.timeline_to_us = num(w.substr(colon + 1), -1);
     if (o.timeline_to_us >= 0 && o.timeline_to_us < o.timeline_from_us) throw UserError("command line: --timeline-window " + w + ": TO is before FROM");
   }
-  if (o.timeline_max_events == 0) throw UserError("command line: --timeline-max-events must be at least 1");
+  if (vm.count("timeline-max-events"))
+    o.timeline_max_events = parse_whole("--timeline-max-events", vm["timeline-max-events"].as<std::string>(), 1, UINT64_MAX);
   if (cmd != "run")
     for (const auto& [opt, given] : {std::pair<const char*, bool>{"out", vm.count("out") > 0}, {"keep", o.keep}, {"quiet", o.quiet}, {"timeline", !o.timeline.empty()}})
       if (given) throw UserError(std::string("command line: --") + opt + " is for run (" + cmd + " writes no results)");

@@ -1,7 +1,14 @@
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 namespace mbpsim {
+// The seeds of a --seed option (run, validate and stats-doc take one, a sweep a list):
+// N[,N...] or [N,...], each a whole number >= 0; anything else is refused in one line.
+std::vector<uint64_t> parse_seeds(const std::string& text);
+// `text`, the value of command-line option `option`, as a whole number in [lo, hi]; anything
+// else (a sign, a fraction, an exponent, trailing characters) is refused in one line.
+uint64_t parse_whole(const std::string& option, const std::string& text, uint64_t lo, uint64_t hi);
 // The `mbpsim` command line; returns the exit status.
 int cli_main(int argc, char** argv);
 // The same, from the command's name on; `argv`, the command line as typed, is recorded in the

@@ -135,28 +135,6 @@ std::vector<json> parse_values(const std::string& opt, const std::string& key, c
   return out;
 }
 
-std::vector<uint64_t> parse_seeds(const std::string& text) {
-  std::vector<uint64_t> out;
-  std::string t = text;
-  if (!t.empty() && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
-  std::stringstream ss(t);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    unsigned long long v = 0;
-    try {
-      if (item.empty() || item[0] == '-') throw std::invalid_argument(item);
-      v = std::stoull(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size()) throw UserError("command line: --seed " + text + ": '" + item + "' is not a seed (a whole number >= 0)");
-    out.push_back(v);
-  }
-  if (out.empty()) throw UserError("command line: --seed needs at least one seed");
-  return out;
-}
-
 std::string csv_cell(const json& v) {
   if (v.is_null()) return "";
   std::string t = v.is_string() ? v.get<std::string>() : v.dump();
@@ -308,10 +286,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
         seeds.push_back(s);
       }
     } else if (a == "--jobs") {
-      char* end = nullptr;
-      const long j = std::strtol(val.c_str(), &end, 10);
-      if (val.empty() || *end || j < 1 || j > 4096) throw UserError("command line: --jobs " + val + ": expected a whole number from 1 to 4096");
-      jobs = static_cast<int>(j);
+      jobs = static_cast<int>(parse_whole("--jobs", val, 1, 4096));
     } else if (a == "--out") {
       out_dir = val;
     } else if (a == "--shard") {

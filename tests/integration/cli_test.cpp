@@ -50,6 +50,28 @@ TEST(Cli, BadSetAndBadArguments) {
   EXPECT_FALSE(std::filesystem::exists("/tmp/mbpsim_never_written"));
 }
 
+// A seed is refused as it was typed: "--seed -3" used to wrap to 2^64 - 3 and be reported as
+// that number out of range. run, validate and stats-doc take one seed, a sweep a list.
+TEST(Cli, ASeedIsRefusedAsTypedAndRunTakesOne) {
+  const std::string cfg = test::config_path("fig2-7-multicast.json");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run " + cfg + " --seed -3", "--seed -3: '-3' is not a seed (a whole number >= 0)"},
+      {"validate " + cfg + " --seed 2.5", "--seed 2.5: '2.5' is not a seed"},
+      {"stats-doc " + cfg + " --seed x", "--seed x: 'x' is not a seed"},
+      {"run " + cfg + " --seed 1,2", "--seed 1,2: run takes one seed (a sweep takes a list)"},
+  };
+  for (const auto& [args, want] : cases) {
+    auto r = run_cmd(test::mbpsim_bin() + " " + args);
+    EXPECT_EQ(r.status, 1) << args << ": " << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(want), std::string::npos) << args << ": " << r.output;
+    EXPECT_EQ(r.output.find("18446744073709551613"), std::string::npos) << r.output;
+  }
+  auto ok = test::run_config("fig2-7-multicast.json", "--seed 7");
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  EXPECT_EQ(ok.stats["run"]["seed"], 7) << ok.output;
+}
+
 // A bad element of a list names the key and the index (it used to say only "[1]").
 TEST(Cli, BadListElementsNameTheKeyAndIndex) {
   const std::string cfg = test::config_path("mbcf-ss20-100tx.json");

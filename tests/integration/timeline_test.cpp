@@ -177,7 +177,10 @@ TEST(Timeline, BadTimelineOptionsAreRefusedInOneLine) {
       {" --timeline " + (d / "t.json").string() + " --timeline-window 5:1", "TO is before FROM"},
       {" --timeline " + (d / "t.json").string() + " --timeline-window 5", "expected FROM:TO"},
       {" --timeline " + (d / "t.json").string() + " --timeline-window x:1", "not a time"},
-      {" --timeline " + (d / "t.json").string() + " --timeline-max-events 0", "at least 1"},
+      {" --timeline " + (d / "t.json").string() + " --timeline-max-events 0", "--timeline-max-events 0: expected a whole number >= 1"},
+      // (a negative count used to wrap to 2^64 - 5 and be taken)
+      {" --timeline " + (d / "t.json").string() + " --timeline-max-events -5", "--timeline-max-events -5: expected a whole number >= 1"},
+      {" --timeline " + (d / "t.json").string() + " --timeline-max-events 1e3", "--timeline-max-events 1e3: expected a whole number >= 1"},
       {" --timeline " + (d / "no" / "such" / "t.json").string(), "cannot write the timeline"},
   };
   for (const auto& [args, want] : cases) {
