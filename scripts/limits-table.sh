@@ -49,6 +49,7 @@ cases=(
   "run /dev/urandom|a device that never ends"
   "run T/huge.json|a config over 16 MiB"
   "run configs/default.json --seed 18446744073709551615|a seed out of range"
+  "run configs/default.json --seed -1|a negative seed (refused as typed)"
   "run configs/default.json --set workload.injection_rate=2|a rate out of range"
   "run configs/default.json --set workload.injection_rate=1e-30 --set workload.measure_cycles=1000|a rate too small for any packet"
   "validate configs/default.json --out T/x|an option only run takes"
