@@ -48,7 +48,10 @@ const char* command_help(const std::string& cmd) {
   if (cmd == "stats-doc")
     return "usage: mbpsim stats-doc CONFIG.json [--set key=value]... [--prefix PREFIX]\n"
            "Lists the summary fields and the statistics a config's system writes to stats.json:\n"
-           "path, kind, unit and description.\n";
+           "path, kind, unit and description. A counter is a whole number; an average holds mean, count,\n"
+           "min and max, a histogram count, mean, min, p50, p90, p99 and max; a formula is a number.\n"
+           "What was not measured is null, never 0 (an average or histogram with count 0, a ratio\n"
+           "over nothing).\n";
   if (cmd == "params")
     return "usage: mbpsim params [PREFIX]\n"
            "Lists every parameter (or those starting with PREFIX): key, default, unit, description, choices.\n";
