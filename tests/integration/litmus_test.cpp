@@ -19,12 +19,22 @@ struct LitmusCase {
 
 class Litmus : public ::testing::TestWithParam<LitmusCase> {};
 
+// Under the sanitizers (about thirty times slower) a third of the runs: every check below holds
+// for the first 20 runs of each case as for 60 (the runs are deterministic), and the sanitizers
+// look at the same code either way.
+#ifdef MBPSIM_TEST_ASAN
+constexpr int kLitmusRuns = 20;
+#else
+constexpr int kLitmusRuns = 60;
+#endif
+
 TEST_P(Litmus, EveryOutcomeIsAllowedByTheMemoryModel) {
   const auto c = GetParam();
-  const auto r = test::run_config("litmus-mbp16.json", "--set litmus.runs=60 --seed " + std::to_string(c.seed) + " " + c.sets);
+  const auto r = test::run_config("litmus-mbp16.json", "--set litmus.runs=" + std::to_string(kLitmusRuns) + " --seed " +
+                                                       std::to_string(c.seed) + " " + c.sets);
   ASSERT_EQ(r.status, 0) << "seed " << c.seed << "\n" << r.output;
   const json s = r.summary();
-  EXPECT_EQ(s["runs"], 60 * 11 * 4) << "seed " << c.seed;
+  EXPECT_EQ(s["runs"], kLitmusRuns * 11 * 4) << "seed " << c.seed;
   EXPECT_EQ(s["forbidden_outcomes"], 0) << "seed " << c.seed;
   EXPECT_EQ(s["values_from_other_runs"], 0) << "seed " << c.seed;
   EXPECT_EQ(s["relaxed_allowed"], 8);
@@ -36,7 +46,7 @@ TEST_P(Litmus, EveryOutcomeIsAllowedByTheMemoryModel) {
     EXPECT_EQ(k, "x=2");
     n += v.get<uint64_t>();
   }
-  EXPECT_EQ(n, 60u);
+  EXPECT_EQ(n, static_cast<uint64_t>(kLitmusRuns));
 }
 
 INSTANTIATE_TEST_SUITE_P(
