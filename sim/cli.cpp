@@ -114,7 +114,7 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
     size_t used = 0;
     unsigned long long v = 0;
     try {
-      if (item.empty() || item[0] == '-') throw std::invalid_argument(item);
+      if (item.empty() || !std::isdigit(static_cast<unsigned char>(item[0]))) throw std::invalid_argument(item);  // (stoull takes ' -5')
       v = std::stoull(item, &used);
     } catch (const std::exception&) {
       used = 0;

@@ -59,6 +59,7 @@ TEST(Cli, ASeedIsRefusedAsTypedAndRunTakesOne) {
       {"validate " + cfg + " --seed 2.5", "--seed 2.5: '2.5' is not a seed"},
       {"stats-doc " + cfg + " --seed x", "--seed x: 'x' is not a seed"},
       {"run " + cfg + " --seed 1,2", "--seed 1,2: run takes one seed (a sweep takes a list)"},
+      {"run " + cfg + " --seed ' -3'", "' -3' is not a seed"},
   };
   for (const auto& [args, want] : cases) {
     auto r = run_cmd(test::mbpsim_bin() + " " + args);
