@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,18 @@ int cmd_stats_doc(const Stats& st, const std::string& prefix, const std::string&
   return 0;
 }
 
+// `text` as a whole number: digits only (std::stoull alone also takes a sign and leading
+// spaces, and ' -3' as 2^64 - 3); nullopt for anything else or beyond 2^64 - 1.
+std::optional<uint64_t> whole_number(const std::string& text) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }))
+    return std::nullopt;
+  try {
+    return std::stoull(text);
+  } catch (const std::out_of_range&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::vector<uint64_t> parse_seeds(const std::string& text) {
@@ -111,34 +124,20 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
   std::stringstream ss(t);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    unsigned long long v = 0;
-    try {
-      if (item.empty() || !std::isdigit(static_cast<unsigned char>(item[0]))) throw std::invalid_argument(item);  // (stoull takes ' -5')
-      v = std::stoull(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size()) throw UserError("command line: --seed " + text + ": '" + item + "' is not a seed (a whole number >= 0)");
-    out.push_back(v);
+    const std::optional<uint64_t> v = whole_number(item);
+    if (!v) throw UserError("command line: --seed " + text + ": '" + item + "' is not a seed (a whole number >= 0)");
+    out.push_back(*v);
   }
   if (out.empty()) throw UserError("command line: --seed needs at least one seed");
   return out;
 }
 
 uint64_t parse_whole(const std::string& option, const std::string& text, uint64_t lo, uint64_t hi) {
-  size_t used = 0;
-  unsigned long long v = 0;
-  try {
-    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) throw std::invalid_argument(text);
-    v = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || v < lo || v > hi)
+  const std::optional<uint64_t> v = whole_number(text);
+  if (!v || *v < lo || *v > hi)
     throw UserError("command line: " + option + " " + text + ": expected a whole number " +
                     (hi == UINT64_MAX ? ">= " + std::to_string(lo) : "from " + std::to_string(lo) + " to " + std::to_string(hi)));
-  return v;
+  return *v;
 }
 
 int cli_main(int argc, char** argv) {
