@@ -640,7 +640,7 @@ class TcpRaytrace : public TcpWorkload {
     });
   }
   void display() {
-    tcp(0).select(fds_, [this](sockets::Errno e, int fd) {
+    cluster_.inet[0]->select(fds_, [this](sockets::Errno e, int fd) {
       if (e != sockets::Errno::Ok) return failed(0, "select", e);
       read_n(0, fd, 4, [this, fd](std::vector<uint8_t> hdr) {
         const uint32_t first = RayScene::offset_of(hdr.data());

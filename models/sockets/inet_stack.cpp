@@ -90,10 +90,21 @@ InetStack::Socket* InetStack::sock(int fd) {
 }
 const InetStack::Socket* InetStack::sock(int fd) const { return const_cast<InetStack*>(this)->sock(fd); }
 
+int InetStack::open_descriptor(SocketKind k) {
+  fds_.push_back(k);
+  return static_cast<int>(fds_.size() - 1);
+}
+
+SocketKind InetStack::kind_of(int fd) const {
+  return fd < 0 || static_cast<size_t>(fd) >= fds_.size() ? SocketKind::None : fds_[static_cast<size_t>(fd)];
+}
+
 int InetStack::udp_socket() {
-  socks_.push_back(std::make_unique<Socket>());
-  socks_.back()->rcv_mb = MbufAccount(c_.udp_recvspace);
-  return static_cast<int>(socks_.size() - 1);
+  const int fd = open_descriptor(SocketKind::Udp);
+  if (socks_.size() <= static_cast<size_t>(fd)) socks_.resize(static_cast<size_t>(fd) + 1);
+  socks_[static_cast<size_t>(fd)] = std::make_unique<Socket>();
+  socks_[static_cast<size_t>(fd)]->rcv_mb = MbufAccount(c_.udp_recvspace);
+  return fd;
 }
 
 bool InetStack::port_taken(uint16_t port) const {
@@ -475,35 +486,29 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
       [out, k = std::move(k)] { k(out->first, std::move(out->second)); });
 }
 
-void select_call(host::Os& os, uint64_t chan, std::vector<int> fds, std::optional<double> timeout_us,
-                 std::function<bool(int)> open, std::function<bool(int)> readable, std::function<void(Errno, int)> k) {
+void InetStack::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
   auto out = std::make_shared<std::pair<Errno, int>>(Errno::Ok, -1);
   auto set = std::make_shared<std::vector<int>>(std::move(fds));
-  os.syscall(
+  os_.syscall(
       "select",
-      [&os, chan, set, out, timeout_us, open = std::move(open), readable = std::move(readable)](std::function<void()> done) {
+      [this, set, out, timeout_us](std::function<void()> done) {
         for (int fd : *set)
-          if (!open(fd)) out->first = Errno::BadDescriptor;
+          if (!(kind_of(fd) == SocketKind::Udp ? sock(fd) != nullptr : kind_of(fd) == SocketKind::Tcp && tcp_->select_open(fd)))
+            out->first = Errno::BadDescriptor;
         if (set->empty() || !select_timeout_ok(timeout_us)) out->first = Errno::Invalid;
         if (out->first != Errno::Ok) return done();
-        // selscan: each descriptor's poll routine, on the first pass and after each wakeup
-        auto ready = [set, readable] {
+        // selscan: each descriptor's poll routine (soo_select), on the first pass and after each wakeup
+        auto ready = [this, set] {
           for (int fd : *set)
-            if (readable(fd)) return fd;
+            if (kind_of(fd) == SocketKind::Udp ? !sock(fd)->rcv.empty() : tcp_->select_readable(fd)) return fd;
           return -1;
         };
-        os.select_loop(ready, set->size(), chan, timeout_us, [out, done = std::move(done)](int fd) {
+        os_.select_loop(ready, set->size(), select_chan(), timeout_us, [out, done = std::move(done)](int fd) {
           out->second = fd;
           done();
         });
       },
       [out, k = std::move(k)] { k(out->first, out->second); });
-}
-
-void InetStack::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
-  select_call(
-      os_, select_chan(), std::move(fds), timeout_us, [this](int fd) { return sock(fd) != nullptr; },
-      [this](int fd) { return !sock(fd)->rcv.empty(); }, std::move(k));
 }
 
 }  // namespace mbpsim::sockets

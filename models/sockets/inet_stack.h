@@ -119,12 +119,10 @@ enum class Errno : uint8_t {
 };
 // A select() timeout BSD takes (itimerfix): none, or 0 to 10^8 s.
 inline bool select_timeout_ok(const std::optional<double>& us) { return !us || (*us >= 0 && *us <= 1e14); }
-// select() on one stack's sockets (4.4BSD sys_generic.c), for the UDP and the TCP stack alike: in
-// `os`'s system call, EBADF when a descriptor is not `open`, EINVAL for an empty set or a
-// timeout itimerfix refuses; else select's loop (host::Os::select_loop) with `readable` as each
-// descriptor's poll routine, sleeping on `chan`; `k(error, the first readable descriptor or -1)`.
-void select_call(host::Os& os, uint64_t chan, std::vector<int> fds, std::optional<double> timeout_us,
-                 std::function<bool(int)> open, std::function<bool(int)> readable, std::function<void(Errno, int)> k);
+
+// What a descriptor of a host names: a BSD process's file table holds sockets of either type,
+// and select() takes them mixed.
+enum class SocketKind : uint8_t { None, Udp, Tcp };
 
 const char* to_string(Errno e);
 
@@ -146,6 +144,12 @@ class InetStack final : public sc_core::sc_module {
   InetStack& operator=(const InetStack&) = delete;
 
   // --- the socket calls (set-up calls cost nothing: they happen before a measurement)
+  // The host's descriptors, one table for its UDP and TCP sockets (its program's file table): a
+  // new socket of either kind takes the next number. A number is never given twice (a closed TCP
+  // socket's connection may still be in TIME_WAIT under it; BSD's falloc would reuse the lowest
+  // free one, and no cost here depends on a descriptor's number).
+  int open_descriptor(SocketKind k);
+  SocketKind kind_of(int fd) const;       // None: not a descriptor of this host
   int udp_socket();                       // socket(AF_INET, SOCK_DGRAM, 0): a descriptor
   Errno bind(int fd, uint16_t port);      // port 0: the next ephemeral port
   uint16_t port_of(int fd) const;         // 0: unbound (or not a socket)
@@ -155,11 +159,18 @@ class InetStack final : public sc_core::sc_module {
   // recvfrom, blocking: sleeps until a datagram is in the socket's receive buffer, then copies
   // it out. (One caller at a time per socket.)
   void recvfrom(int fd, std::function<void(Errno, Received)> k);
-  // select() for reading on the UDP sockets `fds`: the first in `fds`' order with a datagram
-  // waiting; with `timeout_us` at most that long (0: one scan; the expiry on the kernel clock's
-  // tick at or after it), then fd -1; without, it blocks. A bad descriptor: EBADF; no
-  // descriptors or a bad timeout: EINVAL (as Tcp::select).
+  // select() for reading (4.4BSD sys_generic.c) on the host's sockets `fds`, UDP and TCP mixed:
+  // the first in `fds`' order that soo_select finds readable (a UDP socket with a datagram
+  // waiting; a TCP socket with data, the peer's FIN or an error, or a listening one with a
+  // connection to accept); with `timeout_us` at most that long (0: one scan; the expiry on the
+  // kernel clock's tick at or after it), then fd -1; without, it blocks (host::Os::select_loop,
+  // each descriptor's poll routine on every pass). A descriptor that is not an open socket of
+  // the host: EBADF; no descriptors or a timeout itimerfix refuses: EINVAL. Either stack's
+  // selwakeup wakes it.
   void select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k);
+  void select(std::vector<int> fds, std::function<void(Errno, int)> k) { select(std::move(fds), std::nullopt, std::move(k)); }
+  // The channel a process in select() sleeps on (selwakeup's), for both stacks.
+  uint64_t select_chan() const { return (static_cast<uint64_t>(node_) << 32) | 0x7fffffffu; }
   // (For tests: no cost.) Datagrams in the socket's receive buffer.
   size_t queued(int fd) const;
 
@@ -238,7 +249,6 @@ class InetStack final : public sc_core::sc_module {
   // `frag_ip_lens`: the IP lengths of the fragments it came in (one: it came whole).
   void udp_input(std::vector<uint8_t>&& datagram, std::vector<uint32_t> frag_ip_lens);
   uint64_t chan(int fd) const { return (static_cast<uint64_t>(node_) << 32) | static_cast<uint32_t>(fd); }
-  uint64_t select_chan() const { return (static_cast<uint64_t>(node_) << 32) | 0x7fffffffu; }  // selwakeup's
 
   Calendar& cal_;
   mbcf::EtherSystem& sys_;
@@ -246,7 +256,8 @@ class InetStack final : public sc_core::sc_module {
   const SocketConfig c_;
   host::Os& os_;
   host::Cpu& cpu_;
-  std::vector<std::unique_ptr<Socket>> socks_;  // by descriptor (null: closed)
+  std::vector<SocketKind> fds_;                 // the host's descriptors (open_descriptor)
+  std::vector<std::unique_ptr<Socket>> socks_;  // by descriptor (null: not a UDP socket)
   uint16_t next_ephemeral_ = 1024;
   uint16_t ip_id_ = 0;
   uint32_t ifq_len_ = 0;  // frames handed to the NIC that have not left it

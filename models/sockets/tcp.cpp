@@ -226,12 +226,15 @@ void Tcp::dispatch(Tcb& t, Event e, const mbp2::Parsed* p, const std::vector<uin
 // ------------------------------------------------------------------ the user's calls
 
 int Tcp::socket() {
-  tcbs_.push_back(std::make_unique<Tcb>());
-  tcbs_.back()->snd_mb = MbufAccount(c_.tcp_sendspace);
-  tcbs_.back()->rcv_mb = MbufAccount(recvspace_);
-  tcbs_.back()->rwnd = recvspace_;
-  tcbs_.back()->fd = static_cast<int>(tcbs_.size() - 1);
-  return tcbs_.back()->fd;
+  const int fd = ip_.open_descriptor(SocketKind::Tcp);
+  if (tcbs_.size() <= static_cast<size_t>(fd)) tcbs_.resize(static_cast<size_t>(fd) + 1);
+  auto t = std::make_unique<Tcb>();
+  t->snd_mb = MbufAccount(c_.tcp_sendspace);
+  t->rcv_mb = MbufAccount(recvspace_);
+  t->rwnd = recvspace_;
+  t->fd = fd;
+  tcbs_[static_cast<size_t>(fd)] = std::move(t);
+  return fd;
 }
 
 Errno Tcp::listen(int fd, uint16_t port) {
@@ -430,21 +433,15 @@ void Tcp::recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8
       [out, k = std::move(k)] { k(out->first, std::move(out->second)); });
 }
 
-void Tcp::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
-  select_call(
-      os_, select_chan(), std::move(fds), timeout_us,
-      [this](int fd) {
-        const Tcb* t = tcb(fd);
-        return t && !t->user_closed;
-      },
-      [this](int fd) {
-        const Tcb* t = tcb(fd);
-        return !t->rcvbuf.empty() || !t->co.empty() || t->fin_rcvd || t->error_set;
-      },
-      std::move(k));
+bool Tcp::select_open(int fd) const {
+  const Tcb* t = tcb(fd);
+  return t && !t->user_closed;
 }
 
-uint64_t Tcp::select_chan() const { return chan(0, kChanSelect); }
+bool Tcp::select_readable(int fd) const {
+  const Tcb* t = tcb(fd);
+  return !t->rcvbuf.empty() || !t->co.empty() || t->fin_rcvd || t->error_set || !t->accept_q.empty();
+}
 
 void Tcp::close(int fd, std::function<void(Errno)> k) {
   auto err = std::make_shared<Errno>(Errno::Ok);

@@ -119,13 +119,12 @@ class Tcp final : public sc_core::sc_module {
   // recv: sleeps until data (or the peer's FIN: an empty result) is there, then copies out up to
   // `max` bytes.
   void recv(int fd, uint32_t max, std::function<void(Errno, std::vector<uint8_t>)> k);
-  // select() for reading on `fds`: the first in `fds`' order with data (or end of file, or an
-  // error); with `timeout_us` it waits at most that long (0: one scan; the expiry falls on the
-  // kernel clock's tick at or after it, as BSD rounds a timeout up to ticks), then gives fd -1.
-  // Without, it blocks. A closed or bad descriptor: EBADF; no descriptors, or a negative or
-  // too long timeout (over 10^8 s, BSD's itimerfix): EINVAL.
-  void select(std::vector<int> fds, std::function<void(Errno, int)> k) { select(std::move(fds), std::nullopt, std::move(k)); }
-  void select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k);
+  // (select() is the host's, on its UDP and TCP sockets alike: InetStack::select.)
+  // soo_select's test for reading, for InetStack::select: whether `fd` is an open TCP socket of
+  // this host, and whether it is readable (data, the peer's FIN or an error; on a listening
+  // socket, an established connection to accept).
+  bool select_open(int fd) const;
+  bool select_readable(int fd) const;
   // close: sends FIN after what is in the send buffer; returns at once (the connection closes
   // in the background, as BSD's close without SO_LINGER).
   void close(int fd, std::function<void(Errno)> k);
@@ -304,7 +303,6 @@ class Tcp final : public sc_core::sc_module {
   void drop(Tcb& t, Errno e);
   void wake_all(Tcb& t);
   void sorwakeup(Tcb& t);  // the reader of `t`, and a process in select()
-  uint64_t select_chan() const;
 
   Calendar& cal_;
   InetStack& ip_;

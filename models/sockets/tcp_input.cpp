@@ -97,6 +97,7 @@ State Tcp::a_synrcvd_ack(Tcb& t, const mbp2::Parsed* p, const std::vector<uint8_
   if (Tcb* l = tcb(t.listener); l && l->state == State::Listen) {
     l->accept_q.push_back(t.fd);
     os_.wakeup(chan(l->fd, kChanAccept));
+    os_.wakeup(ip_.select_chan());  // soisconnected's sorwakeup of the listener: selwakeup
   }
   t.state = State::Established;
   return a_segment(t, p, f);  // its data and FIN, if any

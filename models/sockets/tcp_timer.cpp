@@ -166,12 +166,12 @@ void Tcp::drop(Tcb& t, Errno e) {
 
 void Tcp::wake_all(Tcb& t) {
   for (uint32_t kind : {kChanConn, kChanAccept, kChanSend, kChanRecv}) os_.wakeup(chan(t.fd, kind));
-  os_.wakeup(select_chan());
+  os_.wakeup(ip_.select_chan());
 }
 
 void Tcp::sorwakeup(Tcb& t) {
   os_.wakeup(chan(t.fd, kChanRecv));
-  os_.wakeup(select_chan());  // selwakeup
+  os_.wakeup(ip_.select_chan());  // selwakeup
 }
 
 }  // namespace mbpsim::sockets

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "models/core/module_tree.h"
@@ -556,14 +557,14 @@ TEST(Tcp, SelectWithATimeoutEndsOnATickOrWhenDataComes) {
   uint64_t first_at = 0, second_at = 0;
   h.connect(true, [&] {
     const uint64_t t0 = h.cal.now_ps();
-    h.tcp(1).select({h.b}, 45000.0, [&, t0](Errno e, int fd) {
+    h.inet[1]->select({h.b}, 45000.0, [&, t0](Errno e, int fd) {
       EXPECT_EQ(e, Errno::Ok);
       first = fd;
       first_at = h.cal.now_ps();
       EXPECT_GE(first_at, t0 + 45'000'000'000ull);
       EXPECT_EQ(first_at / 10'000'000'000ull, (t0 + 45'000'000'000ull) / 10'000'000'000ull + 1);  // the next 10 ms tick
       h.cal.at(first_at + 5'000'000'000ull, [&] { h.tcp(0).send(h.a, bytes(4, 0), [](Errno e2) { EXPECT_EQ(e2, Errno::Ok); }); });
-      h.tcp(1).select({h.b}, 1e6, [&](Errno e2, int fd2) {
+      h.inet[1]->select({h.b}, 1e6, [&](Errno e2, int fd2) {
         EXPECT_EQ(e2, Errno::Ok);
         second = fd2;
         second_at = h.cal.now_ps();
@@ -574,6 +575,104 @@ TEST(Tcp, SelectWithATimeoutEndsOnATickOrWhenDataComes) {
   EXPECT_EQ(first, -1);
   EXPECT_EQ(second, h.b);
   EXPECT_LT(second_at, first_at + 7'000'000'000ull);  // the segment's way, not the 1 s timeout
+}
+
+// One descriptor table per host and one select() over it: host 1's UDP socket, its TCP
+// connection and a listening TCP socket get distinct descriptors, and one select() over the three
+// wakes for whichever becomes readable first: a datagram (UDP's selwakeup), the connection's
+// data (TCP's), a connection to accept on the listening socket (soisconnected's sorwakeup of the
+// listener, as BSD's soo_select counts so_qlen). select() is level-triggered: a datagram nobody
+// read keeps its socket readable. A descriptor the host never gave, and a closed TCP socket, are
+// EBADF whatever else is in the set.
+TEST(Tcp, OneSelectWaitsOnUdpAndTcpSocketsOfTheHostAlike) {
+  Hosts h;
+  const int u = h.inet[1]->udp_socket(), u0 = h.inet[0]->udp_socket();
+  ASSERT_EQ(h.inet[1]->bind(u, 9000), Errno::Ok);
+  const int l = h.tcp(1).socket();
+  ASSERT_EQ(h.tcp(1).listen(l, 81), Errno::Ok);
+  std::vector<std::pair<int, uint64_t>> woke;  // (descriptor, when)
+  std::vector<uint64_t> sent_at(3);
+  Errno bad = Errno::Ok, closed = Errno::Ok;
+  int accepted = -1, late = -1;
+  h.connect(true, [&] {
+    const std::vector<int> set{h.b, u, l};
+    EXPECT_EQ(h.inet[1]->kind_of(u), SocketKind::Udp);
+    EXPECT_EQ(h.inet[1]->kind_of(h.b), SocketKind::Tcp);
+    EXPECT_EQ(h.inet[1]->kind_of(l), SocketKind::Tcp);
+    EXPECT_EQ(h.inet[1]->kind_of(99), SocketKind::None);
+    EXPECT_EQ(std::set<int>(set.begin(), set.end()).size(), 3u);
+    const uint64_t t0 = h.cal.now_ps();
+    // The three events, 5 ms apart, in the order: a datagram, data on the connection, a connection.
+    h.cal.at(t0 + 5'000'000'000ull, [&] {
+      sent_at[0] = h.cal.now_ps();
+      h.inet[0]->sendto(u0, 1, 9000, bytes(16, 1), [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+    });
+    h.cal.at(t0 + 10'000'000'000ull, [&] {
+      sent_at[1] = h.cal.now_ps();
+      h.tcp(0).send(h.a, bytes(16, 2), [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+    });
+    h.cal.at(t0 + 15'000'000'000ull, [&] {
+      sent_at[2] = h.cal.now_ps();
+      const int c = h.tcp(0).socket();
+      h.tcp(0).connect(c, 1, 81, [](Errno e) { EXPECT_EQ(e, Errno::Ok); });
+    });
+    // Each select() is made when the one before has returned and what it found was taken.
+    h.inet[1]->select(set, 1e6, [&, set](Errno e, int fd) {
+      EXPECT_EQ(e, Errno::Ok);
+      woke.emplace_back(fd, h.cal.now_ps());
+      h.inet[1]->select(set, 0.0, [&, set](Errno e2, int fd2) {  // still readable: nobody read it
+        EXPECT_EQ(e2, Errno::Ok);
+        woke.emplace_back(fd2, h.cal.now_ps());
+        h.inet[1]->recvfrom(u, [&, set](Errno e3, Received r) {
+          EXPECT_EQ(e3, Errno::Ok);
+          EXPECT_EQ(r.data, bytes(16, 1));
+          h.inet[1]->select(set, 1e6, [&, set](Errno e4, int fd4) {
+            EXPECT_EQ(e4, Errno::Ok);
+            woke.emplace_back(fd4, h.cal.now_ps());
+            h.tcp(1).recv(h.b, 64, [&, set](Errno e5, std::vector<uint8_t> d) {
+              EXPECT_EQ(e5, Errno::Ok);
+              EXPECT_EQ(d, bytes(16, 2));
+              h.inet[1]->select(set, 1e6, [&, set](Errno e6, int fd6) {
+                EXPECT_EQ(e6, Errno::Ok);
+                woke.emplace_back(fd6, h.cal.now_ps());
+                h.tcp(1).accept(l, [&, set](Errno e7, int fd7) {
+                  EXPECT_EQ(e7, Errno::Ok);
+                  accepted = fd7;
+                  h.inet[1]->select({u, 99}, 0.0, [&, set](Errno e8, int) {
+                    bad = e8;
+                    h.tcp(1).close(h.b, [&, set](Errno e9) {
+                      EXPECT_EQ(e9, Errno::Ok);
+                      h.inet[1]->select(set, 0.0, [&](Errno e10, int fd10) {
+                        closed = e10;
+                        late = fd10;
+                      });
+                    });
+                  });
+                });
+              });
+            });
+          });
+        });
+      });
+    });
+  });
+  run_ms(200);
+  ASSERT_EQ(woke.size(), 4u);
+  EXPECT_EQ(woke[0].first, u);
+  EXPECT_EQ(woke[1].first, u);
+  EXPECT_LT(woke[1].second - woke[0].second, 1'000'000'000ull);  // a poll: no sleep, no tick
+  EXPECT_EQ(woke[2].first, h.b);
+  EXPECT_EQ(woke[3].first, l);
+  for (int i = 0; i < 3; ++i) {  // each woke on its event's way (under 2 ms), not at a timeout
+    const uint64_t at = woke[i == 0 ? 0 : i + 1].second;
+    EXPECT_GT(at, sent_at[i]) << i;
+    EXPECT_LT(at, sent_at[i] + 2'000'000'000ull) << i;
+  }
+  EXPECT_GE(accepted, 0);
+  EXPECT_EQ(std::set<int>({u, h.b, l, accepted}).size(), 4u);
+  EXPECT_EQ(bad, Errno::BadDescriptor);
+  EXPECT_EQ(closed, Errno::BadDescriptor);
+  EXPECT_EQ(late, -1);
 }
 
 // Slow start: the window opens by a segment per ACK from one segment; a stream with buffers
