@@ -276,6 +276,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
       FifoHdr h;
       if (!fifo_read(L, c.laddr, h)) return false;
       ++r.structures;
+      r.structure_reads.push_back({c.laddr, layout::kFifoBytes});
       // FIFOe: the stopped state is this sender's (4.1, "for the commands from a given
       // requestor"); the structure's flag bit 0 tells the owner that some sender is stopped.
       const Lump::StopKey who{c.laddr, p.src_pnode, p.src_ptask};
@@ -315,6 +316,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
         return false;
       }
       ++r.structures;
+      r.structure_reads.push_back({s, layout::kSignalBytes});
       const auto I = static_cast<SigInvoke>(inv);
       const auto S = static_cast<SigStore>(sto);
       const auto C = static_cast<SigCond>(cond);
@@ -343,6 +345,7 @@ bool run(Lump& L, const Packet& p, const Command& c, ExecResult& r) {
           FifoHdr h;
           if (!fifo_read(L, fifo, h)) return false;
           ++r.structures;
+          r.structure_reads.push_back({fifo, layout::kFifoBytes});
           if (!fifo_push(L, fifo, h, {{bare ? nullptr : info, bare ? 0u : 12u}, {c.data.data(), c.length}})) st = Status::FifoFull;
           break;
         }

@@ -46,6 +46,13 @@ struct ExecResult {
   // MBCF structures in the target task's memory the commands read, checked and updated (a
   // FIFO's, a signal's; for cost models): work the receive routine does beyond a WRITE's.
   uint32_t structures = 0;
+  // Where those structures are: each one's address in the target task's space and the bytes the
+  // routine reads of it, in the order it read them (a NIC that keeps them in host memory, the
+  // MBP2, reads them over its bus first).
+  struct StructureRead {
+    uint32_t laddr, bytes;
+  };
+  std::vector<StructureRead> structure_reads;
   // A NIC whose DMA makes the writes (TaskSpace's write buffer): how many of them came before
   // the READ, which its DMA must read between them; and its handle on the bytes the DMA read
   // for the READ's reply (0: none; the reply then carries what the semantics read).

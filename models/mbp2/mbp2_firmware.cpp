@@ -363,7 +363,7 @@ uint32_t Mbp2Nic::adma_stage() const {
 }
 
 uint64_t Mbp2Nic::adma_read(uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* first_pa) {
-  Mbp2Nic::AdmaRead& ar = adma_reads[h];
+  Mbp2Nic::AdmaRead* ar = h ? &adma_reads[h] : nullptr;
   const uint32_t pb = c_.page_bytes;
   uint64_t refill = 0;
   for (uint32_t off = 0; off < n;) {
@@ -372,7 +372,7 @@ uint64_t Mbp2Nic::adma_read(uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t
     uint64_t pa = 0;
     refill += translate(ptask, la, k, &pa);
     if (!off && first_pa) *first_pa = pa;
-    ++ar.pending;
+    if (ar) ++ar->pending;
     adma_posts.push_back([this, h, pa, k] {
       return adma_ring->post(cal_.now_ps(), pa, adma_stage(), k, [this, pa, k](uint64_t s) { return host_transfer(*bus_, *em_, s, {{pa, k}}, k); },
                           [this, h](const DmaEngine::Desc& d) {
@@ -399,7 +399,7 @@ uint64_t Mbp2Nic::data_move_ps(const Packet& p, mbcf::ExecResult& r) {
       if (c.cmd == Cmd::Read && c.length && !rd) rd = &c;
       if (mbcf::is_atomic(c.cmd)) atomic = &c;
     }
-  if (!rd && !atomic && !wb.untaken()) return 0;
+  if (!rd && !atomic && !wb.untaken() && r.structure_reads.empty()) return 0;
   auto handle = [this] { return ++next_read ? next_read : ++next_read; };
   if (atomic) {
     if (p.cmds.size() != 1 || r.replies.size() != 1) internal_error("node " + std::to_string(node_) + ": an atomic command did not travel alone");
@@ -422,6 +422,15 @@ uint64_t Mbp2Nic::data_move_ps(const Packet& p, mbcf::ExecResult& r) {
   }
   // The routine's own time: the TLB refills its translations take.
   uint64_t refill = 0;
+  // The FIFO and signal structures the commands act on are in the task's memory, in the host:
+  // the PME has the ADMA read each (its words decide where the entry goes) before the writes it
+  // computes from them. (What it read is what the semantics read: the kernel's light-weight
+  // calls that change them wait for the ADMA, nic_quiesce.) All of a packet's structures are
+  // read before any of its writes.
+  for (const mbcf::ExecResult::StructureRead& s : r.structure_reads) {
+    refill += adma_read(p.dst_ptask, s.laddr, s.bytes, 0, nullptr);
+    structure_reads->inc();
+  }
   auto read = [&] {
     const uint32_t h = handle();
     r.nic_reply = h;

@@ -54,6 +54,8 @@ Mbp2Nic::Mbp2Nic(sc_core::sc_module_name nm, Mbp2Cards& cards, uint32_t node, ne
   icu_bad = &st.counter(b + "icu_bad_messages", "ICU messages of an unknown type (ignored)");
   atomic_changed = &st.counter(b + "atomic_operands_changed",
                                "atomics whose operands the host changed between the PME's check of the command and the ADMA's read of them (the result is computed from what the ADMA read)");
+  structure_reads = &st.counter(b + "structure_reads",
+                                "MBCF structures (a FIFO's, a signal's) the ADMA read from the task's memory for the PME before it acted on them");
   bus_ = std::make_unique<HostBus>(c_.bus, st, b + "biu");
   bus_->set_registers(*this);  // the ULI's doorbell register behind the BIU's PIO socket
   em_ = std::make_unique<Em>(c.em, st, b + "em");

@@ -420,9 +420,10 @@ class Mbp2Nic : public sc_core::sc_module, private PioTarget {
   // The card's requests: written and rung by user tasks, refused for a doorbell alias not the
   // task's own, doorbell stores retried for want of a request slot, send structures refused,
   // tasks waiting for a send-ring entry; ICU messages of no known type; atomics whose
-  // operands changed between the PME's check and the ADMA's read.
+  // operands changed between the PME's check and the ADMA's read; FIFO and signal structures
+  // the ADMA read for the PME.
   Counter *host_requests = nullptr, *rejected_requests = nullptr, *slot_retries = nullptr, *bad_requests = nullptr,
-          *ring_waits = nullptr, *icu_bad = nullptr, *atomic_changed = nullptr;
+          *ring_waits = nullptr, *icu_bad = nullptr, *atomic_changed = nullptr, *structure_reads = nullptr;
   std::unique_ptr<Cau> cau_;
   std::unique_ptr<Meac> meac_;
   std::unique_ptr<Csu> csu_;
@@ -555,7 +556,9 @@ class Mbp2Nic : public sc_core::sc_module, private PioTarget {
   // and the pollers that waited for that go on.
   void adma_drained();
   // Posts the ADMA reads of the task's [laddr, laddr + n) into EM (one descriptor per page),
-  // for the reply with handle h; returns the TLB refills' time, sets *pa to the first byte's.
+  // for the reply with handle h (0: for the PME alone, which keeps nothing of it: an MBCF
+  // structure it reads before it acts on it); returns the TLB refills' time, sets *pa to the
+  // first byte's.
   uint64_t adma_read(uint32_t ptask, uint32_t laddr, uint32_t n, uint32_t h, uint64_t* pa);
   // An atomic's second step, once the ADMA has read its operands into EM: the PME computes the
   // result from them and, if the target changes, has the ADMA write it; then `resume`.

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -142,6 +144,52 @@ TEST(Mbp2, AReadsReplyCarriesWhatTheAdmaReadInItsPlaceAmongTheWrites) {
   EXPECT_EQ(r.byte(1, 0x11004), 0xb0);  // (and the write after it landed)
   EXPECT_EQ(r.counter("system.host1.nic.adma.errors"), 0u);
   EXPECT_TRUE(r.sys->quiet()) << r.sys->state_dump();
+}
+
+// The FIFO and signal structures a command acts on are in the target task's memory, in the
+// host: the PME has the ADMA read each one (back to EM) before the writes it computes from it.
+// A FIFO: one 20-byte read of its structure, then the entry's writes; a polling signal that
+// queues its record: the 32-byte signal structure, then the 20-byte FIFO it names, then the
+// writes. Each lands as the semantics say.
+TEST(Mbp2, TheAdmaReadsTheStructuresACommandActsOnBeforeItsWrites) {
+  Rig r;
+  TaskSpace& ts = r.sys->space(1);
+  init_fifo(ts, r.task(1), 0x10100, 0x11000, 0x400);
+  init_fifo(ts, r.task(1), 0x10200, 0x11800, 0x400);
+  init_signal(ts, r.task(1), 0x10300, SigInvoke::Polling, SigStore::Quew, SigCond::EveryTimeNonblk, 0, 0, 0, 0x10200);
+  Command f = write_bytes(0x10100, 8, 3);
+  f.cmd = Cmd::Fifo;
+  Command sg = write_bytes(0x10300, 8, 9);
+  sg.cmd = Cmd::Signal;
+  DmaEngine& adma = r.mbp2->nic(1).adma();
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {f}}, [] {}));
+  r.run(5);
+  ASSERT_TRUE(r.sys->syscall(0, 1, Request{1, {sg}}, [] {}));
+  r.run(5);
+  EXPECT_EQ(r.sys->failure(), "");
+  EXPECT_EQ(r.counter("system.host1.nic.structure_reads"), 3u);
+  EXPECT_EQ(r.counter("system.host0.nic.structure_reads"), 0u);
+  // The ring's descriptors in order: the FIFO's read, its writes, the signal's two reads, its writes.
+  std::vector<std::pair<bool, uint32_t>> ring;
+  for (uint32_t i = 0; i < 64 && adma.desc(i).done(); ++i) ring.emplace_back(adma.desc(i).back(), adma.desc(i).bytes);
+  ASSERT_GE(ring.size(), 5u);
+  EXPECT_EQ(ring[0], std::make_pair(true, layout::kFifoBytes));
+  size_t i = 1;
+  while (i < ring.size() && !ring[i].first) ++i;  // the FIFO's writes (the entry, the tail)
+  EXPECT_GT(i, 1u);
+  ASSERT_LT(i + 1, ring.size());
+  EXPECT_EQ(ring[i], std::make_pair(true, layout::kSignalBytes));
+  EXPECT_EQ(ring[i + 1], std::make_pair(true, layout::kFifoBytes));
+  for (size_t j = i + 2; j < ring.size(); ++j) EXPECT_FALSE(ring[j].first) << j;
+  EXPECT_GT(ring.size(), i + 2);
+  const auto got = fifo_pop(ts, r.task(1), 0x10100);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, f.data);
+  const auto rec = fifo_pop(ts, r.task(1), 0x10200);  // the signal's record: source, length, data
+  ASSERT_TRUE(rec.has_value());
+  ASSERT_EQ(rec->size(), 12u + 8u);
+  EXPECT_TRUE(std::equal(sg.data.begin(), sg.data.end(), rec->begin() + 12));
+  EXPECT_EQ(r.counter("system.host1.nic.adma.errors"), 0u);
 }
 
 // An atomic takes two steps on the MBP2 (8.3.3: the PME realises MBCF by controlling the ADMA):
