@@ -1,5 +1,6 @@
 // mbpsim entry point. Debian's libsystemc defines main(), which calls sc_main.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -38,6 +39,11 @@ int out_of_memory() {
 }
 
 }  // namespace
+
+// SystemC's banner (its name, version and copyright) would open every run's output. Its main()
+// prints it before sc_main, unless this is set; a static initialiser runs before main() (an
+// environment that sets the variable already keeps its value).
+const bool kNoSystemCBanner = ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0) == 0;
 
 int sc_main(int argc, char** argv) {
   mbpsim::set_time_resolution();  // 1 ps: every model counts picoseconds

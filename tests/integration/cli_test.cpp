@@ -26,6 +26,23 @@ TEST(Cli, MalformedJsonExitsOneWithOneLine) {
   EXPECT_FALSE(std::filesystem::exists(d / "o")) << "no partial output on bad input";
 }
 
+// A bad config's one line is the whole output even where the environment does not silence
+// SystemC's banner: mbpsim does (and a run's output starts with its own line).
+TEST(Cli, NoSystemCBannerWithoutTheEnvironmentVariable) {
+  auto d = test::temp_dir("cli_banner");
+  test::write_text(d / "c.json", "{ \"network\": { \"radix\": 4 ");
+  auto r = run_cmd(std::string("env -u SYSTEMC_DISABLE_COPYRIGHT_MESSAGE ") + MBPSIM_BINARY + " run " + (d / "c.json").string() +
+                   " --out " + (d / "o").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_EQ(r.output.find("Copyright"), std::string::npos) << r.output;
+  r = run_cmd(std::string("env -u SYSTEMC_DISABLE_COPYRIGHT_MESSAGE ") + MBPSIM_BINARY + " run " + test::config_path("default.json") +
+              " --set workload.measure_cycles=200 --out " + (d / "o").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("mbpsim: ", 0), 0u) << r.output;
+  EXPECT_EQ(r.output.find("Copyright"), std::string::npos) << r.output;
+}
+
 TEST(Cli, UnknownKeySuggestsNearest) {
   auto d = test::temp_dir("cli_unknown");
   test::write_text(d / "c.json", R"({"workload": {"injection_rat": 0.1}})");
