@@ -46,8 +46,9 @@ const char* kSweepHelp =
     "Runs CONFIG once per point of the cross product of the axes, each point as its own\n"
     "`mbpsim run` process, --jobs at a time, and writes one folder per point (DIR/points/pNNNN),\n"
     "each point's output (DIR/logs/pNNNN.out and .err), and DIR/sweep.csv and DIR/sweep.json: one\n"
-    "row per point with the swept values, the seed, the exit status, its message, and every scalar\n"
-    "of the point's summary. Axes vary in the order given, the first slowest; the --zip lists\n"
+    "row per point with the swept values, the seed, the exit status, its message, every scalar\n"
+    "of the point's summary, and a column COMMAND@SIZE (TCP@1024) for each of its measured points\n"
+    "(rtt, oneway, peak). Axes vary in the order given, the first slowest; the --zip lists\n"
     "together form one axis, where the first --zip stands; seeds vary fastest.\n"
     "A point whose folder already holds the results of the same config and seed is not run again\n"
     "(so an interrupted sweep resumes where it stopped); a failed point is recorded and the\n"
@@ -156,6 +157,22 @@ void flatten(const ordered_json& v, const std::string& prefix, ordered_json& row
   }
 }
 
+// A list of measured points (summary.points of the rtt, oneway and peak workloads: each a
+// command, a size, a value and its unit) gives one column per point, `COMMAND@SIZE` (TCP@1024,
+// MBCF_WRITE_STAT@4), holding its value in its unit; a point without those fields gives none.
+void flatten_points(const ordered_json& summary, ordered_json* row, ordered_json* units) {
+  const auto it = summary.find("points");
+  if (it == summary.end() || !it->is_array()) return;
+  for (const ordered_json& p : *it) {
+    if (!p.is_object() || !p.contains("value")) continue;
+    const auto c = p.find("command"), z = p.find("size");
+    if (c == p.end() || !c->is_string() || z == p.end() || !z->is_number_unsigned()) continue;
+    const std::string k = c->get<std::string>() + "@" + std::to_string(z->get<uint64_t>());
+    if (row) (*row)[k] = p["value"];
+    if (units && p.contains("unit") && p["unit"].is_string()) (*units)[k] = p["unit"];
+  }
+}
+
 void write_atomic(const fs::path& p, const std::string& text) {
   const fs::path tmp = p.string() + ".tmp-" + std::to_string(::getpid());
   {
@@ -197,6 +214,7 @@ Outcome read_point(const fs::path& dir, const Point& p) {
   else if (run.contains("stopped_by")) o.status = 3, o.message = "stopped by " + run["stopped_by"].get<std::string>();
   o.summary = st.value("summary", ordered_json::object());
   o.units = st.value("summary_units", ordered_json::object());
+  flatten_points(o.summary, nullptr, &o.units);
   return o;
 }
 
@@ -488,6 +506,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     r["status"] = o.status;
     r["message"] = o.message.empty() ? json(nullptr) : json(o.message);
     flatten(o.summary, "", r);
+    flatten_points(o.summary, &r, nullptr);
     return r;
   };
   ordered_json mine_rows = ordered_json::array(), units = ordered_json::object();

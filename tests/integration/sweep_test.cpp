@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -86,6 +87,40 @@ TEST(Sweep, AGridAndSeedsGiveOneRowPerPointWithThatPointsSummary) {
   }
   EXPECT_EQ(named.size(), t["columns"].size());
   EXPECT_TRUE(named.count("avg_unicast_latency_cycles"));
+}
+
+// A workload that measures a list of points (here MBCF round trips at two sizes) gives one
+// column per point, COMMAND@SIZE, holding the point's value with its unit: a sweep of message
+// sizes or seeds is a table, not a folder of stats.json files to open one by one.
+TEST(Sweep, EachMeasuredPointIsAColumnNamedByItsCommandAndSize) {
+  const auto d = test::temp_dir("sweep_points");
+  const auto r = sweep(test::config_path("mbcf-ss20-100tx.json") +
+                       " --set workload.kind=rtt --set 'workload.sizes=[4,64]' --set workload.iterations=20"
+                       " --grid 'workload.commands=[[\"write\"],[\"read\"]]' --seed 1,2 --jobs 2 --quiet --out " + (d / "s").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json t = table(d / "s");
+  ASSERT_EQ(t["rows"].size(), 4u);
+  std::map<std::string, json> unit;
+  for (const auto& c : t["columns"]) unit[c["name"].get<std::string>()] = c["unit"];
+  size_t cells = 0;
+  for (const auto& row : t["rows"]) {
+    const json st = json::parse(test::read_text(d / "s" / "points" / row["point"].get<std::string>() / "stats.json"));
+    const json& pts = st["summary"]["points"];
+    ASSERT_EQ(pts.size(), 2u) << row["point"];
+    for (const auto& p : pts) {
+      const std::string k = p["command"].get<std::string>() + "@" + std::to_string(p["size"].get<int>());
+      ASSERT_TRUE(row.contains(k)) << row["point"] << " " << k;
+      EXPECT_EQ(row[k], p["value"]) << k;
+      EXPECT_EQ(unit[k], "us") << k;
+      ++cells;
+    }
+  }
+  EXPECT_EQ(cells, 8u);
+  // A WRITE point's row has no READ column's value (null), and the CSV names the columns.
+  EXPECT_TRUE(t["rows"][0]["MBCF_READ_STAT@4"].is_null());
+  EXPECT_GT(t["rows"][2]["MBCF_READ_STAT@4"].get<double>(), 0.0);
+  const auto header = lines(test::read_text(d / "s" / "sweep.csv"))[0];
+  EXPECT_NE(header.find(",MBCF_WRITE_STAT@4,MBCF_WRITE_STAT@64"), std::string::npos) << header;
 }
 
 TEST(Sweep, ZippedListsVaryTogether) {
