@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""mbpsim plot: draws one field of a sweep's table against a swept parameter (sim/README.md, "Plots").
+"""mbpsim plot: draws one field of a sweep's table against a swept parameter, or a run's measured points (sim/README.md, "Plots").
 
     mbpsim plot SWEEP --x KEY --y FIELD [--series KEY] [--where KEY=VALUE]... [--log-x] [--log-y]
                 [--title TEXT] [--out FILE.png|.svg|.pdf]
+    mbpsim plot RUN [--log-x] [--log-y] [--where command=NAME] [--title TEXT] [--out FILE]
 
-SWEEP is a sweep's folder (or its sweep.json). Axis labels carry the units of the parameter schema
+SWEEP is a sweep's folder (or its sweep.json). RUN is a run's folder (or its stats.json) whose
+workload measured a list of points (rtt, oneway, peak: summary.points): it is drawn as a table
+of one row per point, value against size, one curve per command (the defaults of --x, --y and
+--series there: size, value, command). Axis labels carry the units of the parameter schema
 and of the summary. Rows whose FIELD is null (not measured) or whose point failed are left out,
 and said so; rows that differ only in their seed are averaged, with their range as error bars.
 Every other swept parameter must be the series or fixed with --where, so a curve never mixes
@@ -34,14 +38,39 @@ class Parser(argparse.ArgumentParser):
         fail("command line: %s (mbpsim plot --help)" % message)
 
 
+def run_table(path, st):
+    """A run's measured points (summary.points) as a sweep's table: one row per point, the
+    command and the size as its parameters, the value as its field (in the points' unit)."""
+    pts = st["summary"].get("points") if isinstance(st["summary"], dict) else None
+    if not isinstance(pts, list) or not pts:
+        fail("%s: this run measured no list of points (summary.points: the rtt, oneway and peak workloads); "
+             "plot draws those, or a sweep's table" % path)
+    units = sorted({str(p.get("unit")) for p in pts if isinstance(p, dict)})
+    if len(units) != 1:
+        fail("%s: the points have different units (%s): one plot holds one" % (path, ", ".join(units)))
+    rows = []
+    for p in pts:
+        if not isinstance(p, dict) or not isinstance(p.get("command"), str) or not isinstance(p.get("size"), int):
+            fail("%s: a point without a command and a size: %r" % (path, p))
+        rows.append({"point": "%s@%d" % (p["command"], p["size"]), "command": p["command"], "size": p["size"],
+                     "value": p.get("value"), "status": 0})
+    cmd = st.get("provenance", {}).get("command", [])
+    config = cmd[2] if len(cmd) > 2 else path
+    return {"columns": [{"name": "command", "source": "parameter", "unit": None},
+                        {"name": "size", "source": "parameter", "unit": "bytes"},
+                        {"name": "value", "source": "summary", "unit": units[0]}],
+            "rows": rows, "sweep": {"config": config}}
+
+
 def main(argv):
     ap = Parser(prog="mbpsim plot", description=__doc__.split("\n\n")[0],
                                  usage="mbpsim plot SWEEP --x KEY --y FIELD [--series KEY] [--where KEY=VALUE]... "
-                                       "[--log-x] [--log-y] [--title TEXT] [--out FILE.png|.svg|.pdf]")
-    ap.add_argument("sweep", help="a sweep's folder, or its sweep.json")
-    ap.add_argument("--x", required=True, help="the swept parameter on the x axis")
-    ap.add_argument("--y", required=True, help="the summary field on the y axis")
-    ap.add_argument("--series", help="a swept parameter: one curve per value")
+                                       "[--log-x] [--log-y] [--title TEXT] [--out FILE.png|.svg|.pdf]\n"
+                                       "       mbpsim plot RUN [--log-x] [--log-y] [--where command=NAME] [--title TEXT] [--out FILE]")
+    ap.add_argument("sweep", help="a sweep's folder, or its sweep.json; or a run's folder, or its stats.json")
+    ap.add_argument("--x", help="the swept parameter on the x axis (a run's points: size)")
+    ap.add_argument("--y", help="the summary field on the y axis (a run's points: value)")
+    ap.add_argument("--series", help="a swept parameter: one curve per value (a run's points: command)")
     ap.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", help="keep only the rows with KEY=VALUE")
     ap.add_argument("--log-x", action="store_true")
     ap.add_argument("--log-y", action="store_true")
@@ -53,16 +82,22 @@ def main(argv):
 
     path = a.sweep
     if os.path.isdir(path):
-        path = os.path.join(path, "sweep.json")
+        path = os.path.join(path, "sweep.json" if not os.path.exists(os.path.join(path, "stats.json")) else "stats.json")
     try:
         with open(path) as f:
             table = json.load(f)
     except OSError as e:
         fail("%s: %s" % (path, e.strerror))
     except ValueError as e:
-        fail("%s: not a sweep table: %s" % (path, e))
+        fail("%s: not a sweep table or a run's statistics: %s" % (path, e))
+    if isinstance(table, dict) and "summary" in table and "columns" not in table:
+        table = run_table(path, table)
+        a.x, a.y, a.series = a.x or "size", a.y or "value", a.series or "command"
     if not isinstance(table, dict) or "columns" not in table or "rows" not in table:
         fail("%s: not a sweep table (no columns and rows)" % path)
+    for name, what in ((a.x, "--x"), (a.y, "--y")):
+        if name is None:
+            fail("%s: %s is needed for a sweep (mbpsim plot --help)" % (path, what))
     cols = {c["name"]: c for c in table["columns"]}
     rows = table["rows"]
     for name, what in ((a.x, "--x"), (a.y, "--y"), (a.series, "--series")):
@@ -108,7 +143,9 @@ def main(argv):
     for skey in sorted(groups, key=lambda k: (json.loads(k) is None, json.loads(k))):
         pts = groups[skey]
         xs = sorted(pts, key=lambda k: json.loads(k))
-        entry = {"name": None if a.series is None else "%s=%s" % (a.series, skey), "series_value": json.loads(skey),
+        sval = json.loads(skey)
+        entry = {"name": None if a.series is None else "%s=%s" % (a.series, sval if isinstance(sval, str) else skey),
+                 "series_value": sval,
                  "x": [], "y": [], "y_min": [], "y_max": [], "n": [], "points": []}
         for xk in xs:
             ys = [r[a.y] for r in pts[xk]]

@@ -358,6 +358,44 @@ TEST(Plot, ItsSeriesAreTheSweepsRows) {
   }
 }
 
+// A run's measured points are a table too: `mbpsim plot RUN` draws value against size, one
+// curve per command, in the points' unit, exactly the run's summary.points; a run that measured
+// no list of points, and a sweep without --x, are refused in one line.
+TEST(Plot, ARunsMeasuredPointsAreOneCurvePerCommand) {
+  const auto d = test::temp_dir("plot_run");
+  auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ss20-100tx.json") +
+                         " --set workload.kind=rtt --set 'workload.sizes=[4,64,1024]' --set workload.iterations=20"
+                         " --set 'workload.commands=[\"write\",\"read\"]' --quiet --out " + (d / "run").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = test::run_cmd(test::mbpsim_bin() + " plot " + (d / "run").string() + " --log-x --out " + (d / "p.png").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json drawn = json::parse(test::read_text(d / "p.series.json"));
+  EXPECT_EQ(drawn["x_label"], "size (bytes)");
+  EXPECT_EQ(drawn["y_label"], "value (us)");
+  const json pts = json::parse(test::read_text(d / "run" / "stats.json"))["summary"]["points"];
+  ASSERT_EQ(pts.size(), 6u);
+  ASSERT_EQ(drawn["series"].size(), 2u);
+  size_t matched = 0;
+  for (const auto& e : drawn["series"]) {
+    EXPECT_EQ(e["name"], "command=" + e["series_value"].get<std::string>());
+    ASSERT_EQ(e["x"].size(), 3u);
+    for (size_t i = 0; i < 3; ++i)
+      for (const auto& p : pts)
+        if (p["command"] == e["series_value"] && p["size"] == e["x"][i]) {
+          EXPECT_EQ(p["value"], e["y"][i]);
+          ++matched;
+        }
+  }
+  EXPECT_EQ(matched, 6u);
+  EXPECT_TRUE(fs::exists(d / "p.png"));
+  r = test::run_cmd(test::mbpsim_bin() + " run " + kNet + kShort + "--quiet --out " + (d / "net").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = test::run_cmd(test::mbpsim_bin() + " plot " + (d / "net").string() + " --out " + (d / "q.png").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("measured no list of points"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
 // The heartbeat's percentage is the workload's own progress (the references of the sharing
 // pattern; the measured points of an MBCF or a socket workload, and how far the one in progress
 // is), rising to the end; a workload that cannot say gives the run limit's, named.
