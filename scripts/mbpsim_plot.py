@@ -3,12 +3,14 @@
 
     mbpsim plot SWEEP --x KEY --y FIELD [--series KEY] [--where KEY=VALUE]... [--log-x] [--log-y]
                 [--title TEXT] [--out FILE.png|.svg|.pdf]
-    mbpsim plot RUN [--log-x] [--log-y] [--where command=NAME] [--title TEXT] [--out FILE]
+    mbpsim plot RUN... [--log-x] [--log-y] [--where command=NAME] [--title TEXT] [--out FILE]
 
 SWEEP is a sweep's folder (or its sweep.json). RUN is a run's folder (or its stats.json) whose
 workload measured a list of points (rtt, oneway, peak: summary.points): it is drawn as a table
 of one row per point, value against size, one curve per command (the defaults of --x, --y and
---series there: size, value, command). Axis labels carry the units of the parameter schema
+--series there: size, value, command); several runs in one unit are drawn together, one curve
+per run and command ("FOLDER: COMMAND", the series `curve`), so MBCF and the socket stacks of
+one cluster compare in one figure. Axis labels carry the units of the parameter schema
 and of the summary. Rows whose FIELD is null (not measured) or whose point failed are left out,
 and said so; rows that differ only in their seed are averaged, with their range as error bars.
 Every other swept parameter must be the series or fixed with --where, so a curve never mixes
@@ -62,12 +64,34 @@ def run_table(path, st):
             "rows": rows, "sweep": {"config": config}}
 
 
+def runs_table(runs):
+    """Several runs' points as one table: a row per point of each, named by the run's folder;
+    the series `curve` is "FOLDER: COMMAND" (the folder and the command are columns too, for
+    --where). Their units must agree."""
+    rows, unit = [], None
+    for path, st in runs:
+        t = run_table(path, st)
+        u = t["columns"][2]["unit"]
+        if unit is not None and u != unit:
+            fail("%s: its points are in %s, the first run's in %s: one plot holds one unit" % (path, u, unit))
+        unit = u
+        folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        for r in t["rows"]:
+            rows.append(dict(r, point="%s/%s" % (folder, r["point"]), run=folder, curve="%s: %s" % (folder, r["command"])))
+    return {"columns": [{"name": "curve", "source": "parameter", "unit": None},
+                        {"name": "size", "source": "parameter", "unit": "bytes"},
+                        {"name": "value", "source": "summary", "unit": unit},
+                        {"name": "run", "source": "run", "unit": None},
+                        {"name": "command", "source": "run", "unit": None}],
+            "rows": rows, "sweep": {"config": ", ".join(os.path.basename(os.path.dirname(os.path.abspath(p))) for p, _ in runs)}}
+
+
 def main(argv):
     ap = Parser(prog="mbpsim plot", description=__doc__.split("\n\n")[0],
                                  usage="mbpsim plot SWEEP --x KEY --y FIELD [--series KEY] [--where KEY=VALUE]... "
                                        "[--log-x] [--log-y] [--title TEXT] [--out FILE.png|.svg|.pdf]\n"
-                                       "       mbpsim plot RUN [--log-x] [--log-y] [--where command=NAME] [--title TEXT] [--out FILE]")
-    ap.add_argument("sweep", help="a sweep's folder, or its sweep.json; or a run's folder, or its stats.json")
+                                       "       mbpsim plot RUN... [--log-x] [--log-y] [--where command=NAME] [--title TEXT] [--out FILE]")
+    ap.add_argument("sweep", nargs="+", help="a sweep's folder, or its sweep.json; or runs' folders, or their stats.json")
     ap.add_argument("--x", help="the swept parameter on the x axis (a run's points: size)")
     ap.add_argument("--y", help="the summary field on the y axis (a run's points: value)")
     ap.add_argument("--series", help="a swept parameter: one curve per value (a run's points: command)")
@@ -80,19 +104,29 @@ def main(argv):
     ap.add_argument("--out", help="the image (.png, .svg or .pdf); default SWEEP/plot-FIELD-vs-KEY.png")
     a = ap.parse_args(argv)
 
-    path = a.sweep
-    if os.path.isdir(path):
-        path = os.path.join(path, "sweep.json" if not os.path.exists(os.path.join(path, "stats.json")) else "stats.json")
-    try:
-        with open(path) as f:
-            table = json.load(f)
-    except OSError as e:
-        fail("%s: %s" % (path, e.strerror))
-    except ValueError as e:
-        fail("%s: not a sweep table or a run's statistics: %s" % (path, e))
-    if isinstance(table, dict) and "summary" in table and "columns" not in table:
+    loaded = []
+    for path in a.sweep:
+        if os.path.isdir(path):
+            path = os.path.join(path, "sweep.json" if not os.path.exists(os.path.join(path, "stats.json")) else "stats.json")
+        try:
+            with open(path) as f:
+                loaded.append((path, json.load(f)))
+        except OSError as e:
+            fail("%s: %s" % (path, e.strerror))
+        except ValueError as e:
+            fail("%s: not a sweep table or a run's statistics: %s" % (path, e))
+    runs = [(p, t) for p, t in loaded if isinstance(t, dict) and "summary" in t and "columns" not in t]
+    if len(loaded) > 1 and len(runs) < len(loaded):
+        fail("%s: not a run's statistics: several folders are drawn together only when each is a run" %
+             next(p for p, t in loaded if (p, t) not in runs))
+    path, table = loaded[0]
+    if len(runs) == 1:
         table = run_table(path, table)
         a.x, a.y, a.series = a.x or "size", a.y or "value", a.series or "command"
+    elif runs:
+        table = runs_table(runs)
+        path = runs[0][0]
+        a.x, a.y, a.series = a.x or "size", a.y or "value", a.series or "curve"
     if not isinstance(table, dict) or "columns" not in table or "rows" not in table:
         fail("%s: not a sweep table (no columns and rows)" % path)
     for name, what in ((a.x, "--x"), (a.y, "--y")):

@@ -358,6 +358,47 @@ TEST(Plot, ItsSeriesAreTheSweepsRows) {
   }
 }
 
+// Several runs in one unit are one figure: a curve per run and command, named by the run's
+// folder, each exactly its run's points (Figure 6.8's kind: MBCF and UDP round trips on the same
+// hosts). Runs in different units, or a sweep among runs, are refused in one line.
+TEST(Plot, SeveralRunsInOneUnitAreDrawnTogether) {
+  const auto d = test::temp_dir("plot_runs");
+  const std::string rtt = " --set workload.kind=rtt --set 'workload.sizes=[4,64]' --set workload.iterations=20 --quiet --out ";
+  for (const auto& [cfg, out] : std::vector<std::pair<std::string, std::string>>{
+           {"mbcf-ss20-100t-half.json --set 'workload.commands=[\"write\"]'", "mbcf"}, {"sockets-ss20-100t-half-udp.json", "udp"}}) {
+    const auto r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("") + cfg + rtt + (d / out).string());
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  auto r = test::run_cmd(test::mbpsim_bin() + " plot " + (d / "mbcf").string() + " " + (d / "udp").string() + " --out " + (d / "p.png").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json drawn = json::parse(test::read_text(d / "p.series.json"));
+  EXPECT_EQ(drawn["series_key"], "curve");
+  ASSERT_EQ(drawn["series"].size(), 2u);
+  std::map<std::string, json> want;
+  for (const char* run : {"mbcf", "udp"}) {
+    const json st = json::parse(test::read_text(d / run / "stats.json"));
+    for (const auto& p : st["summary"]["points"])
+      want[std::string(run) + ": " + p["command"].get<std::string>() + "@" + std::to_string(p["size"].get<int>())] = p["value"];
+  }
+  ASSERT_EQ(want.size(), 4u);
+  size_t matched = 0;
+  for (const auto& e : drawn["series"])
+    for (size_t i = 0; i < e["x"].size(); ++i) {
+      const std::string k = e["series_value"].get<std::string>() + "@" + std::to_string(e["x"][i].get<int>());
+      ASSERT_TRUE(want.count(k)) << k;
+      EXPECT_EQ(want[k], e["y"][i]) << k;
+      ++matched;
+    }
+  EXPECT_EQ(matched, 4u);
+  r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ss20-100tx.json") +
+                    " --set workload.kind=peak --set 'workload.sizes=[64]' --quiet --out " + (d / "peak").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = test::run_cmd(test::mbpsim_bin() + " plot " + (d / "mbcf").string() + " " + (d / "peak").string() + " --out " + (d / "q.png").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("one plot holds one unit"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
 // A run's measured points are a table too: `mbpsim plot RUN` draws value against size, one
 // curve per command, in the points' unit, exactly the run's summary.points; a run that measured
 // no list of points, and a sweep without --x, are refused in one line.
