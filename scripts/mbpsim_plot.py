@@ -101,7 +101,8 @@ def main(argv):
     ap.add_argument("--ref", action="append", default=[], metavar="FILE.json",
                     help='reference points drawn as markers: {"label": ..., "x": [...], "y": [...]} (a published figure, another simulator)')
     ap.add_argument("--title")
-    ap.add_argument("--out", help="the image (.png, .svg or .pdf); default SWEEP/plot-FIELD-vs-KEY.png")
+    ap.add_argument("--out", help="the image (.png, .svg or .pdf); default SWEEP/plot-FIELD-vs-KEY.png, or beside the runs' "
+                                  "folders plot-RUN+RUN.png")
     a = ap.parse_args(argv)
 
     loaded = []
@@ -191,7 +192,14 @@ def main(argv):
             entry["points"].append([r["point"] for r in pts[xk]])
         series.append(entry)
 
-    out = a.out or os.path.join(os.path.dirname(path) or ".", "plot-%s-vs-%s.png" % (a.y, a.x))
+    out = a.out
+    if not out and runs:
+        # Beside the runs' folders, not in them: a run's folder holds what the run wrote alone
+        # (mbpsim run refuses to replace a folder holding anything else).
+        folders = [os.path.dirname(os.path.abspath(p)) for p, _ in runs]
+        out = os.path.join(os.path.dirname(folders[0]), "plot-%s.png" % "+".join(os.path.basename(f) for f in folders))
+    if not out:
+        out = os.path.join(os.path.dirname(path) or ".", "plot-%s-vs-%s.png" % (a.y, a.x))
     ext = os.path.splitext(out)[1].lower()
     if ext not in (".png", ".svg", ".pdf"):
         fail("--out %s: the image must be .png, .svg or .pdf" % out)

@@ -429,6 +429,15 @@ TEST(Plot, ARunsMeasuredPointsAreOneCurvePerCommand) {
   }
   EXPECT_EQ(matched, 6u);
   EXPECT_TRUE(fs::exists(d / "p.png"));
+  // Without --out the image goes beside the run's folder, not into it: the run's folder holds
+  // what the run wrote alone, so the same run can be made into it again.
+  r = test::run_cmd(test::mbpsim_bin() + " plot " + (d / "run").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "plot-run.png"));
+  EXPECT_TRUE(fs::exists(d / "plot-run.series.json"));
+  r = test::run_cmd(test::mbpsim_bin() + " run " + test::config_path("mbcf-ss20-100tx.json") +
+                    " --set workload.kind=rtt --set 'workload.sizes=[4]' --set workload.iterations=20 --quiet --out " + (d / "run").string());
+  EXPECT_EQ(r.status, 0) << r.output;
   r = test::run_cmd(test::mbpsim_bin() + " run " + kNet + kShort + "--quiet --out " + (d / "net").string());
   ASSERT_EQ(r.status, 0) << r.output;
   r = test::run_cmd(test::mbpsim_bin() + " plot " + (d / "net").string() + " --out " + (d / "q.png").string());
