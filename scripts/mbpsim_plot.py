@@ -47,42 +47,50 @@ def run_table(path, st):
     if not isinstance(pts, list) or not pts:
         fail("%s: this run measured no list of points (summary.points: the rtt, oneway and peak workloads); "
              "plot draws those, or a sweep's table" % path)
-    units = sorted({str(p.get("unit")) for p in pts if isinstance(p, dict)})
-    if len(units) != 1:
-        fail("%s: the points have different units (%s): one plot holds one" % (path, ", ".join(units)))
     rows = []
     for p in pts:
         if not isinstance(p, dict) or not isinstance(p.get("command"), str) or not isinstance(p.get("size"), int):
             fail("%s: a point without a command and a size: %r" % (path, p))
         rows.append({"point": "%s@%d" % (p["command"], p["size"]), "command": p["command"], "size": p["size"],
-                     "value": p.get("value"), "status": 0})
+                     "value": p.get("value"), "unit": p.get("unit"), "status": 0})
     cmd = st.get("provenance", {}).get("command", [])
     config = cmd[2] if len(cmd) > 2 else path
+    # The value's unit is the rows' one, once --where has chosen them (one_unit).
     return {"columns": [{"name": "command", "source": "parameter", "unit": None},
                         {"name": "size", "source": "parameter", "unit": "bytes"},
-                        {"name": "value", "source": "summary", "unit": units[0]}],
+                        {"name": "value", "source": "summary", "unit": None},
+                        {"name": "unit", "source": "run", "unit": None}],
             "rows": rows, "sweep": {"config": config}}
+
+
+def one_unit(path, table, rows):
+    """Points drawn together share one unit (a run may measure latencies and rates: --where
+    chooses); it becomes the value's."""
+    units = sorted({str(r.get("unit")) for r in rows})
+    if len(units) > 1:
+        fail("%s: the points are in different units (%s): one plot holds one; choose with --where unit=UNIT "
+             "or --where command=NAME" % (path, ", ".join(units)))
+    for c in table["columns"]:
+        if c["name"] == "value" and units:
+            c["unit"] = units[0]
 
 
 def runs_table(runs):
     """Several runs' points as one table: a row per point of each, named by the run's folder;
     the series `curve` is "FOLDER: COMMAND" (the folder and the command are columns too, for
-    --where). Their units must agree."""
-    rows, unit = [], None
+    --where). Their units must agree (one_unit)."""
+    rows = []
     for path, st in runs:
         t = run_table(path, st)
-        u = t["columns"][2]["unit"]
-        if unit is not None and u != unit:
-            fail("%s: its points are in %s, the first run's in %s: one plot holds one unit" % (path, u, unit))
-        unit = u
         folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
         for r in t["rows"]:
             rows.append(dict(r, point="%s/%s" % (folder, r["point"]), run=folder, curve="%s: %s" % (folder, r["command"])))
     return {"columns": [{"name": "curve", "source": "parameter", "unit": None},
                         {"name": "size", "source": "parameter", "unit": "bytes"},
-                        {"name": "value", "source": "summary", "unit": unit},
+                        {"name": "value", "source": "summary", "unit": None},
                         {"name": "run", "source": "run", "unit": None},
-                        {"name": "command", "source": "run", "unit": None}],
+                        {"name": "command", "source": "run", "unit": None},
+                        {"name": "unit", "source": "run", "unit": None}],
             "rows": rows, "sweep": {"config": ", ".join(os.path.basename(os.path.dirname(os.path.abspath(p))) for p, _ in runs)}}
 
 
@@ -147,6 +155,8 @@ def main(argv):
             fail("%s: --where %s: no such column" % (path, k))
         where.append((k, parse_value(v)))
     rows = [r for r in rows if all(r.get(k) == v for k, v in where)]
+    if runs:
+        one_unit(path, table, rows)
 
     # Every other swept parameter must be fixed: a curve holds one configuration.
     axes = [c["name"] for c in table["columns"] if c["source"] == "parameter" and c["name"] not in ("seed", a.x, a.series)]

@@ -395,8 +395,16 @@ TEST(Plot, SeveralRunsInOneUnitAreDrawnTogether) {
   ASSERT_EQ(r.status, 0) << r.output;
   r = test::run_cmd(test::mbpsim_bin() + " plot " + (d / "mbcf").string() + " " + (d / "peak").string() + " --out " + (d / "q.png").string());
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("one plot holds one unit"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("different units (MB/s, us)"), std::string::npos) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  // --where chooses the points of one unit (a run may measure latencies and rates alike).
+  r = test::run_cmd(test::mbpsim_bin() + " plot " + (d / "mbcf").string() + " " + (d / "peak").string() + " --where unit=MB/s --out " +
+                    (d / "r.png").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const json rates = json::parse(test::read_text(d / "r.series.json"));
+  EXPECT_EQ(rates["y_label"], "value (MB/s)");
+  ASSERT_EQ(rates["series"].size(), 1u);
+  EXPECT_EQ(rates["series"][0]["series_value"], "peak: MBCF_WRITE");
 }
 
 // A run's measured points are a table too: `mbpsim plot RUN` draws value against size, one
