@@ -124,10 +124,12 @@ def main(argv):
             fail("%s: %s" % (path, e.strerror))
         except ValueError as e:
             fail("%s: not a sweep table or a run's statistics: %s" % (path, e))
-    runs = [(p, t) for p, t in loaded if isinstance(t, dict) and "summary" in t and "columns" not in t]
+    def is_run(t):  # a run's stats.json, not a sweep's table
+        return isinstance(t, dict) and "summary" in t and "columns" not in t
+    runs = [(p, t) for p, t in loaded if is_run(t)]
     if len(loaded) > 1 and len(runs) < len(loaded):
         fail("%s: not a run's statistics: several folders are drawn together only when each is a run" %
-             next(p for p, t in loaded if (p, t) not in runs))
+             next(p for p, t in loaded if not is_run(t)))
     path, table = loaded[0]
     if len(runs) == 1:
         table = run_table(path, table)

@@ -486,6 +486,19 @@ void InetStack::recvfrom(int fd, std::function<void(Errno, Received)> k) {
       [out, k = std::move(k)] { k(out->first, std::move(out->second)); });
 }
 
+bool InetStack::select_open(int fd) const {
+  switch (kind_of(fd)) {
+    case SocketKind::Udp: return sock(fd) != nullptr;
+    case SocketKind::Tcp: return tcp_->select_open(fd);
+    case SocketKind::None: break;
+  }
+  return false;
+}
+
+bool InetStack::select_readable(int fd) const {
+  return kind_of(fd) == SocketKind::Udp ? !sock(fd)->rcv.empty() : tcp_->select_readable(fd);
+}
+
 void InetStack::select(std::vector<int> fds, std::optional<double> timeout_us, std::function<void(Errno, int)> k) {
   auto out = std::make_shared<std::pair<Errno, int>>(Errno::Ok, -1);
   auto set = std::make_shared<std::vector<int>>(std::move(fds));
@@ -493,14 +506,13 @@ void InetStack::select(std::vector<int> fds, std::optional<double> timeout_us, s
       "select",
       [this, set, out, timeout_us](std::function<void()> done) {
         for (int fd : *set)
-          if (!(kind_of(fd) == SocketKind::Udp ? sock(fd) != nullptr : kind_of(fd) == SocketKind::Tcp && tcp_->select_open(fd)))
-            out->first = Errno::BadDescriptor;
+          if (!select_open(fd)) out->first = Errno::BadDescriptor;
         if (set->empty() || !select_timeout_ok(timeout_us)) out->first = Errno::Invalid;
         if (out->first != Errno::Ok) return done();
         // selscan: each descriptor's poll routine (soo_select), on the first pass and after each wakeup
         auto ready = [this, set] {
           for (int fd : *set)
-            if (kind_of(fd) == SocketKind::Udp ? !sock(fd)->rcv.empty() : tcp_->select_readable(fd)) return fd;
+            if (select_readable(fd)) return fd;
           return -1;
         };
         os_.select_loop(ready, set->size(), select_chan(), timeout_us, [out, done = std::move(done)](int fd) {

@@ -215,6 +215,10 @@ class InetStack final : public sc_core::sc_module {
   };
   Socket* sock(int fd);
   const Socket* sock(int fd) const;
+  // soo_select for reading, by the descriptor's kind (the TCP stack answers for its own):
+  // whether `fd` is an open socket of this host, and whether it is readable.
+  bool select_open(int fd) const;
+  bool select_readable(int fd) const;
   bool port_taken(uint16_t port) const;
   uint16_t ephemeral();
   uint64_t cycles(double instr) const { return os_.instr_ps(instr); }
